@@ -1,0 +1,1 @@
+"""outbound: see README.md."""

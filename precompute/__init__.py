@@ -1,0 +1,1 @@
+"""precompute: see README.md."""

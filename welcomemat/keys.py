@@ -1,0 +1,135 @@
+"""The Redis key schema: every key and channel Welcomemat uses, and how long each lives.
+
+Keys read `wm:<schema version>:{<hash tag>}:<kind>[:<id>]`. The hash tag is what Redis
+Cluster hashes to pick a slot, so everything written together shares one tag:
+
+- per campaign, `{tenant:campaign}`: zone sets (current, previous, version counter), the
+  change channel and the publish journal. A publish is one MULTI/EXEC over these keys,
+  which Cluster only allows inside one slot.
+- per tenant, `{tenant}`: the engagement event stream and the account records that events
+  are folded into, so a fold (read events, update records, acknowledge) stays in one slot.
+
+Ids are checked with `welcomemat.ids.is_valid_id` before they reach a key: they cannot
+hold `:`, `{`, `}` or glob characters, so a key parses one way only and a SCAN pattern
+built from ids matches nothing but what it names. Bump `KEY_SCHEMA_VERSION` when the
+layout or a stored value's format changes incompatibly: old keys then stop being read
+and expire on their own.
+
+Every key written gets a TTL from this module (`*_TTL_S`, seconds).
+"""
+
+from __future__ import annotations
+
+from welcomemat.ids import is_valid_id
+
+__all__ = [
+    "ACCOUNT_RECORD_TTL_S",
+    "EVENTS_STREAM_TTL_S",
+    "JOURNAL_TTL_S",
+    "KEY_PREFIX",
+    "KEY_SCHEMA_VERSION",
+    "PREVIOUS_ZONE_SET_TTL_S",
+    "ZONE_SET_TTL_S",
+    "ZONE_SET_VERSION_TTL_S",
+    "account_record_key",
+    "campaign_prefix",
+    "changes_channel",
+    "events_stream_key",
+    "journal_key",
+    "previous_zone_set_key",
+    "tenant_prefix",
+    "zone_set_key",
+    "zone_set_scan_pattern",
+    "zone_set_version_key",
+]
+
+KEY_PREFIX = "wm"
+KEY_SCHEMA_VERSION = 1
+
+_DAY_S = 24 * 3600
+
+# 90 days: a zone set older than its campaign's life is garbage. Refreshed on every write.
+ZONE_SET_TTL_S = 90 * _DAY_S
+# 30 days: rollback is for recent mistakes; an older previous version is not worth keeping.
+PREVIOUS_ZONE_SET_TTL_S = 30 * _DAY_S
+# 90 days, like the zone set it numbers: the counter must not expire while a zone set it
+# numbered is still current, or versions would start again at 1.
+ZONE_SET_VERSION_TTL_S = ZONE_SET_TTL_S
+# 90 days: the publish journal explains what a campaign's zone sets came from.
+JOURNAL_TTL_S = 90 * _DAY_S
+# 30 days without a new event: the stream is idle and its events are folded long ago.
+EVENTS_STREAM_TTL_S = 30 * _DAY_S
+# 365 days: account records are what outbound and sellers build on across campaigns.
+ACCOUNT_RECORD_TTL_S = 365 * _DAY_S
+
+
+def _checked(kind: str, value: str) -> str:
+    if not is_valid_id(value):
+        raise ValueError(
+            f"invalid {kind} id {value!r} for a Redis key: "
+            "use letters, digits and '_.-', starting with a letter or digit, at most 64 characters"
+        )
+    return value
+
+
+def tenant_prefix(tenant: str) -> str:
+    """`wm:1:{acme}`: the prefix of every per-tenant key."""
+    return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:{{{_checked('tenant', tenant)}}}"
+
+
+def campaign_prefix(tenant: str, campaign: str) -> str:
+    """`wm:1:{acme:q4-expansion}`: the prefix of every per-campaign key."""
+    tag = f"{_checked('tenant', tenant)}:{_checked('campaign', campaign)}"
+    return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:{{{tag}}}"
+
+
+def zone_set_key(tenant: str, campaign: str, account_id: str) -> str:
+    """The current zone set of an account (JSON). TTL `ZONE_SET_TTL_S`."""
+    return f"{campaign_prefix(tenant, campaign)}:zs:{_checked('account', account_id)}"
+
+
+def previous_zone_set_key(tenant: str, campaign: str, account_id: str) -> str:
+    """The zone set that was current before (JSON), kept for rollback.
+
+    TTL `PREVIOUS_ZONE_SET_TTL_S`.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:zs_prev:{_checked('account', account_id)}"
+
+
+def zone_set_version_key(tenant: str, campaign: str, account_id: str) -> str:
+    """The last version number given to an account's zone sets (integer).
+
+    TTL `ZONE_SET_VERSION_TTL_S`.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:zs_ver:{_checked('account', account_id)}"
+
+
+def zone_set_scan_pattern(tenant: str, campaign: str) -> str:
+    """SCAN MATCH pattern for every current zone set key of a campaign.
+
+    Matches `...:zs:<account>` only, not `zs_prev` or `zs_ver`: ids hold no glob characters.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:zs:*"
+
+
+def changes_channel(tenant: str, campaign: str) -> str:
+    """Pub/sub channel announcing zone set changes of a campaign (not a key: no TTL)."""
+    return f"{campaign_prefix(tenant, campaign)}:changes"
+
+
+def journal_key(tenant: str, campaign: str) -> str:
+    """The campaign's publish journal (a stream). TTL `JOURNAL_TTL_S`."""
+    return f"{campaign_prefix(tenant, campaign)}:journal"
+
+
+def events_stream_key(tenant: str) -> str:
+    """The tenant's engagement event stream. TTL `EVENTS_STREAM_TTL_S`, refreshed per event."""
+    return f"{tenant_prefix(tenant)}:events"
+
+
+def account_record_key(tenant: str, account_id: str) -> str:
+    """An account's shared record (facts used, engagement summary).
+
+    TTL `ACCOUNT_RECORD_TTL_S`, refreshed on write.
+    """
+    return f"{tenant_prefix(tenant)}:acct:{_checked('account', account_id)}"

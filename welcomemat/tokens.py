@@ -1,0 +1,321 @@
+"""The one signer of Welcomemat tokens: email links (`?wm=`), direct-mail QR codes, cookies.
+
+Invariant 6 (DESIGN.md): a token is HMAC-signed, bound to tenant + campaign + account
+(+ optional contact), expires, and survives key rotation. A token for one tenant or
+campaign never authorises another's content.
+
+How a token is built
+--------------------
+* ``itsdangerous.URLSafeSerializer`` with HMAC-SHA256 over compact JSON, base64url-encoded:
+  ``<payload>.<signature>``, characters ``[A-Za-z0-9_.-]`` only (safe in URLs, cookies, QR).
+* One salt per kind (``welcomemat.link``, ``welcomemat.qr``, ``welcomemat.cookie``): the
+  kind is bound by the key derivation, so a token of one kind never verifies as another.
+  The kind is therefore not repeated in the payload (shorter QR codes).
+* Payload keys are one letter: ``t`` tenant, ``c`` campaign, ``a`` account, ``p`` contact
+  (person; left out when there is none), ``i`` issued-at and ``e`` expires-at (integer Unix
+  seconds). Times are checked here, against an injectable clock, so every token carries
+  its own TTL.
+* Ids are opaque: every id must match :data:`ID_PATTERN` when signing AND when verifying,
+  which keeps e-mail addresses and free-text names out (no ``@``, no spaces). The payload
+  is signed, not encrypted: anyone holding a token can read its ids.
+* Key rotation: ``WELCOMEMAT_SECRET`` is a comma-separated list; the FIRST key signs and
+  ALL keys verify. (itsdangerous signs with the LAST key of its list, so the list is
+  handed to it reversed.)
+
+Nothing here returns claims without verifying them first: there is no "peek".
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Final
+
+from itsdangerous import BadData, BadPayload, BadSignature, URLSafeSerializer
+from itsdangerous.encoding import base64_decode, base64_encode
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, ValidationError
+
+from welcomemat.errors import (
+    ConfigError,
+    InputError,
+    TokenBadSignature,
+    TokenExpired,
+    TokenFromFuture,
+    TokenMalformed,
+)
+from welcomemat.ids import ID_PATTERN, is_valid_id
+
+__all__ = [
+    "CLOCK_SKEW_S",
+    "DEFAULT_COOKIE_TTL_S",
+    "DEFAULT_LINK_TTL_S",
+    "DEFAULT_QR_TTL_S",
+    "DEFAULT_TTL_S",
+    "ID_PATTERN",
+    "MAX_TOKEN_CHARS",
+    "MAX_TTL_S",
+    "MIN_SECRET_CHARS",
+    "SECRET_ENV_VAR",
+    "TokenClaims",
+    "TokenKind",
+    "TokenSigner",
+]
+
+_DAY_S: Final = 24 * 60 * 60
+
+#: Tolerated clock difference between the machine that signed and the one that verifies,
+#: in seconds. A token issued further in the future than this is refused (TokenFromFuture).
+CLOCK_SKEW_S: Final = 60
+#: Email link (`?wm=`) lifetime, in seconds: 30 days, long enough for a sequence.
+DEFAULT_LINK_TTL_S: Final = 30 * _DAY_S
+#: Direct-mail QR lifetime, in seconds: 120 days (mailers sit on desks for months).
+DEFAULT_QR_TTL_S: Final = 120 * _DAY_S
+#: First-party cookie lifetime, in seconds: 90 days.
+DEFAULT_COOKIE_TTL_S: Final = 90 * _DAY_S
+#: Longest lifetime any token may be signed with, in seconds: 366 days.
+MAX_TTL_S: Final = 366 * _DAY_S
+#: Longest token text accepted, in characters; longer input is refused before any work.
+MAX_TOKEN_CHARS: Final = 512
+#: Shortest accepted secret, in characters.
+MIN_SECRET_CHARS: Final = 32
+#: The environment variable holding the comma-separated secrets (first signs, all verify).
+SECRET_ENV_VAR: Final = "WELCOMEMAT_SECRET"
+_B64_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
+#: HMAC-SHA256 is 32 bytes: 43 base64url characters without padding.
+_SIGNATURE_CHARS: Final = 43
+
+_Id = Annotated[str, StringConstraints(strict=True, pattern=ID_PATTERN)]
+
+
+class TokenKind(enum.StrEnum):
+    """What a token is for. Each kind has its own salt: tokens never cross kinds."""
+
+    LINK = "link"
+    QR = "qr"
+    COOKIE = "cookie"
+
+
+DEFAULT_TTL_S: Final[Mapping[TokenKind, int]] = {
+    TokenKind.LINK: DEFAULT_LINK_TTL_S,
+    TokenKind.QR: DEFAULT_QR_TTL_S,
+    TokenKind.COOKIE: DEFAULT_COOKIE_TTL_S,
+}
+
+
+class TokenClaims(BaseModel):
+    """What a verified token says. Only :meth:`TokenSigner.verify` hands these out."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: TokenKind
+    tenant: _Id
+    campaign: _Id
+    account: _Id
+    contact: _Id | None = None
+    #: Unix seconds.
+    issued_at: StrictInt = Field(ge=0)
+    #: Unix seconds; the token is refused from this instant on.
+    expires_at: StrictInt = Field(ge=0)
+
+
+def _check_id(field: str, value: object) -> str:
+    if not is_valid_id(value):
+        raise InputError(
+            f"{value!r} is not an opaque id: 1-64 characters of A-Z a-z 0-9 _ . -, "
+            "starting with a letter or digit (no e-mail addresses or names)",
+            field=field,
+        )
+    return value
+
+
+def _is_canonical_b64(text: str) -> bool:
+    """True if `text` is base64url that decodes and re-encodes to itself.
+
+    Python's decoder ignores the spare low bits of the last character, so several strings
+    decode to the same signature; only the canonical one is accepted, which makes exactly
+    one token string valid for a given payload.
+    """
+    try:
+        return base64_encode(base64_decode(text)).decode("ascii") == text
+    except Exception:
+        return False
+
+
+class TokenSigner:
+    """Signs and verifies link, QR and cookie tokens.
+
+    ``secrets``: newest first. The first signs; every one verifies (key rotation: prepend
+    the new key, keep the old ones until the tokens they signed have expired).
+    ``clock``: returns Unix seconds; injectable for tests.
+    """
+
+    def __init__(self, secrets: Sequence[str], *, clock: Callable[[], float] = time.time) -> None:
+        if isinstance(secrets, str | bytes):
+            raise ConfigError(
+                f"{SECRET_ENV_VAR}: pass the secrets as a list (newest first); "
+                "use TokenSigner.from_setting() for a comma-separated value"
+            )
+        keys = list(secrets)
+        if not keys:
+            raise ConfigError(
+                f"{SECRET_ENV_VAR} is empty: set it to at least one secret of "
+                f"{MIN_SECRET_CHARS}+ characters (comma-separated for rotation, first signs)"
+            )
+        for position, key in enumerate(keys, start=1):
+            if not isinstance(key, str):
+                raise ConfigError(f"{SECRET_ENV_VAR}: secret #{position} is not a string")
+            if len(key) < MIN_SECRET_CHARS:
+                # Never echo the secret itself, only its position and length.
+                raise ConfigError(
+                    f"{SECRET_ENV_VAR}: secret #{position} is {len(key)} characters; "
+                    f"at least {MIN_SECRET_CHARS} characters are required"
+                )
+        self._clock = clock
+        # itsdangerous signs with the LAST key and verifies with all: hand it newest-last.
+        verify_order = list(reversed(keys))
+        self._serializers: dict[TokenKind, URLSafeSerializer] = {
+            kind: URLSafeSerializer(
+                verify_order,
+                salt=f"welcomemat.{kind.value}",
+                signer_kwargs={"digest_method": hashlib.sha256},
+                fallback_signers=[],
+            )
+            for kind in TokenKind
+        }
+
+    @classmethod
+    def from_setting(cls, value: str | None, *, clock: Callable[[], float] = time.time) -> TokenSigner:
+        """Build from the ``WELCOMEMAT_SECRET`` value: comma-separated, newest first.
+
+        Blank entries and surrounding whitespace are ignored. Unset or blank: ConfigError.
+        """
+        if value is None:
+            raise ConfigError(
+                f"{SECRET_ENV_VAR} is not set: set it to a secret of {MIN_SECRET_CHARS}+ "
+                "characters (comma-separated for rotation, first signs)"
+            )
+        return cls([part.strip() for part in value.split(",") if part.strip()], clock=clock)
+
+    def sign(
+        self,
+        kind: TokenKind,
+        *,
+        tenant: str,
+        campaign: str,
+        account: str,
+        contact: str | None = None,
+        ttl_s: int,
+    ) -> str:
+        """A URL-safe token for this kind, bound to tenant + campaign + account (+ contact).
+
+        Bad ids or TTL: InputError naming the field.
+        """
+        kind = TokenKind(kind)
+        payload: dict[str, str | int] = {
+            "t": _check_id("tenant", tenant),
+            "c": _check_id("campaign", campaign),
+            "a": _check_id("account", account),
+        }
+        if contact is not None:
+            payload["p"] = _check_id("contact", contact)
+        if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not 0 < ttl_s <= MAX_TTL_S:
+            raise InputError(
+                f"TTL {ttl_s!r} must be a whole number of seconds from 1 to {MAX_TTL_S} (366 days)",
+                field="ttl_s",
+            )
+        issued_at = int(self._clock())
+        payload["i"] = issued_at
+        payload["e"] = issued_at + ttl_s
+        token = self._serializers[kind].dumps(payload)
+        if len(token) > MAX_TOKEN_CHARS:  # pragma: no cover - 4 ids of <= 64 chars fit
+            raise AssertionError(f"signed token is {len(token)} characters, over {MAX_TOKEN_CHARS}")
+        return token
+
+    def verify(self, kind: TokenKind, token: str, *, tenant: str, campaign: str) -> TokenClaims:
+        """The claims of a token that is genuine, of this kind, for this tenant and campaign,
+        issued not later than now + CLOCK_SKEW_S and not yet expired.
+
+        Raises TokenMalformed, TokenBadSignature (also: wrong kind, wrong key, other
+        tenant or campaign), TokenExpired or TokenFromFuture; never anything else for any
+        token text.
+        """
+        kind = TokenKind(kind)
+        payload = self._unsign(kind, token)
+        claims = self._claims(kind, payload)
+        if claims.tenant != tenant:
+            raise TokenBadSignature(
+                f"{kind.value} token was issued for tenant {claims.tenant!r}, not {tenant!r}"
+            )
+        if claims.campaign != campaign:
+            raise TokenBadSignature(
+                f"{kind.value} token was issued for campaign {claims.campaign!r}, not {campaign!r}"
+            )
+        now = self._clock()
+        if claims.issued_at > now + CLOCK_SKEW_S:
+            raise TokenFromFuture(
+                f"{kind.value} token issued at {claims.issued_at}, more than {CLOCK_SKEW_S} s "
+                f"after now ({int(now)})"
+            )
+        if now >= claims.expires_at:
+            raise TokenExpired(f"{kind.value} token expired at {claims.expires_at} (now {int(now)})")
+        return claims
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _unsign(self, kind: TokenKind, token: object) -> Any:
+        if not isinstance(token, str):
+            raise TokenMalformed(f"{kind.value} token is not text ({type(token).__name__})")
+        if len(token) > MAX_TOKEN_CHARS:
+            raise TokenMalformed(
+                f"{kind.value} token is {len(token)} characters; at most {MAX_TOKEN_CHARS} accepted"
+            )
+        body, sep, signature = token.rpartition(".")
+        # Compressed payloads start with '.' (itsdangerous' marker); nothing else may.
+        encoded = body[1:] if body.startswith(".") else body
+        if (
+            not sep
+            or _B64_RE.fullmatch(encoded) is None
+            or len(signature) != _SIGNATURE_CHARS
+            or _B64_RE.fullmatch(signature) is None
+            or not _is_canonical_b64(signature)
+        ):
+            raise TokenMalformed(
+                f"{kind.value} token is not of the form <payload>.<signature> (truncated or badly encoded)"
+            )
+        try:
+            return self._serializers[kind].loads(token)
+        except BadPayload as exc:
+            raise TokenMalformed(f"{kind.value} token payload does not decode") from exc
+        except BadSignature as exc:
+            raise TokenBadSignature(
+                f"{kind.value} token signature does not verify (tampered, unknown key, "
+                "or a token of another kind)"
+            ) from exc
+        except BadData as exc:  # pragma: no cover - every BadData above is one of the two
+            raise TokenMalformed(f"{kind.value} token is unreadable") from exc
+
+    @staticmethod
+    def _claims(kind: TokenKind, payload: Any) -> TokenClaims:
+        fields = {"t", "c", "a", "i", "e"}
+        if not isinstance(payload, dict) or not fields <= payload.keys() <= fields | {"p"}:
+            raise TokenMalformed(f"{kind.value} token payload has unexpected fields")
+        try:
+            claims = TokenClaims(
+                kind=kind,
+                tenant=payload["t"],
+                campaign=payload["c"],
+                account=payload["a"],
+                contact=payload.get("p"),
+                issued_at=payload["i"],
+                expires_at=payload["e"],
+            )
+        except ValidationError as exc:
+            raise TokenMalformed(
+                f"{kind.value} token payload is invalid: {exc.error_count()} bad field(s)"
+            ) from exc
+        if claims.expires_at <= claims.issued_at:
+            raise TokenMalformed(f"{kind.value} token expires before it is issued")
+        return claims

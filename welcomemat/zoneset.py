@@ -1,0 +1,114 @@
+"""The published zone set: what one account sees in one campaign, frozen and versioned.
+
+A zone set is written once by the precompute job and read many times by the renderer.
+Every zone says which rung of the fallback ladder it came from and why, and which facts
+(with source URL and publish date) a personal zone cites. `valid_until` is the earliest
+expiry of the cited facts: past it the renderer serves the fallback even if nothing reran.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import date, datetime
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from welcomemat.ids import OpaqueId
+from welcomemat.markup import CleanedMarkup
+
+ZONE_SET_SCHEMA_VERSION = 1
+
+
+class Rung(enum.StrEnum):
+    """Where a served zone came from on the fallback ladder."""
+
+    PERSONAL = "personal"
+    SEGMENT = "segment"
+    DEFAULT = "default"
+
+
+class ZoneSetMode(enum.StrEnum):
+    """full: every zone personal; degraded: some fell back; fallback: none personal."""
+
+    FULL = "full"
+    DEGRADED = "degraded"
+    FALLBACK = "fallback"
+
+
+class ZoneSetStatus(enum.StrEnum):
+    """Only `published` zone sets are served as personal."""
+
+    PUBLISHED = "published"
+    PENDING_REVIEW = "pending_review"
+    REJECTED = "rejected"
+
+
+class CitedFact(BaseModel):
+    """A fact a personal zone relies on, with the evidence a reviewer needs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fact_id: str = Field(min_length=1, max_length=128)
+    source_url: str = Field(min_length=1)
+    published_at: date
+
+
+class ZoneContent(BaseModel):
+    """One zone's published content."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    zone_id: OpaqueId
+    text: str
+    href: str | None = None
+    cta_id: str | None = None
+    rung: Rung
+    reason: str = Field(min_length=1, description="reason code for the rung")
+    facts: tuple[CitedFact, ...] = ()
+    # Inline markup the zone contract allows, cleaned when the set was written.
+    markup: CleanedMarkup | None = None
+
+    @model_validator(mode="after")
+    def _personal_cites_facts(self) -> ZoneContent:
+        if self.rung is not Rung.PERSONAL and self.facts:
+            raise ValueError(f"zone {self.zone_id}: only a personal zone cites facts")
+        return self
+
+
+class ZoneSet(BaseModel):
+    """Every zone of one account in one campaign, as published."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = ZONE_SET_SCHEMA_VERSION
+    tenant: OpaqueId
+    campaign: OpaqueId
+    account_id: OpaqueId
+    # Assigned by the store at publish time: 1, 2, 3 ... per account and campaign.
+    version: int = Field(default=0, ge=0)
+    input_hash: str = Field(min_length=8, description="hash of everything that produced it")
+    guideline_version: str = Field(min_length=1)
+    created_at: datetime
+    valid_until: datetime | None = None
+    status: ZoneSetStatus = ZoneSetStatus.PUBLISHED
+    mode: ZoneSetMode
+    zones: tuple[ZoneContent, ...]
+
+    @model_validator(mode="after")
+    def _zone_ids_unique(self) -> ZoneSet:
+        ids = [z.zone_id for z in self.zones]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"duplicate zone ids in zone set: {sorted(ids)}")
+        return self
+
+    def zone(self, zone_id: str) -> ZoneContent | None:
+        for z in self.zones:
+            if z.zone_id == zone_id:
+                return z
+        return None
+
+    def is_servable_as_personal(self, now: datetime) -> bool:
+        """Personal only while published and inside the validity window."""
+        if self.status is not ZoneSetStatus.PUBLISHED:
+            return False
+        return self.valid_until is None or now < self.valid_until

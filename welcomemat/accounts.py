@@ -23,6 +23,18 @@ from welcomemat.errors import InputError
 from welcomemat.ids import OpaqueId
 from welcomemat.validation_errors import dotted, first_problem
 
+__all__ = [
+    "MAX_LINE_BYTES",
+    "Account",
+    "AccountsReport",
+    "Contact",
+    "Fact",
+    "Source",
+    "iter_account_lines",
+    "parse_account_line",
+    "read_accounts",
+]
+
 MAX_LINE_BYTES = 1_000_000  # 1 MB: a line longer than this is a broken export, not an account
 
 

@@ -28,6 +28,20 @@ from welcomemat.urlgate import LinkAllowlist, browser_view, gate_link
 from welcomemat.yamlfile import FieldProblem, load_yaml_model
 from welcomemat.zone_contract import ZoneContract
 
+__all__ = [
+    "MAX_SIGNAL_WINDOW_DAYS",
+    "ApprovalPolicy",
+    "Campaign",
+    "Confidence",
+    "Cta",
+    "PageSpec",
+    "ProofItem",
+    "QaThresholds",
+    "SegmentCopy",
+    "ZoneCopy",
+    "load_campaign",
+]
+
 MAX_SIGNAL_WINDOW_DAYS = 730  # two years: older than that is history, not a signal
 
 

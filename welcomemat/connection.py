@@ -10,6 +10,14 @@ from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.errors import StoreError
 from welcomemat.settings import Settings
 
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "SOCKET_TIMEOUT_S",
+    "RedisTarget",
+    "connect",
+    "resolve_redis",
+]
+
 CONNECT_TIMEOUT_S = 2.0  # a Redis that does not answer in 2 s is down, for our purposes
 SOCKET_TIMEOUT_S = 5.0
 

@@ -20,6 +20,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = [
+    "ConfigError",
+    "ContractError",
+    "EmbeddedRedisError",
+    "InputError",
+    "StoreError",
+    "StoredValueError",
+    "TokenBadSignature",
+    "TokenError",
+    "TokenExpired",
+    "TokenFromFuture",
+    "TokenMalformed",
+    "WelcomematError",
+]
+
 
 class WelcomematError(Exception):
     """Base of every error Welcomemat raises on purpose."""

@@ -11,6 +11,12 @@ from typing import Annotated, TypeGuard
 
 from pydantic import StringConstraints
 
+__all__ = [
+    "ID_PATTERN",
+    "OpaqueId",
+    "is_valid_id",
+]
+
 # Letters, digits and `_ . -`, starting with a letter or digit, at most 64 characters.
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 _ID_RE = re.compile(ID_PATTERN)

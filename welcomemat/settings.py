@@ -13,6 +13,12 @@ from pathlib import Path
 
 from welcomemat.errors import ConfigError
 
+__all__ = [
+    "SETTINGS",
+    "Setting",
+    "Settings",
+]
+
 
 @dataclass(frozen=True)
 class Setting:

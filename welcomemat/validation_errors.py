@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
+__all__ = [
+    "dotted",
+    "first_problem",
+]
+
 
 def first_problem(error: ValidationError) -> tuple[tuple[int | str, ...], str]:
     """The first failing field's location and message, without pydantic's prefixes."""

@@ -11,6 +11,12 @@ from pydantic import BaseModel, ValidationError
 from welcomemat.errors import ContractError
 from welcomemat.validation_errors import dotted, first_problem
 
+__all__ = [
+    "FieldProblem",
+    "load_yaml_model",
+    "read_yaml",
+]
+
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 

@@ -13,6 +13,14 @@ from welcomemat.ids import OpaqueId
 from welcomemat.markup import validate_markup_allowed
 from welcomemat.yamlfile import load_yaml_model
 
+__all__ = [
+    "KNOWN_CHECKS",
+    "ZoneContract",
+    "ZoneFallback",
+    "load_zone_contract",
+    "load_zone_contracts",
+]
+
 # Every deterministic check a zone may name; the precompute job implements each one.
 KNOWN_CHECKS: frozenset[str] = frozenset(
     {

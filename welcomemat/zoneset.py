@@ -16,6 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from welcomemat.ids import OpaqueId
 from welcomemat.markup import CleanedMarkup
 
+__all__ = [
+    "ZONE_SET_SCHEMA_VERSION",
+    "CitedFact",
+    "Rung",
+    "ZoneContent",
+    "ZoneSet",
+    "ZoneSetMode",
+    "ZoneSetStatus",
+]
+
 ZONE_SET_SCHEMA_VERSION = 1
 
 

@@ -356,3 +356,52 @@ def test_stored_json_is_the_model_dump(store: ZoneSetStore, redis_client: redis.
     published = store.publish(make_zone_set()).zone_set
     raw = redis_client.get(keys.zone_set_key(TENANT, CAMPAIGN, ACCOUNT))
     assert raw == published.model_dump_json().encode()
+
+
+def test_publish_many_matches_publish_one_by_one(store: ZoneSetStore, redis_client: redis.Redis) -> None:
+    ids = [f"acct_{n}" for n in range(6)]
+    store.publish(make_zone_set(account_id="acct_0", input_hash="old-0000"))  # will move to previous
+    store.publish(make_zone_set(account_id="acct_1", input_hash="same-0001"))  # unchanged
+    pubsub = store.subscribe_changes(TENANT, CAMPAIGN)
+    try:
+        batch = [
+            make_zone_set(account_id=a, input_hash="same-0001" if a == "acct_1" else f"new-{a}") for a in ids
+        ]
+        results = store.publish_many(batch)
+        assert [(r.version, r.changed) for r in results] == [(2, True), (1, False)] + [(1, True)] * 4
+        for account_id, result in zip(ids, results, strict=True):
+            stored = store.get(TENANT, CAMPAIGN, account_id)
+            assert stored == result.zone_set and stored.version == result.version
+        previous = store.get_previous(TENANT, CAMPAIGN, "acct_0")
+        assert previous is not None and previous.input_hash == "old-0000"
+        messages = []
+        while (m := pubsub.get_message(timeout=0.5)) is not None:
+            messages.append(json.loads(m["data"]))
+        assert sorted((m["account_id"], m["version"]) for m in messages) == sorted(
+            [("acct_0", 2)] + [(a, 1) for a in ids[2:]]
+        )
+        for account_id in ids:
+            for key in (
+                keys.zone_set_key(TENANT, CAMPAIGN, account_id),
+                keys.zone_set_version_key(TENANT, CAMPAIGN, account_id),
+            ):
+                assert redis_client.ttl(key) > 0
+    finally:
+        pubsub.close()
+
+
+def test_publish_many_falls_back_when_an_account_changed_meanwhile(store: ZoneSetStore) -> None:
+    seen = store.get_many(TENANT, CAMPAIGN, [ACCOUNT])  # read: nothing published yet
+    store.publish(make_zone_set(input_hash="someone-else"))  # another writer gets there first
+    (result,) = store.publish_many([make_zone_set(input_hash="mine-0001")], current=seen)
+    assert result.changed and result.version == 2
+    previous = store.get_previous(TENANT, CAMPAIGN, ACCOUNT)
+    assert previous is not None and previous.input_hash == "someone-else"
+
+
+def test_publish_many_over_a_corrupt_value_raises_like_publish(
+    store: ZoneSetStore, redis_client: redis.Redis
+) -> None:
+    redis_client.set(keys.zone_set_key(TENANT, CAMPAIGN, ACCOUNT), b"{not json")
+    with pytest.raises(StoredValueError):
+        store.publish_many([make_zone_set()], current={ACCOUNT: None})

@@ -21,6 +21,16 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="welcomemat",
@@ -40,6 +50,38 @@ def _parser() -> argparse.ArgumentParser:
         "--zones", default=None, help="zone contracts folder (default: zones/ beside the campaign's parent)"
     )
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    pre = sub.add_parser("precompute", help="build, check and publish every account's zone set; QA verdict")
+    pre.add_argument("campaign", help="path to campaign.yaml")
+    pre.add_argument("accounts", help="path to accounts.jsonl")
+    pre.add_argument(
+        "--provider", default="offline", choices=["offline"], help="zone writer (default: offline)"
+    )
+    pre.add_argument("--concurrency", type=_positive_int, default=1, help="accounts assembled at once")
+    pre.add_argument("--resume", action="store_true", help="skip accounts a previous run already published")
+    pre.add_argument("--zones", default=None, help="zone contracts folder (default: zones/)")
+    pre.add_argument(
+        "--tenant-policy", default=None, help="tenant.yaml (default: tenant.yaml beside the campaign)"
+    )
+    pre.add_argument("--json", action="store_true", help="print the run report as JSON")
+
+    qa = sub.add_parser("qa", help="population QA of what is published: verdict and findings")
+    qa.add_argument("campaign", help="campaign.yaml, tenant/campaign, or a published campaign id")
+    qa.add_argument("--zones", default=None, help=argparse.SUPPRESS)
+    qa.add_argument("--json", action="store_true", help="print the QA report as JSON")
+
+    explain = sub.add_parser("explain", help="why an account sees what it sees")
+    explain.add_argument("campaign", help="campaign.yaml, tenant/campaign, or a published campaign id")
+    explain.add_argument("account", help="account id")
+    explain.add_argument("--zones", default=None, help=argparse.SUPPRESS)
+    explain.add_argument("--json", action="store_true", help="print the explanation as JSON")
+
+    review = sub.add_parser("review", help="approve or reject zone sets waiting for a person")
+    review.add_argument("action", choices=["list", "show", "approve", "reject"])
+    review.add_argument("campaign", help="campaign.yaml, tenant/campaign, or a published campaign id")
+    review.add_argument("account", nargs="?", help="account id (show, approve, reject)")
+    review.add_argument("--version", type=_positive_int, default=None, help="the version you reviewed")
+    review.add_argument("--zones", default=None, help=argparse.SUPPRESS)
 
     redis_cmd = sub.add_parser("redis", help="the embedded Redis used when REDIS_URL is unset")
     redis_cmd.add_argument("action", choices=["start", "stop", "status"])
@@ -61,6 +103,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             from welcomemat.commands.validate import run_validate
 
             return run_validate(args.campaign, args.accounts, zones=args.zones, as_json=args.json)
+        if args.command == "precompute":
+            from precompute.commands import run_precompute
+
+            return run_precompute(
+                args.campaign,
+                args.accounts,
+                provider=args.provider,
+                concurrency=args.concurrency,
+                as_json=args.json,
+                resume=args.resume,
+                zones=args.zones,
+                tenant=args.tenant_policy,
+            )
+        if args.command == "qa":
+            from precompute.commands import run_qa_command
+
+            return run_qa_command(args.campaign, as_json=args.json, zones=args.zones)
+        if args.command == "explain":
+            from precompute.commands import run_explain
+
+            return run_explain(args.campaign, args.account, as_json=args.json, zones=args.zones)
+        if args.command == "review":
+            from precompute.commands import run_review
+
+            return run_review(
+                args.action, args.campaign, args.account, version=args.version, zones=args.zones
+            )
         if args.command == "redis":
             from welcomemat.commands.redis_admin import run_redis
 

@@ -24,6 +24,7 @@ from welcomemat.ids import is_valid_id
 
 __all__ = [
     "ACCOUNT_RECORD_TTL_S",
+    "CAMPAIGN_TTL_S",
     "EVENTS_STREAM_TTL_S",
     "JOURNAL_TTL_S",
     "KEY_PREFIX",
@@ -32,11 +33,17 @@ __all__ = [
     "ZONE_SET_TTL_S",
     "ZONE_SET_VERSION_TTL_S",
     "account_record_key",
+    "campaign_config_key",
     "campaign_prefix",
+    "campaigns_index_key",
     "changes_channel",
     "events_stream_key",
+    "explain_key",
     "journal_key",
     "previous_zone_set_key",
+    "review_queue_key",
+    "review_sample_key",
+    "run_report_key",
     "tenant_prefix",
     "zone_set_key",
     "zone_set_scan_pattern",
@@ -57,6 +64,8 @@ PREVIOUS_ZONE_SET_TTL_S = 30 * _DAY_S
 ZONE_SET_VERSION_TTL_S = ZONE_SET_TTL_S
 # 90 days: the publish journal explains what a campaign's zone sets came from.
 JOURNAL_TTL_S = 90 * _DAY_S
+# 90 days: a campaign's contract, review queue and last run report live as long as its zone sets.
+CAMPAIGN_TTL_S = 90 * _DAY_S
 # 30 days without a new event: the stream is idle and its events are folded long ago.
 EVENTS_STREAM_TTL_S = 30 * _DAY_S
 # 365 days: account records are what outbound and sellers build on across campaigns.
@@ -118,8 +127,50 @@ def changes_channel(tenant: str, campaign: str) -> str:
 
 
 def journal_key(tenant: str, campaign: str) -> str:
-    """The campaign's publish journal (a stream). TTL `JOURNAL_TTL_S`."""
+    """The campaign's publish journal: a hash, account id -> JSON of its last state.
+
+    TTL `JOURNAL_TTL_S`, refreshed on write.
+    """
     return f"{campaign_prefix(tenant, campaign)}:journal"
+
+
+def campaign_config_key(tenant: str, campaign: str) -> str:
+    """The campaign contract and zone contracts as last published (JSON). TTL `CAMPAIGN_TTL_S`."""
+    return f"{campaign_prefix(tenant, campaign)}:config"
+
+
+def campaigns_index_key() -> str:
+    """Hash of `tenant/campaign` -> campaign id, to find a campaign by id alone.
+
+    One small key outside any tenant's slot (single-key commands only). TTL `CAMPAIGN_TTL_S`.
+    """
+    return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:campaigns"
+
+
+def explain_key(tenant: str, campaign: str, account_id: str) -> str:
+    """Why an account's zone set is what it is (identity, fact decisions, checks), JSON.
+
+    Internal: never served publicly. TTL `ZONE_SET_TTL_S`.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:explain:{_checked('account', account_id)}"
+
+
+def review_queue_key(tenant: str, campaign: str) -> str:
+    """Sorted set of account ids waiting for a person (score: queued at, Unix seconds).
+
+    TTL `CAMPAIGN_TTL_S`.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:review"
+
+
+def review_sample_key(tenant: str, campaign: str) -> str:
+    """Sorted set of published account ids sampled for a person to read. TTL `CAMPAIGN_TTL_S`."""
+    return f"{campaign_prefix(tenant, campaign)}:review_sample"
+
+
+def run_report_key(tenant: str, campaign: str) -> str:
+    """The last precompute run's report (JSON). TTL `CAMPAIGN_TTL_S`."""
+    return f"{campaign_prefix(tenant, campaign)}:last_run"
 
 
 def events_stream_key(tenant: str) -> str:

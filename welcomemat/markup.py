@@ -15,6 +15,7 @@ every `{{ value }}`, so text escaped here and text escaped by a template are ide
 from __future__ import annotations
 
 import hashlib
+import html
 import re
 from collections.abc import Iterable
 
@@ -30,6 +31,7 @@ __all__ = [
     "CleanedMarkup",
     "clean_inline",
     "escape",
+    "markup_to_text",
     "render_text",
     "validate_markup_allowed",
 ]
@@ -55,6 +57,7 @@ _SHAPE = re.compile(
     r"""(?:[^<>&"']++|&(?:[A-Za-z][A-Za-z0-9]*+|\#[0-9]++|\#[xX][0-9A-Fa-f]++);|</?[a-z]++>)*+"""
 )
 _TAG = re.compile(r"</?([a-z]+)>")
+_ANY_TAG = re.compile(r"<[^>]*>")
 
 
 def _plain(text: object) -> str:
@@ -131,6 +134,11 @@ def clean_inline(text: str, allowed: frozenset[str]) -> CleanedMarkup:
     # so the result is safe even if someone drops it into a quoted attribute.
     html = html.replace('"', "&#34;").replace("'", "&#39;")
     return CleanedMarkup(html=html, stamp=_stamp(text, html, allowed))
+
+
+def markup_to_text(cleaned: CleanedMarkup) -> str:
+    """The plain text of cleaned inline markup (for JSON, the snippet and plain exports)."""
+    return html.unescape(_ANY_TAG.sub("", cleaned.html))
 
 
 def render_text(text: str, cleaned: CleanedMarkup | None, allowed: frozenset[str]) -> markupsafe.Markup:

@@ -94,6 +94,8 @@ class ZoneSet(BaseModel):
     tenant: OpaqueId
     campaign: OpaqueId
     account_id: OpaqueId
+    # The account's segment: whose copy the fallback rungs use, and QA's sampling stratum.
+    segment: str | None = None
     # Assigned by the store at publish time: 1, 2, 3 ... per account and campaign.
     version: int = Field(default=0, ge=0)
     input_hash: str = Field(min_length=8, description="hash of everything that produced it")

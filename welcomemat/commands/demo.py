@@ -1,4 +1,4 @@
-"""`welcomemat demo`: the first five minutes. Embedded Redis, the bundled examples, a summary."""
+"""`welcomemat demo`: the first five minutes. Embedded Redis, the bundled examples, precompute, QA."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ from collections import Counter
 from datetime import date
 from pathlib import Path
 
+import redis
+
 from welcomemat.commands.validate import load_inputs, print_problems
 from welcomemat.connection import connect, resolve_redis
 from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.errors import InputError
 from welcomemat.settings import Settings
+from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import DEFAULT_LINK_TTL_S, TokenKind, TokenSigner
 
 DEMO_BASE_URL = "http://127.0.0.1:8000"
@@ -56,6 +59,41 @@ def _demo_secret(settings: Settings) -> str:
         path.write_text(secrets.token_urlsafe(32))
         path.chmod(0o600)
     return path.read_text().strip()
+
+
+def _precompute(client: redis.Redis, folder: Path, accounts_path: Path) -> str:
+    """Precompute the examples with the offline composer; print the run, QA and Dymaxa's page."""
+    from precompute.commands import load_campaign_inputs, print_qa, print_run_report
+    from precompute.explain import format_explain
+    from precompute.policy import build_policy
+    from precompute.providers.offline import OfflineComposer
+    from precompute.qa import run_qa
+    from precompute.review import show
+    from precompute.run import PrecomputeRun
+
+    campaign, zones, tenant, tenant_file = load_campaign_inputs(
+        folder / "campaign.yaml", str(folder.parent / "zones"), None
+    )
+    policy = build_policy(
+        campaign, tenant, campaign_file=str(folder / "campaign.yaml"), tenant_file=tenant_file
+    )
+    report = PrecomputeRun(
+        client=client, campaign=campaign, zones=zones, policy=policy, provider=OfflineComposer()
+    ).run(accounts_path)
+    print_run_report(report)
+    print()
+    qa = run_qa(ZoneSetStore(client), campaign, zones)
+    print_qa(qa)
+    record = show(client, campaign.tenant, campaign.campaign, "acct_dymaxa")
+    if record is not None:
+        print()
+        print(format_explain(record))
+        if record["status"] == "pending_review":
+            print(
+                f"  Dymaxa is tier 1: a person approves it first — "
+                f"welcomemat review approve {campaign.campaign} acct_dymaxa"
+            )
+    return qa.verdict
 
 
 def run_demo(*, examples: str | None, keep_redis: bool) -> int:
@@ -115,9 +153,10 @@ def run_demo(*, examples: str | None, keep_redis: bool) -> int:
                 ttl_s=DEFAULT_LINK_TTL_S,
             )
             print(f"  Link      {DEMO_BASE_URL}/c/{c.campaign}?wm={token}")
-        print("OK: the examples are valid.")
+        print()
+        verdict = _precompute(client, folder, accounts_path)
         sys.stdout.flush()
-        return 0
+        return 1 if verdict == "NO GO" else 0
     finally:
         if embedded and not was_running and not keep_redis:
             EmbeddedRedis().stop(settings.home)

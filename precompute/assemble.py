@@ -1,0 +1,274 @@
+"""The fallback ladder, zone by zone: personal ▸ segment copy ▸ campaign default.
+
+For one account: build the governed context, ask the provider for drafts (one call per
+page, only when the account has a trusted fact and its identity allows claims), check
+every draft, and keep each zone's personal draft only if every check passes. Anything
+else takes the segment's human-written copy, or the campaign default when the segment
+has none. Every zone records its rung and the reason for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+
+from precompute.checks import ApprovedVocabulary, CheckFailure, CheckInput, run_checks
+from precompute.context import EffectivePolicy, GovernedContext
+from precompute.context_builder import build_context
+from precompute.providers.base import GenerationRequest, Provider, ZoneDraft
+from welcomemat.accounts import Account
+from welcomemat.campaign import Campaign, ZoneCopy
+from welcomemat.markup import CleanedMarkup, clean_inline, markup_to_text
+from welcomemat.urlgate import LinkAllowlist, gate_link
+from welcomemat.zone_contract import ZoneContract, ZoneFallback
+from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode, ZoneSetStatus
+
+__all__ = ["AccountOutcome", "Assembler", "FallbackCopyError", "ZoneOutcome"]
+
+
+class FallbackCopyError(Exception):
+    """Human-written segment or default copy fails a check: the run must not start."""
+
+
+@dataclass(frozen=True)
+class ZoneOutcome:
+    """What happened to one zone: the content served and, if a draft was tried, why it failed."""
+
+    content: ZoneContent
+    draft: ZoneDraft | None
+    failures: tuple[CheckFailure, ...]
+
+
+@dataclass(frozen=True)
+class AccountOutcome:
+    account: Account
+    context: GovernedContext
+    zone_set: ZoneSet
+    zones: tuple[ZoneOutcome, ...]
+    model_calls: int
+    tokens: int
+
+
+def _day_start(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+class Assembler:
+    """Everything prepared once per run; `assemble` is called once per account."""
+
+    def __init__(
+        self,
+        *,
+        campaign: Campaign,
+        zones: Mapping[str, ZoneContract],
+        policy: EffectivePolicy,
+        provider: Provider,
+        vocabulary: ApprovedVocabulary,
+        other_companies: frozenset[str],
+        now: datetime,
+    ) -> None:
+        self.campaign = campaign
+        self.zones = zones
+        self.policy = policy
+        self.provider = provider
+        self.vocabulary = vocabulary
+        self.other_companies = other_companies
+        self.now = now
+        self.as_of = now.astimezone(UTC).date()
+        self.allowlist: LinkAllowlist = campaign.allowlist()
+        self.zone_ids = campaign.page_zone_ids()
+        self.review_tiers = frozenset(campaign.approval.review_tiers)
+        # Fallback copy is human-written and the same for every account: build and check it once.
+        self._segment_content: dict[tuple[str, str], ZoneContent] = {}
+        self._default_content: dict[str, ZoneContent] = {}
+
+    # -- fallback copy -------------------------------------------------------------------------
+
+    def prepare_fallbacks(self, neutral_context: GovernedContext) -> None:
+        """Build and check every segment and default copy; FallbackCopyError names the first bad one."""
+        for zone_id in self.zone_ids:
+            contract = self.zones[zone_id]
+            self._default_content[zone_id] = self._copy_content(
+                contract, self.campaign.default_copy[zone_id], Rung.DEFAULT, "default", neutral_context
+            )
+            for segment_id, segment in self.campaign.segments.items():
+                self._segment_content[(segment_id, zone_id)] = self._copy_content(
+                    contract, segment.zones[zone_id], Rung.SEGMENT, f"segment:{segment_id}", neutral_context
+                )
+
+    def _copy_content(
+        self, contract: ZoneContract, copy: ZoneCopy, rung: Rung, where: str, ctx: GovernedContext
+    ) -> ZoneContent:
+        draft = ZoneDraft(zone_id=contract.id, text=copy.text, cta_id=copy.cta, confidence=1.0)
+        failures = run_checks(self._check_input(draft, contract, ctx, personal=False))
+        href = self._href(copy.cta) if contract.link else None
+        if failures or (contract.link and href is None):
+            detail = failures[0].detail if failures else "CTA link refused by the URL gate"
+            raise FallbackCopyError(f"{where} copy for zone {contract.id!r} fails its checks: {detail}")
+        text, markup = self._text_and_markup(copy.text, contract)
+        return ZoneContent(
+            zone_id=contract.id,
+            text=text,
+            href=href,
+            cta_id=copy.cta if contract.link else None,
+            rung=rung,
+            reason="pending",
+            markup=markup,
+        )
+
+    def _fallback(self, account: Account, zone_id: str, reason: str) -> ZoneContent:
+        contract = self.zones[zone_id]
+        segment = self._segment_content.get((account.segment, zone_id))
+        if segment is not None and contract.fallback is ZoneFallback.SEGMENT:
+            return segment.model_copy(update={"reason": reason})
+        why = reason if segment is not None else f"{reason};unknown_segment"
+        return self._default_content[zone_id].model_copy(update={"reason": why})
+
+    # -- personal drafts -----------------------------------------------------------------------
+
+    def _check_input(
+        self, draft: ZoneDraft, contract: ZoneContract, ctx: GovernedContext, *, personal: bool
+    ) -> CheckInput:
+        return CheckInput(
+            draft=draft,
+            contract=contract,
+            context=ctx,
+            campaign=self.campaign,
+            policy=self.policy,
+            vocabulary=self.vocabulary,
+            other_companies=self.other_companies,
+            personal=personal,
+        )
+
+    def _href(self, cta_id: str | None) -> str | None:
+        cta = self.campaign.cta(cta_id) if cta_id else None
+        if cta is None:
+            return None
+        decision = gate_link(cta.href, self.allowlist)
+        return decision.href if decision.allowed else None
+
+    @staticmethod
+    def _text_and_markup(text: str, contract: ZoneContract) -> tuple[str, CleanedMarkup | None]:
+        # Cleaning (bleach) only when the zone allows markup and the text has a tag at all.
+        if contract.markup and "<" in text:
+            cleaned = clean_inline(text, contract.markup)
+            return markup_to_text(cleaned), cleaned
+        return text, None
+
+    def _personal(self, draft: ZoneDraft, contract: ZoneContract, ctx: GovernedContext) -> ZoneContent | None:
+        href = self._href(draft.cta_id) if contract.link else None
+        if contract.link and href is None:
+            return None
+        cited = []
+        for fact_id in dict.fromkeys(draft.fact_ids):
+            fact = ctx.fact(fact_id)
+            if fact is None:  # run_checks refuses this; never publish an uncited claim regardless
+                return None
+            cited.append(
+                CitedFact(fact_id=fact.id, source_url=fact.source_url, published_at=fact.published_at)
+            )
+        text, markup = self._text_and_markup(draft.text, contract)
+        types = sorted({f.type for f in ctx.facts if f.id in draft.fact_ids})
+        return ZoneContent(
+            zone_id=contract.id,
+            text=text,
+            href=href,
+            cta_id=draft.cta_id if contract.link else None,
+            rung=Rung.PERSONAL,
+            reason="personal:" + ("+".join(types) or "library"),
+            facts=tuple(cited),
+            markup=markup,
+        )
+
+    def _drafts(self, ctx: GovernedContext) -> tuple[dict[str, ZoneDraft], int, int]:
+        """One provider call per page, asking only for zones no earlier page asked for."""
+        drafts: dict[str, ZoneDraft] = {}
+        asked: set[str] = set()
+        calls = tokens = 0
+        for page_id, page in self.campaign.pages.items():
+            wanted = tuple(self.zones[z] for z in page.zones if z not in asked)
+            if not wanted:
+                continue
+            asked.update(z.id for z in wanted)
+            result = self.provider.generate(
+                GenerationRequest(
+                    context=ctx, campaign=self.campaign, policy=self.policy, page_id=page_id, zones=wanted
+                )
+            )
+            calls += result.model_calls
+            tokens += result.tokens
+            for zone_id, draft in result.drafts.items():
+                if zone_id in {z.id for z in wanted} and draft.zone_id == zone_id:
+                    drafts[zone_id] = draft
+        return drafts, calls, tokens
+
+    # -- one account ---------------------------------------------------------------------------
+
+    def assemble(self, account: Account, input_hash: str) -> AccountOutcome:
+        ctx = build_context(account, self.campaign, self.policy, self.as_of)
+        drafts: dict[str, ZoneDraft] = {}
+        calls = tokens = 0
+        if not ctx.identity.claims_allowed:
+            no_draft_reason = f"identity:{ctx.identity.reason}"
+        elif not ctx.facts:
+            no_draft_reason = "no_trusted_fact"
+        else:
+            no_draft_reason = "declined"
+            drafts, calls, tokens = self._drafts(ctx)
+
+        outcomes: list[ZoneOutcome] = []
+        valid_until: date | None = None
+        for zone_id in self.zone_ids:
+            contract = self.zones[zone_id]
+            draft = drafts.get(zone_id)
+            failures: tuple[CheckFailure, ...] = ()
+            content: ZoneContent | None = None
+            reason = no_draft_reason
+            if draft is not None:
+                failures = run_checks(self._check_input(draft, contract, ctx, personal=True))
+                if failures:
+                    reason = f"check:{failures[0].reason}"
+                else:
+                    content = self._personal(draft, contract, ctx)
+                    reason = "cta_link_refused" if content is None else reason
+            if content is None:
+                content = self._fallback(account, zone_id, reason)
+            else:
+                ends = [f.expires_at for f in ctx.facts if f.id in draft.fact_ids] if draft else []
+                if draft is not None and draft.valid_until is not None:
+                    ends.append(draft.valid_until)
+                for end in ends:
+                    valid_until = end if valid_until is None or end < valid_until else valid_until
+            outcomes.append(ZoneOutcome(content=content, draft=draft, failures=failures))
+
+        personal = sum(1 for o in outcomes if o.content.rung is Rung.PERSONAL)
+        mode = (
+            ZoneSetMode.FULL
+            if personal == len(outcomes)
+            else ZoneSetMode.FALLBACK
+            if personal == 0
+            else ZoneSetMode.DEGRADED
+        )
+        needs_review = account.tier in self.review_tiers and mode is not ZoneSetMode.FALLBACK
+        zone_set = ZoneSet(
+            tenant=self.campaign.tenant,
+            campaign=self.campaign.campaign,
+            account_id=account.account_id,
+            segment=account.segment,
+            input_hash=input_hash,
+            guideline_version=self.campaign.guideline_version,
+            created_at=self.now,
+            valid_until=_day_start(valid_until) if valid_until is not None else None,
+            status=ZoneSetStatus.PENDING_REVIEW if needs_review else ZoneSetStatus.PUBLISHED,
+            mode=mode,
+            zones=tuple(o.content for o in outcomes),
+        )
+        return AccountOutcome(
+            account=account,
+            context=ctx,
+            zone_set=zone_set,
+            zones=tuple(outcomes),
+            model_calls=calls,
+            tokens=tokens,
+        )

@@ -1,0 +1,91 @@
+"""Why an account sees what it sees: identity, every fact's trust decision, every zone's rung.
+
+The record is written next to the zone set at publish time (internal: never served
+publicly) so `welcomemat explain` and the admin pages explain what was actually published.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from precompute.assemble import AccountOutcome
+
+__all__ = ["explain_record", "format_explain"]
+
+
+def explain_record(outcome: AccountOutcome, *, version: int | None) -> dict[str, Any]:
+    ctx = outcome.context
+    zs = outcome.zone_set
+    return {
+        "account_id": outcome.account.account_id,
+        "name": outcome.account.name,
+        "segment": outcome.account.segment,
+        "tier": outcome.account.tier,
+        "as_of": ctx.as_of.isoformat(),
+        "version": version,
+        "status": zs.status.value,
+        "mode": zs.mode.value,
+        "valid_until": zs.valid_until.isoformat() if zs.valid_until else None,
+        "input_hash": zs.input_hash,
+        "identity": {
+            "registrable_domain": ctx.identity.registrable_domain,
+            "confidence": ctx.identity.confidence.value,
+            "claims_allowed": ctx.identity.claims_allowed,
+            "reason": ctx.identity.reason.value,
+        },
+        "firmographics_hidden": list(ctx.firmographics.hidden),
+        "facts": [
+            {
+                "id": d.fact_id,
+                "type": d.fact_type,
+                "trusted": d.trusted,
+                "reason": d.reason.value,
+                "detail": d.detail,
+            }
+            for d in ctx.decisions
+        ],
+        "zones": [
+            {
+                "zone_id": z.content.zone_id,
+                "rung": z.content.rung.value,
+                "reason": z.content.reason,
+                "text": z.content.text,
+                "href": z.content.href,
+                "facts": [f.fact_id for f in z.content.facts],
+                "draft": z.draft.text if z.draft is not None else None,
+                "draft_facts": list(z.draft.fact_ids) if z.draft is not None else [],
+                "checks": [{"check": f.check, "reason": f.reason, "detail": f.detail} for f in z.failures],
+            }
+            for z in outcome.zones
+        ],
+        "model_calls": outcome.model_calls,
+    }
+
+
+def format_explain(record: dict[str, Any]) -> str:
+    """The record as a person reads it in a terminal."""
+    ident = record["identity"]
+    lines = [
+        f"{record['name']} ({record['account_id']}), segment {record['segment']}, tier {record['tier']}",
+        f"  zone set v{record['version']}: {record['status']}, mode {record['mode']}, "
+        f"valid until {record['valid_until'] or 'no expiry'} (as of {record['as_of']})",
+        f"  identity: {ident['confidence']} ({ident['reason']}), domain {ident['registrable_domain']}, "
+        f"account claims {'allowed' if ident['claims_allowed'] else 'NOT allowed'}",
+        "  facts:",
+    ]
+    if not record["facts"]:
+        lines.append("    (none)")
+    for fact in record["facts"]:
+        mark = "trusted " if fact["trusted"] else "rejected"
+        detail = f" — {fact['detail']}" if fact["detail"] else ""
+        lines.append(f"    {mark} {fact['id']} [{fact['type']}] {fact['reason']}{detail}")
+    lines.append("  zones:")
+    for zone in record["zones"]:
+        cites = f" cites {', '.join(zone['facts'])}" if zone["facts"] else ""
+        lines.append(f"    {zone['zone_id']}: {zone['rung']} ({zone['reason']}){cites}")
+        lines.append(f"      “{zone['text']}”" + (f" -> {zone['href']}" if zone["href"] else ""))
+        if zone["checks"] and zone["draft"]:
+            lines.append(f"      draft was: “{zone['draft']}”")
+        for check in zone["checks"]:
+            lines.append(f"      draft failed {check['check']}: {check['reason']} — {check['detail']}")
+    return "\n".join(lines)

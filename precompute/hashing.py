@@ -1,0 +1,60 @@
+"""Input hashes: the same inputs always hash the same, so a rerun makes no new model call or version.
+
+An account's input hash covers its record and the campaign fingerprint (campaign contract,
+zone contracts, effective policy, provider configuration, pipeline version). It does not
+cover the day of the run: time is handled by `valid_until`, and a zone set past it is
+rebuilt even when its inputs are unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict
+from typing import Any
+
+from precompute.context import EffectivePolicy
+from welcomemat.accounts import Account
+from welcomemat.campaign import Campaign
+from welcomemat.zone_contract import ZoneContract
+
+__all__ = ["PIPELINE_VERSION", "account_input_hash", "campaign_fingerprint", "canonical_json"]
+
+# Bump whenever the pipeline's decisions change (trust rules, checks, ladder), so that every
+# zone set is rebuilt on the next run instead of being kept as "unchanged".
+PIPELINE_VERSION = "precompute-1"
+
+
+def canonical_json(value: Any) -> bytes:
+    """One byte string per value: sorted keys, no spaces, sets as sorted lists."""
+
+    def default(obj: Any) -> Any:
+        if isinstance(obj, frozenset | set):
+            return sorted(obj)
+        return str(obj)
+
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=default
+    ).encode()
+
+
+def campaign_fingerprint(
+    campaign: Campaign, zones: Mapping[str, ZoneContract], policy: EffectivePolicy, provider_fingerprint: str
+) -> str:
+    material = {
+        "pipeline": PIPELINE_VERSION,
+        # Python-mode dumps keep sets as sets, which canonical_json sorts: JSON-mode would list
+        # them in iteration order, which changes between processes (string hash seeds).
+        "campaign": campaign.model_dump(),
+        "zones": {k: v.model_dump() for k, v in sorted(zones.items())},
+        "policy": asdict(policy),
+        "provider": provider_fingerprint,
+    }
+    return hashlib.sha256(canonical_json(material)).hexdigest()
+
+
+def account_input_hash(campaign_fp: str, account: Account) -> str:
+    digest = hashlib.sha256(campaign_fp.encode())
+    digest.update(canonical_json(account.model_dump()))
+    return digest.hexdigest()[:32]

@@ -1,0 +1,244 @@
+"""Policy precedence: hard rules ▸ tenant policy ▸ campaign ▸ zone contract.
+
+Each level may tighten the one above it, never loosen it. A brand team writes the tenant
+policy (``tenant.yaml``) once; campaign authors then cannot, by accident or in a hurry,
+widen a signal window, lower the confidence bar, or drop a banned phrase the brand has
+ruled out. A campaign that tries is refused at load, with the file, line, field and the
+rule it broke, rather than quietly corrected: a silent fix would hide the mistake from the
+person who made it.
+
+How the levels combine into the :class:`EffectivePolicy` the trust policy and the checks
+use:
+
+* signal windows: the campaign's, each at most the tenant's maximum for that type and the
+  hard maximum (refused otherwise);
+* minimum fact confidence: the higher of tenant and campaign. A campaign that states a
+  lower one is refused; one that does not state it inherits the tenant's;
+* banned phrases, banned openers, prohibited claims: the union of every level, so no
+  lower level can remove one (compared case- and spacing-insensitively).
+
+Zone contracts (the lowest level) only add limits of their own at check time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from precompute.context import EffectivePolicy
+from welcomemat.campaign import MAX_SIGNAL_WINDOW_DAYS, Campaign, Confidence
+from welcomemat.errors import ContractError
+from welcomemat.ids import OpaqueId
+from welcomemat.yamlfile import FieldProblem, load_yaml_model, read_yaml
+
+__all__ = [
+    "HARD_BANNED_PHRASES",
+    "HARD_MAX_SIGNAL_WINDOW_DAYS",
+    "HARD_PROHIBITED_CLAIMS",
+    "HARD_RULE",
+    "TenantPolicy",
+    "build_policy",
+    "load_tenant_policy",
+]
+
+HARD_RULE = "hard rule"  # the source named for rules that live in code
+HARD_MAX_SIGNAL_WINDOW_DAYS = MAX_SIGNAL_WINDOW_DAYS  # days; the campaign loader enforces it too
+# Phrases that tell a visitor they are being watched: wrong for every tenant, whatever the brand.
+HARD_BANNED_PHRASES: tuple[str, ...] = (
+    "we noticed you visited",
+    "we have been tracking",
+    "we've been tracking",
+)
+# Customer status is never a sourced, dated fact in a research record, so a line implying
+# the account already buys from us could only be made up (DESIGN.md: never a made-up fact).
+# Other claim classes (partnership, guaranteed outcomes) are brand decisions: tenant or campaign.
+HARD_PROHIBITED_CLAIMS: tuple[str, ...] = ("customer_status",)
+
+_DEFAULT_TENANT_FILE = "tenant.yaml"
+_DEFAULT_CAMPAIGN_FILE = "campaign.yaml"
+_TIGHTEN_ONLY = "a campaign may tighten tenant policy, never loosen it"
+
+
+class TenantPolicy(BaseModel):
+    """``tenant.yaml``: the brand's rules every campaign of the tenant inherits."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant: OpaqueId
+    banned_phrases: tuple[str, ...] = ()
+    banned_openers: tuple[str, ...] = ()
+    prohibited_claims: tuple[str, ...] = ()
+    max_signal_windows_days: dict[str, int] = Field(default_factory=dict)
+    min_confidence: Confidence | None = None
+
+    @field_validator("banned_phrases", "banned_openers", "prohibited_claims")
+    @classmethod
+    def _no_blank_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not entry.strip() for entry in value):
+            raise ValueError("entries must not be blank")
+        return value
+
+    @field_validator("max_signal_windows_days")
+    @classmethod
+    def _windows_sane(cls, value: dict[str, int]) -> dict[str, int]:
+        for fact_type, days in value.items():
+            if not 1 <= days <= HARD_MAX_SIGNAL_WINDOW_DAYS:
+                raise FieldProblem(
+                    ("max_signal_windows_days", fact_type),
+                    f"maximum window {days} days is outside 1..{HARD_MAX_SIGNAL_WINDOW_DAYS} (hard rule)",
+                )
+        return value
+
+
+def load_tenant_policy(path: str | Path) -> TenantPolicy:
+    """Load ``tenant.yaml``; a bad file is a ContractError naming file, line and field."""
+    return load_yaml_model(path, TenantPolicy)
+
+
+def _line_of(file: str | None, loc: tuple[str, ...]) -> int | None:
+    """1-based line of the mapping-key path ``loc`` in a YAML file, for the refusal message."""
+    if file is None:
+        return None
+    try:
+        _, node = read_yaml(Path(file))
+    except ContractError:
+        return None
+    line = None
+    for part in loc:
+        if not isinstance(node, yaml.MappingNode):
+            return line
+        node = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part), None)
+        if node is None:
+            return line
+        line = node.start_mark.line + 1
+    return line
+
+
+def _refuse(message: str, loc: tuple[str, ...], campaign_file: str | None) -> ContractError:
+    return ContractError(
+        message, file=campaign_file, line=_line_of(campaign_file, loc), field=".".join(loc) or None
+    )
+
+
+def _check_tenant_id(campaign: Campaign, tenant: TenantPolicy, campaign_file: str | None, tfile: str) -> None:
+    if campaign.tenant != tenant.tenant:
+        raise _refuse(
+            f"campaign tenant {campaign.tenant!r} does not match the tenant policy's {tenant.tenant!r} "
+            f"({tfile} tenant): a campaign is governed by its own tenant's policy only",
+            ("tenant",),
+            campaign_file,
+        )
+
+
+def _check_windows(
+    campaign: Campaign, tenant: TenantPolicy | None, campaign_file: str | None, tfile: str
+) -> None:
+    for fact_type, days in campaign.signal_windows_days.items():
+        loc = ("signal_windows_days", fact_type)
+        if days > HARD_MAX_SIGNAL_WINDOW_DAYS:
+            raise _refuse(
+                f"{fact_type} window of {days} days exceeds the hard maximum of "
+                f"{HARD_MAX_SIGNAL_WINDOW_DAYS} days: older than that is history, not a signal",
+                loc,
+                campaign_file,
+            )
+        ceiling = tenant.max_signal_windows_days.get(fact_type) if tenant is not None else None
+        if ceiling is not None and days > ceiling:
+            raise _refuse(
+                f"{fact_type} window of {days} days exceeds the tenant's maximum of {ceiling} days "
+                f"({tfile} max_signal_windows_days.{fact_type}): {_TIGHTEN_ONLY}",
+                loc,
+                campaign_file,
+            )
+
+
+def _min_confidence(
+    campaign: Campaign, tenant: TenantPolicy | None, campaign_file: str | None, tfile: str
+) -> tuple[Confidence, str]:
+    """The effective minimum fact confidence and the file it comes from."""
+    floor = tenant.min_confidence if tenant is not None else None
+    own = campaign.min_confidence
+    if floor is None or own.rank >= floor.rank:
+        return own, campaign_file or _DEFAULT_CAMPAIGN_FILE
+    if "min_confidence" in campaign.model_fields_set:
+        raise _refuse(
+            f"min_confidence {own} is below the tenant's minimum of {floor} ({tfile} min_confidence): "
+            f"{_TIGHTEN_ONLY}",
+            ("min_confidence",),
+            campaign_file,
+        )
+    return floor, tfile  # the campaign left it at the default: it inherits the tenant's
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _union(
+    rule: str, levels: Iterable[tuple[str, Iterable[str]]], sources: dict[str, str]
+) -> tuple[str, ...]:
+    """Every level's entries, highest level first; an entry's source is the highest level naming it."""
+    seen: dict[str, str] = {}
+    for source, entries in levels:
+        for entry in entries:
+            key = _fold(entry)
+            if key and key not in seen:
+                seen[key] = entry
+                sources[f"{rule}:{entry}"] = source
+    return tuple(seen.values())
+
+
+def build_policy(
+    campaign: Campaign,
+    tenant: TenantPolicy | None,
+    *,
+    campaign_file: str | None = None,
+    tenant_file: str | None = None,
+) -> EffectivePolicy:
+    """Combine hard rules, tenant policy and campaign; refuse a campaign that loosens a higher level.
+
+    Raises ContractError (file = ``campaign_file``, with line and field) naming the rule.
+    """
+    tfile = tenant_file or _DEFAULT_TENANT_FILE
+    cfile = campaign_file or _DEFAULT_CAMPAIGN_FILE
+    if tenant is not None:
+        _check_tenant_id(campaign, tenant, campaign_file, tfile)
+    _check_windows(campaign, tenant, campaign_file, tfile)
+    minimum, minimum_source = _min_confidence(campaign, tenant, campaign_file, tfile)
+    sources: dict[str, str] = {"min_confidence": minimum_source}
+    sources.update({f"signal_windows_days.{t}": cfile for t in campaign.signal_windows_days})
+    empty: tuple[str, ...] = ()
+    phrases = _union(
+        "banned_phrases",
+        [
+            (HARD_RULE, HARD_BANNED_PHRASES),
+            (tfile, tenant.banned_phrases if tenant is not None else empty),
+            (cfile, campaign.banned_phrases),
+        ],
+        sources,
+    )
+    openers = _union(
+        "banned_openers",
+        [(tfile, tenant.banned_openers if tenant is not None else empty), (cfile, campaign.banned_openers)],
+        sources,
+    )
+    claims = _union(
+        "prohibited_claims",
+        [
+            (HARD_RULE, HARD_PROHIBITED_CLAIMS),
+            (tfile, tenant.prohibited_claims if tenant is not None else empty),
+            (cfile, campaign.prohibited_claims),
+        ],
+        sources,
+    )
+    return EffectivePolicy(
+        signal_windows_days=dict(campaign.signal_windows_days),
+        min_confidence=minimum,
+        banned_phrases=phrases,
+        banned_openers=openers,
+        prohibited_claims=claims,
+        sources=sources,
+    )

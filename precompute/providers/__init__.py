@@ -1,0 +1,1 @@
+"""Zone writers behind one small interface: `offline` (default) and model-backed providers."""

@@ -1,0 +1,71 @@
+"""The provider interface: one generation call per account and page, structured output per zone.
+
+A provider only writes. It receives the governed context (trusted facts only) and the
+zones it should write personal versions of; it returns, per zone, `text`, the `fact_ids`
+it relies on, the `cta_id` chosen from the campaign's CTAs (never a URL) and a
+self-reported `confidence`. Everything it returns goes through the same deterministic
+checks, whichever provider wrote it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from precompute.context import EffectivePolicy, GovernedContext
+from welcomemat.campaign import Campaign
+from welcomemat.zone_contract import ZoneContract
+
+__all__ = ["GenerationRequest", "GenerationResult", "Provider", "ZoneDraft"]
+
+
+class ZoneDraft(BaseModel):
+    """What a provider wrote for one zone (the structured output a model must match)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    zone_id: str
+    text: str
+    fact_ids: tuple[str, ...] = ()
+    cta_id: str | None = None
+    confidence: float = Field(ge=0.0, le=1.0)
+    # First day on which the text is no longer true, when it says something time-relative
+    # ("yesterday"): the pipeline caps the zone set's valid_until with it. None: timeless.
+    valid_until: date | None = None
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """One account, one page: the zones to write and everything they may be built from."""
+
+    context: GovernedContext
+    campaign: Campaign
+    policy: EffectivePolicy
+    page_id: str
+    zones: tuple[ZoneContract, ...]
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """Drafts by zone id (a zone the provider declined is simply absent) and what it cost."""
+
+    drafts: Mapping[str, ZoneDraft]
+    model_calls: int = 0
+    tokens: int = 0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Provider(Protocol):
+    """A zone writer. Must be deterministic for the same request and fingerprint."""
+
+    name: str
+
+    def fingerprint(self) -> str:
+        """Identifies the provider configuration (model, prompts, version) for the input hash."""
+        ...
+
+    def generate(self, request: GenerationRequest) -> GenerationResult: ...

@@ -1,0 +1,397 @@
+"""The `offline` provider: the default zone writer. No network, no model, deterministic.
+
+It fills the campaign's human-written patterns (`campaign.patterns`: fact type -> zone id
+-> patterns with `{slots}`) with values taken only from trusted fact fields, the account's
+short name and date arithmetic on `as_of`. It never invents: a pattern whose slots cannot
+all be filled from trusted data is skipped, and a zone with no pattern left is declined
+(absent from the drafts) so the pipeline serves the segment copy. Its output goes through
+the same deterministic checks as a model's.
+
+Why a composer and not just segment copy: most of the value of a personal page is one
+true, dated, specific line ("Congrats on the Series A on Thursday, Dymaxa"), and a human
+pattern filled from a sourced fact says it with no model risk at all.
+
+The `{when}` slot: a phrase for a fact's publish date, strictly true on the day computed
+and on every day until `when_phrase_valid_until`, so the pipeline can cap the zone set:
+
+    days ago   phrase                   stays the same (and true) until
+    0          "today"                  the next day
+    1          "yesterday"              published + 2 days
+    2..6       "on Thursday"            published + 7 days (then the weekday would be ambiguous)
+    7+         "on 26 November"         1 January of the next year (then the year would be missing)
+               "on 26 November 2025"    forever (the year differs from as_of's)
+
+Weekday and month names are English literals, not `strftime`: the page's language must not
+depend on the machine's locale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import MAXYEAR, date, timedelta
+from functools import lru_cache
+
+from precompute.context import GovernedContext, TrustedFact
+from precompute.providers.base import GenerationRequest, GenerationResult, ZoneDraft
+from welcomemat.campaign import Campaign
+from welcomemat.zone_contract import ZoneContract
+
+__all__ = [
+    "COMPOSER_VERSION",
+    "CTA_CONFIDENCE",
+    "LIBRARY_CONFIDENCE",
+    "MAX_SLOT_CHARS",
+    "PATTERN_CONFIDENCE",
+    "PROOF_ZONE_ID",
+    "TYPE_PRIORITY",
+    "OfflineComposer",
+    "count_word",
+    "when_phrase",
+    "when_phrase_valid_until",
+]
+
+# Part of the provider fingerprint, hence of every account's input hash: bump it whenever
+# the composer's output for the same input could change, so published zone sets are redone.
+COMPOSER_VERSION = "offline-composer/1"
+
+# Among facts of equal recency, the order in which fact types make the better opening line.
+TYPE_PRIORITY: tuple[str, ...] = ("funding", "expansion", "hiring", "leadership", "product_launch")
+
+# A slot value longer than this is not a round name, a city or a job title: it is a
+# research blob or an injection attempt. Truncating could make it false, so it is refused.
+MAX_SLOT_CHARS = 60
+
+PATTERN_CONFIDENCE = 0.9  # a human pattern, filled only from trusted fields
+CTA_CONFIDENCE = 0.9
+LIBRARY_CONFIDENCE = 0.8  # approved copy, but chosen by segment, not by a fact about the account
+
+# The zone that may fall back to the campaign's proof library when no fact fits a pattern.
+PROOF_ZONE_ID = "proof"
+
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_COUNT_WORDS = tuple("one two three four five six seven eight nine ten eleven twelve".split())
+
+# Slots the composer computes; a fact field of the same name must not shadow them.
+_COMPUTED_SLOTS = frozenset({"account", "when", "role_count"})
+# Computed slots that produce an ordinary lowercase word, capitalised when they open the text.
+_SENTENCE_OPENERS = frozenset({"when", "role_count"})
+# Characters that mean a value is markup or a template, not a name: refused, never stripped,
+# because "scriptalert(1)/script" on a page is as wrong as the script.
+_REFUSED_CHARS = frozenset("<>{}")
+
+_FORMATTER = string.Formatter()
+
+
+# -- the `when` phrase ----------------------------------------------------------------------
+
+
+def when_phrase(published_at: date, as_of: date) -> str:
+    """The phrase for `published_at` seen from `as_of` (see the module docstring).
+
+    Raises ValueError for a date after `as_of`: a future publish date has no true phrase.
+    """
+    days = (as_of - published_at).days
+    if days < 0:
+        raise ValueError(f"published_at {published_at} is after as_of {as_of}")
+    if days == 0:
+        return "today"
+    if days == 1:
+        return "yesterday"
+    if days < 7:
+        # Within six days a bare weekday names exactly one past day; at seven it could mean today.
+        return "on " + _WEEKDAYS[published_at.weekday()]
+    phrase = f"on {published_at.day} {_MONTHS[published_at.month - 1]}"
+    return phrase if published_at.year == as_of.year else f"{phrase} {published_at.year}"
+
+
+def when_phrase_valid_until(published_at: date, as_of: date) -> date:
+    """The first day on which `when_phrase(published_at, day)` differs from the phrase at `as_of`.
+
+    The phrase is true on every day before it. `date.max` means it never changes.
+    Raises ValueError for a date after `as_of`, like `when_phrase`.
+    """
+    days = (as_of - published_at).days
+    if days < 0:
+        raise ValueError(f"published_at {published_at} is after as_of {as_of}")
+    if days <= 1:
+        return published_at + timedelta(days=days + 1)
+    if days < 7:
+        return published_at + timedelta(days=7)
+    if published_at.year == as_of.year and as_of.year < MAXYEAR:
+        return date(as_of.year + 1, 1, 1)
+    return date.max
+
+
+def count_word(n: int) -> str:
+    """A count as a page would write it: words for one to twelve, digits beyond."""
+    return _COUNT_WORDS[n - 1] if 1 <= n <= len(_COUNT_WORDS) else str(n)
+
+
+# -- slot values ----------------------------------------------------------------------------
+
+
+def _clean(value: object) -> str | None:
+    """A slot value fit for a page, or None: whitespace (newlines too) collapsed, nothing else changed."""
+    if not isinstance(value, str):
+        return None
+    text = " ".join(value.split())
+    if len(text) > MAX_SLOT_CHARS or not text.isprintable() or not _REFUSED_CHARS.isdisjoint(text):
+        return None
+    return text or None
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """What one zone may cite: one fact, or a group of hiring facts that make one claim."""
+
+    type: str
+    facts: tuple[TrustedFact, ...]
+    newest: date
+    fact_ids: tuple[str, ...]
+    slots: Mapping[str, str]
+    when_until: date | None  # when_phrase_valid_until for the `when` slot; None: timeless
+
+
+def _unit(fact_type: str, facts: Sequence[TrustedFact], account: str | None, as_of: date) -> _Unit:
+    # Newest first: the unit's date is its latest fact, the one "when" speaks of.
+    ordered = tuple(sorted(facts, key=lambda f: (-f.published_at.toordinal(), f.id)))
+    newest = ordered[0].published_at
+    others = ordered[1:]
+    slots: dict[str, str] = {}
+    # Only fields every fact of the unit agrees on: a group's slot must be true of each member.
+    for key, value in ordered[0].fields.items():
+        if key in _COMPUTED_SLOTS or not key.isidentifier():
+            continue
+        if others and any(f.fields.get(key) != value for f in others):
+            continue
+        clean = _clean(value)
+        if clean is not None:
+            slots[key] = clean
+    if account is not None:
+        slots["account"] = account
+    slots["when"] = when_phrase(newest, as_of)
+    until = when_phrase_valid_until(newest, as_of)
+    if fact_type == "hiring":
+        slots["role_count"] = count_word(len(ordered))
+    ids = tuple(f.id for f in ordered)
+    return _Unit(fact_type, ordered, newest, ids, slots, None if until == date.max else until)
+
+
+def _hiring_key(fact: TrustedFact) -> tuple[str, str]:
+    role = fact.fields.get("role_plural") or fact.fields.get("role") or ""
+    location = fact.fields.get("location") or ""
+    return (" ".join(role.split()).casefold(), " ".join(location.split()).casefold())
+
+
+def _units_by_type(context: GovernedContext, wanted: frozenset[str]) -> dict[str, list[_Unit]]:
+    """Each wanted fact type's units, best first (hiring: largest group; others: newest fact)."""
+    # The trust policy decides which facts may be used; repeating its two date rules and the
+    # identity gate here is cheap and keeps a hand-built or stale context from making a claim.
+    if not context.identity.claims_allowed:
+        return {}
+    as_of = context.as_of
+    account = _clean(context.short_name)
+    by_type: dict[str, list[TrustedFact]] = {}
+    for fact in context.facts:
+        if fact.type in wanted and fact.published_at <= as_of < fact.expires_at:
+            by_type.setdefault(fact.type, []).append(fact)
+    units: dict[str, list[_Unit]] = {}
+    for fact_type, facts in by_type.items():
+        if fact_type == "hiring":
+            groups: dict[tuple[str, str], list[TrustedFact]] = {}
+            for fact in facts:
+                groups.setdefault(_hiring_key(fact), []).append(fact)
+            found = [_unit(fact_type, g, account, as_of) for g in groups.values()]
+            found.sort(key=lambda u: (-len(u.facts), -u.newest.toordinal(), u.facts[0].id))
+        else:
+            found = [_unit(fact_type, (f,), account, as_of) for f in facts]
+            found.sort(key=lambda u: (-u.newest.toordinal(), u.facts[0].id))
+        units[fact_type] = found
+    return units
+
+
+def _priority(fact_type: str) -> int:
+    return TYPE_PRIORITY.index(fact_type) if fact_type in TYPE_PRIORITY else len(TYPE_PRIORITY)
+
+
+def _ordered_types(units: Mapping[str, list[_Unit]], types: Iterable[str], used: set[str]) -> list[str]:
+    """Fact types in preference order: not yet used on this page, newest, then TYPE_PRIORITY."""
+    # Preferring an unused type spreads one page's zones over the account's different facts
+    # instead of repeating the top one in every zone.
+    found = [t for t in types if units.get(t)]
+    found.sort(key=lambda t: (t in used, -units[t][0].newest.toordinal(), _priority(t), t))
+    return found
+
+
+# -- patterns -------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)
+def _pattern_shape(pattern: str) -> tuple[frozenset[str], bool] | None:
+    """The slot names a pattern uses and whether it opens with a sentence-opener slot, or None if unusable."""
+    # Only plain `{name}` slots: attribute or index access, conversions and format specs could
+    # reach into Python objects or reshape a value, so such a pattern is never filled.
+    names: set[str] = set()
+    try:
+        parsed = list(_FORMATTER.parse(pattern))
+    except ValueError:
+        return None
+    for _literal, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion is not None:
+            return None
+        names.add(name)
+    first = parsed[0] if parsed else ("", None, "", None)
+    opens_with = first[0] == "" and first[1] in _SENTENCE_OPENERS
+    return frozenset(names), opens_with
+
+
+def _fill(pattern: str, unit: _Unit) -> tuple[str, bool] | None:
+    """The filled text and whether it used `{when}`, or None if a slot has no trusted value."""
+    shape = _pattern_shape(pattern)
+    if shape is None:
+        return None
+    names, opens_with = shape
+    if not names <= unit.slots.keys():
+        return None
+    # "one SDRs": a count of one with a plural is false grammar; this pattern is not for one fact.
+    if len(unit.facts) == 1 and "role_count" in names and "role_plural" in names:
+        return None
+    text = pattern.format_map(unit.slots)
+    if opens_with:
+        text = text[:1].upper() + text[1:]
+    return text, "when" in names
+
+
+def _rotation(patterns: Sequence[str], account_id: str, zone_id: str) -> list[str]:
+    """The patterns starting at one chosen by a stable hash, so accounts vary but never flicker."""
+    # crc32, not hash(): Python's str hash is salted per process.
+    start = zlib.crc32(f"{account_id}\x00{zone_id}".encode()) % len(patterns)
+    return [*patterns[start:], *patterns[:start]]
+
+
+# -- zones ----------------------------------------------------------------------------------
+
+
+def _fact_draft(
+    contract: ZoneContract,
+    campaign: Campaign,
+    units: Mapping[str, list[_Unit]],
+    used: set[str],
+    account_id: str,
+) -> tuple[ZoneDraft, str] | None:
+    """The best filled pattern for a zone and the fact type it used, or None."""
+    zone_id = contract.id
+    types = (t for t in contract.fact_types if zone_id in campaign.patterns.get(t, {}))
+    for fact_type in _ordered_types(units, types, used):
+        patterns = campaign.patterns[fact_type][zone_id]
+        if not patterns:
+            continue
+        rotation = _rotation(patterns, account_id, zone_id)
+        for unit in units[fact_type]:
+            for pattern in rotation:
+                filled = _fill(pattern, unit)
+                if filled is None or not contract.fits(filled[0]):
+                    continue
+                text, uses_when = filled
+                draft = ZoneDraft(
+                    zone_id=zone_id,
+                    text=text,
+                    fact_ids=unit.fact_ids,
+                    confidence=PATTERN_CONFIDENCE,
+                    valid_until=unit.when_until if uses_when else None,
+                )
+                return draft, fact_type
+    return None
+
+
+def _cta_draft(
+    contract: ZoneContract, campaign: Campaign, units: Mapping[str, list[_Unit]]
+) -> ZoneDraft | None:
+    """The campaign's first CTA when a trusted fact supports the zone; else None (segment copy)."""
+    # A zone naming no fact types (the example's `cta`) is supported by any type the campaign
+    # writes patterns for: the campaign's first CTA is its ask for accounts with a live signal.
+    supporting = contract.fact_types or frozenset(campaign.patterns)
+    ordered = _ordered_types(units, sorted(supporting), set())
+    if not ordered:
+        return None
+    cta = campaign.ctas[0]
+    if not contract.fits(cta.label):
+        return None
+    unit = units[ordered[0]][0]
+    return ZoneDraft(
+        zone_id=contract.id, text=cta.label, fact_ids=unit.fact_ids, cta_id=cta.id, confidence=CTA_CONFIDENCE
+    )
+
+
+def _library_draft(contract: ZoneContract, campaign: Campaign, segment: str) -> ZoneDraft | None:
+    """The first proof item written for the account's segment, else the first for every segment."""
+    specific = [p for p in campaign.proof_library if segment in p.segments]
+    general = [p for p in campaign.proof_library if not p.segments]
+    for item in (*specific, *general):
+        if contract.fits(item.text):
+            return ZoneDraft(zone_id=contract.id, text=item.text, confidence=LIBRARY_CONFIDENCE)
+    return None
+
+
+class OfflineComposer:
+    """Fills the campaign's patterns from trusted facts. Implements `Provider`; no model calls."""
+
+    name = "offline"
+
+    def fingerprint(self) -> str:
+        # The campaign's patterns are hashed with the campaign; only the code's behaviour here.
+        return hashlib.sha256(f"{self.name}\x00{COMPOSER_VERSION}".encode()).hexdigest()
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        context = request.context
+        campaign = request.campaign
+        # Only types some zone of this request could state or be supported by: the rest is waste.
+        wanted = frozenset(campaign.patterns).union(*(z.fact_types for z in request.zones))
+        units = _units_by_type(context, wanted)
+        account_id = context.account.account_id
+        drafts: dict[str, ZoneDraft] = {}
+        notes: list[str] = []
+        used: set[str] = set()  # fact types already stated on this page, in zone order
+        for contract in request.zones:
+            if contract.id in drafts:
+                continue
+            draft: ZoneDraft | None = None
+            if contract.link:
+                draft = _cta_draft(contract, campaign, units)
+            else:
+                found = _fact_draft(contract, campaign, units, used, account_id)
+                if found is not None:
+                    draft, fact_type = found
+                    used.add(fact_type)
+                elif contract.id == PROOF_ZONE_ID and not contract.requires_fact:
+                    draft = _library_draft(contract, campaign, context.account.segment)
+            if draft is None:
+                why = (
+                    "no trusted fact supports a CTA"
+                    if contract.link
+                    else "no pattern filled from trusted facts"
+                )
+                notes.append(f"{contract.id}: declined ({why})")
+            else:
+                drafts[contract.id] = draft
+        return GenerationResult(drafts=drafts, model_calls=0, tokens=0, notes=tuple(notes))

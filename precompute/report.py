@@ -1,0 +1,51 @@
+"""The run report: what a precompute run read, decided and published (`--json` prints it)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["AccountFailure", "MalformedRow", "RunReport"]
+
+
+class MalformedRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file: str | None
+    line: int | None
+    field: str | None
+    reason: str
+
+
+class AccountFailure(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    account_id: str
+    reason: str
+
+
+class RunReport(BaseModel):
+    """Counts are accounts unless named otherwise."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tenant: str
+    campaign: str
+    provider: str
+    started_at: str
+    seconds: float = 0.0
+    rows_read: int = 0
+    accounts: int = 0
+    malformed: list[MalformedRow] = Field(default_factory=list)
+    published: int = 0  # a new version was written
+    unchanged: int = 0  # same inputs, still valid: nothing regenerated, no new version
+    resumed: int = 0  # skipped by --resume: journalled as published with the same inputs
+    pending_review: int = 0  # published as pending_review (served as fallback until approved)
+    failed: list[AccountFailure] = Field(default_factory=list)
+    by_mode: dict[str, int] = Field(default_factory=dict)
+    zones_by_rung: dict[str, int] = Field(default_factory=dict)
+    fallback_reasons: dict[str, int] = Field(default_factory=dict)
+    check_failures: dict[str, int] = Field(default_factory=dict)
+    model_calls: int = 0
+    tokens: int = 0
+    accounts_per_second: float = 0.0
+    verdict: str | None = None

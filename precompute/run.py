@@ -1,0 +1,374 @@
+"""A precompute run: read accounts, assemble each account's zone set, publish, journal, report.
+
+Work goes in chunks (`CHUNK_SIZE` accounts): one MGET reads the chunk's current zone
+sets, unchanged accounts are skipped before any generation (same input hash, still
+valid: no model call, no new version), the rest are assembled (optionally on a thread
+pool, for model providers that wait on the network) and published one atomic
+transaction each; journal entries and explain records for the chunk go in one pipeline.
+A run killed mid-way leaves accounts journalled `accepted`; `--resume` skips those
+journalled `published` with the same input hash and redoes the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import redis
+
+from precompute.assemble import AccountOutcome, Assembler
+from precompute.checks import build_vocabulary
+from precompute.context import EffectivePolicy
+from precompute.context_builder import build_context
+from precompute.explain import explain_record
+from precompute.hashing import account_input_hash, campaign_fingerprint
+from precompute.providers.base import Provider
+from precompute.report import AccountFailure, MalformedRow, RunReport
+from precompute.trust import short_name
+from welcomemat import keys
+from welcomemat.accounts import Account, read_accounts
+from welcomemat.campaign import Campaign
+from welcomemat.store import ZoneSetStore
+from welcomemat.zone_contract import ZoneContract
+from welcomemat.zoneset import Rung, ZoneSet, ZoneSetStatus
+
+__all__ = ["CHUNK_SIZE", "JournalState", "PrecomputeRun", "publish_campaign_config"]
+
+CHUNK_SIZE = 256  # accounts per MGET / pipeline: big enough to amortise round trips
+
+
+class JournalState:
+    ACCEPTED = "accepted"
+    PUBLISHED = "published"
+    FAILED = "failed"
+
+
+@dataclass
+class _Tally:
+    by_mode: Counter[str]
+    zones_by_rung: Counter[str]
+    fallback_reasons: Counter[str]
+    check_failures: Counter[str]
+
+
+def publish_campaign_config(
+    client: redis.Redis, campaign: Campaign, zones: dict[str, ZoneContract], policy: EffectivePolicy
+) -> None:
+    """Store the contracts the renderer, QA and review read (and index the campaign id)."""
+    config = {
+        "campaign": campaign.model_dump(mode="json"),
+        "zones": {k: v.model_dump(mode="json") for k, v in zones.items()},
+        "policy": json.loads(json.dumps(asdict(policy), default=str)),
+    }
+    pipe = client.pipeline(transaction=True)
+    pipe.set(
+        keys.campaign_config_key(campaign.tenant, campaign.campaign),
+        json.dumps(config).encode(),
+        ex=keys.CAMPAIGN_TTL_S,
+    )
+    pipe.hset(keys.campaigns_index_key(), f"{campaign.tenant}/{campaign.campaign}", campaign.campaign)
+    pipe.expire(keys.campaigns_index_key(), keys.CAMPAIGN_TTL_S)
+    pipe.execute()
+
+
+def _stratum_rank(account_id: str) -> int:
+    """A stable pseudo-random rank for sampling (same account, same rank, every run)."""
+    return int.from_bytes(hashlib.sha256(account_id.encode()).digest()[:8], "big")
+
+
+class PrecomputeRun:
+    """One run of one campaign over one accounts file."""
+
+    def __init__(
+        self,
+        *,
+        client: redis.Redis,
+        campaign: Campaign,
+        zones: dict[str, ZoneContract],
+        policy: EffectivePolicy,
+        provider: Provider,
+        concurrency: int = 1,
+        resume: bool = False,
+        now: datetime | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.store = ZoneSetStore(client)
+        self.campaign = campaign
+        self.zones = zones
+        self.policy = policy
+        self.provider = provider
+        self.concurrency = max(1, concurrency)
+        self.resume = resume
+        self.now = now or datetime.now(UTC)
+        self.progress = progress
+        self.fingerprint = campaign_fingerprint(campaign, zones, policy, provider.fingerprint())
+        self.journal_key = keys.journal_key(campaign.tenant, campaign.campaign)
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def run(self, accounts_path: Path) -> RunReport:
+        started = time.perf_counter()
+        report = RunReport(
+            tenant=self.campaign.tenant,
+            campaign=self.campaign.campaign,
+            provider=self.provider.name,
+            started_at=self.now.isoformat(),
+        )
+        read = read_accounts(accounts_path)
+        report.rows_read = read.lines_read
+        report.malformed = [
+            MalformedRow(file=p.file, line=p.line, field=p.field, reason=p.message) for p in read.problems
+        ]
+        accounts = read.accounts
+        report.accounts = len(accounts)
+
+        assembler = self._assembler(accounts)
+        publish_campaign_config(self.client, self.campaign, self.zones, self.policy)
+        journal = self._load_journal() if self.resume else {}
+        self._journal_accepted(accounts)
+
+        tally = _Tally(Counter(), Counter(), Counter(), Counter())
+        sampled: list[tuple[str, str, str]] = []  # (stratum, account_id, ...) for the review sample
+        for chunk in _chunks(accounts, CHUNK_SIZE):
+            self._run_chunk(chunk, assembler, journal, report, tally, sampled)
+            if self.progress:
+                self.progress(len(chunk))
+
+        self._queue_sample(sampled)
+        report.by_mode = dict(tally.by_mode)
+        report.zones_by_rung = dict(tally.zones_by_rung)
+        report.fallback_reasons = dict(tally.fallback_reasons.most_common())
+        report.check_failures = dict(tally.check_failures.most_common())
+        report.seconds = round(time.perf_counter() - started, 3)
+        report.accounts_per_second = round(len(accounts) / report.seconds, 1) if report.seconds else 0.0
+        self.client.set(
+            keys.run_report_key(self.campaign.tenant, self.campaign.campaign),
+            report.model_dump_json().encode(),
+            ex=keys.CAMPAIGN_TTL_S,
+        )
+        return report
+
+    def _assembler(self, accounts: Sequence[Account]) -> Assembler:
+        names = frozenset(short_name(a.name).casefold() for a in accounts)
+        assembler = Assembler(
+            campaign=self.campaign,
+            zones=self.zones,
+            policy=self.policy,
+            provider=self.provider,
+            vocabulary=build_vocabulary(self.campaign),
+            other_companies=names,
+            now=self.now,
+        )
+        neutral = Account(
+            account_id="segment-copy",
+            name=self.campaign.tenant,
+            domain="example.com",
+            segment=next(iter(self.campaign.segments)),
+        )
+        assembler.prepare_fallbacks(build_context(neutral, self.campaign, self.policy, assembler.as_of))
+        return assembler
+
+    def _run_chunk(
+        self,
+        chunk: Sequence[Account],
+        assembler: Assembler,
+        journal: dict[str, dict[str, object]],
+        report: RunReport,
+        tally: _Tally,
+        sampled: list[tuple[str, str, str]],
+    ) -> None:
+        hashes = {a.account_id: account_input_hash(self.fingerprint, a) for a in chunk}
+        current = self.store.get_many(self.campaign.tenant, self.campaign.campaign, list(hashes))
+        todo: list[Account] = []
+        for account in chunk:
+            entry = journal.get(account.account_id)
+            existing = current.get(account.account_id)
+            if (
+                self.resume
+                and entry is not None
+                and entry.get("state") == JournalState.PUBLISHED
+                and entry.get("input_hash") == hashes[account.account_id]
+            ):
+                report.resumed += 1
+                if existing is not None:
+                    self._count(existing, tally, sampled, account)
+            elif existing is not None and self._still_good(existing, hashes[account.account_id]):
+                report.unchanged += 1
+                self._count(existing, tally, sampled, account)
+            else:
+                todo.append(account)
+
+        outcomes = self._assemble_all(assembler, todo, hashes)
+        pipe = self.client.pipeline(transaction=False)
+        built: list[AccountOutcome] = []
+        for account, outcome in zip(todo, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                reason = f"{type(outcome).__name__}: {outcome}"
+                report.failed.append(AccountFailure(account_id=account.account_id, reason=reason))
+                self._journal(
+                    pipe, account.account_id, JournalState.FAILED, hashes[account.account_id], reason=reason
+                )
+            else:
+                built.append(outcome)
+        results = self.store.publish_many([o.zone_set for o in built], current=current)
+        for outcome, result in zip(built, results, strict=True):
+            account = outcome.account
+            report.model_calls += outcome.model_calls
+            report.tokens += outcome.tokens
+            report.published += int(result.changed)
+            report.unchanged += int(not result.changed)
+            if result.zone_set.status is ZoneSetStatus.PENDING_REVIEW:
+                report.pending_review += 1
+                if result.changed:
+                    pipe.zadd(
+                        keys.review_queue_key(self.campaign.tenant, self.campaign.campaign),
+                        {account.account_id: time.time()},
+                    )
+            for zone in outcome.zones:
+                for failure in zone.failures:
+                    tally.check_failures[f"{failure.check}:{failure.reason}"] += 1
+            self._count(result.zone_set, tally, sampled, account)
+            pipe.set(
+                keys.explain_key(self.campaign.tenant, self.campaign.campaign, account.account_id),
+                json.dumps(explain_record(outcome, version=result.version)).encode(),
+                ex=keys.ZONE_SET_TTL_S,
+            )
+            self._journal(
+                pipe,
+                account.account_id,
+                JournalState.PUBLISHED,
+                hashes[account.account_id],
+                version=result.version,
+                reason=outcome.zone_set.mode.value,
+            )
+        pipe.expire(self.journal_key, keys.JOURNAL_TTL_S)
+        pipe.execute()
+
+    def _assemble_all(
+        self, assembler: Assembler, todo: Sequence[Account], hashes: dict[str, str]
+    ) -> list[AccountOutcome | BaseException]:
+        def one(account: Account) -> AccountOutcome | BaseException:
+            try:
+                return assembler.assemble(account, hashes[account.account_id])
+            except Exception as exc:  # one broken account must not stop the run: journalled as failed
+                return exc
+
+        if self.concurrency == 1 or len(todo) < 2:
+            return [one(a) for a in todo]
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            return list(pool.map(one, todo))
+
+    def _still_good(self, existing: ZoneSet, input_hash: str) -> bool:
+        """Same inputs and still inside its validity window: keep it, whatever its review status."""
+        return existing.input_hash == input_hash and (
+            existing.valid_until is None or self.now < existing.valid_until
+        )
+
+    @staticmethod
+    def _count(
+        zone_set: ZoneSet, tally: _Tally, sampled: list[tuple[str, str, str]], account: Account
+    ) -> None:
+        tally.by_mode[zone_set.mode.value] += 1
+        for zone in zone_set.zones:
+            tally.zones_by_rung[zone.rung.value] += 1
+            if zone.rung is not Rung.PERSONAL:
+                tally.fallback_reasons[zone.reason] += 1
+        if zone_set.status is ZoneSetStatus.PUBLISHED:
+            sampled.append((f"{account.segment}/{zone_set.mode.value}", account.account_id, zone_set.status))
+
+    # -- journal and review sample -------------------------------------------------------------
+
+    def _journal_accepted(self, accounts: Sequence[Account]) -> None:
+        for chunk in _chunks(accounts, 1000):
+            entries = {
+                a.account_id: json.dumps({"state": JournalState.ACCEPTED, "at": self.now.isoformat()})
+                for a in chunk
+            }
+            # Keep a published entry as it is until this run replaces it: --resume relies on it.
+            pipe = self.client.pipeline(transaction=False)
+            for account_id, value in entries.items():
+                pipe.hsetnx(self.journal_key, account_id, value)
+            pipe.execute()
+
+    def _journal(
+        self,
+        pipe: redis.client.Pipeline,
+        account_id: str,
+        state: str,
+        input_hash: str,
+        *,
+        reason: str = "",
+        version: int | None = None,
+    ) -> None:
+        pipe.hset(
+            self.journal_key,
+            account_id,
+            json.dumps(
+                {
+                    "state": state,
+                    "reason": reason,
+                    "input_hash": input_hash,
+                    "version": version,
+                    "at": datetime.now(UTC).isoformat(),
+                }
+            ),
+        )
+
+    def _load_journal(self) -> dict[str, dict[str, object]]:
+        raw: dict[bytes, bytes] = self.client.hgetall(self.journal_key)  # type: ignore[assignment]
+        out: dict[str, dict[str, object]] = {}
+        for key, value in raw.items():
+            try:
+                out[key.decode()] = json.loads(value)
+            except (ValueError, UnicodeDecodeError):
+                continue  # an unreadable entry is redone, not trusted
+        return out
+
+    def _queue_sample(self, sampled: list[tuple[str, str, str]]) -> None:
+        """A stratified sample (segment × mode) of published accounts, for a person to read."""
+        rate = self.campaign.approval.sample_rate
+        if rate <= 0 or not sampled:
+            return
+        strata: dict[str, list[str]] = {}
+        for stratum, account_id, _ in sampled:
+            strata.setdefault(stratum, []).append(account_id)
+        chosen: dict[str, float] = {}
+        for ids in strata.values():
+            take = max(1, round(rate * len(ids)))
+            for account_id in sorted(ids, key=_stratum_rank)[:take]:
+                chosen[account_id] = time.time()
+        key = keys.review_sample_key(self.campaign.tenant, self.campaign.campaign)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.delete(key)
+        pipe.zadd(key, chosen)
+        pipe.expire(key, keys.CAMPAIGN_TTL_S)
+        pipe.execute()
+
+
+def _chunks(items: Sequence[Account], size: int) -> Iterator[Sequence[Account]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def progress_bar(
+    total: int, *, enabled: bool | None = None
+) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """A tqdm bar on stderr when it is a terminal; (advance, close)."""
+    from tqdm import tqdm
+
+    show = sys.stderr.isatty() if enabled is None else enabled
+    bar = tqdm(total=total, unit="acct", disable=not show, file=sys.stderr, dynamic_ncols=True)
+
+    def advance(n: int) -> None:
+        bar.update(n)
+
+    return advance, bar.close

@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, time
 from precompute.checks import ApprovedVocabulary, CheckFailure, CheckInput, run_checks
 from precompute.context import EffectivePolicy, GovernedContext
 from precompute.context_builder import build_context
-from precompute.providers.base import GenerationRequest, Provider, ZoneDraft
+from precompute.providers.base import GenerationRequest, Provider, ProviderUnavailable, ZoneDraft
 from welcomemat.accounts import Account
 from welcomemat.campaign import Campaign, ZoneCopy
 from welcomemat.markup import CleanedMarkup, clean_inline, markup_to_text
@@ -48,6 +48,9 @@ class AccountOutcome:
     zones: tuple[ZoneOutcome, ...]
     model_calls: int
     tokens: int
+    retries: int = 0
+    # The provider could not write (ProviderUnavailable): fallback now, generate on the next run.
+    deferred: bool = False
 
 
 def _day_start(day: date) -> datetime:
@@ -181,11 +184,11 @@ class Assembler:
             markup=markup,
         )
 
-    def _drafts(self, ctx: GovernedContext) -> tuple[dict[str, ZoneDraft], int, int]:
+    def _drafts(self, ctx: GovernedContext) -> tuple[dict[str, ZoneDraft], int, int, int]:
         """One provider call per page, asking only for zones no earlier page asked for."""
         drafts: dict[str, ZoneDraft] = {}
         asked: set[str] = set()
-        calls = tokens = 0
+        calls = tokens = retries = 0
         for page_id, page in self.campaign.pages.items():
             wanted = tuple(self.zones[z] for z in page.zones if z not in asked)
             if not wanted:
@@ -198,24 +201,29 @@ class Assembler:
             )
             calls += result.model_calls
             tokens += result.tokens
+            retries += result.retries
             for zone_id, draft in result.drafts.items():
                 if zone_id in {z.id for z in wanted} and draft.zone_id == zone_id:
                     drafts[zone_id] = draft
-        return drafts, calls, tokens
+        return drafts, calls, tokens, retries
 
     # -- one account ---------------------------------------------------------------------------
 
     def assemble(self, account: Account, input_hash: str) -> AccountOutcome:
         ctx = build_context(account, self.campaign, self.policy, self.as_of)
         drafts: dict[str, ZoneDraft] = {}
-        calls = tokens = 0
+        calls = tokens = retries = 0
+        deferred = False
         if not ctx.identity.claims_allowed:
             no_draft_reason = f"identity:{ctx.identity.reason}"
         elif not ctx.facts:
             no_draft_reason = "no_trusted_fact"
         else:
             no_draft_reason = "declined"
-            drafts, calls, tokens = self._drafts(ctx)
+            try:
+                drafts, calls, tokens, retries = self._drafts(ctx)
+            except ProviderUnavailable:
+                no_draft_reason, deferred = "provider_unavailable", True
 
         outcomes: list[ZoneOutcome] = []
         valid_until: date | None = None
@@ -256,7 +264,8 @@ class Assembler:
             campaign=self.campaign.campaign,
             account_id=account.account_id,
             segment=account.segment,
-            input_hash=input_hash,
+            # A deferred set never matches the inputs' hash, so the next run generates it again.
+            input_hash=f"{input_hash}-deferred" if deferred else input_hash,
             guideline_version=self.campaign.guideline_version,
             created_at=self.now,
             valid_until=_day_start(valid_until) if valid_until is not None else None,
@@ -271,4 +280,6 @@ class Assembler:
             zones=tuple(outcomes),
             model_calls=calls,
             tokens=tokens,
+            retries=retries,
+            deferred=deferred,
         )

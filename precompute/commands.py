@@ -128,8 +128,13 @@ def print_run_report(report: RunReport) -> None:
             + ", ".join(f"{k} {v}" for k, v in list(report.check_failures.items())[:6]),
             file=out,
         )
-    if report.model_calls:
-        print(f"  model calls {report.model_calls}, tokens {report.tokens}", file=out)
+    if report.model_calls or report.deferred:
+        print(
+            f"  model calls {report.model_calls} ({report.retries} retries), tokens {report.tokens}, "
+            f"circuit breaker opened {report.breaker_openings} times, {report.deferred} accounts deferred "
+            "(fallback now; generated again on the next run)",
+            file=out,
+        )
     for row in report.malformed[:20]:
         where = f"{row.file}:{row.line}" + (f", field '{row.field}'" if row.field else "")
         print(f"  skipped {where}: {row.reason}", file=sys.stderr)
@@ -266,6 +271,13 @@ def run_review(
         if current is not None:
             record["status"], record["version"] = current.status.value, current.version
         print(format_explain(record))
+        return 0
+    if action == "rollback":
+        restored = ZoneSetStore(client).rollback(tenant, campaign_id, account)
+        if restored is None:
+            print(f"{account}: no previous version to roll back to")
+            return 1
+        print(f"{account}: rolled back; v{restored.version} serves what was published before")
         return 0
     outcome = decide(
         client, tenant, campaign_id, account, approve=action == "approve", expected_version=version

@@ -25,14 +25,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from precompute.claims import KNOWN_CLAIM_CLASSES
 from precompute.context import EffectivePolicy
 from welcomemat.campaign import MAX_SIGNAL_WINDOW_DAYS, Campaign, Confidence
 from welcomemat.errors import ContractError
 from welcomemat.ids import OpaqueId
-from welcomemat.yamlfile import FieldProblem, load_yaml_model, read_yaml
+from welcomemat.yamlfile import FieldProblem, line_of_field, load_yaml_model
 
 __all__ = [
     "HARD_BANNED_PHRASES",
@@ -98,29 +98,21 @@ def load_tenant_policy(path: str | Path) -> TenantPolicy:
     return load_yaml_model(path, TenantPolicy)
 
 
-def _line_of(file: str | None, loc: tuple[str, ...]) -> int | None:
-    """1-based line of the mapping-key path ``loc`` in a YAML file, for the refusal message."""
-    if file is None:
-        return None
-    try:
-        _, node = read_yaml(Path(file))
-    except ContractError:
-        return None
-    line = None
-    for part in loc:
-        if not isinstance(node, yaml.MappingNode):
-            return line
-        node = next((v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part), None)
-        if node is None:
-            return line
-        line = node.start_mark.line + 1
-    return line
+def _refuse(message: str, loc: tuple[int | str, ...], campaign_file: str | None) -> ContractError:
+    field = ".".join(map(str, loc)) or None
+    return ContractError(message, file=campaign_file, line=line_of_field(campaign_file, loc), field=field)
 
 
-def _refuse(message: str, loc: tuple[str, ...], campaign_file: str | None) -> ContractError:
-    return ContractError(
-        message, file=campaign_file, line=_line_of(campaign_file, loc), field=".".join(loc) or None
-    )
+def _check_claim_classes(campaign: Campaign, campaign_file: str | None) -> None:
+    """A claim class no rule can detect would be a prohibition that checks nothing: refuse it."""
+    for i, claim in enumerate(campaign.prohibited_claims):
+        if claim not in KNOWN_CLAIM_CLASSES:
+            raise _refuse(
+                f"prohibited claim class {claim!r} is unknown; known classes: "
+                f"{', '.join(sorted(KNOWN_CLAIM_CLASSES))}",
+                ("prohibited_claims", i),
+                campaign_file,
+            )
 
 
 def _check_tenant_id(campaign: Campaign, tenant: TenantPolicy, campaign_file: str | None, tfile: str) -> None:
@@ -206,6 +198,7 @@ def build_policy(
     cfile = campaign_file or _DEFAULT_CAMPAIGN_FILE
     if tenant is not None:
         _check_tenant_id(campaign, tenant, campaign_file, tfile)
+    _check_claim_classes(campaign, campaign_file)
     _check_windows(campaign, tenant, campaign_file, tfile)
     minimum, minimum_source = _min_confidence(campaign, tenant, campaign_file, tfile)
     sources: dict[str, str] = {"min_confidence": minimum_source}

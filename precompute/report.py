@@ -45,7 +45,10 @@ class RunReport(BaseModel):
     zones_by_rung: dict[str, int] = Field(default_factory=dict)
     fallback_reasons: dict[str, int] = Field(default_factory=dict)
     check_failures: dict[str, int] = Field(default_factory=dict)
+    deferred: int = 0  # the provider could not write: published as fallback, generated again next run
     model_calls: int = 0
+    retries: int = 0
+    breaker_openings: int = 0
     tokens: int = 0
     accounts_per_second: float = 0.0
     verdict: str | None = None

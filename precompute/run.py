@@ -48,6 +48,7 @@ CHUNK_SIZE = 256  # accounts per MGET / pipeline: big enough to amortise round t
 class JournalState:
     ACCEPTED = "accepted"
     PUBLISHED = "published"
+    DEFERRED = "deferred"  # published as fallback because the provider could not write; redone next run
     FAILED = "failed"
 
 
@@ -144,6 +145,7 @@ class PrecomputeRun:
                 self.progress(len(chunk))
 
         self._queue_sample(sampled)
+        report.breaker_openings = self.provider.usage().breaker_openings
         report.by_mode = dict(tally.by_mode)
         report.zones_by_rung = dict(tally.zones_by_rung)
         report.fallback_reasons = dict(tally.fallback_reasons.most_common())
@@ -224,6 +226,8 @@ class PrecomputeRun:
             account = outcome.account
             report.model_calls += outcome.model_calls
             report.tokens += outcome.tokens
+            report.retries += outcome.retries
+            report.deferred += int(outcome.deferred)
             report.published += int(result.changed)
             report.unchanged += int(not result.changed)
             if result.zone_set.status is ZoneSetStatus.PENDING_REVIEW:
@@ -245,7 +249,7 @@ class PrecomputeRun:
             self._journal(
                 pipe,
                 account.account_id,
-                JournalState.PUBLISHED,
+                JournalState.DEFERRED if outcome.deferred else JournalState.PUBLISHED,
                 hashes[account.account_id],
                 version=result.version,
                 reason=outcome.zone_set.mode.value,

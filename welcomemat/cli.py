@@ -76,10 +76,12 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--zones", default=None, help=argparse.SUPPRESS)
     explain.add_argument("--json", action="store_true", help="print the explanation as JSON")
 
-    review = sub.add_parser("review", help="approve or reject zone sets waiting for a person")
-    review.add_argument("action", choices=["list", "show", "approve", "reject"])
+    review = sub.add_parser(
+        "review", help="approve or reject zone sets waiting for a person; roll an account back"
+    )
+    review.add_argument("action", choices=["list", "show", "approve", "reject", "rollback"])
     review.add_argument("campaign", help="campaign.yaml, tenant/campaign, or a published campaign id")
-    review.add_argument("account", nargs="?", help="account id (show, approve, reject)")
+    review.add_argument("account", nargs="?", help="account id (show, approve, reject, rollback)")
     review.add_argument("--version", type=_positive_int, default=None, help="the version you reviewed")
     review.add_argument("--zones", default=None, help=argparse.SUPPRESS)
 

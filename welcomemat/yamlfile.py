@@ -13,6 +13,7 @@ from welcomemat.validation_errors import dotted, first_problem
 
 __all__ = [
     "FieldProblem",
+    "line_of_field",
     "load_yaml_model",
     "read_yaml",
 ]
@@ -50,6 +51,17 @@ def _line_of(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
             return line
         line = node.start_mark.line + 1
     return line
+
+
+def line_of_field(path: str | Path | None, loc: tuple[int | str, ...]) -> int | None:
+    """1-based line of a field path in a YAML file (None if unreadable or not found)."""
+    if path is None:
+        return None
+    try:
+        _, tree = read_yaml(Path(path))
+    except ContractError:
+        return None
+    return _line_of(tree, loc)
 
 
 def read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:

@@ -20,7 +20,22 @@ from precompute.context import EffectivePolicy, GovernedContext
 from welcomemat.campaign import Campaign
 from welcomemat.zone_contract import ZoneContract
 
-__all__ = ["GenerationRequest", "GenerationResult", "Provider", "ZoneDraft"]
+__all__ = [
+    "GenerationRequest",
+    "GenerationResult",
+    "Provider",
+    "ProviderUnavailable",
+    "ProviderUsage",
+    "ZoneDraft",
+]
+
+
+class ProviderUnavailable(Exception):
+    """The provider cannot write now (circuit open, job deadline passed, retries used up).
+
+    The account gets the fallback for every zone and is journalled `deferred`, so the next
+    run (or `--resume`) generates it again.
+    """
 
 
 class ZoneDraft(BaseModel):
@@ -56,7 +71,18 @@ class GenerationResult:
     drafts: Mapping[str, ZoneDraft]
     model_calls: int = 0
     tokens: int = 0
+    retries: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class ProviderUsage:
+    """What a provider has spent so far in this process (for the run report)."""
+
+    model_calls: int = 0
+    retries: int = 0
+    breaker_openings: int = 0
+    tokens: int = 0
 
 
 class Provider(Protocol):
@@ -68,4 +94,10 @@ class Provider(Protocol):
         """Identifies the provider configuration (model, prompts, version) for the input hash."""
         ...
 
-    def generate(self, request: GenerationRequest) -> GenerationResult: ...
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        """Drafts for the request's zones; raises ProviderUnavailable when it cannot write now."""
+        ...
+
+    def usage(self) -> ProviderUsage:
+        """Totals so far: model calls, retries, circuit-breaker openings, tokens."""
+        ...

@@ -36,7 +36,7 @@ from datetime import MAXYEAR, date, timedelta
 from functools import lru_cache
 
 from precompute.context import GovernedContext, TrustedFact
-from precompute.providers.base import GenerationRequest, GenerationResult, ZoneDraft
+from precompute.providers.base import GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
 from welcomemat.campaign import Campaign
 from welcomemat.zone_contract import ZoneContract
 
@@ -361,6 +361,9 @@ class OfflineComposer:
     def fingerprint(self) -> str:
         # The campaign's patterns are hashed with the campaign; only the code's behaviour here.
         return hashlib.sha256(f"{self.name}\x00{COMPOSER_VERSION}".encode()).hexdigest()
+
+    def usage(self) -> ProviderUsage:
+        return ProviderUsage()  # no model, no network: nothing to count
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
         context = request.context

@@ -513,6 +513,15 @@ def test_other_company(text: str, detail: str) -> None:
     assert only(check(text), "other_company").detail == detail
 
 
+def test_an_account_named_like_the_campaigns_own_words_is_not_matched() -> None:
+    # An account called "Ramp" cannot be told apart from "ramp" in approved copy.
+    draft = dataclasses.replace(
+        inp("Scaling the sales team? Ramp every hire faster", facts=(), personal=False),
+        other_companies=OTHERS | {"Ramp Inc."},
+    )
+    assert run_checks(draft) == ()
+
+
 def test_the_account_itself_is_not_another_company() -> None:
     assert "other_company" not in reasons(check("Congrats on the Series A, Dymaxa B.V."))
     assert company_key("Dymaxa B.V.") == company_key("dymaxa") == "dymaxa"

@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from datetime import date, timedelta
-from types import ModuleType
 
 from tests.corpora import REPO_ROOT
+from tests.example_accounts import generator
 from welcomemat.accounts import read_accounts
 from welcomemat.campaign import load_campaign
 from welcomemat.urlgate import browser_view
 
 ACCOUNTS = REPO_ROOT / "examples" / "accounts.jsonl"
-
-
-def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "make_accounts", REPO_ROOT / "examples" / "make_accounts.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def committed_today() -> date:

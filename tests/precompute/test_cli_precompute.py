@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-from datetime import date
 from pathlib import Path
 
 import pytest
 import redis
 
 from tests.corpora import REPO_ROOT
+from tests.example_accounts import write_example_accounts
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 
@@ -21,15 +20,7 @@ WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 @pytest.fixture
 def accounts(tmp_path: Path) -> Path:
     """The example accounts, dated from today so their signals are fresh whenever tests run."""
-    spec = importlib.util.spec_from_file_location(
-        "make_accounts", REPO_ROOT / "examples" / "make_accounts.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    path = tmp_path / "accounts.jsonl"
-    module.write(path, date.today(), 400)
-    return path
+    return write_example_accounts(tmp_path / "accounts.jsonl", 400)
 
 
 def cli(*args: str, redis_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:

@@ -2,34 +2,23 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from datetime import date
 from pathlib import Path
 
 import redis
 
 from tests.corpora import REPO_ROOT
+from tests.example_accounts import write_example_accounts
 from welcomemat import keys
 from welcomemat.store import ZoneSetStore
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 COUNT = 3000
-
-
-def make_accounts(path: Path) -> None:
-    spec = importlib.util.spec_from_file_location(
-        "make_accounts", REPO_ROOT / "examples" / "make_accounts.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.write(path, date.today(), COUNT)
 
 
 def journal_states(client: redis.Redis) -> dict[str, str]:
@@ -41,7 +30,7 @@ def test_kill_mid_run_then_resume_finishes_without_duplicates(
     tmp_path: Path, redis_url: str, redis_client: redis.Redis
 ) -> None:
     accounts = tmp_path / "accounts.jsonl"
-    make_accounts(accounts)
+    write_example_accounts(accounts, COUNT)
     env = {**os.environ, "REDIS_URL": redis_url, "WELCOMEMAT_HOME": str(tmp_path / "home")}
     command = [WELCOMEMAT, "precompute", "examples/campaign.yaml", str(accounts), "--json"]
     proc = subprocess.Popen(

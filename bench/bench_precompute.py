@@ -10,16 +10,18 @@ generates N example accounts, then measures, in the same run:
 - a first precompute run (offline provider): accounts/second, and its ratio to the baseline;
 - a rerun of unchanged inputs: speed-up over the first run, and proof that nothing was
   regenerated (0 new versions, 0 model calls);
-- Redis memory per published zone set (used_memory delta / zone sets), with its
-  explain record and journal entry.
+- Redis memory per account (used_memory delta / accounts: zone set, explain record,
+  journal entry, version counter) and per zone set alone (MEMORY USAGE of 200 keys).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import tempfile
 import time
+from datetime import date
 from pathlib import Path
 
 import redis
@@ -55,12 +57,12 @@ def main() -> None:
         client = redis.Redis.from_url(url)
         print(
             f"{'accounts':>8} {'parse/s':>9} {'run/s':>8} {'run:parse':>9} {'rerun/s':>9} "
-            f"{'rerun speed-up':>14} {'new versions':>12} {'bytes/zone set':>14}"
+            f"{'rerun speed-up':>14} {'new versions':>12} {'bytes/account':>13} {'bytes/zone set':>14}"
         )
         for size in args.sizes:
             client.flushdb()
             path = Path(tmp) / f"accounts-{size}.jsonl"
-            gen.write(path, __import__("datetime").date.today(), size)
+            gen.write(path, date.today(), size)
             t0 = time.perf_counter()
             read_accounts(path)
             parse_s = time.perf_counter() - t0
@@ -75,11 +77,13 @@ def main() -> None:
 
             first_s, first_published, _ = run()
             after = int(client.info("memory")["used_memory"])
+            sample = list(itertools.islice(client.scan_iter(match="wm:1:*:zs:*", count=500), 200))
+            zone_set_bytes = sum(int(client.memory_usage(k) or 0) for k in sample) / max(len(sample), 1)
             rerun_s, rerun_published, rerun_calls = run()
             print(
                 f"{size:8d} {size / parse_s:9.0f} {size / first_s:8.0f} {first_s / parse_s:9.1f} "
                 f"{size / rerun_s:9.0f} {first_s / rerun_s:13.1f}x {rerun_published:12d} "
-                f"{(after - before) / max(first_published, 1):14.0f}"
+                f"{(after - before) / max(first_published, 1):13.0f} {zone_set_bytes:14.0f}"
             )
             assert rerun_published == 0 and rerun_calls == 0, "a rerun of unchanged inputs regenerated"
         client.close()

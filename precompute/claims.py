@@ -6,7 +6,7 @@ detection and a marketer never has to write a pattern. A class that is not in th
 catalog cannot be detected, so a campaign that names one must be refused at load
 (`KNOWN_CLAIM_CLASSES`) instead of running with a rule that silently checks nothing.
 
-The patterns run on *folded* text (see `precompute.checks`): casefolded, accents
+The patterns run on *folded* text (see `precompute.specifics`): casefolded, accents
 stripped, curly quotes straightened, every dash a "-", whitespace collapsed to one space.
 They are compiled at import: the checks run on every zone draft of every account.
 """

@@ -16,8 +16,14 @@ from datetime import UTC, date, datetime, time
 from precompute.checks import ApprovedVocabulary, CheckFailure, CheckInput, run_checks
 from precompute.context import EffectivePolicy, GovernedContext
 from precompute.context_builder import build_context
-from precompute.providers.base import GenerationRequest, Provider, ProviderUnavailable, ZoneDraft
-from welcomemat.accounts import Account
+from precompute.providers.base import (
+    FactExtractor,
+    GenerationRequest,
+    Provider,
+    ProviderUnavailable,
+    ZoneDraft,
+)
+from welcomemat.accounts import Account, Fact
 from welcomemat.campaign import Campaign, ZoneCopy
 from welcomemat.markup import CleanedMarkup, clean_inline, markup_to_text
 from welcomemat.urlgate import LinkAllowlist, gate_link
@@ -209,12 +215,32 @@ class Assembler:
 
     # -- one account ---------------------------------------------------------------------------
 
+    def _with_extracted_facts(self, account: Account) -> Account:
+        """The account plus facts the provider found in its raw sources (verbatim evidence only).
+
+        The input hash is taken before this, from the record as supplied: extraction is part
+        of what the provider does with those inputs, so a rerun makes no call for it either.
+        """
+        if not account.sources or not isinstance(self.provider, FactExtractor):
+            return account
+        found = self.provider.extract_facts(account, tuple(self.policy.signal_windows_days))
+        if not found:
+            return account
+        extra = [Fact.model_validate(f) for f in found]
+        return account.model_copy(update={"facts": [*account.facts, *extra]})
+
     def assemble(self, account: Account, input_hash: str) -> AccountOutcome:
-        ctx = build_context(account, self.campaign, self.policy, self.as_of)
         drafts: dict[str, ZoneDraft] = {}
         calls = tokens = retries = 0
         deferred = False
-        if not ctx.identity.claims_allowed:
+        try:
+            account = self._with_extracted_facts(account)
+        except ProviderUnavailable:
+            deferred = True
+        ctx = build_context(account, self.campaign, self.policy, self.as_of)
+        if deferred:
+            no_draft_reason = "provider_unavailable"
+        elif not ctx.identity.claims_allowed:
             no_draft_reason = f"identity:{ctx.identity.reason}"
         elif not ctx.facts:
             no_draft_reason = "no_trusted_fact"

@@ -1,4 +1,5 @@
-"""The precompute side of the CLI: `precompute`, `qa`, `explain`, `review`.
+"""The precompute side of the CLI: `precompute` (local or `--enqueue`), `worker`,
+`precompute-status`, `qa`, `explain`, `review`.
 
 Imported lazily by `welcomemat.cli`. Each function prints for a person (or JSON with
 `--json`) and returns the exit code: 0 success, 1 the job ran and its verdict is NO GO or
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,14 +19,16 @@ import redis
 from precompute.policy import TenantPolicy, build_policy, load_tenant_policy
 from precompute.providers.base import Provider
 from precompute.qa import QaReport, run_qa
-from precompute.report import RunReport
+from precompute.report import MalformedRow, RunReport
 from precompute.review import decide, list_queue, show
 from precompute.run import PrecomputeRun, progress_bar
 from welcomemat import keys
+from welcomemat.accounts import read_accounts
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.commands.validate import find_zones_folder
-from welcomemat.connection import connect, resolve_redis
+from welcomemat.connection import CONNECT_TIMEOUT_S, SOCKET_TIMEOUT_S, connect, resolve_redis
 from welcomemat.errors import InputError
+from welcomemat.ids import is_valid_id
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
 from welcomemat.zone_contract import ZoneContract, load_zone_contracts
@@ -38,18 +42,34 @@ __all__ = [
     "resolve_campaign",
     "run_explain",
     "run_precompute",
+    "run_precompute_status",
     "run_qa_command",
     "run_review",
+    "run_worker",
 ]
 
-PROVIDERS = ("offline",)
+PROVIDERS = ("offline", "openai")
 
 
-def make_provider(name: str, settings: Settings) -> Provider:
+def make_provider(
+    name: str,
+    settings: Settings,
+    *,
+    concurrency: int = 1,
+    deadline_s: float | None = None,
+    self_review: bool = True,
+) -> Provider:
+    """The named provider; `concurrency`, `deadline_s` and `self_review` matter to model providers only."""
     if name == "offline":
         from precompute.providers.offline import OfflineComposer
 
         return OfflineComposer()
+    if name == "openai":
+        from precompute.providers.openai_provider import OpenAIProvider
+
+        return OpenAIProvider.from_settings(
+            settings, concurrency=concurrency, deadline_s=deadline_s, self_review=self_review
+        )
     raise InputError(f"unknown provider {name!r}; available: {', '.join(PROVIDERS)}", field="--provider")
 
 
@@ -181,6 +201,9 @@ def run_precompute(
     resume: bool,
     zones: str | None,
     tenant: str | None,
+    enqueue: bool = False,
+    self_review: bool = True,
+    deadline_s: float | None = None,
 ) -> int:
     settings = Settings.from_env()
     accounts_path = Path(accounts)
@@ -188,8 +211,22 @@ def run_precompute(
         raise InputError("accounts file not found", file=accounts_path)
     loaded, zone_contracts, tenant_policy, tenant_file = load_campaign_inputs(Path(campaign), zones, tenant)
     policy = build_policy(loaded, tenant_policy, campaign_file=campaign, tenant_file=tenant_file)
-    writer = make_provider(provider, settings)
+    writer = make_provider(
+        provider, settings, concurrency=concurrency, deadline_s=deadline_s, self_review=self_review
+    )
     client = _client(settings)
+    if enqueue:
+        run = PrecomputeRun(
+            client=client,
+            campaign=loaded,
+            zones=zone_contracts,
+            policy=policy,
+            provider=writer,
+            concurrency=concurrency,
+            resume=resume,
+        )
+        options = {"concurrency": concurrency, "deadline_s": deadline_s, "self_review": self_review}
+        return _enqueue(run, accounts_path, provider_options=options, as_json=as_json)
     total = sum(1 for line in accounts_path.open("rb") if line.strip())
     advance, close = progress_bar(total, enabled=None if not as_json else False)
     try:
@@ -284,3 +321,163 @@ def run_review(
     )
     print(f"{account}: {outcome.detail}")
     return 0 if outcome.applied else 1
+
+
+# -- distributed runs ----------------------------------------------------------------------------
+
+
+def _enqueue(
+    run: PrecomputeRun,
+    accounts_path: Path,
+    *,
+    provider_options: dict[str, int | float | bool | None],
+    as_json: bool,
+) -> int:
+    from precompute.queue import enqueue_run
+
+    read = read_accounts(accounts_path)
+    malformed = [
+        MalformedRow(file=p.file, line=p.line, field=p.field, reason=p.message) for p in read.problems
+    ]
+    for row in malformed[:20]:
+        where = f"{row.file}:{row.line}" + (f", field '{row.field}'" if row.field else "")
+        print(f"  skipped {where}: {row.reason}", file=sys.stderr)
+    if not read.accounts:
+        raise InputError(
+            f"no valid account records to enqueue ({len(read.problems)} rows skipped)", file=accounts_path
+        )
+    record = enqueue_run(
+        run,
+        read.accounts,
+        accounts_file=str(accounts_path),
+        rows_read=read.lines_read,
+        malformed=malformed,
+        provider_options=provider_options,
+    )
+    ref = f"{record.tenant}/{record.campaign}"
+    if as_json:
+        print(record.model_dump_json(indent=2))
+        return 0
+    print(
+        f"enqueued run {record.run_id}: {record.total} accounts of {ref} in {record.entries} entries "
+        f"(provider {record.provider}); nothing processed yet"
+    )
+    print(f"  start workers (any machine, same Redis): welcomemat worker --campaign {ref}")
+    print(f"  follow progress: welcomemat precompute-status {ref} --run {record.run_id}")
+    return 0
+
+
+def _campaign_ref(arg: str, client: redis.Redis) -> tuple[str, str]:
+    """`tenant/campaign` as given (a worker may start before anything is enqueued), else resolved."""
+    tenant, sep, campaign_id = arg.partition("/")
+    if sep and not Path(arg).is_file():
+        for kind, value in (("tenant", tenant), ("campaign", campaign_id)):
+            if not is_valid_id(value):
+                raise InputError(f"{kind} id {value!r} in {arg!r} is not a valid id", field="--campaign")
+        return tenant, campaign_id
+    loaded, _ = resolve_campaign(arg, client)
+    return loaded.tenant, loaded.campaign
+
+
+def _provider_from_options(name: str, options: Mapping[str, object], settings: Settings) -> Provider:
+    """The provider a run record names, with the options `--enqueue` recorded (per worker: a
+    `deadline_s` counts from when this worker first builds the run's provider)."""
+    concurrency, deadline_s = options.get("concurrency", 1), options.get("deadline_s")
+    return make_provider(
+        name,
+        settings,
+        concurrency=concurrency if isinstance(concurrency, int) else 1,
+        deadline_s=float(deadline_s) if isinstance(deadline_s, int | float) else None,
+        self_review=options.get("self_review", True) is not False,
+    )
+
+
+def run_worker(
+    *,
+    campaign: str | None,
+    name: str | None,
+    once: bool,
+    block_ms: int,
+    claim_idle_ms: int,
+    max_deliveries: int,
+) -> int:
+    """Consume enqueued runs until SIGTERM/SIGINT (or, with `once`, until drained); exit 0."""
+    from precompute.worker import Worker, WorkerOptions, default_consumer_name, stop_on_signals
+
+    settings = Settings.from_env()
+    target = resolve_redis(settings)
+    client = connect(target)
+    # A blocking XREADGROUP must not outlast the socket timeout, or it reads as a dead server.
+    client = redis.Redis.from_url(
+        target.url,
+        socket_connect_timeout=CONNECT_TIMEOUT_S,
+        socket_timeout=SOCKET_TIMEOUT_S + block_ms / 1000,
+    )
+    options = WorkerOptions(
+        name=name or default_consumer_name(),
+        campaign=_campaign_ref(campaign, client) if campaign else None,
+        block_ms=block_ms,
+        claim_idle_ms=claim_idle_ms,
+        max_deliveries=max_deliveries,
+        once=once,
+    )
+    worker = Worker(client, lambda name, opts: _provider_from_options(name, opts, settings), options)
+    scope = f"{options.campaign[0]}/{options.campaign[1]}" if options.campaign else "every active run"
+    print(f"worker {options.name}: consuming {scope} on {target.describe()}", file=sys.stderr, flush=True)
+    with stop_on_signals(worker):
+        stats = worker.run()
+    print(
+        f"worker {options.name}: stopped; {stats.entries} entries ({stats.accounts} accounts), "
+        f"{stats.claimed} claimed back, {stats.dead_lettered} dead-lettered, "
+        f"{stats.runs_completed} runs completed",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def run_precompute_status(campaign: str, *, run_id: str | None, as_json: bool, zones: str | None) -> int:
+    """Progress of a distributed run (default: the campaign's latest); QA verdict once complete."""
+    from precompute.queue import latest_run_id, read_progress
+
+    client = _client(Settings.from_env())
+    tenant, campaign_id = _campaign_ref(campaign, client)
+    ref = f"{tenant}/{campaign_id}"
+    run_id = run_id or latest_run_id(client, tenant, campaign_id)
+    if run_id is None:
+        raise InputError(f"no enqueued run of {ref} is recorded; use `welcomemat precompute --enqueue`")
+    if not is_valid_id(run_id):
+        raise InputError(f"run id {run_id!r} is not a valid id", field="--run")
+    progress = read_progress(client, tenant, campaign_id, run_id)
+    if progress is None:
+        raise InputError(
+            f"run {run_id!r} of {ref} is not recorded (expired, or another campaign's)", field="--run"
+        )
+    report = progress.to_report()
+    qa = None
+    if progress.complete:
+        loaded, zone_contracts = resolve_campaign(ref, client, zones)
+        qa = run_qa(ZoneSetStore(client), loaded, zone_contracts)
+        report.verdict = qa.verdict
+    if as_json:
+        out = {"progress": progress.model_dump(mode="json"), "report": report.model_dump(mode="json")}
+        print(json.dumps(out, indent=2))
+    else:
+        record, done = progress.record, progress.count("processed")
+        print(
+            f"run {record.run_id} of {ref} ({record.provider}): {progress.status.value}, "
+            f"{done}/{record.total} accounts processed ({done / record.total:.0%}); "
+            f"{progress.count('entries_done')}/{record.entries} entries, "
+            f"{progress.pending_entries} in flight, {progress.count('dead_lettered')} dead-lettered"
+        )
+        print(
+            f"  published {report.published}, unchanged {report.unchanged}, deferred {report.deferred}, "
+            f"failed {len(report.failed)}" + (f", resumed {report.resumed}" if report.resumed else "")
+        )
+        if progress.by_worker:
+            print("  by worker: " + ", ".join(f"{k} {v}" for k, v in sorted(progress.by_worker.items())))
+        if qa is not None:
+            print_run_report(report)
+            print(f"  QA verdict: {qa.verdict} (details: welcomemat qa {ref})")
+    if qa is None:
+        return 0
+    return 1 if qa.verdict == "NO GO" or report.failed else 0

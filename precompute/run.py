@@ -7,6 +7,11 @@ pool, for model providers that wait on the network) and published one atomic
 transaction each; journal entries and explain records for the chunk go in one pipeline.
 A run killed mid-way leaves accounts journalled `accepted`; `--resume` skips those
 journalled `published` with the same input hash and redoes the rest.
+
+A local run is `run(path)`: read the file, `prepare` (config, journal), `process` every
+account, draw the review sample, `finish` (timing, stored report). A distributed run
+(`precompute.worker`) calls the same `process` on each work entry's accounts, so both
+paths decide, publish and journal identically; only who adds up the report differs.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -35,12 +41,23 @@ from precompute.report import AccountFailure, MalformedRow, RunReport
 from precompute.trust import short_name
 from welcomemat import keys
 from welcomemat.accounts import Account, read_accounts
-from welcomemat.campaign import Campaign
+from welcomemat.campaign import Campaign, Confidence
+from welcomemat.errors import StoredValueError
 from welcomemat.store import ZoneSetStore
 from welcomemat.zone_contract import ZoneContract
 from welcomemat.zoneset import Rung, ZoneSet, ZoneSetStatus
 
-__all__ = ["CHUNK_SIZE", "JournalState", "PrecomputeRun", "publish_campaign_config"]
+__all__ = [
+    "CHUNK_SIZE",
+    "JournalState",
+    "PrecomputeRun",
+    "SampleCandidate",
+    "choose_sample",
+    "load_campaign_config",
+    "policy_from_json",
+    "progress_bar",
+    "publish_campaign_config",
+]
 
 CHUNK_SIZE = 256  # accounts per MGET / pipeline: big enough to amortise round trips
 
@@ -50,6 +67,10 @@ class JournalState:
     PUBLISHED = "published"
     DEFERRED = "deferred"  # published as fallback because the provider could not write; redone next run
     FAILED = "failed"
+
+
+# (stratum, account id, status) of a published zone set: what the review sample is drawn from.
+SampleCandidate = tuple[str, str, str]
 
 
 @dataclass
@@ -80,13 +101,71 @@ def publish_campaign_config(
     pipe.execute()
 
 
+def policy_from_json(data: dict[str, Any]) -> EffectivePolicy:
+    """The `EffectivePolicy` that `publish_campaign_config` stored, as it was (same fingerprint)."""
+    return EffectivePolicy(
+        signal_windows_days={str(k): int(v) for k, v in data["signal_windows_days"].items()},
+        min_confidence=Confidence(data["min_confidence"]),
+        banned_phrases=tuple(data["banned_phrases"]),
+        banned_openers=tuple(data["banned_openers"]),
+        prohibited_claims=tuple(data["prohibited_claims"]),
+        min_model_confidence=float(data["min_model_confidence"]),
+        sources={str(k): str(v) for k, v in data["sources"].items()},
+    )
+
+
+def load_campaign_config(
+    client: redis.Redis, tenant: str, campaign_id: str
+) -> tuple[Campaign, dict[str, ZoneContract], EffectivePolicy] | None:
+    """Campaign, zone contracts and effective policy as last published; None if there are none.
+
+    What a worker on another machine builds its run from: it has no campaign files. Raises
+    StoredValueError (naming the key) when the stored config does not decode.
+    """
+    key = keys.campaign_config_key(tenant, campaign_id)
+    raw = client.get(key)
+    if raw is None:
+        return None
+    try:
+        config = json.loads(raw)
+        zones = {k: ZoneContract.model_validate(v) for k, v in config["zones"].items()}
+        loaded = Campaign.model_validate(config["campaign"], context={"zones": zones})
+        policy = policy_from_json(config["policy"])
+    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        raise StoredValueError(key, f"{type(exc).__name__}: {exc}") from exc
+    return loaded, zones, policy
+
+
 def _stratum_rank(account_id: str) -> int:
     """A stable pseudo-random rank for sampling (same account, same rank, every run)."""
     return int.from_bytes(hashlib.sha256(account_id.encode()).digest()[:8], "big")
 
 
+def choose_sample(candidates: Sequence[SampleCandidate], rate: float) -> list[str]:
+    """A stratified sample (segment × mode) of account ids: the same candidates, the same sample.
+
+    Per stratum, `rate` of its accounts (at least one), lowest stable rank first, so the
+    sample depends on what was published, not on the order workers happened to publish it.
+    """
+    if rate <= 0:
+        return []
+    strata: dict[str, set[str]] = {}
+    for stratum, account_id, _ in candidates:
+        strata.setdefault(stratum, set()).add(account_id)
+    chosen: list[str] = []
+    for ids in strata.values():
+        take = max(1, round(rate * len(ids)))
+        chosen.extend(sorted(ids, key=_stratum_rank)[:take])
+    return chosen
+
+
 class PrecomputeRun:
-    """One run of one campaign over one accounts file."""
+    """One run of one campaign: over an accounts file (`run`), or over work entries (`process`).
+
+    `other_companies` is the set of casefolded short names of every account in the run, for
+    the wrong-company check; by default those of the accounts given to the first `process`.
+    A worker passes the whole run's, since it only ever sees one chunk of it.
+    """
 
     def __init__(
         self,
@@ -100,6 +179,7 @@ class PrecomputeRun:
         resume: bool = False,
         now: datetime | None = None,
         progress: Callable[[int], None] | None = None,
+        other_companies: frozenset[str] | None = None,
     ) -> None:
         self.client = client
         self.store = ZoneSetStore(client)
@@ -111,56 +191,80 @@ class PrecomputeRun:
         self.resume = resume
         self.now = now or datetime.now(UTC)
         self.progress = progress
+        self.other_companies = other_companies
+        self._assembler: Assembler | None = None
         self.fingerprint = campaign_fingerprint(campaign, zones, policy, provider.fingerprint())
         self.journal_key = keys.journal_key(campaign.tenant, campaign.campaign)
 
     # -- the run -------------------------------------------------------------------------------
 
     def run(self, accounts_path: Path) -> RunReport:
+        """The local run: read the file, then `process` every account in it."""
         started = time.perf_counter()
-        report = RunReport(
-            tenant=self.campaign.tenant,
-            campaign=self.campaign.campaign,
-            provider=self.provider.name,
-            started_at=self.now.isoformat(),
-        )
+        report = self.new_report()
         read = read_accounts(accounts_path)
         report.rows_read = read.lines_read
         report.malformed = [
             MalformedRow(file=p.file, line=p.line, field=p.field, reason=p.message) for p in read.problems
         ]
-        accounts = read.accounts
-        report.accounts = len(accounts)
+        self.prepare(read.accounts)
+        sampled = self.process(read.accounts, report)
+        self.queue_sample(sampled)
+        self.finish(report, seconds=time.perf_counter() - started)
+        return report
 
-        assembler = self._assembler(accounts)
+    def new_report(self) -> RunReport:
+        """An empty report for this run, to be filled by `process`."""
+        return RunReport(
+            tenant=self.campaign.tenant,
+            campaign=self.campaign.campaign,
+            provider=self.provider.name,
+            started_at=self.now.isoformat(),
+        )
+
+    def prepare(self, accounts: Sequence[Account]) -> None:
+        """Once per run, before any `process`: publish the contracts, journal every account `accepted`."""
         publish_campaign_config(self.client, self.campaign, self.zones, self.policy)
-        journal = self._load_journal() if self.resume else {}
         self._journal_accepted(accounts)
 
+    def process(self, accounts: Sequence[Account], report: RunReport) -> list[SampleCandidate]:
+        """Assemble, publish and journal `accounts`, adding their counts to `report`.
+
+        Safe to repeat: accounts already published from the same inputs are counted
+        `unchanged` and get no new version. Returns the review-sample candidates.
+        """
+        if self._assembler is None:
+            self._assembler = self._build_assembler(accounts)
+        openings_before = self.provider.usage().breaker_openings
         tally = _Tally(Counter(), Counter(), Counter(), Counter())
-        sampled: list[tuple[str, str, str]] = []  # (stratum, account_id, ...) for the review sample
+        sampled: list[SampleCandidate] = []
         for chunk in _chunks(accounts, CHUNK_SIZE):
-            self._run_chunk(chunk, assembler, journal, report, tally, sampled)
+            journal = self._load_journal(chunk) if self.resume else {}
+            self._run_chunk(chunk, self._assembler, journal, report, tally, sampled)
             if self.progress:
                 self.progress(len(chunk))
+        report.accounts += len(accounts)
+        report.breaker_openings += self.provider.usage().breaker_openings - openings_before
+        report.by_mode = _merged(report.by_mode, tally.by_mode)
+        report.zones_by_rung = _merged(report.zones_by_rung, tally.zones_by_rung)
+        report.fallback_reasons = _merged(report.fallback_reasons, tally.fallback_reasons, ranked=True)
+        report.check_failures = _merged(report.check_failures, tally.check_failures, ranked=True)
+        return sampled
 
-        self._queue_sample(sampled)
-        report.breaker_openings = self.provider.usage().breaker_openings
-        report.by_mode = dict(tally.by_mode)
-        report.zones_by_rung = dict(tally.zones_by_rung)
-        report.fallback_reasons = dict(tally.fallback_reasons.most_common())
-        report.check_failures = dict(tally.check_failures.most_common())
-        report.seconds = round(time.perf_counter() - started, 3)
-        report.accounts_per_second = round(len(accounts) / report.seconds, 1) if report.seconds else 0.0
+    def finish(self, report: RunReport, *, seconds: float) -> None:
+        """Stamp the timing and store the report as the campaign's last run."""
+        report.seconds = round(seconds, 3)
+        report.accounts_per_second = round(report.accounts / report.seconds, 1) if report.seconds else 0.0
         self.client.set(
             keys.run_report_key(self.campaign.tenant, self.campaign.campaign),
             report.model_dump_json().encode(),
             ex=keys.CAMPAIGN_TTL_S,
         )
-        return report
 
-    def _assembler(self, accounts: Sequence[Account]) -> Assembler:
-        names = frozenset(short_name(a.name).casefold() for a in accounts)
+    def _build_assembler(self, accounts: Sequence[Account]) -> Assembler:
+        names = self.other_companies
+        if names is None:
+            names = frozenset(short_name(a.name).casefold() for a in accounts)
         assembler = Assembler(
             campaign=self.campaign,
             zones=self.zones,
@@ -186,7 +290,7 @@ class PrecomputeRun:
         journal: dict[str, dict[str, object]],
         report: RunReport,
         tally: _Tally,
-        sampled: list[tuple[str, str, str]],
+        sampled: list[SampleCandidate],
     ) -> None:
         hashes = {a.account_id: account_input_hash(self.fingerprint, a) for a in chunk}
         current = self.store.get_many(self.campaign.tenant, self.campaign.campaign, list(hashes))
@@ -233,10 +337,9 @@ class PrecomputeRun:
             if result.zone_set.status is ZoneSetStatus.PENDING_REVIEW:
                 report.pending_review += 1
                 if result.changed:
-                    pipe.zadd(
-                        keys.review_queue_key(self.campaign.tenant, self.campaign.campaign),
-                        {account.account_id: time.time()},
-                    )
+                    review_key = keys.review_queue_key(self.campaign.tenant, self.campaign.campaign)
+                    pipe.zadd(review_key, {account.account_id: time.time()})
+                    pipe.expire(review_key, keys.CAMPAIGN_TTL_S)  # every key gets a TTL
             for zone in outcome.zones:
                 for failure in zone.failures:
                     tally.check_failures[f"{failure.check}:{failure.reason}"] += 1
@@ -278,9 +381,7 @@ class PrecomputeRun:
         )
 
     @staticmethod
-    def _count(
-        zone_set: ZoneSet, tally: _Tally, sampled: list[tuple[str, str, str]], account: Account
-    ) -> None:
+    def _count(zone_set: ZoneSet, tally: _Tally, sampled: list[SampleCandidate], account: Account) -> None:
         tally.by_mode[zone_set.mode.value] += 1
         for zone in zone_set.zones:
             tally.zones_by_rung[zone.rung.value] += 1
@@ -327,35 +428,38 @@ class PrecomputeRun:
             ),
         )
 
-    def _load_journal(self) -> dict[str, dict[str, object]]:
-        raw: dict[bytes, bytes] = self.client.hgetall(self.journal_key)  # type: ignore[assignment]
+    def _load_journal(self, chunk: Sequence[Account]) -> dict[str, dict[str, object]]:
+        """The journal entries of one chunk (HMGET): a worker reads only what it resumes."""
+        ids = [a.account_id for a in chunk]
+        raw: list[bytes | None] = self.client.hmget(self.journal_key, ids)  # type: ignore[assignment]
         out: dict[str, dict[str, object]] = {}
-        for key, value in raw.items():
+        for account_id, value in zip(ids, raw, strict=True):
+            if value is None:
+                continue
             try:
-                out[key.decode()] = json.loads(value)
+                out[account_id] = json.loads(value)
             except (ValueError, UnicodeDecodeError):
                 continue  # an unreadable entry is redone, not trusted
         return out
 
-    def _queue_sample(self, sampled: list[tuple[str, str, str]]) -> None:
-        """A stratified sample (segment × mode) of published accounts, for a person to read."""
-        rate = self.campaign.approval.sample_rate
-        if rate <= 0 or not sampled:
+    def queue_sample(self, sampled: Sequence[SampleCandidate]) -> None:
+        """Replace the campaign's review sample with one drawn from `sampled` (see `choose_sample`)."""
+        chosen = choose_sample(sampled, self.campaign.approval.sample_rate)
+        if not chosen:
             return
-        strata: dict[str, list[str]] = {}
-        for stratum, account_id, _ in sampled:
-            strata.setdefault(stratum, []).append(account_id)
-        chosen: dict[str, float] = {}
-        for ids in strata.values():
-            take = max(1, round(rate * len(ids)))
-            for account_id in sorted(ids, key=_stratum_rank)[:take]:
-                chosen[account_id] = time.time()
         key = keys.review_sample_key(self.campaign.tenant, self.campaign.campaign)
+        queued_at = time.time()
         pipe = self.client.pipeline(transaction=True)
         pipe.delete(key)
-        pipe.zadd(key, chosen)
+        pipe.zadd(key, dict.fromkeys(chosen, queued_at))
         pipe.expire(key, keys.CAMPAIGN_TTL_S)
         pipe.execute()
+
+
+def _merged(counts: dict[str, int], more: Counter[str], *, ranked: bool = False) -> dict[str, int]:
+    """Counts added up; `ranked`: most common first, as the report lists reasons."""
+    total = Counter(counts) + more
+    return dict(total.most_common()) if ranked else dict(total)
 
 
 def _chunks(items: Sequence[Account], size: int) -> Iterator[Sequence[Account]]:

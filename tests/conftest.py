@@ -10,11 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import redis
 
 from welcomemat.embedded_redis import temporary_redis
+
+if TYPE_CHECKING:
+    from tests.llm_server import LLMTestServer
 
 TEST_REDIS_URL_VARIABLE = "WELCOMEMAT_TEST_REDIS_URL"
 
@@ -40,3 +44,15 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[LLMTestServer]:
+    """A local OpenAI-compatible model server on a real socket (tests/llm_server.py).
+
+    One per session: tests call `reset()` first (mode `well`, empty request log).
+    """
+    from tests.llm_server import LLMTestServer
+
+    with LLMTestServer() as server:
+        yield server

@@ -31,6 +31,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text} must be more than 0")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="welcomemat",
@@ -55,15 +65,70 @@ def _parser() -> argparse.ArgumentParser:
     pre.add_argument("campaign", help="path to campaign.yaml")
     pre.add_argument("accounts", help="path to accounts.jsonl")
     pre.add_argument(
-        "--provider", default="offline", choices=["offline"], help="zone writer (default: offline)"
+        "--provider", default="offline", choices=["offline", "openai"], help="zone writer (default: offline)"
     )
     pre.add_argument("--concurrency", type=_positive_int, default=1, help="accounts assembled at once")
     pre.add_argument("--resume", action="store_true", help="skip accounts a previous run already published")
+    pre.add_argument(
+        "--self-review",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="model providers: a second call per page that may drop a zone, never add one (default: on)",
+    )
+    pre.add_argument(
+        "--deadline",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="model providers: stop calling the model after this long; the rest get the fallback (deferred)",
+    )
     pre.add_argument("--zones", default=None, help="zone contracts folder (default: zones/)")
     pre.add_argument(
         "--tenant-policy", default=None, help="tenant.yaml (default: tenant.yaml beside the campaign)"
     )
     pre.add_argument("--json", action="store_true", help="print the run report as JSON")
+    pre.add_argument(
+        "--enqueue",
+        action="store_true",
+        help="validate, then put the accounts on the campaign's Redis Stream for `welcomemat worker` "
+        "processes (any machine) instead of processing here; prints the run id",
+    )
+
+    worker = sub.add_parser(
+        "worker",
+        help="process enqueued precompute runs from Redis (any number, any machine); SIGTERM: finish, exit",
+    )
+    worker.add_argument(
+        "--campaign", default=None, help="tenant/campaign or a campaign id (default: every enqueued run)"
+    )
+    worker.add_argument("--name", default=None, help="consumer name in the group (default: host:pid)")
+    worker.add_argument(
+        "--once", action="store_true", help="drain the streams (claiming dead workers' entries), then exit 0"
+    )
+    worker.add_argument(
+        "--block-ms", type=_positive_int, default=2000, help="wait for new work per read, ms (default: 2000)"
+    )
+    worker.add_argument(
+        "--claim-idle-ms",
+        type=_positive_int,
+        default=60_000,
+        help="take over entries unacknowledged this long on another worker, ms (default: 60000)",
+    )
+    worker.add_argument(
+        "--max-deliveries",
+        type=_positive_int,
+        default=5,
+        help="deliveries before an entry goes to the dead-letter stream (default: 5)",
+    )
+
+    status = sub.add_parser(
+        "precompute-status",
+        help="progress of an enqueued run (processed/total, by outcome, by worker); QA verdict when complete",
+    )
+    status.add_argument("campaign", help="tenant/campaign, a campaign id, or campaign.yaml")
+    status.add_argument("--run", default=None, help="run id (default: the campaign's latest)")
+    status.add_argument("--zones", default=None, help=argparse.SUPPRESS)
+    status.add_argument("--json", action="store_true", help="print progress and report as JSON")
 
     qa = sub.add_parser("qa", help="population QA of what is published: verdict and findings")
     qa.add_argument("campaign", help="campaign.yaml, tenant/campaign, or a published campaign id")
@@ -117,7 +182,25 @@ def main(argv: Sequence[str] | None = None) -> int:
                 resume=args.resume,
                 zones=args.zones,
                 tenant=args.tenant_policy,
+                self_review=args.self_review,
+                deadline_s=args.deadline,
+                enqueue=args.enqueue,
             )
+        if args.command == "worker":
+            from precompute.commands import run_worker
+
+            return run_worker(
+                campaign=args.campaign,
+                name=args.name,
+                once=args.once,
+                block_ms=args.block_ms,
+                claim_idle_ms=args.claim_idle_ms,
+                max_deliveries=args.max_deliveries,
+            )
+        if args.command == "precompute-status":
+            from precompute.commands import run_precompute_status
+
+            return run_precompute_status(args.campaign, run_id=args.run, as_json=args.json, zones=args.zones)
         if args.command == "qa":
             from precompute.commands import run_qa_command
 

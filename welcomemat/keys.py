@@ -5,7 +5,9 @@ Cluster hashes to pick a slot, so everything written together shares one tag:
 
 - per campaign, `{tenant:campaign}`: zone sets (current, previous, version counter), the
   change channel and the publish journal. A publish is one MULTI/EXEC over these keys,
-  which Cluster only allows inside one slot.
+  which Cluster only allows inside one slot. A distributed run's work stream, dead-letter
+  stream and run records share the tag too, so a worker's "count and acknowledge" is one
+  transaction.
 - per tenant, `{tenant}`: the engagement event stream and the account records that events
   are folded into, so a fold (read events, update records, acknowledge) stays in one slot.
 
@@ -25,26 +27,38 @@ from welcomemat.ids import is_valid_id
 __all__ = [
     "ACCOUNT_RECORD_TTL_S",
     "CAMPAIGN_TTL_S",
+    "DEAD_LETTER_TTL_S",
     "EVENTS_STREAM_TTL_S",
     "JOURNAL_TTL_S",
     "KEY_PREFIX",
     "KEY_SCHEMA_VERSION",
     "PREVIOUS_ZONE_SET_TTL_S",
+    "RUN_TTL_S",
+    "WORK_CONSUMER_GROUP",
+    "WORK_STREAM_TTL_S",
     "ZONE_SET_TTL_S",
     "ZONE_SET_VERSION_TTL_S",
     "account_record_key",
+    "active_runs_key",
     "campaign_config_key",
     "campaign_prefix",
     "campaigns_index_key",
     "changes_channel",
+    "dead_letter_stream_key",
     "events_stream_key",
     "explain_key",
     "journal_key",
     "previous_zone_set_key",
     "review_queue_key",
     "review_sample_key",
+    "run_companies_key",
+    "run_failures_key",
+    "run_key",
     "run_report_key",
+    "run_sample_key",
+    "runs_key",
     "tenant_prefix",
+    "work_stream_key",
     "zone_set_key",
     "zone_set_scan_pattern",
     "zone_set_version_key",
@@ -70,6 +84,17 @@ CAMPAIGN_TTL_S = 90 * _DAY_S
 EVENTS_STREAM_TTL_S = 30 * _DAY_S
 # 365 days: account records are what outbound and sellers build on across campaigns.
 ACCOUNT_RECORD_TTL_S = 365 * _DAY_S
+# 14 days, refreshed on every write: work nobody picked up in two weeks was abandoned, and
+# acknowledged entries are deleted as they go, so a live stream never needs to last longer.
+WORK_STREAM_TTL_S = 14 * _DAY_S
+# 30 days: long enough for a person to look at what failed and enqueue it again.
+DEAD_LETTER_TTL_S = 30 * _DAY_S
+# 30 days, refreshed on every count: a distributed run's record, counters, failures and
+# review-sample candidates (its zone sets live on under their own TTL).
+RUN_TTL_S = 30 * _DAY_S
+
+# The one consumer group every `welcomemat worker` joins on a campaign's work stream.
+WORK_CONSUMER_GROUP = "precompute"
 
 
 def _checked(kind: str, value: str) -> str:
@@ -184,3 +209,67 @@ def account_record_key(tenant: str, account_id: str) -> str:
     TTL `ACCOUNT_RECORD_TTL_S`, refreshed on write.
     """
     return f"{tenant_prefix(tenant)}:acct:{_checked('account', account_id)}"
+
+
+def work_stream_key(tenant: str, campaign: str) -> str:
+    """The campaign's precompute work: a stream, one entry per chunk of accounts of a run.
+
+    Read through the consumer group `WORK_CONSUMER_GROUP`; entries are deleted once
+    acknowledged. TTL `WORK_STREAM_TTL_S`, refreshed on every write.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:work"
+
+
+def dead_letter_stream_key(tenant: str, campaign: str) -> str:
+    """Work entries given up on after too many deliveries (a stream, with the reason).
+
+    TTL `DEAD_LETTER_TTL_S`, refreshed on every write.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:work_dead"
+
+
+def run_key(tenant: str, campaign: str, run_id: str) -> str:
+    """A distributed run: a hash of its record (JSON), status and progress counters.
+
+    TTL `RUN_TTL_S`, refreshed on every count.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:run:{_checked('run', run_id)}"
+
+
+def run_failures_key(tenant: str, campaign: str, run_id: str) -> str:
+    """Hash of account id -> why it failed in a distributed run. TTL `RUN_TTL_S`."""
+    return f"{campaign_prefix(tenant, campaign)}:run:{_checked('run', run_id)}:failed"
+
+
+def run_companies_key(tenant: str, campaign: str, run_id: str) -> str:
+    """Every account's short name in a run (JSON list), for the wrong-company check.
+
+    A worker sees one chunk, but must check a zone against every company of the run, as a
+    local run does. TTL `RUN_TTL_S`.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:run:{_checked('run', run_id)}:companies"
+
+
+def run_sample_key(tenant: str, campaign: str, run_id: str) -> str:
+    """Set of `stratum<TAB>account id` published in a run: the review sample is drawn from it.
+
+    TTL `RUN_TTL_S`.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:run:{_checked('run', run_id)}:sample"
+
+
+def runs_key(tenant: str, campaign: str) -> str:
+    """Sorted set of the campaign's distributed run ids (score: enqueued at, Unix seconds).
+
+    TTL `RUN_TTL_S`.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:runs"
+
+
+def active_runs_key() -> str:
+    """Hash of `tenant/campaign/run id` -> enqueued at (ISO 8601): runs workers should consume.
+
+    One small key outside any tenant's slot (single-key commands only), so a worker started
+    without `--campaign` finds every campaign's stream. TTL `RUN_TTL_S`, refreshed on write.
+    """
+    return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:active_runs"

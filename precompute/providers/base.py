@@ -9,18 +9,20 @@ checks, whichever provider wrote it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from precompute.context import EffectivePolicy, GovernedContext
+from welcomemat.accounts import Account
 from welcomemat.campaign import Campaign
 from welcomemat.zone_contract import ZoneContract
 
 __all__ = [
+    "FactExtractor",
     "GenerationRequest",
     "GenerationResult",
     "Provider",
@@ -100,4 +102,13 @@ class Provider(Protocol):
 
     def usage(self) -> ProviderUsage:
         """Totals so far: model calls, retries, circuit-breaker openings, tokens."""
+        ...
+
+
+@runtime_checkable
+class FactExtractor(Protocol):
+    """A provider that can also read an account's raw `sources` for further dated facts."""
+
+    def extract_facts(self, account: Account, fact_types: Sequence[str]) -> list[dict[str, Any]]:
+        """Fact records (accounts.jsonl shape), evidence verified verbatim; may raise ProviderUnavailable."""
         ...

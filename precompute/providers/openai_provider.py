@@ -1,0 +1,606 @@
+"""The `openai` provider: any OpenAI-compatible model writes the zones; code decides what is kept.
+
+Why it is built this way:
+
+* One generation call per account and page, structured output (`PageDraft`, a pydantic
+  model given to `chat.completions.parse`): per zone `text`, the `fact_ids` it relies on,
+  a `cta_id` chosen from the campaign's CTAs and a `confidence`. In a link zone the text
+  shown is the chosen CTA's approved label, never the model's words, and the model never
+  writes a URL: the href comes from the campaign.
+* The source material (trusted facts, the account's short name, the zone contracts, the
+  CTAs, the approved vocabulary) goes in one `<data>` block as JSON, with `<` and `>`
+  escaped so no value can close the block; the prompts say that an instruction inside the
+  data is data. That is a soft control: the deterministic checks that every draft passes
+  in `precompute.assemble` are the hard one (a model obeying a planted instruction writes
+  text those checks refuse).
+* Malformed output (JSON that does not validate, a refusal, a reply cut off at
+  `finish_reason == "length"`) gets at most one repair call per page, which quotes the
+  problem; after that the page's zones are declined (absent), never published unchecked.
+* Self-review (`self_review=True`, the default): a second call per page judges every draft
+  against the zone's purpose and the supplied facts (wrong entity, unsupported implication,
+  tone) and answers `ok` per zone. It can only REMOVE a zone (a draft judged not ok, or not
+  judged at all, is declined and takes the fallback); it never adds, rewrites or rescues
+  one, and whatever it approves still goes through every deterministic check.
+* Faults: one retry layer, ours. The client is built with `max_retries=0` and every HTTP
+  call goes through `ResilientCaller.call` (breaker, backoff with jitter, Retry-After up to
+  a cap, per-call timeout capped by the job's deadline). 429, 5xx, timeouts and connection
+  errors are `RetryableError`; any other HTTP error declines the page. `ProviderUnavailable`
+  propagates: the account gets the fallback now and is journalled `deferred`.
+* Research extraction (`OpenAIProvider.extract_facts`): dated facts from an account's raw
+  `sources`, kept only when their `evidence` is a verbatim substring of the source text
+  (whitespace aside, see `precompute.providers.extraction`); kept facts then face the
+  trust policy like any other fact.
+
+Calls per account and page: 1 (generation) + 1 (self-review), + at most 1 repair.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import openai
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from precompute.context import TrustedFact
+from precompute.providers.base import GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
+from precompute.providers.extraction import MAX_SOURCE_CHARS, MAX_SOURCES, ExtractedFacts, verified_facts
+from precompute.providers.offline import OfflineComposer
+from precompute.resilience import CircuitBreaker, Deadline, ResilientCaller, RetryableError
+from welcomemat.accounts import Account
+from welcomemat.errors import ConfigError
+from welcomemat.settings import Settings
+from welcomemat.zone_contract import ZoneContract
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "PROMPTS_DIR",
+    "PROMPT_FILES",
+    "PROVIDER_VERSION",
+    "OpenAIProvider",
+    "PageDraft",
+    "PageReview",
+    "ZoneVerdict",
+    "ZoneWrite",
+    "data_block",
+    "load_prompts",
+]
+
+# Part of the fingerprint, hence of every account's input hash: bump it whenever the
+# provider's output for the same model and prompts could change, so zone sets are redone.
+PROVIDER_VERSION = "openai-provider/1"
+
+PROMPTS_DIR = Path(__file__).with_name("prompts")
+PROMPT_FILES = ("generate_system.txt", "generate_user.txt", "review_system.txt", "extract_system.txt")
+
+DEFAULT_TIMEOUT_S = 30.0  # per HTTP attempt; the caller caps it by the job's remaining time
+_REPAIR_QUOTE_CHARS = 4_000  # how much of a malformed answer the repair call shows the model
+_PROBLEM_CHARS = 600  # how much of a validation error the repair call and the notes quote
+
+_RELATIVE_DAY_WORDS = frozenset({"today", "tonight", "tomorrow", "yesterday"})
+_RELATIVE_WEEK_WORDS = frozenset(
+    {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "week"}
+)
+_WORD_RE = re.compile(r"[^\W_]+")
+
+
+# -- structured output ---------------------------------------------------------------------
+
+
+class ZoneWrite(BaseModel):
+    """What the model writes for one zone."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    zone_id: str
+    text: str
+    fact_ids: list[str]
+    cta_id: str | None
+    confidence: float = Field(ge=0.0, le=1.0)
+
+
+class PageDraft(BaseModel):
+    """The generation call's answer: one entry per requested zone id."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    zones: list[ZoneWrite]
+
+
+class ZoneVerdict(BaseModel):
+    """The self-review's judgement of one drafted zone."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    zone_id: str
+    ok: bool
+    reason: str
+
+
+class PageReview(BaseModel):
+    """The self-review call's answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    zones: list[ZoneVerdict]
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+# -- prompts and data ----------------------------------------------------------------------
+
+
+@cache
+def load_prompts(folder: Path = PROMPTS_DIR) -> Mapping[str, str]:
+    """The prompt files by name, read once per process."""
+    return {name: (folder / name).read_text(encoding="utf-8") for name in PROMPT_FILES}
+
+
+def data_block(payload: object) -> str:
+    """`payload` as JSON for a `<data>` block: `<` and `>` escaped, so no value can end the block."""
+    text = json.dumps(payload, ensure_ascii=False, indent=1)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def _listed(items: Iterable[str]) -> str:
+    quoted = [json.dumps(i, ensure_ascii=False) for i in items]
+    return ", ".join(quoted) if quoted else "(none)"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _validation_problem(exc: ValidationError) -> str:
+    # Locations and messages only: the input values may be long or hostile.
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()[:5]]
+    return "the answer does not match the schema (" + "; ".join(parts) + ")"
+
+
+# -- the provider --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Reply(Generic[M]):
+    """One logical call's outcome: the parsed answer, or the problem and what was written."""
+
+    parsed: M | None
+    problem: str = ""
+    content: str | None = None
+
+
+@dataclass
+class _Tally:
+    """What one request spent (for its GenerationResult)."""
+
+    calls: int = 0
+    attempts: int = 0
+    tokens: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class _Declined(Exception):
+    """The provider refused the request (a non-retryable HTTP error): decline, do not retry."""
+
+
+def _retry_after(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None  # an HTTP date: rare from model APIs; backoff applies
+
+
+def _valid_until(text: str, cited: Sequence[TrustedFact], as_of: date) -> date | None:
+    """When a time-relative draft stops being true: "yesterday" tomorrow, "on Thursday" a week on."""
+    words = {w.casefold() for w in _WORD_RE.findall(text)}
+    if words & _RELATIVE_DAY_WORDS:
+        return as_of + timedelta(days=1)
+    if words & _RELATIVE_WEEK_WORDS:
+        if not cited:
+            return as_of + timedelta(days=1)
+        # A weekday names one past day only within the week; after that it is ambiguous.
+        return min(f.published_at for f in cited) + timedelta(days=7)
+    return None
+
+
+class OpenAIProvider:
+    """Writes zones with an OpenAI-compatible model. Implements `Provider`."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        client: openai.OpenAI,
+        *,
+        model: str,
+        caller: ResilientCaller,
+        self_review: bool = True,
+    ) -> None:
+        self._client = client
+        self.model = model
+        self._caller = caller
+        self.self_review = self_review
+        self._prompts = load_prompts()
+        self._composer = OfflineComposer()  # fills the campaign's patterns as few-shot examples
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._tokens = 0
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        concurrency: int = 1,
+        deadline_s: float | None = None,
+        self_review: bool = True,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_attempts: int = 3,
+        breaker_threshold: int = 5,
+        breaker_reset_s: float = 30.0,
+        retry_after_cap_s: float = 20.0,
+        backoff_base_s: float = 0.5,
+        backoff_cap_s: float = 8.0,
+    ) -> OpenAIProvider:
+        """The provider for `OPENAI_BASE_URL` / `WELCOMEMAT_MODEL`; the deadline starts now."""
+        if not settings.openai_base_url:
+            raise ConfigError(
+                "OPENAI_BASE_URL is not set: the openai provider needs an OpenAI-compatible endpoint "
+                "(e.g. https://api.openai.com/v1)"
+            )
+        if not settings.model:
+            raise ConfigError("WELCOMEMAT_MODEL is not set: the openai provider needs a model name")
+        limits = type(openai.DEFAULT_CONNECTION_LIMITS)(
+            max_connections=max(1000, 2 * concurrency), max_keepalive_connections=max(100, concurrency)
+        )
+        client = openai.OpenAI(
+            base_url=settings.openai_base_url,
+            api_key=settings.openai_api_key or "unset",  # local servers often need none
+            max_retries=0,  # one retry layer only: ResilientCaller's, which counts every attempt
+            timeout=timeout_s,
+            http_client=openai.DefaultHttpxClient(limits=limits),
+        )
+        caller = ResilientCaller(
+            CircuitBreaker(breaker_threshold, breaker_reset_s),
+            Deadline(deadline_s) if deadline_s is not None else None,
+            max_attempts=max_attempts,
+            timeout_s=timeout_s,
+            retry_after_cap_s=retry_after_cap_s,
+            backoff_base_s=backoff_base_s,
+            backoff_cap_s=backoff_cap_s,
+        )
+        return cls(client, model=settings.model, caller=caller, self_review=self_review)
+
+    def close(self) -> None:
+        """Close the client's connections (a long-lived process may keep the provider instead)."""
+        self._client.close()
+
+    # -- Provider ------------------------------------------------------------------------------
+
+    def fingerprint(self) -> str:
+        # Not the base URL or key: the same model behind another gateway writes the same zones.
+        h = hashlib.sha256()
+        for part in (self.name, PROVIDER_VERSION, self.model, f"self_review={self.self_review}"):
+            h.update(part.encode() + b"\x00")
+        for name in PROMPT_FILES:
+            h.update(name.encode() + b"\x00" + self._prompts[name].encode() + b"\x00")
+        return h.hexdigest()
+
+    def usage(self) -> ProviderUsage:
+        with self._lock:
+            calls, tokens = self._calls, self._tokens
+        return ProviderUsage(
+            model_calls=calls,
+            retries=self._caller.retries,
+            breaker_openings=self._caller.breaker.openings,
+            tokens=tokens,
+        )
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        tally = _Tally()
+        drafts: dict[str, ZoneDraft] = {}
+        try:
+            messages = self._generation_messages(request)
+            reply = self._ask(messages, PageDraft, tally)
+            repaired = reply.parsed is None
+            if reply.parsed is None:
+                reply = self._ask(self._repair(messages, reply, tally, "generation"), PageDraft, tally)
+            if reply.parsed is None:
+                tally.notes.append(f"page {request.page_id}: declined after one repair ({reply.problem})")
+            else:
+                drafts = self._drafts(request, reply.parsed, tally)
+                if self.self_review and drafts:
+                    drafts = self._review(request, drafts, tally, repair_left=not repaired)
+        except _Declined as exc:
+            tally.notes.append(f"page {request.page_id}: declined ({exc})")
+            drafts = {}
+        return GenerationResult(
+            drafts=drafts,
+            model_calls=tally.calls,
+            tokens=tally.tokens,
+            retries=tally.attempts - tally.calls,
+            notes=tuple(tally.notes),
+        )
+
+    # -- research extraction -------------------------------------------------------------------
+
+    def extract_facts(self, account: Account, fact_types: Sequence[str]) -> list[dict[str, Any]]:
+        """Facts from the account's raw `sources`, evidence checked verbatim (see `verified_facts`).
+
+        One call (plus at most one repair) per account with sources; none without. Raises
+        ProviderUnavailable like `generate`; a malformed or refused answer extracts nothing.
+        """
+        sources = {f"s{i}": s for i, s in enumerate(account.sources[:MAX_SOURCES], 1) if s.text.strip()}
+        if not sources or not fact_types:
+            return []
+        payload = {
+            "company": account.name,
+            "sources": [
+                {"source_id": k, "published_at": s.published_at, "text": s.text[:MAX_SOURCE_CHARS]}
+                for k, s in sources.items()
+            ],
+        }
+        system = self._prompts["extract_system.txt"].format_map({"fact_types": _listed(fact_types)})
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": f"<data>\n{data_block(payload)}\n</data>"},
+        ]
+        tally = _Tally()
+        try:
+            reply = self._ask(messages, ExtractedFacts, tally)
+            if reply.parsed is None:
+                reply = self._ask(self._repair(messages, reply, tally, "extraction"), ExtractedFacts, tally)
+        except _Declined:
+            return []
+        if reply.parsed is None:
+            return []
+        return verified_facts(reply.parsed.facts, sources)
+
+    # -- calls ---------------------------------------------------------------------------------
+
+    def _ask(self, messages: list[ChatCompletionMessageParam], schema: type[M], tally: _Tally) -> _Reply[M]:
+        """One logical call through the ResilientCaller: retried faults, parsed or described answer."""
+        started = False
+
+        def attempt(timeout_s: float) -> _Reply[M]:
+            nonlocal started
+            tally.attempts += 1
+            if not started:
+                started = True
+                tally.calls += 1
+                with self._lock:
+                    self._calls += 1
+            try:
+                raw = self._client.chat.completions.with_raw_response.parse(
+                    model=self.model, messages=messages, response_format=schema, timeout=timeout_s
+                )
+            except openai.RateLimitError as exc:
+                raise RetryableError(_retry_after(exc.response.headers.get("retry-after"))) from exc
+            # APITimeoutError is an APIConnectionError; InternalServerError is every 5xx.
+            except (openai.InternalServerError, openai.APIConnectionError) as exc:
+                raise RetryableError() from exc
+            except openai.APIStatusError as exc:
+                raise _Declined(f"HTTP {exc.status_code} from the model endpoint") from exc
+            return self._read(raw, tally)
+
+        return self._caller.call(attempt)
+
+    def _read(self, raw: Any, tally: _Tally) -> _Reply[M]:
+        content: str | None = None
+        try:
+            body = raw.http_response.json()
+            tokens = int((body.get("usage") or {}).get("total_tokens") or 0)
+            content = (body["choices"][0].get("message") or {}).get("content")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            tokens = 0
+        tally.tokens += tokens
+        with self._lock:
+            self._tokens += tokens
+        try:
+            completion = raw.parse()
+        except openai.LengthFinishReasonError:
+            return _Reply(None, "the answer was cut off (finish_reason length): answer more briefly", content)
+        except openai.ContentFilterFinishReasonError:
+            return _Reply(None, "the answer was stopped by a content filter", content)
+        except ValidationError as exc:
+            return _Reply(None, _validation_problem(exc), content)
+        except (ValueError, openai.OpenAIError) as exc:
+            return _Reply(None, _clip(f"the answer could not be read: {exc}", _PROBLEM_CHARS), content)
+        message = completion.choices[0].message if completion.choices else None
+        if message is None:
+            return _Reply(None, "the answer has no choices", content)
+        if message.refusal:
+            return _Reply(None, _clip(f"the answer is a refusal: {message.refusal}", _PROBLEM_CHARS), content)
+        if message.parsed is None:
+            return _Reply(None, "the answer is empty", content)
+        parsed: M = message.parsed
+        return _Reply(parsed, "", content)
+
+    def _repair(
+        self, messages: list[ChatCompletionMessageParam], reply: _Reply[Any], tally: _Tally, what: str
+    ) -> list[ChatCompletionMessageParam]:
+        tally.notes.append(f"{what}: repairing ({_clip(reply.problem, _PROBLEM_CHARS)})")
+        repaired = list(messages)
+        if reply.content:
+            repaired.append({"role": "assistant", "content": _clip(reply.content, _REPAIR_QUOTE_CHARS)})
+        repaired.append(
+            {
+                "role": "user",
+                "content": (
+                    f"Your answer could not be used: {_clip(reply.problem, _PROBLEM_CHARS)}. "
+                    "Answer again with JSON only, matching the schema exactly, following every rule above."
+                ),
+            }
+        )
+        return repaired
+
+    # -- generation ----------------------------------------------------------------------------
+
+    def _generation_messages(self, request: GenerationRequest) -> list[ChatCompletionMessageParam]:
+        campaign, policy = request.campaign, request.policy
+        system = self._prompts["generate_system.txt"].format_map(
+            {
+                "tenant": campaign.tenant,
+                "campaign_name": campaign.name,
+                "voice": " ".join(campaign.voice.split()) or "Plain, specific and warm.",
+                "banned_phrases": _listed(policy.banned_phrases),
+                "banned_openers": _listed(policy.banned_openers),
+                "prohibited_claims": _listed(c.replace("_", " ") for c in policy.prohibited_claims),
+            }
+        )
+        user = self._prompts["generate_user.txt"].format_map(
+            {"page_id": request.page_id, "data": data_block(self._generation_payload(request))}
+        )
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def _generation_payload(self, request: GenerationRequest) -> dict[str, Any]:
+        ctx, campaign = request.context, request.campaign
+        types = frozenset().union(*(z.fact_types for z in request.zones)) or frozenset(
+            f.type for f in ctx.facts
+        )
+        segment = campaign.segments.get(ctx.account.segment)
+        # Few-shot: the campaign's human patterns filled from these facts (the offline
+        # composer, no network), else the segment's approved copy for the zone.
+        examples = self._composer.generate(request).drafts
+        zones = []
+        for contract in request.zones:
+            example = examples.get(contract.id)
+            copy = (segment.zones if segment else campaign.default_copy).get(contract.id)
+            zones.append(
+                {
+                    "zone_id": contract.id,
+                    "purpose": contract.purpose,
+                    "max_words": contract.max_words,
+                    "max_chars": contract.max_chars,
+                    "link": contract.link,
+                    "needs_fact": contract.requires_fact,
+                    "fact_types": sorted(contract.fact_types),
+                    "example": example.text if example else (copy.text if copy else None),
+                    "example_fact_ids": list(example.fact_ids) if example else [],
+                }
+            )
+        return {
+            "account": {"name": ctx.short_name, "segment": segment.label if segment else ctx.account.segment},
+            "as_of": ctx.as_of.isoformat(),
+            "facts": [
+                {
+                    "id": f.id,
+                    "type": f.type,
+                    "statement": f.statement,
+                    "published_at": f.published_at.isoformat(),
+                    "source_url": f.source_url,
+                }
+                for f in ctx.facts
+                if f.type in types
+            ],
+            "zones": zones,
+            "ctas": [{"id": c.id, "label": c.label} for c in campaign.ctas],
+            "vocabulary": list(campaign.vocabulary),
+        }
+
+    def _drafts(self, request: GenerationRequest, page: PageDraft, tally: _Tally) -> dict[str, ZoneDraft]:
+        wanted: dict[str, ZoneContract] = {z.id: z for z in request.zones}
+        ctx = request.context
+        drafts: dict[str, ZoneDraft] = {}
+        for item in page.zones:
+            contract = wanted.get(item.zone_id)
+            if contract is None or item.zone_id in drafts:
+                continue  # a zone nobody asked for, or a second answer for one: ignored
+            text = item.text.strip()
+            cta_id: str | None = None
+            if contract.link:
+                cta = request.campaign.cta(item.cta_id) if item.cta_id else None
+                if cta is None:
+                    tally.notes.append(
+                        f"{contract.id}: declined (cta_id {item.cta_id!r} is not a campaign CTA)"
+                    )
+                    continue
+                text, cta_id = cta.label, cta.id  # the approved label, never the model's words
+            if not text:
+                tally.notes.append(f"{contract.id}: declined by the model")
+                continue
+            fact_ids = tuple(dict.fromkeys(item.fact_ids))
+            cited = [f for f in (ctx.fact(i) for i in fact_ids) if f is not None]
+            drafts[contract.id] = ZoneDraft(
+                zone_id=contract.id,
+                text=text,
+                fact_ids=fact_ids,
+                cta_id=cta_id,
+                confidence=item.confidence,
+                valid_until=_valid_until(text, cited, ctx.as_of),
+            )
+        for zone_id in wanted.keys() - drafts.keys():
+            if not any(n.startswith(f"{zone_id}:") for n in tally.notes):
+                tally.notes.append(f"{zone_id}: declined (no answer for the zone)")
+        return drafts
+
+    # -- self-review ---------------------------------------------------------------------------
+
+    def _review(
+        self, request: GenerationRequest, drafts: dict[str, ZoneDraft], tally: _Tally, *, repair_left: bool
+    ) -> dict[str, ZoneDraft]:
+        """Only removes: a draft survives if the review judged it, and judged it ok."""
+        ctx = request.context
+        contracts = {z.id: z for z in request.zones}
+        payload = {
+            "account": ctx.short_name,
+            "facts": [
+                {
+                    "id": f.id,
+                    "type": f.type,
+                    "statement": f.statement,
+                    "published_at": f.published_at.isoformat(),
+                }
+                for f in ctx.facts
+            ],
+            "zones": [
+                {
+                    "zone_id": d.zone_id,
+                    "purpose": contracts[d.zone_id].purpose,
+                    "text": d.text,
+                    "fact_ids": list(d.fact_ids),
+                }
+                for d in drafts.values()
+            ],
+        }
+        system = self._prompts["review_system.txt"].format_map(
+            {"voice": " ".join(request.campaign.voice.split()) or "Plain, specific and warm."}
+        )
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": f"<data>\n{data_block(payload)}\n</data>"},
+        ]
+        reply = self._ask(messages, PageReview, tally)
+        if reply.parsed is None and repair_left:
+            reply = self._ask(self._repair(messages, reply, tally, "self-review"), PageReview, tally)
+        if reply.parsed is None:
+            tally.notes.append(
+                f"page {request.page_id}: self-review unusable ({reply.problem}); zones declined"
+            )
+            return {}
+        verdicts: dict[str, ZoneVerdict] = {}
+        for judged in reply.parsed.zones:
+            verdicts.setdefault(judged.zone_id, judged)
+        kept: dict[str, ZoneDraft] = {}
+        for zone_id, draft in drafts.items():
+            verdict = verdicts.get(zone_id)
+            if verdict is not None and verdict.ok:
+                kept[zone_id] = draft
+            else:
+                why = _clip(verdict.reason, 120) if verdict is not None else "not judged"
+                tally.notes.append(f"{zone_id}: declined by self-review ({why})")
+        return kept

@@ -191,27 +191,28 @@ class Assembler:
         )
 
     def _drafts(self, ctx: GovernedContext) -> tuple[dict[str, ZoneDraft], int, int, int]:
-        """One provider call per page, asking only for zones no earlier page asked for."""
-        drafts: dict[str, ZoneDraft] = {}
-        asked: set[str] = set()
-        calls = tokens = retries = 0
-        for page_id, page in self.campaign.pages.items():
-            wanted = tuple(self.zones[z] for z in page.zones if z not in asked)
-            if not wanted:
-                continue
-            asked.update(z.id for z in wanted)
-            result = self.provider.generate(
-                GenerationRequest(
-                    context=ctx, campaign=self.campaign, policy=self.policy, page_id=page_id, zones=wanted
-                )
+        """One provider call per account for every zone its pages show (in page order).
+
+        One call rather than one per page: the pages tell one story (the continuation page
+        picks up the landing page's), and with self-review that keeps a model provider at
+        two calls per account.
+        """
+        wanted = tuple(self.zones[z] for z in self.zone_ids)
+        result = self.provider.generate(
+            GenerationRequest(
+                context=ctx,
+                campaign=self.campaign,
+                policy=self.policy,
+                page_id="+".join(self.campaign.pages),
+                zones=wanted,
             )
-            calls += result.model_calls
-            tokens += result.tokens
-            retries += result.retries
-            for zone_id, draft in result.drafts.items():
-                if zone_id in {z.id for z in wanted} and draft.zone_id == zone_id:
-                    drafts[zone_id] = draft
-        return drafts, calls, tokens, retries
+        )
+        drafts = {
+            zone_id: draft
+            for zone_id, draft in result.drafts.items()
+            if zone_id in self.zones and draft.zone_id == zone_id
+        }
+        return drafts, result.model_calls, result.tokens, result.retries
 
     # -- one account ---------------------------------------------------------------------------
 

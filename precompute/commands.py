@@ -406,7 +406,7 @@ def run_worker(
 
     settings = Settings.from_env()
     target = resolve_redis(settings)
-    client = connect(target)
+    connect(target).close()  # fails early, with the usual message, when Redis does not answer
     # A blocking XREADGROUP must not outlast the socket timeout, or it reads as a dead server.
     client = redis.Redis.from_url(
         target.url,

@@ -117,7 +117,7 @@ class WorkerOptions:
 class WorkerStats:
     entries: int = 0  # acknowledged by this worker (processed or dead-lettered)
     accounts: int = 0
-    claimed: int = 0  # taken over from other (dead) consumers
+    claimed: int = 0  # taken over by XAUTOCLAIM: left by dead workers, or failed here and retried
     attempts_failed: int = 0
     dead_lettered: int = 0
     runs_completed: int = 0

@@ -94,9 +94,13 @@ def _parser() -> argparse.ArgumentParser:
         "processes (any machine) instead of processing here; prints the run id",
     )
 
+    # Defaults mirror precompute.worker's constants (not imported here: `--help` stays fast).
     worker = sub.add_parser(
         "worker",
         help="process enqueued precompute runs from Redis (any number, any machine); SIGTERM: finish, exit",
+        description="Consume `precompute --enqueue` runs from the campaigns' Redis Streams through one "
+        "consumer group: at-least-once, entries of dead workers claimed back, dead-lettered after "
+        "--max-deliveries, idempotent publish. Follow a run with `welcomemat precompute-status CAMPAIGN`.",
     )
     worker.add_argument(
         "--campaign", default=None, help="tenant/campaign or a campaign id (default: every enqueued run)"

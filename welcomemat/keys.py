@@ -47,6 +47,7 @@ __all__ = [
     "dead_letter_stream_key",
     "events_stream_key",
     "explain_key",
+    "ip_ranges_key",
     "journal_key",
     "previous_zone_set_key",
     "review_queue_key",
@@ -170,6 +171,16 @@ def campaigns_index_key() -> str:
     One small key outside any tenant's slot (single-key commands only). TTL `CAMPAIGN_TTL_S`.
     """
     return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:campaigns"
+
+
+def ip_ranges_key(tenant: str, campaign: str) -> str:
+    """Hash of account id -> JSON list of the account's CIDRs (`["203.0.113.0/24", "2001:db8::/48"]`).
+
+    What the renderer's IP-range identification index is built from (reloaded on a campaign's
+    change announcements and every minute). Written whole by the publisher, in the same
+    transaction as the campaign config. TTL `CAMPAIGN_TTL_S`.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:ip_ranges"
 
 
 def explain_key(tenant: str, campaign: str, account_id: str) -> str:

@@ -6,10 +6,13 @@ table lists each one and a test keeps the two in step.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from welcomemat.errors import ConfigError
 
@@ -52,9 +55,99 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OPENAI_API_KEY", None, "API key for that endpoint."),
     Setting("WELCOMEMAT_MODEL", None, "Model name the `openai` provider asks for."),
     Setting("WELCOMEMAT_LOG_LEVEL", "INFO", "Log level: DEBUG, INFO, WARNING or ERROR."),
+    Setting(
+        "WELCOMEMAT_PUBLIC_URL",
+        "http://127.0.0.1:8000",
+        "The renderer's public origin (`https://host[:port]`, no path). Every absolute URL the "
+        "renderer and `welcomemat link` build starts with it; never taken from a request's Host header.",
+    ),
+    Setting(
+        "WELCOMEMAT_ALLOWED_HOSTS",
+        None,
+        "Host names the renderer answers for, comma-separated (`*.example.com` allowed). Unset: the "
+        "host of `WELCOMEMAT_PUBLIC_URL`. `/healthz`, `/readyz` and `/metrics` answer any host.",
+    ),
+    Setting(
+        "WELCOMEMAT_TRUSTED_PROXIES",
+        None,
+        "Networks of the reverse proxies in front of the renderer, comma-separated CIDRs. Only a peer "
+        "inside one may name the client with `X-Forwarded-For`. Unset: the peer is the client.",
+    ),
+    Setting(
+        "WELCOMEMAT_FRAME_ANCESTORS",
+        "'none'",
+        "CSP `frame-ancestors` of the renderer's pages: `'none'` (no framing), `'self'`, or "
+        "space-separated https origins allowed to frame them.",
+    ),
 )
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
+# A CSP source expression we accept for frame-ancestors: a keyword or an https origin.
+_FRAME_SOURCE = re.compile(r"'none'|'self'|https://[A-Za-z0-9.-]+(?::[0-9]{1,5})?")
+
+
+def _split(value: str | None) -> tuple[str, ...]:
+    return tuple(part.strip() for part in (value or "").split(",") if part.strip())
+
+
+def _public_url(value: str) -> str:
+    parsed = urlsplit(value)
+    if (
+        parsed.scheme not in ("http", "https")
+        or not parsed.hostname
+        or parsed.path not in ("", "/")
+        or parsed.query
+        or parsed.fragment
+        or parsed.username
+        or parsed.password
+    ):
+        raise ConfigError(
+            f"WELCOMEMAT_PUBLIC_URL {value!r} must be an origin: http(s)://host[:port], no path, "
+            "query or credentials"
+        )
+    try:
+        parsed.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        raise ConfigError(f"WELCOMEMAT_PUBLIC_URL {value!r} has an invalid port") from None
+    return f"{parsed.scheme}://{parsed.netloc}"
+
+
+def _trusted_proxies(value: str | None) -> tuple[str, ...]:
+    networks = []
+    for part in _split(value):
+        try:
+            networks.append(str(ipaddress.ip_network(part, strict=False)))
+        except ValueError:
+            raise ConfigError(
+                f"WELCOMEMAT_TRUSTED_PROXIES entry {part!r} is not an IP network (e.g. 10.0.0.0/8, ::1/128)"
+            ) from None
+    return tuple(networks)
+
+
+def _allowed_hosts(value: str | None, public_url: str) -> tuple[str, ...]:
+    hosts = _split(value)
+    if not hosts:
+        return (urlsplit(public_url).hostname or "",)
+    for host in hosts:
+        wildcard_ok = host == "*" or (host.startswith("*.") and "*" not in host[2:])
+        if ("*" in host and not wildcard_ok) or any(c in host for c in "/:@ "):
+            raise ConfigError(
+                f"WELCOMEMAT_ALLOWED_HOSTS entry {host!r} must be a host name, `*.domain` or `*`"
+            )
+    return tuple(h.lower() for h in hosts)
+
+
+def _frame_ancestors(value: str | None) -> str:
+    sources = (value or "'none'").split()
+    for source in sources:
+        if _FRAME_SOURCE.fullmatch(source) is None:
+            raise ConfigError(
+                f"WELCOMEMAT_FRAME_ANCESTORS source {source!r} must be 'none', 'self' or an https origin"
+            )
+    if "'none'" in sources and len(sources) > 1:
+        raise ConfigError("WELCOMEMAT_FRAME_ANCESTORS: 'none' cannot be combined with other sources")
+    return " ".join(sources)
 
 
 @dataclass(frozen=True)
@@ -69,6 +162,10 @@ class Settings:
     openai_api_key: str | None
     model: str | None
     log_level: str
+    public_url: str = _DEFAULT_PUBLIC_URL
+    allowed_hosts: tuple[str, ...] = ("127.0.0.1",)
+    trusted_proxies: tuple[str, ...] = ()
+    frame_ancestors: str = "'none'"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -88,6 +185,7 @@ class Settings:
         redis_url = get("REDIS_URL")
         if redis_url is not None and not redis_url.startswith(("redis://", "rediss://", "unix://")):
             raise ConfigError(f"REDIS_URL {redis_url!r} must start with redis://, rediss:// or unix://")
+        public_url = _public_url(get("WELCOMEMAT_PUBLIC_URL") or _DEFAULT_PUBLIC_URL)
         values: dict[str, object] = {
             "redis_url": redis_url,
             "home": Path(get("WELCOMEMAT_HOME") or ".welcomemat"),
@@ -97,6 +195,10 @@ class Settings:
             "openai_api_key": get("OPENAI_API_KEY"),
             "model": get("WELCOMEMAT_MODEL"),
             "log_level": log_level,
+            "public_url": public_url,
+            "allowed_hosts": _allowed_hosts(get("WELCOMEMAT_ALLOWED_HOSTS"), public_url),
+            "trusted_proxies": _trusted_proxies(get("WELCOMEMAT_TRUSTED_PROXIES")),
+            "frame_ancestors": _frame_ancestors(get("WELCOMEMAT_FRAME_ANCESTORS")),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""The provider interface: one generation call per account and page, structured output per zone.
+"""The provider interface: one generation call per account, structured output per zone.
 
 A provider only writes. It receives the governed context (trusted facts only) and the
 zones it should write personal versions of; it returns, per zone, `text`, the `fact_ids`
@@ -57,7 +57,10 @@ class ZoneDraft(BaseModel):
 
 @dataclass(frozen=True)
 class GenerationRequest:
-    """One account, one page: the zones to write and everything they may be built from."""
+    """One account: the zones its pages show, and everything they may be built from.
+
+    `page_id` names the page or pages the zones belong to (`landing+continuation`).
+    """
 
     context: GovernedContext
     campaign: Campaign

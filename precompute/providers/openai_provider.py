@@ -2,7 +2,7 @@
 
 Why it is built this way:
 
-* One generation call per account and page, structured output (`PageDraft`, a pydantic
+* One generation call per account (every zone its pages show), structured output (`PageDraft`, a pydantic
   model given to `chat.completions.parse`): per zone `text`, the `fact_ids` it relies on,
   a `cta_id` chosen from the campaign's CTAs and a `confidence`. In a link zone the text
   shown is the chosen CTA's approved label, never the model's words, and the model never
@@ -14,9 +14,9 @@ Why it is built this way:
   in `precompute.assemble` are the hard one (a model obeying a planted instruction writes
   text those checks refuse).
 * Malformed output (JSON that does not validate, a refusal, a reply cut off at
-  `finish_reason == "length"`) gets at most one repair call per page, which quotes the
+  `finish_reason == "length"`) gets at most one repair call per request, which quotes the
   problem; after that the page's zones are declined (absent), never published unchecked.
-* Self-review (`self_review=True`, the default): a second call per page judges every draft
+* Self-review (`self_review=True`, the default): a second call per request judges every draft
   against the zone's purpose and the supplied facts (wrong entity, unsupported implication,
   tone) and answers `ok` per zone. It can only REMOVE a zone (a draft judged not ok, or not
   judged at all, is declined and takes the fallback); it never adds, rewrites or rescues
@@ -31,7 +31,7 @@ Why it is built this way:
   (whitespace aside, see `precompute.providers.extraction`); kept facts then face the
   trust policy like any other fact.
 
-Calls per account and page: 1 (generation) + 1 (self-review), + at most 1 repair.
+Calls per account: 1 (generation) + 1 (self-review), + at most 1 repair.
 """
 
 from __future__ import annotations

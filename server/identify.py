@@ -1,0 +1,169 @@
+"""Who is visiting: signed link token ▸ signed cookie ▸ IP range ▸ anonymous.
+
+Every step fails closed to the next: a token that is malformed, tampered, expired, from
+the future, signed with a retired key, or issued for another tenant or campaign is
+counted and ignored, never an error page (the visitor still gets a good page, the
+anonymous one). Tokens are verified only by `welcomemat.tokens.TokenSigner`.
+
+The client address comes from `X-Forwarded-For` only when the TCP peer is one of the
+configured trusted proxies; then the rightmost hop that is not itself a trusted proxy
+is the client (hops further left were written by the client and prove nothing).
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from server.ip_index import IpAddress, IpRangeIndex, normalise_ip
+from welcomemat.errors import TokenBadSignature, TokenError, TokenExpired, TokenFromFuture, TokenMalformed
+from welcomemat.tokens import TokenClaims, TokenKind, TokenSigner
+
+__all__ = [
+    "ANONYMOUS",
+    "Identifier",
+    "Identity",
+    "IdentityMethod",
+    "TrustedProxies",
+    "client_address",
+    "token_failure_reason",
+]
+
+# More hops than this in X-Forwarded-For is not a real proxy chain; only the last ones matter.
+_MAX_FORWARDED_HOPS = 16
+
+
+class IdentityMethod(enum.StrEnum):
+    LINK = "link"
+    QR = "qr"
+    COOKIE = "cookie"
+    IP = "ip"
+    ANONYMOUS = "anonymous"
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """The account (and contact) a request is attributed to, and how we know."""
+
+    method: IdentityMethod
+    account: str | None = None
+    contact: str | None = None
+
+    @classmethod
+    def from_claims(cls, method: IdentityMethod, claims: TokenClaims) -> Identity:
+        return cls(method, claims.account, claims.contact)
+
+
+ANONYMOUS = Identity(IdentityMethod.ANONYMOUS)
+
+
+class TrustedProxies:
+    """The networks whose peers may speak for the client (`WELCOMEMAT_TRUSTED_PROXIES`)."""
+
+    def __init__(self, cidrs: Iterable[str]) -> None:
+        self._networks = tuple(ipaddress.ip_network(c, strict=False) for c in cidrs)
+
+    def __bool__(self) -> bool:
+        return bool(self._networks)
+
+    def __contains__(self, address: object) -> bool:
+        return isinstance(address, ipaddress.IPv4Address | ipaddress.IPv6Address) and any(
+            address in network for network in self._networks
+        )
+
+
+def _hop_address(hop: str) -> IpAddress | None:
+    hop = hop.strip()
+    address = normalise_ip(hop)
+    if address is not None:
+        return address
+    if hop.startswith("["):  # [2001:db8::1]:443
+        return normalise_ip(hop[1:].split("]", 1)[0])
+    if hop.count(":") == 1:  # 203.0.113.9:443
+        return normalise_ip(hop.split(":", 1)[0])
+    return None
+
+
+def client_address(peer: str | None, forwarded_for: str | None, proxies: TrustedProxies) -> IpAddress | None:
+    """The visitor's address: the peer, or what trusted proxies say in `X-Forwarded-For`.
+
+    A trusted proxy that forwards garbage gets no benefit of the doubt: None (no IP
+    identification) rather than a guess.
+    """
+    address = normalise_ip(peer) if peer else None
+    if address is None or not forwarded_for or address not in proxies:
+        return address
+    hops = forwarded_for.split(",")[-_MAX_FORWARDED_HOPS:]
+    candidate: IpAddress | None = None
+    for hop in reversed(hops):
+        candidate = _hop_address(hop)
+        if candidate is None:
+            return None
+        if candidate not in proxies:
+            return candidate
+    return candidate  # every hop is a proxy of ours: the leftmost is as close as we get
+
+
+def token_failure_reason(exc: TokenError) -> str:
+    """A short, stable reason code for metrics."""
+    if isinstance(exc, TokenExpired):
+        return "expired"
+    if isinstance(exc, TokenFromFuture):
+        return "from_future"
+    if isinstance(exc, TokenBadSignature):
+        return "bad_signature"
+    if isinstance(exc, TokenMalformed):
+        return "malformed"
+    return "invalid"
+
+
+class Identifier:
+    """Applies the identification order for one campaign's request.
+
+    `signer` is None when no `WELCOMEMAT_SECRET` is configured: tokens then identify no
+    one (IP ranges still do).
+    """
+
+    def __init__(
+        self,
+        signer: TokenSigner | None,
+        *,
+        on_reject: Callable[[TokenKind, str], None] = lambda kind, reason: None,
+    ) -> None:
+        self.signer = signer
+        self._on_reject = on_reject
+
+    def verify(self, kind: TokenKind, token: str | None, *, tenant: str, campaign: str) -> TokenClaims | None:
+        """The claims of a genuine token for this tenant and campaign, else None (counted)."""
+        if not token or self.signer is None:
+            return None
+        try:
+            return self.signer.verify(kind, token, tenant=tenant, campaign=campaign)
+        except TokenError as exc:
+            self._on_reject(kind, token_failure_reason(exc))
+            return None
+
+    def identify(
+        self,
+        *,
+        tenant: str,
+        campaign: str,
+        link_token: str | None,
+        cookie_token: str | None,
+        address: IpAddress | None,
+        ip_index: IpRangeIndex,
+    ) -> tuple[Identity, TokenClaims | None]:
+        """The identity, and the cookie claims if a valid cookie was presented (so a caller can
+        tell whether the cookie already says what a link says)."""
+        link = self.verify(TokenKind.LINK, link_token, tenant=tenant, campaign=campaign)
+        cookie = self.verify(TokenKind.COOKIE, cookie_token, tenant=tenant, campaign=campaign)
+        if link is not None:
+            return Identity.from_claims(IdentityMethod.LINK, link), cookie
+        if cookie is not None:
+            return Identity.from_claims(IdentityMethod.COOKIE, cookie), cookie
+        account = ip_index.lookup(address)
+        if account is not None:
+            return Identity(IdentityMethod.IP, account), None
+        return ANONYMOUS, None

@@ -1,0 +1,171 @@
+"""Redis on the request path: a time budget, a bounded thread pool and a circuit breaker.
+
+Hard invariant 5: a broken Redis must cost a page request a bounded wait and then the
+fallback, never a 5xx. The store (`welcomemat.store`) is synchronous, so each read runs
+in a worker thread; `RedisGuard.call` waits for it at most `timeout_s` and abandons it
+after that (the thread finishes on its own socket timeout). Threads come from a limiter
+of their own, so a hung Redis holds at most `threads` of them.
+
+After `failures` consecutive faults the breaker opens: requests stop waiting on Redis
+at all and get the fallback at once. After `reset_s` one request probes; its success
+closes the breaker. A value that does not decode (`StoredValueError`) is not a Redis
+fault: Redis answered.
+
+The guard imports nothing from `precompute` (the two packages never import each other);
+precompute's breaker guards a model provider with retries, this one guards reads that
+are never retried on the request path.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Literal, TypeVar
+
+import anyio
+import anyio.to_thread
+import redis
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+from redis.retry import Retry
+
+from welcomemat.errors import StoredValueError, StoreError
+
+__all__ = [
+    "CircuitBreaker",
+    "RedisGuard",
+    "RedisUnavailable",
+    "renderer_redis_client",
+]
+
+T = TypeVar("T")
+BreakerState = Literal["closed", "open", "half_open"]
+FaultKind = Literal["error", "timeout", "short_circuit"]
+
+# The renderer's own client: connects fast or not at all, and a blocked socket frees its
+# thread within a second. One immediate retry on a fresh connection covers the first
+# command after a Redis restart (the pooled connection is dead, the server is not).
+CONNECT_TIMEOUT_S = 0.25
+SOCKET_TIMEOUT_S = 1.0
+HEALTH_CHECK_INTERVAL_S = 30
+
+
+def renderer_redis_client(url: str) -> redis.Redis:
+    """A bytes-replies client with short timeouts and no backoff, for the renderer."""
+    return redis.Redis.from_url(
+        url,
+        decode_responses=False,
+        socket_connect_timeout=CONNECT_TIMEOUT_S,
+        socket_timeout=SOCKET_TIMEOUT_S,
+        retry=Retry(NoBackoff(), 1),
+        health_check_interval=HEALTH_CHECK_INTERVAL_S,
+    )
+
+
+class RedisUnavailable(Exception):
+    """Redis could not answer within the budget (or the breaker is open); serve the fallback."""
+
+    def __init__(self, op: str, kind: FaultKind, detail: str = "") -> None:
+        self.op = op
+        self.kind = kind
+        self.detail = detail
+        super().__init__(f"Redis {op}: {kind}" + (f" ({detail})" if detail else ""))
+
+
+class CircuitBreaker:
+    """Closed ▸ open after `failures` consecutive faults ▸ one probe after `reset_s` ▸ closed.
+
+    Thread-safe. Every `allow()` that returns True must be followed by `record_success()`
+    or `record_failure()`; while a probe is out, other callers are refused.
+    """
+
+    def __init__(self, failures: int, reset_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        if failures < 1:
+            raise ValueError(f"failures must be >= 1, got {failures}")
+        self._threshold = failures
+        self._reset_s = reset_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._consecutive = 0
+        self._opened_at: float | None = None
+        self._probing = False
+        self.openings = 0
+
+    @property
+    def state(self) -> BreakerState:
+        with self._lock:
+            if self._opened_at is None:
+                return "closed"
+            if self._probing or self._clock() - self._opened_at >= self._reset_s:
+                return "half_open"
+            return "open"
+
+    def allow(self) -> bool:
+        with self._lock:
+            if self._opened_at is None:
+                return True
+            if self._probing or self._clock() - self._opened_at < self._reset_s:
+                return False
+            self._probing = True
+            return True
+
+    def record_success(self) -> None:
+        with self._lock:
+            self._consecutive = 0
+            self._opened_at = None
+            self._probing = False
+
+    def record_failure(self) -> None:
+        with self._lock:
+            self._consecutive += 1
+            if self._probing:  # the probe failed: open again for another reset period
+                self._opened_at = self._clock()
+                self._probing = False
+                self.openings += 1
+            elif self._opened_at is None and self._consecutive >= self._threshold:
+                self._opened_at = self._clock()
+                self.openings += 1
+            # A failure arriving while open (a call started before it opened) changes nothing.
+
+
+class RedisGuard:
+    """Runs blocking Redis calls for async handlers within a budget, behind a breaker."""
+
+    def __init__(
+        self,
+        *,
+        timeout_s: float,
+        breaker: CircuitBreaker,
+        threads: int,
+        on_fault: Callable[[str, FaultKind], None] = lambda op, kind: None,
+    ) -> None:
+        self.timeout_s = timeout_s
+        self.breaker = breaker
+        self._limiter = anyio.CapacityLimiter(threads)
+        self._on_fault = on_fault
+
+    async def call(self, op: str, fn: Callable[[], T], *, timeout_s: float | None = None) -> T:
+        """`fn()` in a worker thread. Raises `RedisUnavailable` on a Redis fault, a timeout
+        or an open breaker; `StoredValueError` (Redis answered, the value is bad) passes through.
+        """
+        if not self.breaker.allow():
+            self._on_fault(op, "short_circuit")
+            raise RedisUnavailable(op, "short_circuit", "circuit breaker open")
+        budget = self.timeout_s if timeout_s is None else timeout_s
+        try:
+            with anyio.fail_after(budget):
+                result = await anyio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=self._limiter)
+        except TimeoutError:
+            self.breaker.record_failure()
+            self._on_fault(op, "timeout")
+            raise RedisUnavailable(op, "timeout", f"no answer within {budget:g} s") from None
+        except StoredValueError:
+            self.breaker.record_success()
+            raise
+        except (RedisError, StoreError, OSError) as exc:
+            self.breaker.record_failure()
+            self._on_fault(op, "error")
+            raise RedisUnavailable(op, "error", str(exc)) from exc
+        self.breaker.record_success()
+        return result

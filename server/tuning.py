@@ -1,0 +1,56 @@
+"""The renderer's internal limits: cache sizes, time budgets, refresh intervals.
+
+Not environment settings: these are engineering constants with units, gathered in one
+frozen object so that tests and benchmarks can shrink a TTL or a budget by passing their
+own `RendererTuning` to `create_app`, instead of patching module globals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["RendererTuning"]
+
+
+@dataclass(frozen=True, slots=True)
+class RendererTuning:
+    """Limits of one renderer process. Every time is in seconds."""
+
+    # Zone sets kept in memory. ~5-10 KB of Python objects each: 20k is ~100-200 MB at most.
+    zone_cache_entries: int = 20_000
+    # Safety net behind pub/sub invalidation: a cached zone set is re-read after this long
+    # even if no change message arrived (a message lost while the subscriber reconnected).
+    zone_cache_ttl_s: float = 30.0
+    # Rendered pages (a few KB each), keyed by campaign config, page, arm and zone-set version.
+    render_cache_entries: int = 4_000
+    # The most a page request waits on Redis before it serves the fallback.
+    redis_timeout_s: float = 0.25
+    # Readiness probe budget: Redis must answer PING within this.
+    readiness_timeout_s: float = 0.2
+    # Consecutive Redis faults that open the circuit breaker, and how long it stays open
+    # before one probe request is let through.
+    breaker_failures: int = 3
+    breaker_reset_s: float = 2.0
+    # Threads that may wait on Redis at once for request-path reads; a hung Redis can tie
+    # up at most these, never the whole thread pool.
+    redis_threads: int = 16
+    # How long the campaign index (which tenant owns a campaign id) is trusted, including
+    # "no such campaign": bounds Redis reads caused by requests for unknown ids.
+    campaign_index_ttl_s: float = 5.0
+    # Background re-reads of a loaded campaign's config and IP ranges.
+    config_refresh_s: float = 30.0
+    ip_refresh_s: float = 60.0
+    # Change messages trigger an IP-range reload at most this often (publishes come in bursts).
+    ip_reload_min_interval_s: float = 5.0
+    # The watcher's pub/sub poll: the longest it takes to notice a stop request.
+    watcher_poll_s: float = 0.5
+    # Back-off of a watcher whose Redis connection failed, doubled up to the maximum.
+    watcher_backoff_s: float = 0.2
+    watcher_backoff_max_s: float = 5.0
+    # Engagement events waiting to be written; past this, new events are dropped and counted.
+    event_queue_max: int = 10_000
+    # Events written per Redis round trip, and the longest an event waits for its batch.
+    event_batch_max: int = 500
+    event_flush_interval_s: float = 0.05
+    # Approximate length each tenant's event stream is trimmed to (XADD MAXLEN ~).
+    events_stream_maxlen: int = 1_000_000

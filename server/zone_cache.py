@@ -1,0 +1,104 @@
+"""The in-process cache of zone sets: bounded LRU, short TTL, invalidated by change messages.
+
+A cached zone set is dropped when the campaign's pub/sub channel announces a new version
+of it (`invalidate`), when the subscriber had to reconnect and may have missed messages
+(`clear_campaign`), and in any case after `ttl_s` (the safety net). "No zone set" is
+cached too, so an unknown account does not cost a Redis read per request.
+
+A read that started before an invalidation must not put the old value back after it:
+`begin_fetch` hands out a ticket, and `put` refuses a value older than the version an
+invalidation announced meanwhile, or fetched before its campaign was cleared.
+
+Thread-safe: the event loop reads and fills it, the watcher threads invalidate it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from welcomemat.zoneset import ZoneSet
+
+__all__ = ["CacheKey", "ZoneSetCache"]
+
+CacheKey = tuple[str, str, str]  # tenant, campaign, account id
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    zone_set: ZoneSet | None
+    expires_at: float
+    epoch: int
+
+
+class ZoneSetCache:
+    """LRU of `CacheKey` -> zone set (or None: known to have none)."""
+
+    def __init__(self, max_entries: int, ttl_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be >= 1, got {max_entries}")
+        self._max = max_entries
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[CacheKey, _Entry] = OrderedDict()
+        self._epoch = 0
+        self._cleared: dict[tuple[str, str], int] = {}
+        # key -> the lowest version a fetch in flight may store (0: any)
+        self._inflight: dict[CacheKey, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: CacheKey) -> tuple[bool, ZoneSet | None]:
+        """(hit, zone set). A miss is (False, None)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return False, None
+            if entry.expires_at <= self._clock() or entry.epoch < self._cleared.get(key[:2], 0):
+                del self._entries[key]
+                return False, None
+            self._entries.move_to_end(key)
+            return True, entry.zone_set
+
+    def begin_fetch(self, key: CacheKey) -> int:
+        """Call before reading Redis; pass the ticket to `put`."""
+        with self._lock:
+            self._inflight.setdefault(key, 0)
+            return self._epoch
+
+    def put(self, key: CacheKey, zone_set: ZoneSet | None, ticket: int) -> bool:
+        """Store what a fetch read, unless an invalidation made it stale meanwhile."""
+        with self._lock:
+            min_version = self._inflight.pop(key, 0)
+            if self._cleared.get(key[:2], 0) > ticket:
+                return False
+            if min_version and (zone_set is None or zone_set.version < min_version):
+                return False
+            self._entries[key] = _Entry(zone_set, self._clock() + self._ttl_s, ticket)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+            return True
+
+    def abandon_fetch(self, key: CacheKey) -> None:
+        """The fetch failed: forget it was in flight."""
+        with self._lock:
+            self._inflight.pop(key, None)
+
+    def invalidate(self, key: CacheKey, version: int) -> bool:
+        """A change message announced `version`: drop the entry; True if one was cached."""
+        with self._lock:
+            if key in self._inflight:
+                self._inflight[key] = max(self._inflight[key], version)
+            return self._entries.pop(key, None) is not None
+
+    def clear_campaign(self, tenant: str, campaign: str) -> None:
+        """Forget every entry of a campaign (lazily: entries older than now stop hitting)."""
+        with self._lock:
+            self._epoch += 1
+            self._cleared[(tenant, campaign)] = self._epoch

@@ -156,6 +156,9 @@ class LLMTestServer:
     def start(self) -> LLMTestServer:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Accepted sockets inherit TCP_NODELAY: without it, a response written in two parts
+        # waits for the client's delayed ACK (~40 ms a request), which would swamp any latency.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(("127.0.0.1", 0))
         self._port = sock.getsockname()[1]
         config = uvicorn.Config(
@@ -435,3 +438,27 @@ def _extracted(
         "subject": company,
         "evidence": evidence,
     }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the server on its own (benchmarks want it outside their process): prints its base URL."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Local OpenAI-compatible test server")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to every answer")
+    parser.add_argument("--mode", default="well", choices=MODES)
+    args = parser.parse_args(argv)
+    server = LLMTestServer()
+    server.latency_s = args.latency
+    server.set_mode(args.mode)
+    with server:
+        print(server.base_url, flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

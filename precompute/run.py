@@ -235,7 +235,9 @@ class PrecomputeRun:
         """
         if self._assembler is None:
             self._assembler = self._build_assembler(accounts)
-        openings_before = self.provider.usage().breaker_openings
+        # Usage from the provider itself: it also counts calls spent on accounts it then gave
+        # up on (deferred) and on research extraction, which no finished draft reports.
+        before = self.provider.usage()
         tally = _Tally(Counter(), Counter(), Counter(), Counter())
         sampled: list[SampleCandidate] = []
         for chunk in _chunks(accounts, CHUNK_SIZE):
@@ -244,7 +246,11 @@ class PrecomputeRun:
             if self.progress:
                 self.progress(len(chunk))
         report.accounts += len(accounts)
-        report.breaker_openings += self.provider.usage().breaker_openings - openings_before
+        after = self.provider.usage()
+        report.model_calls += after.model_calls - before.model_calls
+        report.retries += after.retries - before.retries
+        report.tokens += after.tokens - before.tokens
+        report.breaker_openings += after.breaker_openings - before.breaker_openings
         report.by_mode = _merged(report.by_mode, tally.by_mode)
         report.zones_by_rung = _merged(report.zones_by_rung, tally.zones_by_rung)
         report.fallback_reasons = _merged(report.fallback_reasons, tally.fallback_reasons, ranked=True)
@@ -328,9 +334,6 @@ class PrecomputeRun:
         results = self.store.publish_many([o.zone_set for o in built], current=current)
         for outcome, result in zip(built, results, strict=True):
             account = outcome.account
-            report.model_calls += outcome.model_calls
-            report.tokens += outcome.tokens
-            report.retries += outcome.retries
             report.deferred += int(outcome.deferred)
             report.published += int(result.changed)
             report.unchanged += int(not result.changed)

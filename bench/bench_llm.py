@@ -14,6 +14,7 @@ account.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32, 128])
     parser.add_argument("--accounts", type=int, default=400)
+    parser.add_argument("--worker-concurrency", type=int, default=32, help="per worker, for 1 vs 2 workers")
     args = parser.parse_args()
     zones = dict(load_zone_contracts(ROOT / "zones"))
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml", zones)
@@ -95,6 +97,52 @@ def main() -> None:
                 rate = report.accounts / seconds
                 ideal = concurrency / (calls * args.latency)
                 print(f"{concurrency:11d} {rate:10.1f} {ideal:8.1f} {rate / ideal:6.2f} {calls:13.2f}")
+            print(f"\nworkers (welcomemat worker --once, concurrency {args.worker_concurrency} each):")
+            print(f"{'workers':>7} {'accounts/s':>10} {'ratio':>6}")
+            env = {
+                **os.environ,
+                "REDIS_URL": url,
+                "OPENAI_BASE_URL": base_url,
+                "OPENAI_API_KEY": "k",
+                "WELCOMEMAT_MODEL": "bench-model",
+                "WELCOMEMAT_HOME": str(Path(tmp) / "home"),
+            }
+            welcomemat = str(Path(sys.executable).parent / "welcomemat")
+            rates = []
+            for workers in (1, 2):
+                client.flushdb()
+                subprocess.run(
+                    [
+                        welcomemat,
+                        "precompute",
+                        str(ROOT / "examples" / "campaign.yaml"),
+                        str(path),
+                        "--enqueue",
+                        "--provider",
+                        "openai",
+                        "--concurrency",
+                        str(args.worker_concurrency),
+                        "--deadline",
+                        "600",
+                    ],
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                )
+                started = time.perf_counter()
+                procs = [
+                    subprocess.Popen(
+                        [welcomemat, "worker", "--once"],
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+                    for _ in range(workers)
+                ]
+                for worker in procs:
+                    worker.wait(timeout=600)
+                rates.append(len(trusted) / (time.perf_counter() - started))
+                print(f"{workers:7d} {rates[-1]:10.1f} {rates[-1] / rates[0]:6.2f}")
             client.close()
     finally:
         proc.terminate()

@@ -333,7 +333,7 @@ def _enqueue(
     provider_options: dict[str, int | float | bool | None],
     as_json: bool,
 ) -> int:
-    from precompute.queue import enqueue_run
+    from precompute.queue import WORK_CHUNK_SIZE, enqueue_run
 
     read = read_accounts(accounts_path)
     malformed = [
@@ -353,6 +353,9 @@ def _enqueue(
         rows_read=read.lines_read,
         malformed=malformed,
         provider_options=provider_options,
+        # An entry is processed `concurrency` accounts at a time and waits for its slowest:
+        # two full waves per entry keep a model provider's connections busy.
+        chunk_size=max(WORK_CHUNK_SIZE, 2 * int(provider_options.get("concurrency") or 1)),
     )
     ref = f"{record.tenant}/{record.campaign}"
     if as_json:

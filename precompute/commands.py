@@ -215,31 +215,24 @@ def run_precompute(
         provider, settings, concurrency=concurrency, deadline_s=deadline_s, self_review=self_review
     )
     client = _client(settings)
+    total = 0 if enqueue else sum(1 for line in accounts_path.open("rb") if line.strip())
+    advance, close = progress_bar(total, enabled=False if as_json or enqueue else None)
+    run = PrecomputeRun(
+        client=client,
+        campaign=loaded,
+        zones=zone_contracts,
+        policy=policy,
+        provider=writer,
+        concurrency=concurrency,
+        resume=resume,
+        progress=advance,
+    )
     if enqueue:
-        run = PrecomputeRun(
-            client=client,
-            campaign=loaded,
-            zones=zone_contracts,
-            policy=policy,
-            provider=writer,
-            concurrency=concurrency,
-            resume=resume,
-        )
+        close()
         options = {"concurrency": concurrency, "deadline_s": deadline_s, "self_review": self_review}
         return _enqueue(run, accounts_path, provider_options=options, as_json=as_json)
-    total = sum(1 for line in accounts_path.open("rb") if line.strip())
-    advance, close = progress_bar(total, enabled=None if not as_json else False)
     try:
-        report = PrecomputeRun(
-            client=client,
-            campaign=loaded,
-            zones=zone_contracts,
-            policy=policy,
-            provider=writer,
-            concurrency=concurrency,
-            resume=resume,
-            progress=advance,
-        ).run(accounts_path)
+        report = run.run(accounts_path)
     finally:
         close()
     qa = run_qa(ZoneSetStore(client), loaded, zone_contracts)

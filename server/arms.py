@@ -9,6 +9,7 @@ which is what makes the lift report's personal-vs-holdout comparison honest.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 
 __all__ = ["Arm", "assign_arm", "holdout_position"]
@@ -24,6 +25,8 @@ class Arm(enum.StrEnum):
     ANONYMOUS = "anonymous"
 
 
+# Remembered per account: a returning visitor's arm then costs a dict lookup, not a sha256.
+@functools.lru_cache(maxsize=65_536)
 def holdout_position(tenant: str, campaign: str, account: str) -> float:
     """The account's fixed position in [0, 1) for this campaign (sha256, first 64 bits).
 

@@ -10,9 +10,10 @@ Global Privacy Control signal (`Sec-GPC: 1`) or `DNT: 1` gets no cookie at all.
 from __future__ import annotations
 
 from starlette.datastructures import Headers
+from starlette.requests import Request, cookie_parser
 from starlette.responses import Response
 
-__all__ = ["cookie_name", "set_identity_cookie", "tracking_refused"]
+__all__ = ["cookie_name", "identity_cookie", "set_identity_cookie", "tracking_refused"]
 
 _PREFIX = "wm_"
 
@@ -20,6 +21,19 @@ _PREFIX = "wm_"
 def cookie_name(campaign: str) -> str:
     """Campaign ids are opaque ids (letters, digits, `_.-`): valid cookie-name characters."""
     return _PREFIX + campaign
+
+
+def identity_cookie(request: Request, campaign: str) -> str | None:
+    """The campaign's cookie value. Reads the raw headers and parses a Cookie header only
+    when our name is in it: most page views carry other cookies (analytics), not ours."""
+    name = cookie_name(campaign)
+    needle = name.encode("ascii")
+    for key, value in request.scope["headers"]:
+        if key == b"cookie" and needle in value:
+            found = cookie_parser(value.decode("latin-1")).get(name)
+            if found is not None:
+                return found
+    return None
 
 
 def tracking_refused(headers: Headers) -> bool:

@@ -95,7 +95,7 @@ def _flatten(blocks: Iterable[tuple[_Network, str]]) -> _Family:
     return _Family(tuple(starts), tuple(ends), tuple(owners))
 
 
-def parse_ip_ranges(raw: Mapping[bytes | str, bytes | str]) -> tuple[dict[str, list[_Network]], int]:
+def parse_ip_ranges(raw: Mapping[bytes, bytes]) -> tuple[dict[str, list[_Network]], int]:
     """The stored hash as account -> networks, and how many entries were unusable (skipped)."""
     parsed: dict[str, list[_Network]] = {}
     bad = 0

@@ -1,23 +1,118 @@
 """Prometheus metrics of one renderer app, in a registry of its own.
 
 A registry per app (not the process-global default) so that several apps in one process
-(tests, the benchmark) never share or double-register series. Children with fixed label
-values are bound once here: `labels()` costs a dict lookup and a lock per call, which
-the hot path should not pay.
+(tests, the benchmark) never share or double-register series.
+
+Two kinds of series. Rare events (Redis faults, token refusals, dropped events) are
+ordinary `prometheus_client` counters: thread-safe, a few microseconds each. What every
+page request counts (requests by route/arm/rung, zones by rung, identifications, cache
+hits, render latency) lives in `PageStats`: plain dict and list increments on the event
+loop (a fraction of a microsecond; `labels().inc()` costs a lock and a lookup, and a page
+counts seven things), turned into metric families only when `/metrics` is scraped.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
 
-__all__ = ["METRICS_CONTENT_TYPE", "RendererMetrics"]
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+__all__ = ["LATENCY_BUCKETS_S", "METRICS_CONTENT_TYPE", "PageStats", "RendererMetrics"]
 
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 # Render latency buckets, in seconds: a cached page takes well under a millisecond, a
 # cache miss a Redis round trip, a fault at most the Redis budget (0.25 s by default).
-_LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+
+
+class PageStats(Collector):
+    """Per-request counters, updated on the event loop only, exported at scrape time."""
+
+    def __init__(self) -> None:
+        self.requests: dict[tuple[str, str, str], int] = {}
+        self.zones: dict[str, int] = {}
+        self.identifications: dict[str, int] = {}
+        self.zone_cache = {"hit": 0, "miss": 0}
+        self.render_cache = {"hit": 0, "miss": 0}
+        # route -> per-bucket (not cumulative) counts, the last one for +Inf; and sums
+        self._latency: dict[str, list[int]] = {}
+        self._latency_sum: dict[str, float] = {}
+
+    def count_identification(self, method: str) -> None:
+        self.identifications[method] = self.identifications.get(method, 0) + 1
+
+    def count_page(
+        self,
+        route: str,
+        arm: str,
+        best_rung: str,
+        zone_rungs: Iterable[tuple[str, int]],
+        identified_by: str | None,
+        seconds: float,
+    ) -> None:
+        key = (route, arm, best_rung)
+        self.requests[key] = self.requests.get(key, 0) + 1
+        for rung, count in zone_rungs:
+            self.zones[rung] = self.zones.get(rung, 0) + count
+        if identified_by is not None:
+            self.identifications[identified_by] = self.identifications.get(identified_by, 0) + 1
+        buckets = self._latency.get(route)
+        if buckets is None:
+            buckets = self._latency[route] = [0] * (len(LATENCY_BUCKETS_S) + 1)
+            self._latency_sum[route] = 0.0
+        buckets[bisect_left(LATENCY_BUCKETS_S, seconds)] += 1
+        self._latency_sum[route] += seconds
+
+    def collect(self) -> Iterator[Metric]:
+        requests = CounterMetricFamily(
+            "welcomemat_page_requests",
+            "Pages served, by route, arm and the best rung among the page's zones (plain: fail closed).",
+            labels=["route", "arm", "rung"],
+        )
+        for (route, arm, rung), value in sorted(self.requests.items()):
+            requests.add_metric([route, arm, rung], value)
+        yield requests
+        yield self._family("welcomemat_zones_served", "Zones served, by rung.", "rung", self.zones)
+        yield self._family(
+            "welcomemat_identifications",
+            "How visitors were identified (link, qr, cookie, ip, anonymous).",
+            "method",
+            self.identifications,
+        )
+        yield self._family(
+            "welcomemat_zone_cache",
+            "Zone-set cache lookups, by result (hit, miss).",
+            "result",
+            self.zone_cache,
+        )
+        yield self._family(
+            "welcomemat_render_cache",
+            "Rendered-page cache lookups, by result (hit, miss).",
+            "result",
+            self.render_cache,
+        )
+        latency = HistogramMetricFamily(
+            "welcomemat_render_seconds", "Time to build a page response, by route.", labels=["route"]
+        )
+        for route, counts in sorted(self._latency.items()):
+            cumulative, total = [], 0
+            for bound, count in zip((*LATENCY_BUCKETS_S, float("inf")), counts, strict=True):
+                total += count
+                cumulative.append(("+Inf" if bound == float("inf") else repr(bound), total))
+            latency.add_metric([route], cumulative, self._latency_sum[route])
+        yield latency
+
+    @staticmethod
+    def _family(name: str, documentation: str, label: str, values: dict[str, int]) -> CounterMetricFamily:
+        family = CounterMetricFamily(name, documentation, labels=[label])
+        for value_label, value in sorted(values.items()):
+            family.add_metric([value_label], value)
+        return family
 
 
 class RendererMetrics:
@@ -26,36 +121,17 @@ class RendererMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.requests = Counter(
-            "welcomemat_page_requests",
-            "Pages served, by route, arm and the best rung among the page's zones (plain: fail closed).",
-            ["route", "arm", "rung"],
-            registry=r,
-        )
-        self.zones = Counter(
-            "welcomemat_zones_served", "Zones served, by rung.", ["rung"], registry=r
-        )
-        self.identifications = Counter(
-            "welcomemat_identifications",
-            "How page visitors were identified (link, cookie, ip, anonymous).",
-            ["method"],
-            registry=r,
-        )
+        self.pages = PageStats()
+        r.register(self.pages)
         self.token_rejections = Counter(
             "welcomemat_token_rejections",
             "Tokens refused (treated as anonymous), by token kind and reason.",
             ["kind", "reason"],
             registry=r,
         )
-        self.zone_cache = Counter(
-            "welcomemat_zone_cache", "Zone-set cache lookups, by result (hit, miss).", ["result"], registry=r
-        )
-        self.render_cache = Counter(
-            "welcomemat_render_cache", "Rendered-page cache lookups, by result (hit, miss).", ["result"], registry=r
-        )
         self.invalidations = Counter(
             "welcomemat_zone_cache_invalidations",
-            "Zone sets dropped from the cache by change messages or subscriber reconnects.",
+            "Zone sets dropped from the cache by change messages, or campaigns cleared on resubscribe.",
             ["cause"],
             registry=r,
         )
@@ -66,13 +142,8 @@ class RendererMetrics:
             registry=r,
         )
         self.stored_value_errors = Counter(
-            "welcomemat_stored_value_errors", "Stored values that did not decode (fallback served).", registry=r
-        )
-        self.render_latency = Histogram(
-            "welcomemat_render_seconds",
-            "Time to build a page response, by route.",
-            ["route"],
-            buckets=_LATENCY_BUCKETS_S,
+            "welcomemat_stored_value_errors",
+            "Stored values that did not decode (fallback served).",
             registry=r,
         )
         self.events_written = Counter(
@@ -96,10 +167,6 @@ class RendererMetrics:
             ["route"],
             registry=r,
         )
-        self.zone_cache_hit = self.zone_cache.labels("hit")
-        self.zone_cache_miss = self.zone_cache.labels("miss")
-        self.render_cache_hit = self.render_cache.labels("hit")
-        self.render_cache_miss = self.render_cache.labels("miss")
 
     def exposition(self) -> bytes:
         """The text exposition format of every series."""

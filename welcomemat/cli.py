@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
         "--self-review",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="model providers: a second call per page that may drop a zone, never add one (default: on)",
+        help="model providers: a second call per account that may drop a zone, never add one (default: on)",
     )
     pre.add_argument(
         "--deadline",
@@ -156,6 +156,20 @@ def _parser() -> argparse.ArgumentParser:
 
     redis_cmd = sub.add_parser("redis", help="the embedded Redis used when REDIS_URL is unset")
     redis_cmd.add_argument("action", choices=["start", "stop", "status"])
+
+    serve = sub.add_parser("serve", help="the renderer: landing pages, QR continuations, /metrics")
+    serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=_positive_int, default=8000, help="port (default: 8000)")
+    serve.add_argument("--workers", type=_positive_int, default=1, help="worker processes (default: 1)")
+
+    link = sub.add_parser("link", help="print a signed personal link, or a QR continuation URL with --qr")
+    link.add_argument("campaign", help="tenant/campaign, campaign.yaml, or a published campaign id")
+    link.add_argument("account", help="account id")
+    link.add_argument("--contact", default=None, help="contact id (the person the link is for)")
+    link.add_argument("--qr", action="store_true", help="a /q/ URL for a direct-mail QR code")
+    link.add_argument(
+        "--ttl", type=_positive_int, default=None, metavar="DAYS", help="lifetime (default: link 30, QR 120)"
+    )
     return parser
 
 
@@ -223,6 +237,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from welcomemat.commands.redis_admin import run_redis
 
             return run_redis(args.action)
+        if args.command == "serve":
+            from server.serve import run_serve
+
+            return run_serve(host=args.host, port=args.port, workers=args.workers)
+        if args.command == "link":
+            from server.link import run_link
+
+            return run_link(args.campaign, args.account, contact=args.contact, qr=args.qr, ttl_days=args.ttl)
     except (InputError, ConfigError) as exc:
         print(f"welcomemat: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -1,0 +1,98 @@
+"""The renderer's Starlette app: `create_app(settings)` for code and tests, `app_from_env` for uvicorn.
+
+One middleware (trusted hosts and security headers, on every response, errors included)
+▸ Starlette's routing and HTTP error pages. Page endpoints are wrapped by
+`faults.fail_closed`: an unexpected error on a page route is the plain page, 200.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import redis
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from server.faults import http_error_handler
+from server.health import healthz, metrics, readyz
+from server.openapi import openapi_schema
+from server.pages import continuation_page, landing_page
+from server.qr import qr_entry
+from server.redis_guard import renderer_redis_client
+from server.render import TEMPLATES_DIR
+from server.renderer import Renderer
+from server.security import SecurityMiddleware
+from server.tuning import RendererTuning
+from welcomemat.settings import Settings
+
+__all__ = ["app_from_env", "create_app"]
+
+
+def create_app(
+    settings: Settings,
+    *,
+    redis_client: redis.Redis | None = None,
+    clock: Callable[[], float] = time.time,
+    tuning: RendererTuning | None = None,
+    templates_dir: Path = TEMPLATES_DIR,
+) -> Starlette:
+    """The renderer for `settings`.
+
+    `redis_client` (bytes replies) is used as given; without one the app connects to
+    `REDIS_URL` (or the embedded Redis) with the renderer's short timeouts and closes the
+    client on shutdown. `clock` returns Unix seconds (token expiry, `valid_until`).
+    """
+    owns_client = redis_client is None
+    if redis_client is None:
+        from welcomemat.connection import resolve_redis
+
+        redis_client = renderer_redis_client(resolve_redis(settings).url)
+    renderer = Renderer(settings, redis_client, clock=clock, tuning=tuning, templates_dir=templates_dir)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        renderer.start()
+        try:
+            yield
+        finally:
+            renderer.close()
+            if owns_client:
+                renderer.client.close()
+
+    routes = [
+        Route("/c/{campaign}", landing_page, methods=["GET", "HEAD"]),
+        Route("/c/{campaign}/continue", continuation_page, methods=["GET", "HEAD"]),
+        Route("/q/{token}", qr_entry, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/openapi.json", openapi_schema, methods=["GET"], include_in_schema=False),
+        Mount("/static", StaticFiles(directory=templates_dir / "static"), name="static"),
+    ]
+    middleware = [
+        Middleware(
+            SecurityMiddleware,
+            allowed_hosts=settings.allowed_hosts,
+            frame_ancestors=settings.frame_ancestors,
+            hsts=settings.public_url.startswith("https://"),
+        ),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={HTTPException: http_error_handler(renderer.pages)},
+        lifespan=lifespan,
+    )
+    app.state.renderer = renderer
+    return app
+
+
+def app_from_env() -> Starlette:
+    """The app uvicorn's factory mode builds in each worker (`welcomemat serve`)."""
+    return create_app(Settings.from_env())

@@ -1,0 +1,91 @@
+"""`welcomemat link`: print a signed personal link (`?wm=`) or a QR continuation URL (`/q/…`).
+
+URLs start with `WELCOMEMAT_PUBLIC_URL`; tokens are signed by `welcomemat.tokens` with the
+first key of `WELCOMEMAT_SECRET`. No secret: exit 2 before anything else happens.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from welcomemat import keys
+from welcomemat.errors import InputError
+from welcomemat.ids import is_valid_id
+from welcomemat.settings import Settings
+from welcomemat.tokens import DEFAULT_TTL_S, MAX_TTL_S, TokenKind, TokenSigner
+
+__all__ = ["resolve_campaign_ref", "run_link", "signed_url"]
+
+_DAY_S = 24 * 60 * 60
+
+
+def resolve_campaign_ref(ref: str, settings: Settings) -> tuple[str, str]:
+    """(tenant, campaign) from `tenant/campaign`, a campaign.yaml, or an id published before."""
+    path = Path(ref)
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        from welcomemat.campaign import load_campaign
+
+        campaign = load_campaign(path)
+        return campaign.tenant, campaign.campaign
+    if "/" in ref:
+        tenant, _, campaign_id = ref.partition("/")
+        if not (is_valid_id(tenant) and is_valid_id(campaign_id)):
+            raise InputError(f"{ref!r} is not tenant/campaign (two opaque ids)", field="CAMPAIGN")
+        return tenant, campaign_id
+    if not is_valid_id(ref):
+        raise InputError(f"{ref!r} is not a campaign id, tenant/campaign or campaign.yaml", field="CAMPAIGN")
+    from welcomemat.connection import connect, resolve_redis
+
+    client = connect(resolve_redis(settings))
+    try:
+        index: dict[bytes, bytes] = client.hgetall(keys.campaigns_index_key())  # type: ignore[assignment]
+    finally:
+        client.close()
+    tenants = sorted(t for t, _, c in (k.decode().partition("/") for k in index) if c == ref)
+    if not tenants:
+        raise InputError(
+            f"no published campaign {ref!r}; use tenant/campaign or run `welcomemat precompute` first",
+            field="CAMPAIGN",
+        )
+    if len(tenants) > 1:
+        raise InputError(f"campaign id {ref!r} is published by {', '.join(tenants)}; use tenant/campaign")
+    return tenants[0], ref
+
+
+def signed_url(
+    signer: TokenSigner,
+    public_url: str,
+    *,
+    tenant: str,
+    campaign: str,
+    account: str,
+    contact: str | None,
+    qr: bool,
+    ttl_s: int,
+) -> str:
+    kind = TokenKind.QR if qr else TokenKind.LINK
+    token = signer.sign(kind, tenant=tenant, campaign=campaign, account=account, contact=contact, ttl_s=ttl_s)
+    return f"{public_url}/q/{token}" if qr else f"{public_url}/c/{campaign}?wm={token}"
+
+
+def run_link(campaign: str, account: str, *, contact: str | None, qr: bool, ttl_days: int | None) -> int:
+    settings = Settings.from_env()
+    signer = TokenSigner.from_setting(settings.require_secret())
+    kind = TokenKind.QR if qr else TokenKind.LINK
+    ttl_s = DEFAULT_TTL_S[kind] if ttl_days is None else ttl_days * _DAY_S
+    if ttl_s > MAX_TTL_S:
+        raise InputError(f"--ttl {ttl_days} days is over the maximum of {MAX_TTL_S // _DAY_S}", field="--ttl")
+    tenant, campaign_id = resolve_campaign_ref(campaign, settings)
+    url = signed_url(
+        signer,
+        settings.public_url,
+        tenant=tenant,
+        campaign=campaign_id,
+        account=account,
+        contact=contact,
+        qr=qr,
+        ttl_s=ttl_s,
+    )
+    print(url, file=sys.stdout)
+    return 0

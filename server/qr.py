@@ -1,0 +1,129 @@
+"""`GET /q/{token}`: a direct-mail QR code's entry point.
+
+Verify the QR token ▸ set the identification cookie (unless the visitor sent GPC or DNT)
+▸ log `qr_scan` ▸ 303 to the campaign's continuation page. The redirect target is
+`WELCOMEMAT_PUBLIC_URL` + `/c/<campaign>/continue`: built from configuration and a
+verified (or published) campaign id, never from the request, so it cannot be an open
+redirect.
+
+The path carries only the token, and a token verifies only against its tenant and
+campaign, so `route_hint` reads which campaign the token *claims* — a routing hint,
+never trusted: `TokenSigner.verify` then checks the signature, kind, binding and expiry.
+A mailer that sat on a desk past its token's expiry still deserves the story it
+promised: when the token does not verify but names a published campaign, the visitor
+is sent, anonymous and without a cookie, to that campaign's continuation page.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+from itsdangerous import BadData, URLSafeSerializer
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from server.arms import assign_arm
+from server.cookies import set_identity_cookie, tracking_refused
+from server.events import EngagementEvent, EventType
+from server.faults import NO_STORE, fail_closed
+from server.identify import IdentityMethod
+from server.pages import new_view_id
+from server.redis_guard import RedisUnavailable
+from server.renderer import Renderer
+from welcomemat.errors import StoredValueError
+from welcomemat.ids import is_valid_id
+from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, MAX_TOKEN_CHARS, TokenKind
+
+__all__ = ["qr_entry", "route_hint"]
+
+log = logging.getLogger(__name__)
+
+_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_.-]+")
+# Only used to decode a payload (no key is involved in decoding).
+_PAYLOAD_DECODER = URLSafeSerializer(b"payload-decoding-only")
+
+
+def route_hint(token: str) -> tuple[str, str] | None:
+    """(tenant, campaign) a token claims to be for, unverified; None when unreadable."""
+    if len(token) > MAX_TOKEN_CHARS or _TOKEN_SHAPE.fullmatch(token) is None:
+        return None
+    body, sep, _ = token.rpartition(".")
+    if not sep or not body:
+        return None
+    try:
+        payload = _PAYLOAD_DECODER.load_payload(body.encode("ascii"))
+    except (BadData, ValueError, json.JSONDecodeError, UnicodeError):
+        return None
+    if not isinstance(payload, dict):
+        return None
+    tenant, campaign = payload.get("t"), payload.get("c")
+    if is_valid_id(tenant) and is_valid_id(campaign):
+        return tenant, campaign
+    return None
+
+
+def _invalid(renderer: Renderer) -> Response:
+    html = renderer.pages.error(404, "This code is not valid. Please check the address and try again.")
+    return HTMLResponse(html, status_code=404, headers=NO_STORE)
+
+
+@fail_closed("/q/{token}")
+async def qr_entry(request: Request) -> Response:
+    """
+    summary: Direct-mail QR entry; sets the identification cookie and redirects.
+    parameters:
+      - {name: token, in: path, required: true, schema: {type: string}}
+    responses:
+      303: {description: "To the campaign's continuation page (identified when the token verified)."}
+      404: {description: "The code names no published campaign."}
+    """
+    renderer: Renderer = request.app.state.renderer
+    token = request.path_params["token"]
+    hint = route_hint(token)
+    if hint is None:
+        renderer.metrics.token_rejections.labels(TokenKind.QR.value, "malformed").inc()
+        return _invalid(renderer)
+    tenant, campaign_id = hint
+    claims = renderer.identifier.verify(TokenKind.QR, token, tenant=tenant, campaign=campaign_id)
+
+    state = None
+    try:
+        state = await renderer.campaigns.resolve(campaign_id)
+    except (RedisUnavailable, StoredValueError) as exc:
+        log.info("qr: campaign %s/%s not loadable now (%s)", tenant, campaign_id, exc)
+    if state is not None and state.tenant != tenant:
+        state = None  # the id is another tenant's campaign
+    if claims is None and state is None:
+        return _invalid(renderer)
+
+    location = f"{renderer.settings.public_url}/c/{campaign_id}/continue"
+    response = RedirectResponse(location, status_code=303, headers=NO_STORE)
+    if claims is None:
+        return response
+    if not tracking_refused(request.headers):
+        cookie = renderer.cookie_token(
+            tenant, campaign_id, claims.account, claims.contact, DEFAULT_COOKIE_TTL_S
+        )
+        set_identity_cookie(response, campaign_id, cookie, DEFAULT_COOKIE_TTL_S)
+    arm = (
+        assign_arm(tenant, campaign_id, claims.account, state.view.campaign.holdout_fraction).value
+        if state is not None
+        else None  # the arm is known again on the continuation page's view event
+    )
+    renderer.events.emit(
+        EngagementEvent(
+            type=EventType.QR_SCAN,
+            tenant=tenant,
+            campaign=campaign_id,
+            view_id=new_view_id(),
+            ts_ms=renderer.now_ms(),
+            arm=arm,
+            account=claims.account,
+            contact=claims.contact,
+            identified_by=IdentityMethod.QR.value,
+        )
+    )
+    renderer.metrics.pages.count_identification(IdentityMethod.QR.value)
+    return response

@@ -1,0 +1,213 @@
+"""Zones to HTML: the fallback ladder at render time, Jinja2 templates, and a cache of pages.
+
+Which copy a page shows:
+
+- anonymous visitors: the campaign default for every zone;
+- holdout accounts, and accounts whose zone set is missing, past `valid_until` or not
+  `published`: their segment's copy (from the zone set's `segment`), else the default;
+- personal: each zone of the zone set, re-checked here: a link zone's href must pass the
+  URL gate again (else that zone takes its fallback copy), text goes through
+  `markup.render_text` only. A zone missing from the set takes its fallback copy.
+
+Rendering is the costly step (Jinja2 alone costs about a third of a bare page's
+throughput), and its result depends only on (campaign config, page, arm, segment or
+zone-set version), so rendered pages are kept in a bounded LRU. Per-request values (the
+CSP nonce, the view id) are written into the cached text through placeholders that are
+random per process, so no stored text can contain one.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import jinja2
+
+from server.arms import Arm
+from server.campaigns import CampaignView, ResolvedZone
+from server.metrics import RendererMetrics
+from welcomemat.markup import render_text
+from welcomemat.urlgate import safe_href
+from welcomemat.zoneset import Rung, ZoneSet
+
+__all__ = [
+    "PLAIN_RUNG",
+    "TEMPLATES_DIR",
+    "PageRenderer",
+    "RenderedPage",
+    "template_environment",
+]
+
+TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
+STYLESHEET_PATH = "/static/welcomemat.css"
+# The "rung" of a page served fail-closed (no campaign copy at all).
+PLAIN_RUNG = "plain"
+_RUNG_ORDER = (Rung.PERSONAL, Rung.SEGMENT, Rung.DEFAULT)
+
+
+def template_environment(directory: Path = TEMPLATES_DIR) -> jinja2.Environment:
+    """Autoescape on for every template, whatever its name; undefined names are errors."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(directory),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        auto_reload=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedPage:
+    """A rendered page with placeholders for the per-request values."""
+
+    html: str
+    best_rung: str
+    # (rung, number of zones served from it), for the zones-by-rung counter
+    zone_rungs: tuple[tuple[str, int], ...]
+    zone_set_version: int | None
+    nonce_slot: str
+    view_slot: str
+
+    def finish(self, nonce: str, view_id: str) -> str:
+        html = self.html
+        if self.nonce_slot in html:
+            html = html.replace(self.nonce_slot, nonce)
+        if self.view_slot in html:
+            html = html.replace(self.view_slot, view_id)
+        return html
+
+
+def _best_rung(rungs: tuple[Rung, ...]) -> str:
+    """The page's label for metrics and events: its most personal zone's rung."""
+    for rung in _RUNG_ORDER:
+        if rung in rungs:
+            return rung.value
+    return PLAIN_RUNG
+
+
+class PageRenderer:
+    def __init__(self, env: jinja2.Environment, max_entries: int, metrics: RendererMetrics) -> None:
+        self._env = env
+        self._max = max_entries
+        self._metrics = metrics
+        self._cache: OrderedDict[Hashable, RenderedPage] = OrderedDict()
+        # Random per process: cannot be guessed, so no zone text can smuggle one in.
+        self._nonce_slot = f"wmnonce{secrets.token_hex(12)}"
+        self._view_slot = f"wmview{secrets.token_hex(12)}"
+        self._plain: RenderedPage | None = None
+
+    # -- campaign pages ----------------------------------------------------------------------
+
+    def render(
+        self, view: CampaignView, page_id: str, arm: Arm, zone_set: ZoneSet | None, now: datetime
+    ) -> RenderedPage:
+        """The page for this arm and zone set (from the cache when it was rendered before)."""
+        personal = arm is Arm.PERSONAL and zone_set is not None and zone_set.is_servable_as_personal(now)
+        variant: tuple[object, ...]
+        if arm is Arm.ANONYMOUS:
+            variant = ("default",)
+        elif personal and zone_set is not None:
+            variant = ("personal", zone_set.account_id, zone_set.version)
+        else:
+            variant = ("segment", zone_set.segment if zone_set is not None else None)
+        key = (view.tenant, view.campaign_id, view.fingerprint, page_id, arm.value, *variant)
+        page = self._cache.get(key)
+        if page is not None:
+            self._metrics.pages.render_cache["hit"] += 1
+            self._cache.move_to_end(key)
+            return page
+        self._metrics.pages.render_cache["miss"] += 1
+        zones = self._resolve(view, page_id, arm, zone_set if personal else None, zone_set)
+        page = self._render_page(
+            view, page_id, arm, zones, zone_set.version if personal and zone_set else None
+        )
+        self._cache[key] = page
+        while len(self._cache) > self._max:
+            self._cache.popitem(last=False)
+        return page
+
+    def _resolve(
+        self,
+        view: CampaignView,
+        page_id: str,
+        arm: Arm,
+        personal: ZoneSet | None,
+        zone_set: ZoneSet | None,
+    ) -> list[ResolvedZone]:
+        spec = view.page(page_id)
+        if spec is None:
+            return []
+        segment = None if arm is Arm.ANONYMOUS or zone_set is None else zone_set.segment
+        resolved: list[ResolvedZone] = []
+        for zone_id in spec.zones:
+            zone = self._personal_zone(view, personal, zone_id) if personal is not None else None
+            if zone is None:
+                zone = view.fallback_zone(segment, zone_id)
+            if zone is not None:  # no copy at all: the zone is left out (fail closed)
+                resolved.append(zone)
+        return resolved
+
+    @staticmethod
+    def _personal_zone(view: CampaignView, zone_set: ZoneSet, zone_id: str) -> ResolvedZone | None:
+        content = zone_set.zone(zone_id)
+        if content is None:
+            return None
+        contract = view.zones.get(zone_id)
+        allowed = contract.markup if contract is not None else frozenset()
+        href = None
+        if contract is not None and contract.link:
+            href = safe_href(content.href, view.allowlist)
+            if href is None:  # hard invariant 2, checked again at render: this zone falls back
+                return None
+        return ResolvedZone(
+            zone_id=zone_id,
+            html=render_text(content.text, content.markup, allowed),
+            text=content.text,
+            href=href,
+            rung=content.rung,
+        )
+
+    def _render_page(
+        self, view: CampaignView, page_id: str, arm: Arm, zones: list[ResolvedZone], version: int | None
+    ) -> RenderedPage:
+        spec = view.page(page_id)
+        names = [spec.template] if spec is not None else []
+        template = self._env.select_template([*names, f"{page_id}.html", "landing.html"])
+        title_zone = next((z for z in zones if z.zone_id.endswith("headline")), zones[0] if zones else None)
+        html = template.render(
+            page_id=page_id,
+            campaign_id=view.campaign_id,
+            arm=arm.value,
+            zones=zones,
+            title=title_zone.text if title_zone is not None else "",
+            stylesheet=STYLESHEET_PATH,
+            csp_nonce=self._nonce_slot,
+            view_id=self._view_slot,
+        )
+        # Lone surrogates (possible in stored text) cannot be encoded as UTF-8: the response
+        # would fail. Replace them with U+FFFD once here, as a browser would.
+        html = html.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        rungs = tuple(z.rung for z in zones)
+        counts = tuple((rung.value, rungs.count(rung)) for rung in _RUNG_ORDER if rung in rungs)
+        return RenderedPage(html, _best_rung(rungs), counts, version, self._nonce_slot, self._view_slot)
+
+    # -- pages without a campaign ---------------------------------------------------------------
+
+    def plain(self) -> RenderedPage:
+        """The fail-closed page: no campaign copy, no personal content, nothing that can break."""
+        if self._plain is None:
+            html = self._env.get_template("plain.html").render(
+                stylesheet=STYLESHEET_PATH, csp_nonce=self._nonce_slot, view_id=self._view_slot
+            )
+            self._plain = RenderedPage(html, PLAIN_RUNG, (), None, self._nonce_slot, self._view_slot)
+        return self._plain
+
+    def error(self, status: int, message: str) -> str:
+        """An error page: `{status}.html` if there is one, else `error.html`."""
+        template = self._env.select_template([f"{status}.html", "error.html"])
+        return template.render(status=status, message=message, stylesheet=STYLESHEET_PATH)

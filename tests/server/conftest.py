@@ -1,0 +1,181 @@
+"""Renderer test helpers: the example campaign published as precompute publishes it, zone sets, apps.
+
+The campaign config is written in the shape `precompute.run.publish_campaign_config`
+writes (`{"campaign": ..., "zones": ...}` under `keys.campaign_config_key`, indexed in
+`keys.campaigns_index_key`); the renderer tests do not run precompute.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pytest
+import redis
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from server.app import create_app
+from server.arms import Arm, assign_arm
+from server.tuning import RendererTuning
+from tests.corpora import REPO_ROOT
+from welcomemat import keys
+from welcomemat.campaign import Campaign, load_campaign
+from welcomemat.settings import Settings
+from welcomemat.store import ZoneSetStore
+from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.zone_contract import ZoneContract, load_zone_contracts
+from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode, ZoneSetStatus
+
+SECRET = "renderer-test-secret-0123456789abcdef"
+OTHER_SECRET = "another-secret-nobody-configured-0123456789"
+TENANT = "acme"
+CAMPAIGN = "q4-pipeline"
+PUBLIC_URL = "https://wm.example.com"
+HOST = "testserver"
+BASE_URL = f"https://{HOST}"
+
+
+def example_inputs() -> tuple[Campaign, dict[str, ZoneContract]]:
+    zones = dict(load_zone_contracts(REPO_ROOT / "zones"))
+    return load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones), zones
+
+
+def publish_config(
+    client: redis.Redis, campaign: Campaign | Mapping[str, Any], zones: Mapping[str, Any]
+) -> None:
+    """Write a campaign config and index entry as precompute does."""
+    data = campaign.model_dump(mode="json") if isinstance(campaign, Campaign) else dict(campaign)
+    config = {
+        "campaign": data,
+        "zones": {
+            k: v.model_dump(mode="json") if isinstance(v, ZoneContract) else v for k, v in zones.items()
+        },
+    }
+    tenant, campaign_id = data["tenant"], data["campaign"]
+    client.set(keys.campaign_config_key(tenant, campaign_id), json.dumps(config).encode())
+    client.hset(keys.campaigns_index_key(), f"{tenant}/{campaign_id}", campaign_id)
+
+
+def publish_ip_ranges(
+    client: redis.Redis, tenant: str, campaign: str, ranges: Mapping[str, list[str]]
+) -> None:
+    key = keys.ip_ranges_key(tenant, campaign)
+    client.delete(key)
+    if ranges:
+        client.hset(key, mapping={a: json.dumps(c) for a, c in ranges.items()})
+
+
+def account_in(
+    arm: Arm, fraction: float = 0.10, tenant: str = TENANT, campaign: str = CAMPAIGN, prefix: str = ""
+) -> str:
+    """An account id the stable hash puts in `arm` for this campaign."""
+    for i in range(10_000):
+        account = f"acct_{prefix or arm.value}_{i}"
+        if assign_arm(tenant, campaign, account, fraction) is arm:
+            return account
+    raise AssertionError(f"no account lands in {arm}")
+
+
+PERSONAL_ACCOUNT = account_in(Arm.PERSONAL)
+HOLDOUT_ACCOUNT = account_in(Arm.HOLDOUT)
+
+
+def make_zone_set(
+    account: str = PERSONAL_ACCOUNT,
+    *,
+    texts: Mapping[str, str] | None = None,
+    hrefs: Mapping[str, str] | None = None,
+    segment: str | None = "saas-mid",
+    status: ZoneSetStatus = ZoneSetStatus.PUBLISHED,
+    valid_until: datetime | None = None,
+    input_hash: str = "input-hash-0001",
+    tenant: str = TENANT,
+    campaign: str = CAMPAIGN,
+) -> ZoneSet:
+    """A zone set with personal zones for `texts` (zone id -> text); link zones get `hrefs`."""
+    texts = texts if texts is not None else {"hero_headline": "Congrats on the Series A, Dymaxa"}
+    hrefs = hrefs or {}
+    zones = tuple(
+        ZoneContent(
+            zone_id=zone_id,
+            text=text,
+            href=hrefs.get(zone_id),
+            cta_id="book_ramp_review" if zone_id in hrefs else None,
+            rung=Rung.PERSONAL,
+            reason="personal:funding",
+            facts=(
+                CitedFact(
+                    fact_id="f1", source_url="https://dymaxa.com/press", published_at=date(2026, 11, 26)
+                ),
+            ),
+        )
+        for zone_id, text in texts.items()
+    )
+    return ZoneSet(
+        tenant=tenant,
+        campaign=campaign,
+        account_id=account,
+        segment=segment,
+        input_hash=input_hash,
+        guideline_version="2026-11-01",
+        created_at=datetime.now(UTC),
+        valid_until=valid_until if valid_until is not None else datetime.now(UTC) + timedelta(days=7),
+        status=status,
+        mode=ZoneSetMode.DEGRADED,
+        zones=zones,
+    )
+
+
+def renderer_settings(**overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "secret": SECRET,
+        "public_url": PUBLIC_URL,
+        "allowed_hosts": (HOST, "wm.example.com"),
+    }
+    values.update(overrides)
+    return Settings.from_env({}, **values)
+
+
+def signer(clock: Any = None) -> TokenSigner:
+    return TokenSigner([SECRET]) if clock is None else TokenSigner([SECRET], clock=clock)
+
+
+def link_token(account: str = PERSONAL_ACCOUNT, *, contact: str | None = None, **kwargs: Any) -> str:
+    kind = kwargs.pop("kind", TokenKind.LINK)
+    return signer().sign(
+        kind,
+        tenant=kwargs.pop("tenant", TENANT),
+        campaign=kwargs.pop("campaign", CAMPAIGN),
+        account=account,
+        contact=contact,
+        ttl_s=kwargs.pop("ttl_s", 3600),
+    )
+
+
+@pytest.fixture
+def store(redis_client: redis.Redis) -> ZoneSetStore:
+    return ZoneSetStore(redis_client)
+
+
+@pytest.fixture
+def published(redis_client: redis.Redis) -> Campaign:
+    """The example campaign, published."""
+    campaign, zones = example_inputs()
+    publish_config(redis_client, campaign, zones)
+    return campaign
+
+
+@pytest.fixture
+def app(redis_client: redis.Redis, published: Campaign) -> Starlette:
+    return create_app(
+        renderer_settings(), redis_client=redis_client, tuning=RendererTuning(watcher_poll_s=0.05)
+    )
+
+
+@pytest.fixture
+def client(app: Starlette) -> Iterator[TestClient]:
+    with TestClient(app, base_url=BASE_URL, client=("198.51.100.7", 50000)) as test_client:
+        yield test_client

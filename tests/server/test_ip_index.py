@@ -1,0 +1,88 @@
+"""The IP-range index: most specific block wins, ambiguity identifies no one, both families."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import random
+
+import pytest
+
+from server.ip_index import IpRangeIndex, normalise_ip, parse_ip_ranges
+
+
+def index(ranges: dict[str, list[str]]) -> IpRangeIndex:
+    return IpRangeIndex({a: [ipaddress.ip_network(c, strict=False) for c in cs] for a, cs in ranges.items()})
+
+
+def lookup(idx: IpRangeIndex, address: str) -> str | None:
+    return idx.lookup(normalise_ip(address))
+
+
+def test_nested_blocks_innermost_wins_on_both_sides() -> None:
+    idx = index({"host": ["10.0.0.0/8"], "tenant": ["10.1.0.0/16"], "desk": ["10.1.2.0/24"]})
+    assert lookup(idx, "10.0.0.1") == "host"
+    assert lookup(idx, "10.1.0.1") == "tenant"
+    assert lookup(idx, "10.1.2.200") == "desk"
+    assert lookup(idx, "10.1.3.0") == "tenant"  # after the inner block closes, the middle one resumes
+    assert lookup(idx, "10.2.0.0") == "host"
+    assert lookup(idx, "11.0.0.0") is None
+    assert lookup(idx, "9.255.255.255") is None
+
+
+def test_block_claimed_by_two_accounts_identifies_neither_but_still_shadows_outer() -> None:
+    idx = index({"a": ["203.0.113.0/24", "203.0.0.0/16"], "b": ["203.0.113.0/24"]})
+    assert lookup(idx, "203.0.113.5") is None
+    assert lookup(idx, "203.0.5.5") == "a"
+
+
+def test_ipv6_and_mapped_addresses() -> None:
+    idx = index({"v6": ["2001:db8::/32"], "v4": ["192.0.2.0/24"], "mapped": ["::ffff:198.51.100.0/120"]})
+    assert lookup(idx, "2001:db8:ffff::1") == "v6"
+    assert lookup(idx, "::ffff:192.0.2.1") == "v4"
+    assert lookup(idx, "198.51.100.7") == "mapped"
+    assert lookup(idx, "2001:db9::1") is None
+    assert lookup(idx, "fe80::1%eth0") is None
+    assert idx.lookup(None) is None
+
+
+def test_matches_a_brute_force_longest_prefix_search() -> None:
+    rng = random.Random(7)
+    ranges: dict[str, list[str]] = {}
+    for i in range(200):
+        prefix = rng.choice([8, 12, 16, 20, 24, 28, 32])
+        base = ipaddress.IPv4Address(rng.getrandbits(32) & 0x0FFFFFFF)  # clustered so blocks nest
+        ranges.setdefault(f"a{i % 60}", []).append(
+            str(ipaddress.ip_network(f"{base}/{prefix}", strict=False))
+        )
+    idx = index(ranges)
+    owners: dict[ipaddress.IPv4Network | ipaddress.IPv6Network, set[str]] = {}
+    for account, cidrs in ranges.items():
+        for cidr in cidrs:
+            owners.setdefault(ipaddress.ip_network(cidr), set()).add(account)
+    for _ in range(3000):
+        address = ipaddress.IPv4Address(rng.getrandbits(32) & 0x0FFFFFFF)
+        containing = [n for n in owners if address in n]
+        expected = None
+        if containing:
+            best = max(containing, key=lambda n: n.prefixlen)
+            expected = next(iter(owners[best])) if len(owners[best]) == 1 else None
+        assert idx.lookup(address) == expected, address
+
+
+def test_parse_skips_bad_entries_and_counts_them() -> None:
+    raw = {
+        b"good": json.dumps(["203.0.113.0/24", "203.0.113.7/24"]).encode(),
+        b"bad_json": b"{not json",
+        b"not_list": b'"203.0.113.0/24"',
+        b"bad_cidr": json.dumps(["999.1.1.1/8", "2001:db8::/32"]).encode(),
+    }
+    parsed, bad = parse_ip_ranges(raw)
+    assert bad == 3
+    assert sorted(parsed) == ["bad_cidr", "good"]
+    assert [str(n) for n in parsed["good"]] == ["203.0.113.0/24", "203.0.113.0/24"]
+
+
+@pytest.mark.parametrize("text", ["", "not an ip", "1.2.3", "::ffff:999.1.1.1"])
+def test_normalise_rejects_garbage(text: str) -> None:
+    assert normalise_ip(text) is None

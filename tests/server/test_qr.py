@@ -1,0 +1,143 @@
+"""`GET /q/{token}`: verify, cookie (unless GPC/DNT), qr_scan event, 303 to a configured URL."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+from starlette.testclient import TestClient
+
+from server.cookies import cookie_name
+from server.qr import route_hint
+from tests.server.conftest import (
+    CAMPAIGN,
+    PERSONAL_ACCOUNT,
+    PUBLIC_URL,
+    SECRET,
+    TENANT,
+    link_token,
+    make_zone_set,
+)
+from tests.server.pagetools import zones
+from welcomemat import keys
+from welcomemat.store import ZoneSetStore
+from welcomemat.tokens import TokenKind, TokenSigner
+
+CONTINUATION = f"{PUBLIC_URL}/c/{CAMPAIGN}/continue"
+
+
+def qr_token(account: str = PERSONAL_ACCOUNT, **kwargs: object) -> str:
+    return link_token(account, kind=TokenKind.QR, **kwargs)
+
+
+def events(client: redis.Redis, wait_for: int = 1) -> list[dict[bytes, bytes]]:
+    deadline = time.monotonic() + 5
+    while True:
+        entries = [fields for _, fields in client.xrange(keys.events_stream_key(TENANT))]
+        if len(entries) >= wait_for or time.monotonic() > deadline:
+            return entries
+        time.sleep(0.02)
+
+
+def test_valid_qr_sets_the_cookie_and_redirects_to_the_continuation(client: TestClient) -> None:
+    response = client.get(f"/q/{qr_token(contact='c_joram')}", follow_redirects=False)
+    assert response.status_code == 303
+    assert response.headers["location"] == CONTINUATION
+    cookie = response.headers["set-cookie"]
+    for flag in ("HttpOnly", "Secure", "SameSite=lax", "Path=/"):
+        assert flag in cookie
+    value = cookie.split(";", 1)[0].split("=", 1)[1]
+    claims = TokenSigner([SECRET]).verify(TokenKind.COOKIE, value, tenant=TENANT, campaign=CAMPAIGN)
+    assert (claims.account, claims.contact) == (PERSONAL_ACCOUNT, "c_joram")
+
+
+def test_the_continuation_then_picks_up_the_mailers_story(client: TestClient, store: ZoneSetStore) -> None:
+    store.publish(make_zone_set(texts={"continuation_headline": "Your mailer, continued"}))
+    client.get(f"/q/{qr_token()}", follow_redirects=False)
+    page = client.get(f"/c/{CAMPAIGN}/continue")
+    assert zones(page.text)["continuation_headline"].text == "Your mailer, continued"
+
+
+def test_location_comes_from_configuration_not_the_host_header(client: TestClient) -> None:
+    response = client.get(
+        f"/q/{qr_token()}",
+        headers={"Host": "wm.example.com", "X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "http"},
+        follow_redirects=False,
+    )
+    assert response.status_code == 303
+    assert response.headers["location"] == CONTINUATION
+
+
+@pytest.mark.parametrize("header", [{"Sec-GPC": "1"}, {"DNT": "1"}])
+def test_no_cookie_when_the_visitor_refuses_tracking(client: TestClient, header: dict[str, str]) -> None:
+    response = client.get(f"/q/{qr_token()}", headers=header, follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == CONTINUATION
+    assert "set-cookie" not in response.headers
+
+
+def test_qr_scan_is_logged_with_account_contact_and_arm(
+    client: TestClient, redis_client: redis.Redis
+) -> None:
+    client.get(f"/q/{qr_token(contact='c_joram')}", follow_redirects=False)
+    logged = events(redis_client)
+    assert len(logged) == 1
+    event = logged[0]
+    assert event[b"type"] == b"qr_scan"
+    assert event[b"account"] == PERSONAL_ACCOUNT.encode() and event[b"contact"] == b"c_joram"
+    assert event[b"arm"] == b"personal" and event[b"campaign"] == CAMPAIGN.encode()
+
+
+def test_expired_qr_still_lands_on_the_story_anonymously(
+    client: TestClient, redis_client: redis.Redis
+) -> None:
+    old = TokenSigner([SECRET], clock=lambda: time.time() - 200 * 86400).sign(
+        TokenKind.QR, tenant=TENANT, campaign=CAMPAIGN, account=PERSONAL_ACCOUNT, ttl_s=120 * 86400
+    )
+    response = client.get(f"/q/{old}", follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == CONTINUATION
+    assert "set-cookie" not in response.headers
+    time.sleep(0.2)
+    assert redis_client.xlen(keys.events_stream_key(TENANT)) == 0
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "garbage",
+        "a.b",
+        "x" * 600,
+        "%00",
+        "..x",
+        ".eJyrVipRslJKTM5NVdJRSgYyC010CzILUnMy80AiiWDJ5JL4lMrcxIpEoEgBUCQ5Piu_KDEXyMtUsjI0tzS1tDQ2.AAAA",
+    ],
+)
+def test_unreadable_code_is_a_404_page(client: TestClient, token: str) -> None:
+    response = client.get(f"/q/{token}", follow_redirects=False)
+    assert response.status_code == 404
+    assert "not valid" in response.text
+    assert "set-cookie" not in response.headers
+
+
+def test_token_for_an_unpublished_campaign_is_404_when_not_genuine(client: TestClient) -> None:
+    forged = TokenSigner(["x" * 40]).sign(TokenKind.QR, tenant=TENANT, campaign="nope", account="a", ttl_s=60)
+    assert client.get(f"/q/{forged}", follow_redirects=False).status_code == 404
+
+
+def test_link_token_is_not_a_qr_code(client: TestClient) -> None:
+    response = client.get(f"/q/{link_token()}", follow_redirects=False)
+    assert response.status_code == 303  # names a published campaign: the story, anonymously
+    assert "set-cookie" not in response.headers
+
+
+def test_route_hint_reads_only_well_formed_ids() -> None:
+    assert route_hint(qr_token()) == (TENANT, CAMPAIGN)
+    assert route_hint("garbage") is None
+    assert route_hint("e30.abc") is None  # {} has no tenant or campaign
+
+
+def test_qr_cookie_is_honoured_on_the_landing_page_too(client: TestClient, store: ZoneSetStore) -> None:
+    store.publish(make_zone_set(texts={"hero_headline": "Hello from the QR"}))
+    client.get(f"/q/{qr_token()}", follow_redirects=False)
+    assert client.cookies.get(cookie_name(CAMPAIGN))
+    assert zones(client.get(f"/c/{CAMPAIGN}").text)["hero_headline"].text == "Hello from the QR"

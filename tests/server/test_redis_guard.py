@@ -1,0 +1,91 @@
+"""The circuit breaker and the guard's budget."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from server.redis_guard import CircuitBreaker, RedisGuard, RedisUnavailable
+from welcomemat.errors import StoredValueError
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_breaker_opens_after_consecutive_failures_and_probes_once() -> None:
+    clock = Clock()
+    breaker = CircuitBreaker(3, 2.0, clock=clock)
+    for _ in range(2):
+        assert breaker.allow()
+        breaker.record_failure()
+    assert breaker.state == "closed"
+    assert breaker.allow()
+    breaker.record_failure()
+    assert breaker.state == "open" and not breaker.allow()
+    clock.now = 2.0
+    assert breaker.allow()  # the probe
+    assert not breaker.allow()  # only one
+    breaker.record_failure()
+    assert breaker.state == "open" and breaker.openings == 2
+    clock.now = 4.0
+    assert breaker.allow()
+    breaker.record_success()
+    assert breaker.state == "closed" and breaker.allow()
+
+
+def test_success_resets_the_count() -> None:
+    breaker = CircuitBreaker(2, 1.0)
+    breaker.record_failure()
+    breaker.record_success()
+    breaker.record_failure()
+    assert breaker.state == "closed"
+
+
+def run(coro: object) -> object:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+def test_guard_turns_faults_and_slowness_into_unavailable() -> None:
+    faults: list[tuple[str, str]] = []
+    guard = RedisGuard(
+        timeout_s=0.05,
+        breaker=CircuitBreaker(2, 60),
+        threads=4,
+        on_fault=lambda op, kind: faults.append((op, kind)),
+    )
+
+    def boom() -> None:
+        raise RedisConnectionError("refused")
+
+    with pytest.raises(RedisUnavailable) as error:
+        run(guard.call("get", boom))
+    assert error.value.kind == "error"
+    started = time.perf_counter()
+    with pytest.raises(RedisUnavailable) as error:
+        run(guard.call("get", lambda: time.sleep(0.5)))
+    assert error.value.kind == "timeout" and time.perf_counter() - started < 0.3
+    with pytest.raises(RedisUnavailable) as error:
+        run(guard.call("get", lambda: 1))
+    assert error.value.kind == "short_circuit"
+    assert faults == [("get", "error"), ("get", "timeout"), ("get", "short_circuit")]
+
+
+def test_a_bad_value_is_not_a_redis_fault() -> None:
+    breaker = CircuitBreaker(1, 60)
+    guard = RedisGuard(timeout_s=1, breaker=breaker, threads=1)
+
+    def bad() -> None:
+        raise StoredValueError("k", "nope")
+
+    with pytest.raises(StoredValueError):
+        run(guard.call("get", bad))
+    assert breaker.state == "closed"
+    assert run(guard.call("get", lambda: 42)) == 42

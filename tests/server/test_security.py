@@ -1,0 +1,108 @@
+"""Security headers, trusted hosts, and the static rule that nothing marks record text safe."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import redis
+from starlette.testclient import TestClient
+
+from server.app import create_app
+from tests.corpora import REPO_ROOT
+from tests.server.conftest import BASE_URL, CAMPAIGN, renderer_settings
+from welcomemat.campaign import Campaign
+
+
+def csp(response_headers: object) -> dict[str, str]:
+    value = response_headers["content-security-policy"]  # type: ignore[index]
+    return {d.split(" ", 1)[0]: d.split(" ", 1)[1] if " " in d else "" for d in value.split("; ")}
+
+
+@pytest.mark.parametrize("path", [f"/c/{CAMPAIGN}", "/c/nope", "/q/garbage", "/healthz", "/nowhere"])
+def test_every_response_has_the_security_headers(client: TestClient, path: str) -> None:
+    response = client.get(path, follow_redirects=False)
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["referrer-policy"] == "strict-origin-when-cross-origin"
+    policy = csp(response.headers)
+    assert policy["default-src"] == "'none'"
+    assert policy["style-src"] == "'self'"
+    assert policy["frame-ancestors"] == "'none'"
+    assert re.fullmatch(r"'nonce-[A-Za-z0-9_-]{22}' 'strict-dynamic'", policy["script-src"])
+    assert "unsafe-inline" not in response.headers["content-security-policy"]
+
+
+def test_nonce_is_fresh_per_response(client: TestClient) -> None:
+    nonces = {csp(client.get(f"/c/{CAMPAIGN}").headers)["script-src"] for _ in range(5)}
+    assert len(nonces) == 5
+
+
+def test_frame_ancestors_is_configurable(redis_client: redis.Redis, published: Campaign) -> None:
+    app = create_app(
+        renderer_settings(frame_ancestors="https://www.acmerevenue.example"), redis_client=redis_client
+    )
+    with TestClient(app, base_url=BASE_URL) as client:
+        response = client.get(f"/c/{CAMPAIGN}")
+    assert csp(response.headers)["frame-ancestors"] == "https://www.acmerevenue.example"
+    assert "x-frame-options" not in response.headers
+
+
+def test_https_public_url_adds_hsts(client: TestClient) -> None:
+    assert client.get(f"/c/{CAMPAIGN}").headers["strict-transport-security"].startswith("max-age=")
+
+
+def test_unknown_host_is_refused_but_probes_are_not(client: TestClient) -> None:
+    assert client.get(f"/c/{CAMPAIGN}", headers={"Host": "evil.example"}).status_code == 400
+    assert client.get("/q/anything", headers={"Host": "evil.example"}).status_code == 400
+    for path in ("/healthz", "/metrics"):
+        assert client.get(path, headers={"Host": "10.0.0.12:8000"}).status_code == 200
+
+
+def test_stylesheet_is_served_from_our_origin(client: TestClient) -> None:
+    response = client.get("/static/welcomemat.css")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/css")
+    assert ".wm-zone--hero_headline" in response.text
+
+
+# -- static rules ---------------------------------------------------------------------------------
+
+FORBIDDEN = [
+    (re.compile(r"\|\s*safe\b"), "|safe"),
+    (re.compile(r"\bMarkup\s*\("), "Markup("),
+    (re.compile(r"autoescape\s*(?:=\s*)?false", re.IGNORECASE), "autoescape false"),
+    (re.compile(r"\bautoescape\s*=\s*False"), "autoescape=False"),
+    (re.compile(r"\|\s*safe_join|\bmark_safe\b|__html__"), "another way to mark text safe"),
+    (re.compile(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write"), "HTML sinks in scripts"),
+    (re.compile(r"\bstyle\s*="), "inline style (CSP: style-src 'self')"),
+]
+
+
+def scanned_files() -> list[str]:
+    files = sorted(
+        str(p.relative_to(REPO_ROOT))
+        for folder in ("templates", "server")
+        for p in (REPO_ROOT / folder).rglob("*")
+        if p.is_file() and p.suffix in (".html", ".py", ".js", ".txt", ".j2")
+    )
+    assert "templates/_zone.html" in files and "server/render.py" in files
+    return files
+
+
+@pytest.mark.parametrize("relative", scanned_files())
+def test_nothing_marks_text_safe(relative: str) -> None:
+    text = (REPO_ROOT / relative).read_text()
+    for pattern, what in FORBIDDEN:
+        for match in pattern.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            pytest.fail(f"{relative}:{line}: {what} is not allowed ({match.group(0)!r})")
+
+
+def test_the_scan_catches_what_it_should() -> None:
+    samples = ["{{ x|safe }}", "{{ x | safe }}", "Markup(text)", "{% autoescape false %}", "autoescape=False"]
+    for sample in samples:
+        assert any(p.search(sample) for p, _ in FORBIDDEN), sample
+
+
+def test_jinja_autoescape_is_on_for_every_template(app: object) -> None:
+    env = app.state.renderer.pages._env  # type: ignore[attr-defined]
+    assert env.autoescape is True

@@ -1,0 +1,33 @@
+"""A real uvicorn server in a thread, on a free port (the httpx test suite's pattern)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import uvicorn
+from starlette.applications import Starlette
+
+
+@contextmanager
+def serve_in_thread(app: Starlette) -> Iterator[str]:
+    """Yields the base URL (`http://127.0.0.1:<port>`); stops the server on exit."""
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", proxy_headers=False, lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)

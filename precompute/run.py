@@ -82,23 +82,41 @@ class _Tally:
 
 
 def publish_campaign_config(
-    client: redis.Redis, campaign: Campaign, zones: dict[str, ZoneContract], policy: EffectivePolicy
+    client: redis.Redis,
+    campaign: Campaign,
+    zones: dict[str, ZoneContract],
+    policy: EffectivePolicy,
+    accounts: Sequence[Account] | None = None,
 ) -> None:
-    """Store the contracts the renderer, QA and review read (and index the campaign id)."""
+    """Store what the renderer, QA and review read: contracts, IP ranges; index the campaign id.
+
+    With `accounts`, the campaign's IP-range map (account id -> CIDRs, the renderer's IP
+    identification index) is replaced whole, in the same transaction as the contracts.
+    The index of campaign ids lives outside the campaign's hash slot, so it is written
+    after that transaction (Redis Cluster allows a transaction in one slot only).
+    """
     config = {
         "campaign": campaign.model_dump(mode="json"),
         "zones": {k: v.model_dump(mode="json") for k, v in zones.items()},
         "policy": json.loads(json.dumps(asdict(policy), default=str)),
     }
+    tenant, campaign_id = campaign.tenant, campaign.campaign
     pipe = client.pipeline(transaction=True)
     pipe.set(
-        keys.campaign_config_key(campaign.tenant, campaign.campaign),
-        json.dumps(config).encode(),
-        ex=keys.CAMPAIGN_TTL_S,
+        keys.campaign_config_key(tenant, campaign_id), json.dumps(config).encode(), ex=keys.CAMPAIGN_TTL_S
     )
-    pipe.hset(keys.campaigns_index_key(), f"{campaign.tenant}/{campaign.campaign}", campaign.campaign)
-    pipe.expire(keys.campaigns_index_key(), keys.CAMPAIGN_TTL_S)
+    if accounts is not None:
+        ranges = {a.account_id: json.dumps(a.ip_ranges) for a in accounts if a.ip_ranges}
+        ip_key = keys.ip_ranges_key(tenant, campaign_id)
+        pipe.delete(ip_key)
+        if ranges:
+            pipe.hset(ip_key, mapping=ranges)  # type: ignore[arg-type]
+            pipe.expire(ip_key, keys.CAMPAIGN_TTL_S)
     pipe.execute()
+    index = client.pipeline(transaction=False)
+    index.hset(keys.campaigns_index_key(), f"{tenant}/{campaign_id}", campaign_id)
+    index.expire(keys.campaigns_index_key(), keys.CAMPAIGN_TTL_S)
+    index.execute()
 
 
 def policy_from_json(data: dict[str, Any]) -> EffectivePolicy:
@@ -224,7 +242,7 @@ class PrecomputeRun:
 
     def prepare(self, accounts: Sequence[Account]) -> None:
         """Once per run, before any `process`: publish the contracts, journal every account `accepted`."""
-        publish_campaign_config(self.client, self.campaign, self.zones, self.policy)
+        publish_campaign_config(self.client, self.campaign, self.zones, self.policy, accounts)
         self._journal_accepted(accounts)
 
     def process(self, accounts: Sequence[Account], report: RunReport) -> list[SampleCandidate]:

@@ -98,6 +98,12 @@ def test_dymaxa_zones_speak_of_the_series_a_and_the_four_sdr_roles(
             assert fact.source_url.startswith("https://dymaxa.com/") and fact.published_at <= NOW.date()
     cta = zs.zone("cta")
     assert cta is not None and cta.href == "https://meet.acmerevenue.example/ramp-review"
+    # The renderer's IP identification index comes from the same run.
+    ranges = redis_client.hgetall(keys.ip_ranges_key("acme", "q4-pipeline"))
+    assert {k: json.loads(v) for k, v in ranges.items()} == {  # type: ignore[union-attr]
+        b"acct_dymaxa": ["203.0.113.0/24", "2001:db8:d1a::/48"]
+    }
+    assert redis_client.ttl(keys.ip_ranges_key("acme", "q4-pipeline")) > 0
     # "on Thursday" is true for a week at most: valid_until caps it.
     assert zs.valid_until is not None and zs.valid_until <= NOW + timedelta(days=7)
 

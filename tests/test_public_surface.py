@@ -1,4 +1,4 @@
-"""Each core module states its public surface in `__all__`, and the list is complete."""
+"""Every module states its public surface in `__all__`: complete, real; packages export nothing."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import pytest
 
 from tests.corpora import REPO_ROOT
 
+PACKAGES = ("welcomemat", "precompute", "precompute.providers", "server")
+EXCLUDED = {"welcomemat.cli"}  # the console script's entry module: nothing to import from it
 MODULES = sorted(
-    f"welcomemat.{p.stem}"
-    for p in (REPO_ROOT / "welcomemat").glob("*.py")
-    if p.name not in ("__init__.py", "cli.py")
+    f"{package}.{path.stem}"
+    for package in PACKAGES
+    for path in (REPO_ROOT / package.replace(".", "/")).glob("*.py")
+    if path.name != "__init__.py" and f"{package}.{path.stem}" not in EXCLUDED
 )
 
 
@@ -33,3 +36,10 @@ def test_all_is_complete_and_real(name: str) -> None:
     }
     missing = defined_here - set(exported)
     assert not missing, f"{name}: public but not in __all__: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("package", ["precompute", "server", "outbound"])
+def test_packages_themselves_export_nothing(package: str) -> None:
+    module = importlib.import_module(package)
+    public = [n for n, v in vars(module).items() if not n.startswith("_") and not inspect.ismodule(v)]
+    assert not public

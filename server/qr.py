@@ -7,7 +7,7 @@ verified (or published) campaign id, never from the request, so it cannot be an 
 redirect.
 
 The path carries only the token, and a token verifies only against its tenant and
-campaign, so `route_hint` reads which campaign the token *claims* — a routing hint,
+campaign, so `welcomemat.tokens.claimed_scope` reads which campaign the token *claims* — a routing hint,
 never trusted: `TokenSigner.verify` then checks the signature, kind, binding and expiry.
 A mailer that sat on a desk past its token's expiry still deserves the story it
 promised: when the token does not verify but names a published campaign, the visitor
@@ -16,11 +16,8 @@ is sent, anonymous and without a cookie, to that campaign's continuation page.
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 
-from itsdangerous import BadData, URLSafeSerializer
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -33,35 +30,11 @@ from server.pages import new_view_id
 from server.redis_guard import RedisUnavailable
 from server.renderer import Renderer
 from welcomemat.errors import StoredValueError
-from welcomemat.ids import is_valid_id
-from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, MAX_TOKEN_CHARS, TokenKind
+from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenKind, claimed_scope
 
-__all__ = ["qr_entry", "route_hint"]
+__all__ = ["qr_entry"]
 
 log = logging.getLogger(__name__)
-
-_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_.-]+")
-# Only used to decode a payload (no key is involved in decoding).
-_PAYLOAD_DECODER = URLSafeSerializer(b"payload-decoding-only")
-
-
-def route_hint(token: str) -> tuple[str, str] | None:
-    """(tenant, campaign) a token claims to be for, unverified; None when unreadable."""
-    if len(token) > MAX_TOKEN_CHARS or _TOKEN_SHAPE.fullmatch(token) is None:
-        return None
-    body, sep, _ = token.rpartition(".")
-    if not sep or not body:
-        return None
-    try:
-        payload = _PAYLOAD_DECODER.load_payload(body.encode("ascii"))
-    except (BadData, ValueError, json.JSONDecodeError, UnicodeError):
-        return None
-    if not isinstance(payload, dict):
-        return None
-    tenant, campaign = payload.get("t"), payload.get("c")
-    if is_valid_id(tenant) and is_valid_id(campaign):
-        return tenant, campaign
-    return None
 
 
 def _invalid(renderer: Renderer) -> Response:
@@ -81,7 +54,7 @@ async def qr_entry(request: Request) -> Response:
     """
     renderer: Renderer = request.app.state.renderer
     token = request.path_params["token"]
-    hint = route_hint(token)
+    hint = claimed_scope(token)
     if hint is None:
         renderer.metrics.token_rejections.labels(TokenKind.QR.value, "malformed").inc()
         return _invalid(renderer)

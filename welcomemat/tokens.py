@@ -62,6 +62,7 @@ __all__ = [
     "TokenClaims",
     "TokenKind",
     "TokenSigner",
+    "claimed_scope",
 ]
 
 _DAY_S: Final = 24 * 60 * 60
@@ -84,6 +85,7 @@ MIN_SECRET_CHARS: Final = 32
 #: The environment variable holding the comma-separated secrets (first signs, all verify).
 SECRET_ENV_VAR: Final = "WELCOMEMAT_SECRET"
 _B64_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
+_TOKEN_CHARS: Final = re.compile(r"[A-Za-z0-9_.-]+")
 #: HMAC-SHA256 is 32 bytes: 43 base64url characters without padding.
 _SIGNATURE_CHARS: Final = 43
 
@@ -142,6 +144,30 @@ def _is_canonical_b64(text: str) -> bool:
         return base64_encode(base64_decode(text)).decode("ascii") == text
     except Exception:
         return False
+
+
+_PAYLOAD_READER: Final = URLSafeSerializer(b"reads payloads only; verifies nothing")
+
+
+def claimed_scope(token: str) -> tuple[str, str] | None:
+    """The (tenant, campaign) a token CLAIMS, unverified: a routing hint, never a credential.
+
+    A QR code's path carries only the token, and `TokenSigner.verify` needs the tenant and
+    campaign to check it against; this says which ones to try. None when unreadable.
+    """
+    if not isinstance(token, str) or len(token) > MAX_TOKEN_CHARS:
+        return None
+    body, sep, _ = token.rpartition(".")
+    if not sep or not body or _TOKEN_CHARS.fullmatch(token) is None:
+        return None
+    try:
+        payload = _PAYLOAD_READER.load_payload(body.encode("ascii"))
+    except (BadData, ValueError, UnicodeError):
+        return None
+    if not isinstance(payload, dict):
+        return None
+    tenant, campaign = payload.get("t"), payload.get("c")
+    return (tenant, campaign) if is_valid_id(tenant) and is_valid_id(campaign) else None
 
 
 class TokenSigner:

@@ -9,7 +9,6 @@ import redis
 from starlette.testclient import TestClient
 
 from server.cookies import cookie_name
-from server.qr import route_hint
 from tests.server.conftest import (
     CAMPAIGN,
     PERSONAL_ACCOUNT,
@@ -22,7 +21,7 @@ from tests.server.conftest import (
 from tests.server.pagetools import zones
 from welcomemat import keys
 from welcomemat.store import ZoneSetStore
-from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.tokens import TokenKind, TokenSigner, claimed_scope
 
 CONTINUATION = f"{PUBLIC_URL}/c/{CAMPAIGN}/continue"
 
@@ -130,10 +129,10 @@ def test_link_token_is_not_a_qr_code(client: TestClient) -> None:
     assert "set-cookie" not in response.headers
 
 
-def test_route_hint_reads_only_well_formed_ids() -> None:
-    assert route_hint(qr_token()) == (TENANT, CAMPAIGN)
-    assert route_hint("garbage") is None
-    assert route_hint("e30.abc") is None  # {} has no tenant or campaign
+def test_claimed_scope_reads_only_well_formed_ids() -> None:
+    assert claimed_scope(qr_token()) == (TENANT, CAMPAIGN)
+    assert claimed_scope("garbage") is None
+    assert claimed_scope("e30.abc") is None  # {} has no tenant or campaign
 
 
 def test_qr_cookie_is_honoured_on_the_landing_page_too(client: TestClient, store: ZoneSetStore) -> None:

@@ -96,10 +96,11 @@ def _resolve_copy(
     if contract is not None and contract.link and copy.cta is not None:
         cta = campaign.cta(copy.cta)
         href = safe_href(cta.href if cta is not None else None, campaign.allowlist())
+    text = markup_to_text(cleaned) if cleaned is not None else copy.text
     return ResolvedZone(
         zone_id=zone_id,
-        html=render_text(copy.text, cleaned, allowed),
-        text=markup_to_text(cleaned) if cleaned is not None else copy.text,
+        html=render_text(text, cleaned, allowed),
+        text=text,
         href=href,
         rung=rung,
     )

@@ -110,8 +110,8 @@ def validate_markup_allowed(tags: Iterable[str]) -> frozenset[str]:
 
 def _stamp(text: str, html: str, allowed: frozenset[str]) -> str:
     tags = ",".join(sorted(allowed))
-    # The source text is bound too: markup left over from an earlier text (the text was
-    # replaced, the markup not) does not verify. NUL separators cannot occur in the
+    # The zone's plain text is bound too: markup left over from an earlier text (the text
+    # was replaced, the markup not) does not verify. NUL separators cannot occur in the
     # version or tag names, so the fields cannot be shifted into each other.
     material = f"{CLEANER_VERSION}\0{tags}\0{text}\0{html}".encode("utf-8", "surrogatepass")
     return f"{CLEANER_VERSION}:{tags}:{hashlib.sha256(material).hexdigest()[:_DIGEST_HEX]}"
@@ -133,12 +133,19 @@ def clean_inline(text: str, allowed: frozenset[str]) -> CleanedMarkup:
     # Output holds no attributes, so every quote is text: escape it like MarkupSafe does,
     # so the result is safe even if someone drops it into a quoted attribute.
     html = html.replace('"', "&#34;").replace("'", "&#39;")
-    return CleanedMarkup(html=html, stamp=_stamp(text, html, allowed))
+    # The stamp binds the plain text the zone will store beside it (`markup_to_text`), which
+    # is what the renderer passes back to `render_text`.
+    return CleanedMarkup(html=html, stamp=_stamp(_text_of(html), html, allowed))
+
+
+def _text_of(markup_html: str) -> str:
+    return html.unescape(_ANY_TAG.sub("", markup_html))
 
 
 def markup_to_text(cleaned: CleanedMarkup) -> str:
-    """The plain text of cleaned inline markup (for JSON, the snippet and plain exports)."""
-    return html.unescape(_ANY_TAG.sub("", cleaned.html))
+    """The plain text of cleaned inline markup: what a zone stores as its `text` (for JSON,
+    the snippet and plain exports) and passes back to `render_text`."""
+    return _text_of(cleaned.html)
 
 
 def render_text(text: str, cleaned: CleanedMarkup | None, allowed: frozenset[str]) -> markupsafe.Markup:

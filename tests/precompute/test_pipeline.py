@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from precompute.policy import build_policy
+from precompute.providers.base import GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
 from precompute.providers.offline import OfflineComposer
 from precompute.qa import run_qa
 from precompute.review import decide, list_queue
@@ -18,6 +19,7 @@ from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from welcomemat import keys
 from welcomemat.campaign import Campaign, load_campaign
+from welcomemat.markup import render_text
 from welcomemat.store import ZoneSetStore
 from welcomemat.zone_contract import ZoneContract, load_zone_contracts
 from welcomemat.zoneset import Rung, ZoneSetMode, ZoneSetStatus
@@ -253,3 +255,44 @@ def test_qa_says_no_go_when_a_published_link_is_off_the_allowlist(
     qa = run_qa(ZoneSetStore(redis_client), campaign, zones, now=NOW)
     assert qa.verdict == "NO GO"
     assert qa.findings_by_code["link_off_allowlist"] == 1
+
+
+class InlineMarkupWriter:
+    """A provider whose draft uses the inline markup the zone contract allows."""
+
+    name = "inline-markup"
+
+    def fingerprint(self) -> str:
+        return "inline-markup-1"
+
+    def usage(self) -> ProviderUsage:
+        return ProviderUsage()
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        roles = tuple(f.id for f in request.context.facts if f.type == "hiring")
+        text = "Onboarding <em>four</em> new SDRs is a lot of work."
+        return GenerationResult(
+            drafts={
+                "hero_support": ZoneDraft(zone_id="hero_support", text=text, fact_ids=roles, confidence=0.9)
+            }
+        )
+
+
+def test_allowed_inline_markup_is_published_beside_plain_text_and_renders(
+    tmp_path: Path, redis_client: redis.Redis, campaign: Campaign, zones: dict[str, ZoneContract]
+) -> None:
+    PrecomputeRun(
+        client=redis_client,
+        campaign=campaign,
+        zones=zones,
+        policy=build_policy(campaign, None),
+        provider=InlineMarkupWriter(),
+        now=NOW,
+    ).run(write(tmp_path, [dymaxa(tier=2)]))
+    zs = ZoneSetStore(redis_client).get("acme", "q4-pipeline", "acct_dymaxa")
+    assert zs is not None
+    support = zs.zone("hero_support")
+    assert support is not None and support.rung is Rung.PERSONAL and support.markup is not None
+    assert support.text == "Onboarding four new SDRs is a lot of work."  # plain, for JSON and exports
+    rendered = str(render_text(support.text, support.markup, zones["hero_support"].markup))
+    assert rendered == "Onboarding <em>four</em> new SDRs is a lot of work."

@@ -240,14 +240,15 @@ def test_each_view_gets_its_own_view_id(client: TestClient) -> None:
 def test_stamped_inline_markup_renders_and_a_forged_stamp_is_escaped(
     client: TestClient, store: ZoneSetStore
 ) -> None:
-    from welcomemat.markup import CleanedMarkup, clean_inline
+    from welcomemat.markup import CleanedMarkup, clean_inline, markup_to_text
     from welcomemat.zoneset import ZoneSet
 
     source = "Ramp <em>every</em> new seller"
     good = clean_inline(source, frozenset({"em", "strong"}))  # hero_support allows em, strong
+    plain = markup_to_text(good)  # a zone stores its plain text beside the cleaned markup
     forged = CleanedMarkup(html='<em onclick="x()">every</em>', stamp=good.stamp)
     for markup, expect_em in ((good, True), (forged, False)):
-        base = make_zone_set(texts={"hero_support": source}, input_hash=f"hash-{expect_em}")
+        base = make_zone_set(texts={"hero_support": plain}, input_hash=f"hash-{expect_em}")
         zone_set = ZoneSet.model_validate(
             base.model_dump() | {"zones": [base.zones[0].model_copy(update={"markup": markup}).model_dump()]}
         )
@@ -256,4 +257,4 @@ def test_stamped_inline_markup_renders_and_a_forged_stamp_is_escaped(
         html = landing(client)
         assert ("<em>every</em>" in html) is expect_em
         assert "onclick" not in html
-        assert zones(html)["hero_support"].text == ("Ramp every new seller" if expect_em else source)
+        assert zones(html)["hero_support"].text == "Ramp every new seller"

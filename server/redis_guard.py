@@ -6,20 +6,17 @@ in a worker thread; `RedisGuard.call` waits for it at most `timeout_s` and aband
 after that (the thread finishes on its own socket timeout). Threads come from a limiter
 of their own, so a hung Redis holds at most `threads` of them.
 
-After `failures` consecutive faults the breaker opens: requests stop waiting on Redis
-at all and get the fallback at once. After `reset_s` one request probes; its success
+After `breaker_failures` consecutive faults the breaker opens: requests stop waiting on Redis
+at all and get the fallback at once. After `breaker_reset_s` one request probes; its success
 closes the breaker. A value that does not decode (`StoredValueError`) is not a Redis
 fault: Redis answered.
 
-The guard imports nothing from `precompute` (the two packages never import each other);
-precompute's breaker guards a model provider with retries, this one guards reads that
-are never retried on the request path.
+The breaker is the shared core's (`welcomemat.breaker`), the same one precompute puts in
+front of a model provider; here it guards reads that are never retried on the request path.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from typing import Literal, TypeVar
 
@@ -30,17 +27,16 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.retry import Retry
 
+from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import StoredValueError, StoreError
 
 __all__ = [
-    "CircuitBreaker",
     "RedisGuard",
     "RedisUnavailable",
     "renderer_redis_client",
 ]
 
 T = TypeVar("T")
-BreakerState = Literal["closed", "open", "half_open"]
 FaultKind = Literal["error", "timeout", "short_circuit"]
 
 # The renderer's own client: connects fast or not at all, and a blocked socket frees its
@@ -71,62 +67,6 @@ class RedisUnavailable(Exception):
         self.kind = kind
         self.detail = detail
         super().__init__(f"Redis {op}: {kind}" + (f" ({detail})" if detail else ""))
-
-
-class CircuitBreaker:
-    """Closed ▸ open after `failures` consecutive faults ▸ one probe after `reset_s` ▸ closed.
-
-    Thread-safe. Every `allow()` that returns True must be followed by `record_success()`
-    or `record_failure()`; while a probe is out, other callers are refused.
-    """
-
-    def __init__(self, failures: int, reset_s: float, clock: Callable[[], float] = time.monotonic) -> None:
-        if failures < 1:
-            raise ValueError(f"failures must be >= 1, got {failures}")
-        self._threshold = failures
-        self._reset_s = reset_s
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._consecutive = 0
-        self._opened_at: float | None = None
-        self._probing = False
-        self.openings = 0
-
-    @property
-    def state(self) -> BreakerState:
-        with self._lock:
-            if self._opened_at is None:
-                return "closed"
-            if self._probing or self._clock() - self._opened_at >= self._reset_s:
-                return "half_open"
-            return "open"
-
-    def allow(self) -> bool:
-        with self._lock:
-            if self._opened_at is None:
-                return True
-            if self._probing or self._clock() - self._opened_at < self._reset_s:
-                return False
-            self._probing = True
-            return True
-
-    def record_success(self) -> None:
-        with self._lock:
-            self._consecutive = 0
-            self._opened_at = None
-            self._probing = False
-
-    def record_failure(self) -> None:
-        with self._lock:
-            self._consecutive += 1
-            if self._probing:  # the probe failed: open again for another reset period
-                self._opened_at = self._clock()
-                self._probing = False
-                self.openings += 1
-            elif self._opened_at is None and self._consecutive >= self._threshold:
-                self._opened_at = self._clock()
-                self.openings += 1
-            # A failure arriving while open (a call started before it opened) changes nothing.
 
 
 class RedisGuard:
@@ -167,5 +107,8 @@ class RedisGuard:
             self.breaker.record_failure()
             self._on_fault(op, "error")
             raise RedisUnavailable(op, "error", str(exc)) from exc
+        except BaseException:  # says nothing about Redis's health; never hold a probe slot
+            self.breaker.release()
+            raise
         self.breaker.record_success()
         return result

@@ -21,12 +21,13 @@ from server.campaigns import CampaignRegistry, CampaignState
 from server.events import EventWriter
 from server.identify import Identifier, TrustedProxies
 from server.metrics import RendererMetrics
-from server.redis_guard import CircuitBreaker, FaultKind, RedisGuard
+from server.redis_guard import FaultKind, RedisGuard
 from server.render import TEMPLATES_DIR, PageRenderer, template_environment
 from server.tuning import RendererTuning
 from server.watcher import CampaignWatcher
 from server.zone_cache import ZoneSetCache
 from server.zone_sets import ZoneSetResolver
+from welcomemat.breaker import CircuitBreaker
 from welcomemat.settings import Settings
 from welcomemat.tokens import TokenKind, TokenSigner
 

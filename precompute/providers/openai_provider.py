@@ -55,8 +55,9 @@ from precompute.context import TrustedFact
 from precompute.providers.base import GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
 from precompute.providers.extraction import MAX_SOURCE_CHARS, MAX_SOURCES, ExtractedFacts, verified_facts
 from precompute.providers.offline import OfflineComposer
-from precompute.resilience import CircuitBreaker, Deadline, ResilientCaller, RetryableError
+from precompute.resilience import Deadline, ResilientCaller, RetryableError
 from welcomemat.accounts import Account
+from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError
 from welcomemat.settings import Settings
 from welcomemat.zone_contract import ZoneContract

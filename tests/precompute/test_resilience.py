@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from precompute.providers.base import ProviderUnavailable
-from precompute.resilience import CircuitBreaker, Deadline, ResilientCaller, RetryableError
+from precompute.resilience import Deadline, ResilientCaller, RetryableError
+from welcomemat.breaker import CircuitBreaker
 
 
 class FakeClock:

@@ -8,7 +8,8 @@ import time
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from server.redis_guard import CircuitBreaker, RedisGuard, RedisUnavailable
+from server.redis_guard import RedisGuard, RedisUnavailable
+from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import StoredValueError
 
 

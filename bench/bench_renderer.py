@@ -96,7 +96,7 @@ def publish(client: redis.Redis) -> list[str]:
     """The example campaign and ACCOUNTS personal zone sets; returns one cookie value per account."""
     from datetime import UTC, date, datetime, timedelta
 
-    from server.arms import Arm, assign_arm
+    from welcomemat.arms import Arm, assign_arm
     from welcomemat.store import ZoneSetStore
     from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenKind, TokenSigner
     from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode

@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from server.arms import Arm, assign_arm
 from server.campaigns import CampaignState
 from server.cookies import identity_cookie, set_identity_cookie, tracking_refused
 from server.events import EngagementEvent, EventType
@@ -29,6 +28,7 @@ from server.redis_guard import RedisUnavailable
 from server.render import PLAIN_RUNG
 from server.renderer import Renderer
 from server.security import csp_nonce
+from welcomemat.arms import Arm, assign_arm
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.tokens import DEFAULT_COOKIE_TTL_S

@@ -21,7 +21,6 @@ import logging
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from server.arms import assign_arm
 from server.cookies import set_identity_cookie, tracking_refused
 from server.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
@@ -29,6 +28,7 @@ from server.identify import IdentityMethod
 from server.pages import new_view_id
 from server.redis_guard import RedisUnavailable
 from server.renderer import Renderer
+from welcomemat.arms import assign_arm
 from welcomemat.errors import StoredValueError
 from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenKind, claimed_scope
 

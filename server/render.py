@@ -27,9 +27,9 @@ from pathlib import Path
 
 import jinja2
 
-from server.arms import Arm
 from server.campaigns import CampaignView, ResolvedZone
 from server.metrics import RendererMetrics
+from welcomemat.arms import Arm
 from welcomemat.markup import render_text
 from welcomemat.urlgate import safe_href
 from welcomemat.zoneset import Rung, ZoneSet

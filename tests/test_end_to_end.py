@@ -12,9 +12,9 @@ from precompute.policy import build_policy
 from precompute.providers.offline import OfflineComposer
 from precompute.run import PrecomputeRun
 from server.app import create_app
-from server.arms import Arm, assign_arm
 from tests.precompute.test_pipeline import NOW, dymaxa
 from tests.server.conftest import BASE_URL, example_inputs, renderer_settings, signer
+from welcomemat.arms import Arm, assign_arm
 from welcomemat.tokens import TokenKind
 
 

@@ -18,10 +18,10 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from server.app import create_app
-from server.arms import Arm, assign_arm
 from server.tuning import RendererTuning
 from tests.corpora import REPO_ROOT
 from welcomemat import keys
+from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.arms import Arm, assign_arm, holdout_position
+from welcomemat.arms import Arm, assign_arm, holdout_position
 
 
 def test_no_account_is_anonymous() -> None:

@@ -12,7 +12,6 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from server.app import create_app
-from server.arms import Arm
 from server.cookies import cookie_name
 from server.identify import TrustedProxies, client_address
 from tests.server.conftest import (
@@ -31,6 +30,7 @@ from tests.server.conftest import (
     signer,
 )
 from tests.server.pagetools import body_data, zones
+from welcomemat.arms import Arm
 from welcomemat.campaign import Campaign
 from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import TokenKind, TokenSigner

@@ -9,7 +9,6 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from server.arms import Arm
 from tests.server.conftest import (
     CAMPAIGN,
     HOLDOUT_ACCOUNT,
@@ -19,6 +18,7 @@ from tests.server.conftest import (
     publish_config,
 )
 from tests.server.pagetools import body_data, zones
+from welcomemat.arms import Arm
 from welcomemat.campaign import Campaign
 from welcomemat.store import ZoneSetStore
 from welcomemat.zoneset import ZoneSetStatus

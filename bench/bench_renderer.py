@@ -1,31 +1,49 @@
 #!/usr/bin/env python3
-"""Renderer throughput against a bare Starlette page of the same size, at 64 connections.
+"""Renderer throughput against a bare Starlette page of the same size, at 64 connections;
+the snippet's gzipped size; the renderer's memory with 100,000 zone sets published.
 
     .venv/bin/python bench/bench_renderer.py [--seconds 4] [--rounds 5] [--connections 64]
+        [--accounts 100000] [--distinct 20000] [--skip-memory]
 
-Starts its own embedded Redis in a temp folder, publishes the example campaign and 2,000
-personal zone sets, then serves three apps, each in its own uvicorn process (one worker,
-no access log, same settings):
+Starts its own embedded Redis in a temp folder and publishes the example campaign and
+`--accounts` personal zone sets (five zones each, written with `ZoneSetStore.publish_many`
+in batches of 1,000: precompute would spend a minute or more producing the same data), then
+serves four apps, each in its own uvicorn process (one worker, no access log, same
+settings), measured in alternation:
 
 - bare: a Starlette app answering `/c/{campaign}` with a constant HTML page as large as the
   personalised one (the ceiling: routing, one response, nothing else);
+- headers: the same constant page behind the renderer's security middleware, with the
+  page's own headers: what the HTTP layer charges for the header set every renderer page
+  carries (CSP with a nonce, nosniff, referrer policy, no-store), before any renderer work;
 - personal: the renderer, visitor identified by cookie, zone set and page cached (the steady
   state of an email campaign's traffic), page view queued for the event stream;
+- zones: the same renderer process answering `GET /v1/zones?campaign=…&wm=<link token>`
+  with an `Origin` header, as the snippet asks cross-origin (no cookie), payload cached;
 - miss: the renderer with a one-entry zone-set and page cache, each request a different
   account: cookie check, Redis read, Jinja2 render, view event (the cold path).
 
-Load comes from `wrk` (Debian's package), else an httpx async generator (slower: its own
-CPU use depresses every figure; ratios remain comparable). With two or more CPUs and
+Load comes from `wrk` (Debian's package; the bench runs `apt-get install -y wrk` when it
+is missing and it may, else says how), else an httpx async generator (slower: its own CPU
+use depresses every figure; ratios remain comparable). With two or more CPUs and
 `taskset`, the server under test is pinned to CPU 0, and wrk (one thread) and Redis to
 CPU 1 (in production Redis is another machine), so neither steals the server's core. The
 apps are measured in alternation, `--rounds` times; ratios are taken within each round,
-and medians reported.
+and medians and the spread (min–max over rounds) reported.
+
+Memory: a fresh renderer process with the production cache sizes; its RSS (from
+/proc) after start-up and a warm-up, then after serving `--distinct` distinct accounts
+(each one landing page by cookie and one `/v1/zones` by link token), and again after
+each of `--memory-steps` - 1 more such steps, different accounts each time; and Redis
+`used_memory`. The in-process caches are bounded (zone
+sets, rendered pages, payloads, verified tokens), so RSS should level off.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import json
 import os
 import re
@@ -51,8 +69,12 @@ from welcomemat.zone_contract import load_zone_contracts  # noqa: E402
 
 SECRET = "bench-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 TENANT, CAMPAIGN = "acme", "q4-pipeline"
-ACCOUNTS = 2000
 PATH = f"/c/{CAMPAIGN}"
+ZONES_PATH = f"/v1/zones?campaign={CAMPAIGN}&wm="
+# A snippet origin of the example campaign: the snippet's requests are cross-origin.
+ORIGIN = "https://www.acmerevenue.example"
+PUBLISH_BATCH = 1_000
+KINDS = ("bare", "headers", "personal", "zones", "miss")
 
 
 # -- the server processes -------------------------------------------------------------------------
@@ -71,6 +93,23 @@ def serve(kind: str, port: int, redis_url: str, page_bytes: int) -> None:
             return HTMLResponse(body)
 
         app = Starlette(routes=[Route("/c/{campaign}", page)])
+    elif kind == "headers":
+        # The bare page with what every renderer page carries besides its content: the
+        # security middleware (host check, CSP nonce, headers) and the page's own headers.
+        from starlette.middleware import Middleware
+
+        from server.pages import PageResponse
+        from server.security import SecurityMiddleware
+
+        body = "<!doctype html><html><body>" + "x" * max(0, page_bytes - 41) + "</body></html>"
+
+        async def headers_page(request: object) -> PageResponse:
+            return PageResponse(body)
+
+        app = Starlette(
+            routes=[Route("/c/{campaign}", headers_page)],
+            middleware=[Middleware(SecurityMiddleware, allowed_hosts=["127.0.0.1"])],
+        )
     else:
         from server.app import create_app
         from server.redis_guard import renderer_redis_client
@@ -78,9 +117,9 @@ def serve(kind: str, port: int, redis_url: str, page_bytes: int) -> None:
         from welcomemat.settings import Settings
 
         tuning = (
-            RendererTuning()
-            if kind == "personal"
-            else RendererTuning(zone_cache_entries=1, render_cache_entries=1)
+            RendererTuning(zone_cache_entries=1, render_cache_entries=1)
+            if kind == "miss"
+            else RendererTuning()
         )
         settings = Settings.from_env(
             {"WELCOMEMAT_SECRET": SECRET, "REDIS_URL": redis_url, "WELCOMEMAT_ALLOWED_HOSTS": "127.0.0.1"}
@@ -92,13 +131,23 @@ def serve(kind: str, port: int, redis_url: str, page_bytes: int) -> None:
 # -- setup ------------------------------------------------------------------------------------------
 
 
-def publish(client: redis.Redis) -> list[str]:
-    """The example campaign and ACCOUNTS personal zone sets; returns one cookie value per account."""
+@dataclass
+class Visitors:
+    """Per published account: its identification cookie and its signed link token."""
+
+    cookies: list[str]
+    links: list[str]
+
+
+def publish(client: redis.Redis, accounts: int, links: int) -> Visitors:
+    """The example campaign and `accounts` personal zone sets (the page's zones and the
+    continuation headline: three personal, citing a fact, two segment copy); cookies for
+    all of them, link tokens for the first `links`."""
     from datetime import UTC, date, datetime, timedelta
 
     from welcomemat.arms import Arm, assign_arm
     from welcomemat.store import ZoneSetStore
-    from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenKind, TokenSigner
+    from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, DEFAULT_LINK_TTL_S, TokenKind, TokenSigner
     from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
 
     zones = dict(load_zone_contracts(ROOT / "zones"))
@@ -111,15 +160,26 @@ def publish(client: redis.Redis) -> list[str]:
     client.hset(keys.campaigns_index_key(), f"{TENANT}/{CAMPAIGN}", CAMPAIGN)
     signer = TokenSigner([SECRET])
     store = ZoneSetStore(client)
-    cookies: list[str] = []
-    zone_sets = []
+    fact = (CitedFact(fact_id="f1", source_url="https://example.com/a", published_at=date(2026, 11, 26)),)
+    now = datetime.now(UTC)
+    visitors = Visitors([], [])
+    batch: list[ZoneSet] = []
     n = 0
-    while len(cookies) < ACCOUNTS:
-        account = f"acct_{n:05d}"
+    while len(visitors.cookies) < accounts:
+        account = f"acct_{n:06d}"
         n += 1
         if assign_arm(TENANT, CAMPAIGN, account, campaign.holdout_fraction) is not Arm.PERSONAL:
             continue
-        zone_sets.append(
+
+        def personal(zone_id: str, text: str, account: str = account) -> ZoneContent:
+            return ZoneContent(
+                zone_id=zone_id, text=text, rung=Rung.PERSONAL, reason="personal:funding", facts=fact
+            )
+
+        def segment(zone_id: str, text: str) -> ZoneContent:
+            return ZoneContent(zone_id=zone_id, text=text, rung=Rung.SEGMENT, reason="segment:saas-mid")
+
+        batch.append(
             ZoneSet(
                 tenant=TENANT,
                 campaign=CAMPAIGN,
@@ -127,32 +187,64 @@ def publish(client: redis.Redis) -> list[str]:
                 segment="saas-mid",
                 input_hash=f"bench-{account}",
                 guideline_version=campaign.guideline_version,
-                created_at=datetime.now(UTC),
-                valid_until=datetime.now(UTC) + timedelta(days=7),
+                created_at=now,
+                valid_until=now + timedelta(days=7),
                 mode=ZoneSetMode.DEGRADED,
                 zones=(
-                    ZoneContent(
-                        zone_id="hero_headline",
-                        text=f"Congrats on the Series A, {account}",
-                        rung=Rung.PERSONAL,
-                        reason="personal:funding",
-                        facts=(
-                            CitedFact(
-                                fact_id="f1",
-                                source_url="https://example.com/a",
-                                published_at=date(2026, 11, 26),
-                            ),
-                        ),
-                    ),
+                    personal("hero_headline", f"Congrats on the Series A, {account}"),
+                    personal("hero_support", f"New reps at {account} reach quota in half the time."),
+                    segment("proof", "Teams like yours cut SDR ramp from 5 months to 10 weeks."),
+                    segment("cta", "Book a 20-minute ramp review"),
+                    personal("continuation_headline", f"Picking up where the mailer left off, {account}"),
                 ),
             )
         )
-        token = signer.sign(
-            TokenKind.COOKIE, tenant=TENANT, campaign=CAMPAIGN, account=account, ttl_s=DEFAULT_COOKIE_TTL_S
+        visitors.cookies.append(
+            signer.sign(
+                TokenKind.COOKIE,
+                tenant=TENANT,
+                campaign=CAMPAIGN,
+                account=account,
+                ttl_s=DEFAULT_COOKIE_TTL_S,
+            )
         )
-        cookies.append(token)
-    store.publish_many(zone_sets)
-    return cookies
+        if len(visitors.links) < links:
+            visitors.links.append(
+                signer.sign(
+                    TokenKind.LINK,
+                    tenant=TENANT,
+                    campaign=CAMPAIGN,
+                    account=account,
+                    ttl_s=DEFAULT_LINK_TTL_S,
+                )
+            )
+        if len(batch) == PUBLISH_BATCH:
+            store.publish_many(batch, current={})  # a fresh Redis: nothing to compare against
+            batch = []
+    if batch:
+        store.publish_many(batch, current={})
+    return visitors
+
+
+def ensure_wrk() -> bool:
+    """wrk on PATH, installing Debian's package when it is missing and we may."""
+    if shutil.which("wrk"):
+        return True
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        print("wrk not found: apt-get install -y wrk", file=sys.stderr)
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        installed = subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], env=env, check=False)
+        if installed.returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], env=env, check=False)
+            subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], env=env, check=False)
+    if shutil.which("wrk"):
+        return True
+    print(
+        "wrk is not installed (Debian/Ubuntu: `sudo apt-get install wrk`): falling back to an "
+        "httpx load generator, whose own CPU use depresses every figure",
+        file=sys.stderr,
+    )
+    return False
 
 
 def free_port() -> int:
@@ -198,7 +290,35 @@ def start(kind: str, redis_url: str, page_bytes: int) -> tuple[subprocess.Popen[
             time.sleep(0.1)
 
 
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 # -- load ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Request:
+    """What one app's load asks: a path, plus one header whose value cycles through a pool
+    (`prefix + value`), or a path suffix that does (`header` None)."""
+
+    path: str
+    pool: list[str]
+    header: str | None = None
+    prefix: str = ""
+    fixed: tuple[tuple[str, str], ...] = ()
+
+    def target(self, value: str) -> tuple[str, dict[str, str]]:
+        headers = dict(self.fixed)
+        if self.header is None:
+            return self.path + value, headers
+        headers[self.header] = self.prefix + value
+        return self.path, headers
 
 
 @dataclass
@@ -213,14 +333,30 @@ def _ms(value: str, unit: str) -> float:
     return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
-def run_wrk(url: str, cookies: list[str], seconds: float, connections: int, workdir: Path) -> Result:
-    script = workdir / "cookies.lua"
-    lines = ",\n".join(f'"{c}"' for c in cookies)
-    script.write_text(
-        f"local cookies = {{\n{lines}\n}}\nlocal i = 0\n"
-        "request = function()\n  i = i % #cookies + 1\n"
-        f'  return wrk.format("GET", "{PATH}", {{["Cookie"] = "wm_{CAMPAIGN}=" .. cookies[i]}})\nend\n'
+def _lua(text: str) -> str:
+    return json.dumps(text)  # a JSON string of ASCII is a valid Lua string literal
+
+
+def wrk_script(req: Request) -> str:
+    values = ",\n".join(_lua(v) for v in req.pool)
+    fixed = ", ".join(f"[{_lua(k)}] = {_lua(v)}" for k, v in req.fixed)
+    if req.header is None:
+        call = f'wrk.format("GET", {_lua(req.path)} .. values[i], {{{fixed}}})'
+    else:
+        headers = f"{fixed}, " if fixed else ""
+        call = (
+            f'wrk.format("GET", {_lua(req.path)}, {{{headers}[{_lua(req.header)}] = '
+            f"{_lua(req.prefix)} .. values[i]}})"
+        )
+    return (
+        f"local values = {{\n{values}\n}}\nlocal i = 0\n"
+        f"request = function()\n  i = i % #values + 1\n  return {call}\nend\n"
     )
+
+
+def run_wrk(url: str, req: Request, seconds: float, connections: int, workdir: Path) -> Result:
+    script = workdir / "load.lua"
+    script.write_text(wrk_script(req))
     out = subprocess.run(
         [
             *pinned(1),
@@ -248,7 +384,7 @@ def run_wrk(url: str, cookies: list[str], seconds: float, connections: int, work
     return Result(rps, _ms(*p50.groups()), _ms(*p99.groups()), bad)  # type: ignore[union-attr]
 
 
-async def run_httpx(url: str, cookies: list[str], seconds: float, connections: int) -> Result:
+async def run_httpx(url: str, req: Request, seconds: float, connections: int) -> Result:
     latencies: list[float] = []
     errors = 0
     end = time.monotonic() + seconds
@@ -259,9 +395,10 @@ async def run_httpx(url: str, cookies: list[str], seconds: float, connections: i
             nonlocal errors
             i = offset
             while time.monotonic() < end:
-                i = (i + connections) % len(cookies)
+                i = (i + connections) % len(req.pool)
+                path, headers = req.target(req.pool[i])
                 started = time.perf_counter()
-                response = await client.get(PATH, headers={"Cookie": f"wm_{CAMPAIGN}={cookies[i]}"})
+                response = await client.get(path, headers=headers)
                 latencies.append(time.perf_counter() - started)
                 errors += response.status_code != 200
 
@@ -275,12 +412,188 @@ async def run_httpx(url: str, cookies: list[str], seconds: float, connections: i
     )
 
 
+async def drive(port: int, requests: list[tuple[str, dict[str, str]]], connections: int) -> int:
+    """Send each request once over `connections` keep-alive connections (a minimal HTTP/1.1
+    client: the renderer always sends Content-Length); returns how many were not 200."""
+    queue = iter(requests)
+    failures = 0
+
+    async def connection() -> None:
+        nonlocal failures
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            for path, headers in queue:
+                lines = [f"GET {path} HTTP/1.1", f"Host: 127.0.0.1:{port}"]
+                lines += [f"{k}: {v}" for k, v in headers.items()]
+                writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+                head = await reader.readuntil(b"\r\n\r\n")
+                status = int(head.split(b" ", 2)[1])
+                length = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
+                await reader.readexactly(int(length.group(1)) if length else 0)
+                failures += status != 200
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(connection() for _ in range(connections)))
+    return failures
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def used_memory_mib(client: redis.Redis) -> float:
+    return int(client.info("memory")["used_memory"]) / 2**20
+
+
+# -- the measurements --------------------------------------------------------------------------------
+
+
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def throughput(
+    args: argparse.Namespace, visitors: Visitors, redis_url: str, tmp: Path, use_wrk: bool
+) -> None:
+    processes: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+    try:
+        processes["personal"] = start("personal", redis_url, 0)
+        personal_url = processes["personal"][1]
+        sample = httpx.get(personal_url + PATH, headers={"Cookie": f"wm_{CAMPAIGN}={visitors.cookies[0]}"})
+        assert sample.status_code == 200 and 'data-wm-rung="personal"' in sample.text, sample.text[:300]
+        page_bytes = len(sample.content)
+        zones = httpx.get(personal_url + ZONES_PATH + visitors.links[0], headers={"Origin": ORIGIN})
+        assert zones.status_code == 200 and zones.json()["arm"] == "personal", zones.text[:300]
+        assert zones.headers.get("access-control-allow-origin") == ORIGIN, zones.headers
+        snippet = httpx.get(personal_url + "/snippet.js")
+        assert snippet.status_code == 200, snippet.status_code
+        processes["zones"] = processes["personal"]  # one renderer answers both
+        processes["bare"] = start("bare", redis_url, page_bytes)
+        processes["headers"] = start("headers", redis_url, page_bytes)
+        processes["miss"] = start("miss", redis_url, page_bytes)
+        assert abs(len(httpx.get(processes["bare"][1] + PATH).content) - page_bytes) <= 1
+        same = httpx.get(processes["headers"][1] + PATH)
+        assert abs(len(same.content) - page_bytes) <= 1
+        assert set(same.headers) == set(sample.headers), (same.headers, sample.headers)
+        cookie = f"wm_{CAMPAIGN}="
+        loads = {
+            "bare": Request(PATH, visitors.cookies[:1], "Cookie", cookie),
+            "headers": Request(PATH, visitors.cookies[:1], "Cookie", cookie),
+            # a handful of accounts, all cached
+            "personal": Request(PATH, visitors.cookies[:32], "Cookie", cookie),
+            "zones": Request(ZONES_PATH, visitors.links[:32], fixed=(("Origin", ORIGIN),)),
+            # every request a new account
+            "miss": Request(PATH, visitors.cookies, "Cookie", cookie),
+        }
+        results: dict[str, list[Result]] = {k: [] for k in KINDS}
+        for _ in range(args.rounds):
+            for kind in KINDS:
+                url = processes[kind][1]
+                if use_wrk:
+                    result = run_wrk(url, loads[kind], args.seconds, args.connections, tmp)
+                else:
+                    result = asyncio.run(run_httpx(url, loads[kind], args.seconds, args.connections))
+                results[kind].append(result)
+        events = redis.Redis.from_url(redis_url).xlen(keys.events_stream_key(TENANT))
+    finally:
+        for kind, (process, _) in processes.items():
+            if kind != "zones":
+                stop(process)
+
+    print(
+        f"load: {'wrk' if use_wrk else 'httpx (wrk not installed)'}, {args.connections} connections, "
+        f"{'server on CPU 0, wrk and Redis on CPU 1' if pinned(0) else 'unpinned'}, "
+        f"{args.seconds:g} s x {args.rounds} rounds alternating; page {page_bytes} bytes, "
+        f"zones answer {len(zones.content)} bytes; {len(visitors.cookies)} zone sets published; "
+        f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}"
+    )
+    print("medians over rounds [min-max]; each ratio is taken within a round (against that round's bare run)")
+    print(
+        f"{'app':<36} {'req/s':>7} {'x bare':>7} {'[spread]':>11} {'p50 ms':>7} {'p99 ms':>7} "
+        f"{'p99 x bare':>10} {'[spread]':>11} {'errors':>6}"
+    )
+    labels = {
+        "bare": "bare Starlette, constant page",
+        "headers": "bare + the renderer's headers",
+        "personal": "personal page (cookie, cached)",
+        "zones": "/v1/zones (?wm= token, cached)",
+        "miss": "cache miss (Redis read + render)",
+    }
+    bare = results["bare"]
+    for kind in KINDS:
+        runs = results[kind]
+        rps = [r.rps / b.rps for r, b in zip(runs, bare, strict=True)]
+        p99 = [r.p99_ms / b.p99_ms for r, b in zip(runs, bare, strict=True)]
+        print(
+            f"{labels[kind]:<36} {median([r.rps for r in runs]):>7.0f} {median(rps):>7.2f} "
+            f"{f'[{min(rps):.2f}-{max(rps):.2f}]':>11} "
+            f"{median([r.p50_ms for r in runs]):>7.2f} {median([r.p99_ms for r in runs]):>7.2f} "
+            f"{median(p99):>10.2f} {f'[{min(p99):.2f}-{max(p99):.2f}]':>11} "
+            f"{sum(r.errors for r in runs):>6}"
+        )
+    print(f"view events written to the stream during the run: {events}")
+    body = snippet.content
+    print(
+        f"snippet.js as served: {len(body)} bytes, {len(gzip.compress(body, 9))} bytes gzipped (level 9), "
+        f"{len(gzip.compress(body, 6))} at level 6"
+    )
+
+
+def memory(args: argparse.Namespace, visitors: Visitors, redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url)
+    process, url = start("personal", redis_url, 0)
+    port = int(url.rsplit(":", 1)[1])
+    try:
+        n = args.distinct
+        cookie = f"wm_{CAMPAIGN}="
+
+        def requests(first: int, last: int) -> list[tuple[str, dict[str, str]]]:
+            out: list[tuple[str, dict[str, str]]] = []
+            for i in range(first, last):
+                out.append((PATH, {"Cookie": cookie + visitors.cookies[i]}))
+                out.append((ZONES_PATH + visitors.links[i], {"Origin": ORIGIN}))
+            return out
+
+        failures = asyncio.run(drive(port, requests(0, 16) * 4, 8))  # warm-up: imports, first renders
+        rows = [("after start-up and a warm-up (16 accounts)", rss_mib(process.pid), 0.0)]
+        for first in range(0, n * args.memory_steps, n):
+            started = time.perf_counter()
+            failures += asyncio.run(drive(port, requests(first, first + n), 16))
+            rows.append(
+                (
+                    f"after {first + n:,} distinct accounts",
+                    rss_mib(process.pid),
+                    time.perf_counter() - started,
+                )
+            )
+        assert failures == 0, f"{failures} requests were not answered 200"
+    finally:
+        stop(process)
+    print(
+        f"memory: {len(visitors.cookies):,} zone sets published; Redis used_memory "
+        f"{used_memory_mib(client):.0f} MiB; one renderer process, production cache sizes; "
+        "each account: a landing page (cookie) and a /v1/zones (link token)"
+    )
+    print(f"{'renderer':<44} {'RSS MiB':>8} {'took s':>7}")
+    for label, rss, took in rows:
+        print(f"{label:<44} {rss:>8.0f} {took:>7.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=64)
-    parser.add_argument("--serve", choices=["bare", "personal", "miss"], help=argparse.SUPPRESS)
+    parser.add_argument("--accounts", type=int, default=100_000, help="personal zone sets published")
+    parser.add_argument("--distinct", type=int, default=20_000, help="accounts per memory step (two steps)")
+    parser.add_argument("--memory-steps", type=int, default=3, help="memory steps of --distinct accounts")
+    parser.add_argument("--skip-memory", action="store_true", help="throughput only")
+    parser.add_argument("--skip-throughput", action="store_true", help="memory only")
+    parser.add_argument("--serve", choices=["bare", "headers", "personal", "miss"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--redis", help=argparse.SUPPRESS)
     parser.add_argument("--page-bytes", type=int, default=0, help=argparse.SUPPRESS)
@@ -288,73 +601,28 @@ def main() -> None:
     if args.serve:
         serve(args.serve, args.port, args.redis, args.page_bytes)
         return
+    links = 32 if args.skip_memory else args.memory_steps * args.distinct
+    if args.accounts < max(links, 32):
+        parser.error(f"--accounts must be at least {max(links, 32)} (--memory-steps x --distinct)")
 
-    use_wrk = shutil.which("wrk") is not None
+    use_wrk = ensure_wrk() if not args.skip_throughput else False
     with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as redis_url:
         client = redis.Redis.from_url(redis_url)
         if pinned(1):
             redis_pid = str(client.info("server")["process_id"])
             subprocess.run(["taskset", "-pc", "1", redis_pid], check=True, capture_output=True)
-        cookies = publish(client)
-        processes: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
-        try:
-            processes["personal"] = start("personal", redis_url, 0)
-            sample = httpx.get(
-                processes["personal"][1] + PATH, headers={"Cookie": f"wm_{CAMPAIGN}={cookies[0]}"}
-            )
-            assert sample.status_code == 200 and 'data-wm-rung="personal"' in sample.text, sample.text[:300]
-            page_bytes = len(sample.content)
-            processes["bare"] = start("bare", redis_url, page_bytes)
-            processes["miss"] = start("miss", redis_url, page_bytes)
-            assert abs(len(httpx.get(processes["bare"][1] + PATH).content) - page_bytes) <= 1
-            results: dict[str, list[Result]] = {k: [] for k in ("bare", "personal", "miss")}
-            for _ in range(args.rounds):
-                for kind in ("bare", "personal", "miss"):
-                    # personal: a handful of accounts, all cached; miss: every request a new account.
-                    pool = cookies[:32] if kind == "personal" else cookies
-                    if kind == "bare":
-                        pool = cookies[:1]
-                    url = processes[kind][1]
-                    if use_wrk:
-                        result = run_wrk(url, pool, args.seconds, args.connections, Path(tmp))
-                    else:
-                        result = asyncio.run(run_httpx(url, pool, args.seconds, args.connections))
-                    results[kind].append(result)
-            events = client.xlen(keys.events_stream_key(TENANT))
-        finally:
-            for process, _ in processes.values():
-                process.terminate()
-                process.wait(10)
-
-    def median(values: list[float]) -> float:
-        return sorted(values)[len(values) // 2]
-
-    print(
-        f"load: {'wrk' if use_wrk else 'httpx (wrk not installed)'}, {args.connections} connections, "
-        f"{'server on CPU 0, wrk and Redis on CPU 1' if pinned(0) else 'unpinned'}, "
-        f"{args.seconds:g} s x {args.rounds} rounds alternating; page {page_bytes} bytes; "
-        f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}"
-    )
-    print("medians over rounds; each ratio is taken within a round (against that round's bare run)")
-    print(
-        f"{'app':<34} {'req/s':>9} {'x bare':>7} {'p50 ms':>8} {'p99 ms':>8} {'p99 x bare':>10} {'errors':>6}"
-    )
-    labels = {
-        "bare": "bare Starlette, constant page",
-        "personal": "personal page (cookie, cached)",
-        "miss": "cache miss (Redis read + render)",
-    }
-    bare = results["bare"]
-    for kind in ("bare", "personal", "miss"):
-        runs = results[kind]
-        rps_ratio = median([r.rps / b.rps for r, b in zip(runs, bare, strict=True)])
-        p99_ratio = median([r.p99_ms / b.p99_ms for r, b in zip(runs, bare, strict=True)])
+        started = time.perf_counter()
+        visitors = publish(client, args.accounts, links)
         print(
-            f"{labels[kind]:<34} {median([r.rps for r in runs]):>9.0f} {rps_ratio:>7.2f} "
-            f"{median([r.p50_ms for r in runs]):>8.2f} {median([r.p99_ms for r in runs]):>8.2f} "
-            f"{p99_ratio:>10.2f} {sum(r.errors for r in runs):>6}"
+            f"published {args.accounts:,} zone sets (ZoneSetStore.publish_many, batches of {PUBLISH_BATCH:,})"
+            " "
+            f"and signed their tokens in {time.perf_counter() - started:.1f} s; "
+            f"Redis used_memory {used_memory_mib(client):.0f} MiB"
         )
-    print(f"view events written to the stream during the run: {events}")
+        if not args.skip_throughput:
+            throughput(args, visitors, redis_url, Path(tmp), use_wrk)
+        if not args.skip_memory:
+            memory(args, visitors, redis_url)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from welcomemat import keys
 from welcomemat.accounts import read_accounts
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.commands.validate import find_zones_folder
-from welcomemat.connection import CONNECT_TIMEOUT_S, SOCKET_TIMEOUT_S, connect, resolve_redis
+from welcomemat.connection import connect, connect_for_blocking_reads, resolve_redis
 from welcomemat.errors import InputError
 from welcomemat.ids import is_valid_id
 from welcomemat.settings import Settings
@@ -402,13 +402,7 @@ def run_worker(
 
     settings = Settings.from_env()
     target = resolve_redis(settings)
-    connect(target).close()  # fails early, with the usual message, when Redis does not answer
-    # A blocking XREADGROUP must not outlast the socket timeout, or it reads as a dead server.
-    client = redis.Redis.from_url(
-        target.url,
-        socket_connect_timeout=CONNECT_TIMEOUT_S,
-        socket_timeout=SOCKET_TIMEOUT_S + block_ms / 1000,
-    )
+    client = connect_for_blocking_reads(target, block_ms)
     options = WorkerOptions(
         name=name or default_consumer_name(),
         campaign=_campaign_ref(campaign, client) if campaign else None,

@@ -13,9 +13,30 @@ from precompute.assemble import AccountOutcome
 __all__ = ["explain_record", "format_explain"]
 
 
+def _fact_provenance(outcome: AccountOutcome) -> dict[str, dict[str, str | None]]:
+    """Statement, link and date per fact id, so a reviewer sees what each decision was about.
+
+    A trusted fact gives its normalised link; an untrusted one what the file said (the
+    admin pages gate every link again before showing it).
+    """
+    out: dict[str, dict[str, str | None]] = {
+        f.id: {"statement": f.statement, "source_url": f.source_url, "published_at": f.published_at}
+        for f in outcome.account.facts
+    }
+    for t in outcome.context.facts:
+        out[t.id] = {
+            "statement": t.statement,
+            "source_url": t.source_url,
+            "published_at": t.published_at.isoformat(),
+        }
+    return out
+
+
 def explain_record(outcome: AccountOutcome, *, version: int | None) -> dict[str, Any]:
     ctx = outcome.context
     zs = outcome.zone_set
+    provenance = _fact_provenance(outcome)
+    unknown: dict[str, str | None] = {"statement": None, "source_url": None, "published_at": None}
     return {
         "account_id": outcome.account.account_id,
         "name": outcome.account.name,
@@ -41,6 +62,7 @@ def explain_record(outcome: AccountOutcome, *, version: int | None) -> dict[str,
                 "trusted": d.trusted,
                 "reason": d.reason.value,
                 "detail": d.detail,
+                **provenance.get(d.fact_id, unknown),
             }
             for d in ctx.decisions
         ],
@@ -79,6 +101,8 @@ def format_explain(record: dict[str, Any]) -> str:
         mark = "trusted " if fact["trusted"] else "rejected"
         detail = f" — {fact['detail']}" if fact["detail"] else ""
         lines.append(f"    {mark} {fact['id']} [{fact['type']}] {fact['reason']}{detail}")
+        if fact.get("statement"):  # records written before provenance was kept lack it
+            lines.append(f"      “{fact['statement']}” ({fact['published_at']}, {fact['source_url']})")
     lines.append("  zones:")
     for zone in record["zones"]:
         cites = f" cites {', '.join(zone['facts'])}" if zone["facts"] else ""

@@ -2,8 +2,9 @@
 
 Work goes in chunks (`CHUNK_SIZE` accounts): one MGET reads the chunk's current zone
 sets, unchanged accounts are skipped before any generation (same input hash, still
-valid: no model call, no new version), the rest are assembled (optionally on a thread
-pool, for model providers that wait on the network) and published one atomic
+valid: no model call, no new version), the rest are assembled (with `concurrency` > 1 on
+the run's one thread pool, for model providers that wait on the network; the next chunk
+starts assembling while this one publishes) and published one atomic
 transaction each; journal entries and explain records for the chunk go in one pipeline.
 A run killed mid-way leaves accounts journalled `accepted`; `--resume` skips those
 journalled `published` with the same input hash and redoes the rest.
@@ -23,6 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +45,7 @@ from welcomemat import keys
 from welcomemat.accounts import Account, read_accounts
 from welcomemat.campaign import Campaign, Confidence
 from welcomemat.errors import StoredValueError
+from welcomemat.records import write_profile
 from welcomemat.store import ZoneSetStore
 from welcomemat.zone_contract import ZoneContract
 from welcomemat.zoneset import Rung, ZoneSet, ZoneSetStatus
@@ -71,6 +74,17 @@ class JournalState:
 
 # (stratum, account id, status) of a published zone set: what the review sample is drawn from.
 SampleCandidate = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class _StartedChunk:
+    """A chunk whose changed accounts (`todo`) are being assembled; `outcomes()` waits for them."""
+
+    size: int
+    todo: list[Account]
+    hashes: dict[str, str]
+    current: dict[str, ZoneSet | None]
+    outcomes: Callable[[], list[AccountOutcome | BaseException]]
 
 
 @dataclass
@@ -211,6 +225,7 @@ class PrecomputeRun:
         self.progress = progress
         self.other_companies = other_companies
         self._assembler: Assembler | None = None
+        self._pool: ThreadPoolExecutor | None = None  # see `_assembly_pool`
         self.fingerprint = campaign_fingerprint(campaign, zones, policy, provider.fingerprint())
         self.journal_key = keys.journal_key(campaign.tenant, campaign.campaign)
 
@@ -226,7 +241,10 @@ class PrecomputeRun:
             MalformedRow(file=p.file, line=p.line, field=p.field, reason=p.message) for p in read.problems
         ]
         self.prepare(read.accounts)
-        sampled = self.process(read.accounts, report)
+        try:
+            sampled = self.process(read.accounts, report)
+        finally:
+            self.close()
         self.queue_sample(sampled)
         self.finish(report, seconds=time.perf_counter() - started)
         return report
@@ -258,11 +276,22 @@ class PrecomputeRun:
         before = self.provider.usage()
         tally = _Tally(Counter(), Counter(), Counter(), Counter())
         sampled: list[SampleCandidate] = []
-        for chunk in _chunks(accounts, CHUNK_SIZE):
-            journal = self._load_journal(chunk) if self.resume else {}
-            self._run_chunk(chunk, self._assembler, journal, report, tally, sampled)
-            if self.progress:
-                self.progress(len(chunk))
+        with self._assembly_pool() as pool:
+            started: _StartedChunk | None = None
+            for chunk in _chunks(accounts, CHUNK_SIZE):
+                journal = self._load_journal(chunk) if self.resume else {}
+                # The next chunk goes to the pool before this one is published, so the pool
+                # does not idle while the main thread publishes (chunks never share an account).
+                following = self._start_chunk(chunk, self._assembler, journal, report, tally, sampled, pool)
+                if started is not None:
+                    self._run_chunk(started, report, tally, sampled)
+                    if self.progress:
+                        self.progress(started.size)
+                started = following
+            if started is not None:
+                self._run_chunk(started, report, tally, sampled)
+                if self.progress:
+                    self.progress(started.size)
         report.accounts += len(accounts)
         after = self.provider.usage()
         report.model_calls += after.model_calls - before.model_calls
@@ -307,7 +336,7 @@ class PrecomputeRun:
         assembler.prepare_fallbacks(build_context(neutral, self.campaign, self.policy, assembler.as_of))
         return assembler
 
-    def _run_chunk(
+    def _start_chunk(
         self,
         chunk: Sequence[Account],
         assembler: Assembler,
@@ -315,7 +344,9 @@ class PrecomputeRun:
         report: RunReport,
         tally: _Tally,
         sampled: list[SampleCandidate],
-    ) -> None:
+        pool: ThreadPoolExecutor | None,
+    ) -> _StartedChunk:
+        """Count the chunk's unchanged accounts and set the rest assembling (on `pool`, if any)."""
         hashes = {a.account_id: account_input_hash(self.fingerprint, a) for a in chunk}
         current = self.store.get_many(self.campaign.tenant, self.campaign.campaign, list(hashes))
         todo: list[Account] = []
@@ -336,8 +367,15 @@ class PrecomputeRun:
                 self._count(existing, tally, sampled, account)
             else:
                 todo.append(account)
+        outcomes = self._assemble_all(assembler, todo, hashes, pool)
+        return _StartedChunk(len(chunk), todo, hashes, current, outcomes)
 
-        outcomes = self._assemble_all(assembler, todo, hashes)
+    def _run_chunk(
+        self, started: _StartedChunk, report: RunReport, tally: _Tally, sampled: list[SampleCandidate]
+    ) -> None:
+        """Wait for the chunk's assembly, then publish and journal it."""
+        todo, hashes, current = started.todo, started.hashes, started.current
+        outcomes = started.outcomes()
         pipe = self.client.pipeline(transaction=False)
         built: list[AccountOutcome] = []
         for account, outcome in zip(todo, outcomes, strict=True):
@@ -365,6 +403,8 @@ class PrecomputeRun:
                 for failure in zone.failures:
                     tally.check_failures[f"{failure.check}:{failure.reason}"] += 1
             self._count(result.zone_set, tally, sampled, account)
+            # The shared record outbound reads: profile, and the statements of the facts shown.
+            write_profile(pipe, self.campaign.tenant, account, result.zone_set)
             pipe.set(
                 keys.explain_key(self.campaign.tenant, self.campaign.campaign, account.account_id),
                 json.dumps(explain_record(outcome, version=result.version)).encode(),
@@ -382,18 +422,54 @@ class PrecomputeRun:
         pipe.execute()
 
     def _assemble_all(
-        self, assembler: Assembler, todo: Sequence[Account], hashes: dict[str, str]
-    ) -> list[AccountOutcome | BaseException]:
+        self,
+        assembler: Assembler,
+        todo: Sequence[Account],
+        hashes: dict[str, str],
+        pool: ThreadPoolExecutor | None,
+    ) -> Callable[[], list[AccountOutcome | BaseException]]:
+        """Starts assembling `todo` on `pool`; the returned call waits for the outcomes, in order.
+
+        Without a pool nothing starts until the call (a serial run assembles, then publishes).
+        """
+
         def one(account: Account) -> AccountOutcome | BaseException:
             try:
                 return assembler.assemble(account, hashes[account.account_id])
             except Exception as exc:  # one broken account must not stop the run: journalled as failed
                 return exc
 
-        if self.concurrency == 1 or len(todo) < 2:
-            return [one(a) for a in todo]
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(one, todo))
+        if pool is None:
+            return lambda: [one(a) for a in todo]
+        futures = [pool.submit(one, a) for a in todo]
+        return lambda: [f.result() for f in futures]
+
+    @contextmanager
+    def _assembly_pool(self) -> Iterator[ThreadPoolExecutor | None]:
+        """The run's thread pool (none at concurrency 1), kept from one `process` call to the next.
+
+        One thread per concurrent account: the model client is synchronous, and a thread
+        waiting on the network holds no lock. (The `openai` client's asyncio flavour was
+        measured to cost more CPU per call than its threads, see bench/README.md.) Kept,
+        because a worker calls `process` once per work entry and starting `concurrency`
+        threads each time was a visible share of its CPU; `close` stops them.
+        """
+        if self.concurrency == 1:
+            yield None
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="assemble")
+        try:
+            yield self._pool
+        except BaseException:
+            self.close()  # a failed publish starts no more model calls
+            raise
+
+    def close(self) -> None:
+        """Stop the run's assembly threads, dropping work not started (a later `process` starts anew)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _still_good(self, existing: ZoneSet, input_hash: str) -> bool:
         """Same inputs and still inside its validity window: keep it, whatever its review status."""

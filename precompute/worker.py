@@ -176,6 +176,13 @@ class Worker:
 
     def run(self) -> WorkerStats:
         """Work until stopped (or, with `once`, until every stream is drained)."""
+        try:
+            return self._work()
+        finally:
+            for context in self._runs.values():
+                context.run.close()  # the runs' assembly threads
+
+    def _work(self) -> WorkerStats:
         last_claim = float("-inf")
         errors = 0
         rotation = 0
@@ -405,7 +412,7 @@ class Worker:
                 "changed since; enqueue the run again"
             )
         if len(self._runs) >= _RUN_CACHE_MAX:
-            self._runs.pop(next(iter(self._runs)))
+            self._runs.pop(next(iter(self._runs))).run.close()
         self._runs[run_id] = _RunContext(record, run)
         return self._runs[run_id]
 

@@ -19,6 +19,9 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from server.admin import admin_routes
+from server.admin_lift import LIFT_ROUTE, lift_page
+from server.conversions_api import CONVERSIONS_ROUTE, post_conversion
 from server.faults import http_error_handler
 from server.health import healthz, metrics, readyz
 from server.openapi import openapi_schema
@@ -28,6 +31,7 @@ from server.redis_guard import renderer_redis_client
 from server.render import TEMPLATES_DIR
 from server.renderer import Renderer
 from server.security import SecurityMiddleware
+from server.snippet import snippet_routes
 from server.tuning import RendererTuning
 from welcomemat.settings import Settings
 
@@ -69,10 +73,14 @@ def create_app(
         Route("/c/{campaign}", landing_page, methods=["GET", "HEAD"]),
         Route("/c/{campaign}/continue", continuation_page, methods=["GET", "HEAD"]),
         Route("/q/{token}", qr_entry, methods=["GET"]),
+        *snippet_routes(renderer, templates_dir),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         Route("/openapi.json", openapi_schema, methods=["GET"], include_in_schema=False),
+        *admin_routes(),
+        Route(LIFT_ROUTE, lift_page, methods=["GET"]),
+        Route(CONVERSIONS_ROUTE, post_conversion, methods=["POST"]),
         Mount("/static", StaticFiles(directory=templates_dir / "static"), name="static"),
     ]
     middleware = [

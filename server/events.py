@@ -11,19 +11,26 @@ fails, the batch goes back to the front of the queue and the thread backs off; w
 queue is full, new events are dropped and counted. At-most-once by design: a crash loses
 what is queued (engagement is analytics, not money).
 
-The POST /v1/events endpoint (later) validates its body with a pydantic model at the
-boundary and then emits the same `EngagementEvent`.
+Every event has an `event_id` (outbound folds events idempotently by it). Server-made
+events get one from `new_event_id`; beacons (`POST /v1/events`, `server.events_api`)
+carry the client's, and are written with a `dedup_key`: the batch script writes the
+event only if `SET dedup_key NX EX` succeeds, so a beacon sent twice, to any renderer
+process, reaches the stream once (`keys.beacon_event_key`, under the tenant's hash tag,
+in the same slot as the stream).
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
 import json
 import logging
+import os
+import secrets
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import redis
 from redis.exceptions import RedisError
@@ -31,26 +38,52 @@ from redis.exceptions import RedisError
 from server.metrics import RendererMetrics
 from welcomemat import keys
 
-__all__ = ["EngagementEvent", "EventType", "EventWriter"]
+__all__ = ["EngagementEvent", "EventType", "EventWriter", "new_event_id"]
 
 log = logging.getLogger(__name__)
 
 _BACKOFF_MIN_S = 0.1
 _BACKOFF_MAX_S = 5.0
 
-# KEYS[1]: the stream. ARGV: maxlen, ttl seconds, and the batch as one JSON array of
-# entries, each a flat array of strings [field, value, field, value, ...]. One argument
-# for the whole batch: redis-py packs each argument in Python (microseconds apiece),
-# while json.dumps encodes the batch in C.
+# KEYS[1]: the stream. ARGV: maxlen, ttl seconds, the batch as one JSON array of entries,
+# and the dedup TTL. Each entry is a flat array of strings [dedup key or "", field, value,
+# field, value, ...]. One argument for the whole batch: redis-py packs each argument in
+# Python (microseconds apiece), while json.dumps encodes the batch in C. Dedup keys are
+# built by `keys.beacon_event_key` with the stream's tenant hash tag (same Cluster slot).
+# Returns the number of entries written (the rest were duplicates).
 _WRITE_BATCH_LUA = """
 local entries = cjson.decode(ARGV[3])
+local written = 0
 for _, entry in ipairs(entries) do
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(entry))
+  if entry[1] == '' or redis.call('SET', entry[1], '1', 'NX', 'EX', ARGV[4]) then
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(entry, 2))
+    written = written + 1
+  end
 end
 redis.call('EXPIRE', KEYS[1], ARGV[2])
-return #entries
+return written
 """
 _NAMES = ("arm", "account", "contact", "zone", "rung", "version", "identified_by")
+
+
+# Server-made event ids: a random prefix per process and a counter (unique across renderer
+# processes without a random draw per page view). Reset in a forked child.
+_ID_PREFIX = secrets.token_hex(6)
+_ID_COUNTER = itertools.count(1)
+
+
+def _reset_ids() -> None:
+    global _ID_PREFIX, _ID_COUNTER
+    _ID_PREFIX = secrets.token_hex(6)
+    _ID_COUNTER = itertools.count(1)
+
+
+os.register_at_fork(after_in_child=_reset_ids)
+
+
+def new_event_id() -> str:
+    """An id for a server-made event: an opaque id (`welcomemat.ids`), unique across processes."""
+    return f"s{_ID_PREFIX}.{next(_ID_COUNTER):x}"
 
 
 class EventType(enum.StrEnum):
@@ -79,10 +112,19 @@ class EngagementEvent:
     rung: str | None = None
     zone_set_version: int | None = None
     identified_by: str | None = None
+    event_id: str = field(default_factory=new_event_id)
+    # Set for beacons: written only if this key is new (see the module docstring).
+    dedup_key: str | None = None
 
     def stream_entry(self) -> list[str]:
         """This event as a stream entry: `[field, value, ...]`, unknown values left out."""
+        return self._batch_entry()[1:]
+
+    def _batch_entry(self) -> list[str]:
         entry = [
+            self.dedup_key or "",
+            "event_id",
+            self.event_id,
             "type",
             self.type.value,
             "tenant",
@@ -140,6 +182,7 @@ class EventWriter:
         self._start_lock = threading.Lock()
         self.written = 0
         self.dropped = 0
+        self.duplicates = 0
 
     @property
     def queued(self) -> int:
@@ -170,7 +213,8 @@ class EventWriter:
             thread.join(timeout_s)
 
     def flush_once(self) -> int:
-        """Write one batch now; the number written. Raises RedisError (batch re-queued)."""
+        """Write one batch now; the number of events handled (written, or found to be
+        duplicates). Raises RedisError (batch re-queued)."""
         batch: list[EngagementEvent] = []
         while self._queue and len(batch) < self._batch_max:
             batch.append(self._queue.popleft())
@@ -178,8 +222,9 @@ class EventWriter:
             return 0
         by_tenant: dict[str, list[list[str]]] = {}
         for event in batch:
-            by_tenant.setdefault(event.tenant, []).append(event.stream_entry())
+            by_tenant.setdefault(event.tenant, []).append(event._batch_entry())
         written: set[str] = set()
+        duplicates = 0
         try:
             # One call per tenant: a stream key of each tenant's slot (valid on Redis Cluster).
             for tenant, entries in by_tenant.items():
@@ -187,8 +232,10 @@ class EventWriter:
                     self._maxlen,
                     keys.EVENTS_STREAM_TTL_S,
                     json.dumps(entries, separators=(",", ":")),
+                    keys.BEACON_EVENT_TTL_S,
                 ]
-                self._write_batch(keys=[keys.events_stream_key(tenant)], args=args)
+                added = self._write_batch(keys=[keys.events_stream_key(tenant)], args=args)
+                duplicates += len(entries) - int(added)
                 written.add(tenant)
         except (RedisError, OSError):
             # Put back what was not written, in order, as far as the queue has room.
@@ -200,12 +247,17 @@ class EventWriter:
             if lost:
                 self.dropped += lost
                 self._metrics.events_dropped.labels("write_failed").inc(lost)
-            self.written += len(batch) - len(unwritten)
-            self._metrics.events_written.inc(len(batch) - len(unwritten))
+            self._count_written(len(batch) - len(unwritten), duplicates)
             raise
-        self.written += len(batch)
-        self._metrics.events_written.inc(len(batch))
+        self._count_written(len(batch), duplicates)
         return len(batch)
+
+    def _count_written(self, handled: int, duplicates: int) -> None:
+        self.written += handled - duplicates
+        self._metrics.events_written.inc(handled - duplicates)
+        if duplicates:
+            self.duplicates += duplicates
+            self._metrics.events_dropped.labels("duplicate").inc(duplicates)
 
     def _run(self) -> None:
         backoff = _BACKOFF_MIN_S

@@ -2,11 +2,17 @@
 
 URLs start with `WELCOMEMAT_PUBLIC_URL`; tokens are signed by `welcomemat.tokens` with the
 first key of `WELCOMEMAT_SECRET`. No secret: exit 2 before anything else happens.
+
+`--qr-image FILE` (implies `--qr`) also writes the QR code, SVG or PNG by the file's
+suffix, with segno. The image is written whole or not at all (a temporary file renamed
+into place), so a print shop never picks up half a code.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from welcomemat import keys
@@ -15,9 +21,21 @@ from welcomemat.ids import is_valid_id
 from welcomemat.settings import Settings
 from welcomemat.tokens import DEFAULT_TTL_S, MAX_TTL_S, TokenKind, TokenSigner
 
-__all__ = ["resolve_campaign_ref", "run_link", "signed_url"]
+__all__ = [
+    "QR_IMAGE_KINDS",
+    "check_qr_image_path",
+    "resolve_campaign_ref",
+    "run_link",
+    "signed_url",
+    "write_qr_image",
+]
 
 _DAY_S = 24 * 60 * 60
+# File suffix -> segno's writer.
+QR_IMAGE_KINDS = {".svg": "svg", ".png": "png"}
+# Pixels per module and the quiet zone (modules) the QR standard asks for around a code.
+QR_SCALE = 10
+QR_BORDER = 4
 
 
 def resolve_campaign_ref(ref: str, settings: Settings) -> tuple[str, str]:
@@ -69,7 +87,53 @@ def signed_url(
     return f"{public_url}/q/{token}" if qr else f"{public_url}/c/{campaign}?wm={token}"
 
 
-def run_link(campaign: str, account: str, *, contact: str | None, qr: bool, ttl_days: int | None) -> int:
+def check_qr_image_path(path: Path) -> str:
+    """segno's writer for `path`; `InputError` naming the file unless it is a `.svg` or `.png`
+    in a folder that exists."""
+    kind = QR_IMAGE_KINDS.get(path.suffix.lower())
+    if kind is None:
+        raise InputError(
+            f"a QR image must be .svg or .png, not {path.suffix or 'a file without a suffix'!r}",
+            file=path,
+            field="--qr-image",
+        )
+    if not path.parent.is_dir():
+        raise InputError(f"folder {str(path.parent)!r} does not exist", file=path, field="--qr-image")
+    return kind
+
+
+def write_qr_image(url: str, path: Path) -> None:
+    """Write `url` as a QR code (error correction M or better) to `path`, atomically."""
+    import segno
+
+    kind = check_qr_image_path(path)
+    code = segno.make(url, error="m", micro=False)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            if kind == "svg":
+                code.save(out, kind="svg", scale=QR_SCALE, border=QR_BORDER, xmldecl=True, title=url)
+            else:
+                code.save(out, kind="png", scale=QR_SCALE, border=QR_BORDER)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_link(
+    campaign: str,
+    account: str,
+    *,
+    contact: str | None,
+    qr: bool,
+    ttl_days: int | None,
+    qr_image: str | None = None,
+) -> int:
+    image = Path(qr_image) if qr_image is not None else None
+    if image is not None:
+        check_qr_image_path(image)  # refused before anything is signed or printed
+        qr = True
     settings = Settings.from_env()
     signer = TokenSigner.from_setting(settings.require_secret())
     kind = TokenKind.QR if qr else TokenKind.LINK
@@ -87,5 +151,12 @@ def run_link(campaign: str, account: str, *, contact: str | None, qr: bool, ttl_
         qr=qr,
         ttl_s=ttl_s,
     )
+    if image is not None:
+        try:
+            write_qr_image(url, image)
+        except OSError as exc:
+            raise InputError(f"cannot write the QR image: {exc.strerror or exc}", file=image) from None
     print(url, file=sys.stdout)
+    if image is not None:
+        print(f"QR code written to {image}", file=sys.stderr)
     return 0

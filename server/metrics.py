@@ -151,7 +151,7 @@ class RendererMetrics:
         )
         self.events_dropped = Counter(
             "welcomemat_events_dropped",
-            "Engagement events dropped, by reason (queue_full, write_failed).",
+            "Engagement events dropped, by reason (queue_full, write_failed, duplicate).",
             ["reason"],
             registry=r,
         )

@@ -16,7 +16,18 @@ _GENERATOR = SchemaGenerator(
         "info": {
             "title": "Welcomemat renderer",
             "version": __version__,
-            "description": "Account-aware landing pages, QR continuations and operations endpoints.",
+            "description": (
+                "Account-aware landing pages, QR continuations, the embeddable snippet with its "
+                "zones API and engagement beacons, and operations endpoints."
+            ),
+        },
+        # Admin routes declare `security: [{adminBearer: []}]` (WELCOMEMAT_ADMIN_TOKEN).
+        # POST /v1/conversions declares `security: [{crmBearer: []}]` (WELCOMEMAT_CRM_TOKEN).
+        "components": {
+            "securitySchemes": {
+                "adminBearer": {"type": "http", "scheme": "bearer"},
+                "crmBearer": {"type": "http", "scheme": "bearer"},
+            }
         },
     }
 )

@@ -1,13 +1,8 @@
-"""Zones to HTML: the fallback ladder at render time, Jinja2 templates, and a cache of pages.
+"""Zones to HTML: Jinja2 templates and a cache of pages.
 
-Which copy a page shows:
-
-- anonymous visitors: the campaign default for every zone;
-- holdout accounts, and accounts whose zone set is missing, past `valid_until` or not
-  `published`: their segment's copy (from the zone set's `segment`), else the default;
-- personal: each zone of the zone set, re-checked here: a link zone's href must pass the
-  URL gate again (else that zone takes its fallback copy), text goes through
-  `markup.render_text` only. A zone missing from the set takes its fallback copy.
+Which copy a page shows is decided by `server.zone_resolution` (the fallback ladder at
+serve time), the same code `/v1/zones` and exports use; this module turns the resolved
+zones into HTML.
 
 Rendering is the costly step (Jinja2 alone costs about a third of a bare page's
 throughput), and its result depends only on (campaign config, page, arm, segment or
@@ -29,10 +24,9 @@ import jinja2
 
 from server.campaigns import CampaignView, ResolvedZone
 from server.metrics import RendererMetrics
+from server.zone_resolution import PLAIN_RUNG, RUNG_ORDER, best_rung, choose_variant, resolve_zones
 from welcomemat.arms import Arm
-from welcomemat.markup import render_text
-from welcomemat.urlgate import safe_href
-from welcomemat.zoneset import Rung, ZoneSet
+from welcomemat.zoneset import ZoneSet
 
 __all__ = [
     "PLAIN_RUNG",
@@ -44,9 +38,6 @@ __all__ = [
 
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 STYLESHEET_PATH = "/static/welcomemat.css"
-# The "rung" of a page served fail-closed (no campaign copy at all).
-PLAIN_RUNG = "plain"
-_RUNG_ORDER = (Rung.PERSONAL, Rung.SEGMENT, Rung.DEFAULT)
 
 
 def template_environment(directory: Path = TEMPLATES_DIR) -> jinja2.Environment:
@@ -82,14 +73,6 @@ class RenderedPage:
         return html
 
 
-def _best_rung(rungs: tuple[Rung, ...]) -> str:
-    """The page's label for metrics and events: its most personal zone's rung."""
-    for rung in _RUNG_ORDER:
-        if rung in rungs:
-            return rung.value
-    return PLAIN_RUNG
-
-
 class PageRenderer:
     def __init__(self, env: jinja2.Environment, max_entries: int, metrics: RendererMetrics) -> None:
         self._env = env
@@ -107,70 +90,21 @@ class PageRenderer:
         self, view: CampaignView, page_id: str, arm: Arm, zone_set: ZoneSet | None, now: datetime
     ) -> RenderedPage:
         """The page for this arm and zone set (from the cache when it was rendered before)."""
-        personal = arm is Arm.PERSONAL and zone_set is not None and zone_set.is_servable_as_personal(now)
-        variant: tuple[object, ...]
-        if arm is Arm.ANONYMOUS:
-            variant = ("default",)
-        elif personal and zone_set is not None:
-            variant = ("personal", zone_set.account_id, zone_set.version)
-        else:
-            variant = ("segment", zone_set.segment if zone_set is not None else None)
-        key = (view.tenant, view.campaign_id, view.fingerprint, page_id, arm.value, *variant)
+        variant = choose_variant(arm, zone_set, now)
+        key = (view.tenant, view.campaign_id, view.fingerprint, page_id, *variant.key)
         page = self._cache.get(key)
         if page is not None:
             self._metrics.pages.render_cache["hit"] += 1
             self._cache.move_to_end(key)
             return page
         self._metrics.pages.render_cache["miss"] += 1
-        zones = self._resolve(view, page_id, arm, zone_set if personal else None, zone_set)
-        page = self._render_page(
-            view, page_id, arm, zones, zone_set.version if personal and zone_set else None
-        )
+        spec = view.page(page_id)
+        zones = resolve_zones(view, spec.zones, variant) if spec is not None else []
+        page = self._render_page(view, page_id, arm, zones, variant.zone_set_version)
         self._cache[key] = page
         while len(self._cache) > self._max:
             self._cache.popitem(last=False)
         return page
-
-    def _resolve(
-        self,
-        view: CampaignView,
-        page_id: str,
-        arm: Arm,
-        personal: ZoneSet | None,
-        zone_set: ZoneSet | None,
-    ) -> list[ResolvedZone]:
-        spec = view.page(page_id)
-        if spec is None:
-            return []
-        segment = None if arm is Arm.ANONYMOUS or zone_set is None else zone_set.segment
-        resolved: list[ResolvedZone] = []
-        for zone_id in spec.zones:
-            zone = self._personal_zone(view, personal, zone_id) if personal is not None else None
-            if zone is None:
-                zone = view.fallback_zone(segment, zone_id)
-            if zone is not None:  # no copy at all: the zone is left out (fail closed)
-                resolved.append(zone)
-        return resolved
-
-    @staticmethod
-    def _personal_zone(view: CampaignView, zone_set: ZoneSet, zone_id: str) -> ResolvedZone | None:
-        content = zone_set.zone(zone_id)
-        if content is None:
-            return None
-        contract = view.zones.get(zone_id)
-        allowed = contract.markup if contract is not None else frozenset()
-        href = None
-        if contract is not None and contract.link:
-            href = safe_href(content.href, view.allowlist)
-            if href is None:  # hard invariant 2, checked again at render: this zone falls back
-                return None
-        return ResolvedZone(
-            zone_id=zone_id,
-            html=render_text(content.text, content.markup, allowed),
-            text=content.text,
-            href=href,
-            rung=content.rung,
-        )
 
     def _render_page(
         self, view: CampaignView, page_id: str, arm: Arm, zones: list[ResolvedZone], version: int | None
@@ -193,8 +127,8 @@ class PageRenderer:
         # would fail. Replace them with U+FFFD once here, as a browser would.
         html = html.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         rungs = tuple(z.rung for z in zones)
-        counts = tuple((rung.value, rungs.count(rung)) for rung in _RUNG_ORDER if rung in rungs)
-        return RenderedPage(html, _best_rung(rungs), counts, version, self._nonce_slot, self._view_slot)
+        counts = tuple((rung.value, rungs.count(rung)) for rung in RUNG_ORDER if rung in rungs)
+        return RenderedPage(html, best_rung(zones), counts, version, self._nonce_slot, self._view_slot)
 
     # -- pages without a campaign ---------------------------------------------------------------
 

@@ -30,7 +30,7 @@ of `response_format` (`PageDraft`: generation, `PageReview`: self-review,
 Output modes (hallucinate ... refuse) apply to generation only; reviews say ok. Params for
 any mode: `review_reject=[zone ids]` (the review says not ok), `paraphrase=[source ids]`
 (extraction rewords that source's evidence), `extract_type` (default "expansion").
-`latency_s` delays every answer (benchmarks). Every request is logged (`requests()`).
+`latency_s` delays every answer (benchmarks). Every request is logged with its headers (`requests()`).
 """
 
 from __future__ import annotations
@@ -99,6 +99,7 @@ class LoggedRequest:
     data: Any
     status: int | None = None
     answered: float | None = None  # time.monotonic() when the answer was sent
+    headers: dict[str, str] = field(default_factory=dict)  # lower-case names
 
     @property
     def last_user_message(self) -> str:
@@ -204,7 +205,9 @@ class LLMTestServer:
             state = self._state
             state.served += 1
             served = state.served
-            entry = LoggedRequest(kind, state.mode, time.monotonic(), body, _data(body))
+            entry = LoggedRequest(
+                kind, state.mode, time.monotonic(), body, _data(body), headers=dict(request.headers)
+            )
             self._log.append(entry)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import pytest
 
 from tests.corpora import REPO_ROOT
@@ -37,21 +41,135 @@ def test_no_command_is_bad_usage(tmp_path: Path) -> None:
     assert run(home=tmp_path).returncode == 2
 
 
-def test_demo_validates_the_examples_prints_a_working_link_and_stops_its_redis(tmp_path: Path) -> None:
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def printed_links(out: str) -> dict[str, str]:
+    """`  Label   http://...` lines of the demo's output: label -> URL."""
+    found = re.findall(r"^  ([A-Z][A-Za-z ]+?)\s{2,}(http://\S+)", out, flags=re.MULTILINE)
+    links: dict[str, str] = {}
+    for label, url in found:
+        links.setdefault(label, url)
+        if label == "Customer site" and "?wm=" in url:
+            links["Customer site link"] = url
+    return links
+
+
+def test_demo_precomputes_serves_checks_every_printed_link_and_stops(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    result = run("demo", home=home, env={"WELCOMEMAT_SECRET": SECRET})
-    assert result.returncode == 0, result.stderr
+    port, site_port = free_port(), free_port()
+    args = ("demo", "--port", str(port), "--site-port", str(site_port))
+    result = run(*args, home=home, env={"WELCOMEMAT_SECRET": SECRET})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
     out = result.stdout
     assert "AOF yes" in out and "embedded Redis" in out
     assert "1200 read" in out and "0 lines skipped" in out
     assert "Dymaxa B.V." in out and "Joram, Head of Sales" in out and "Series A" in out
-    link = next(line.split()[-1] for line in out.splitlines() if line.strip().startswith("Link"))
-    parts = urlsplit(link)
-    assert parts.path == "/c/q4-pipeline"
-    token = parse_qs(parts.query)["wm"][0]
-    claims = TokenSigner([SECRET]).verify(TokenKind.LINK, token, tenant="acme", campaign="q4-pipeline")
+    assert "The demo approves v1 as a reviewer would" in out
+
+    links = printed_links(out)
+    base, site = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{site_port}"
+    personal = urlsplit(links["Personal link"])
+    assert (f"{personal.scheme}://{personal.netloc}", personal.path) == (base, "/c/q4-pipeline")
+    claims = TokenSigner([SECRET]).verify(
+        TokenKind.LINK, parse_qs(personal.query)["wm"][0], tenant="acme", campaign="q4-pipeline"
+    )
     assert (claims.account, claims.contact) == ("acct_dymaxa", "c_joram")
+    assert links["QR link"].startswith(f"{base}/q/")
+    assert links["Anonymous link"] == f"{base}/c/q4-pipeline"
+    assert links["Customer site link"] == f"{site}/?{personal.query}"
+    assert links["Admin preview"] == f"{base}/admin/preview/q4-pipeline/acct_dymaxa"
+    token = (home / "demo" / "admin-token").read_text().strip()
+    assert f"Admin token     {token}" in out
+
+    # One line per link, fetched over HTTP from the running servers, saying what it showed.
+    checks = {line.split()[2]: line for line in out.splitlines() if line.startswith(("  ok ", "  FAIL"))}
+    assert all(line.startswith("  ok ") for line in checks.values()), checks
+    assert "200  personal link      hero_headline (personal): “Congrats on the Series A" in checks["personal"]
+    assert "200  anonymous link     hero_headline (default): “New sellers" in checks["anonymous"]
+    assert f"303  QR link            -> {base}/c/q4-pipeline/continue" in checks["QR"]
+    assert "continuation_headline (personal)" in checks["QR"]
+    assert "200  customer site" in checks["customer"]
+    assert "200  admin" in checks["admin"] and "(personal)" in checks["admin"]
+    # The snippet as the customer site's browser fetches it, and its zones for Dymaxa's visitor.
+    assert "200  snippet.js" in checks["snippet.js"]
+    assert "200  snippet zones" in checks["snippet"]
+    assert "hero_headline for the site's Dymaxa visitor: “Congrats" in checks["snippet"]
+    assert "Run `welcomemat demo --serve` to keep them serving" in out
+
+    # Stopped: both ports are free again, and the Redis the demo started is gone.
+    for p in (port, site_port):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", p))
     assert not EmbeddedRedis().status(home).running, "the demo stops the Redis it started"
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_demo_serve_keeps_serving_until_ctrl_c_or_kill(tmp_path: Path, stop: signal.Signals) -> None:
+    home = tmp_path / "home"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "WELCOMEMAT_SECRET")}
+    env.update({"WELCOMEMAT_HOME": str(home), "WELCOMEMAT_SECRET": SECRET})
+    process = subprocess.Popen(
+        [WELCOMEMAT, "demo", "--port", str(port), "--site-port", "0", "--serve"],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("Serving until Ctrl-C"):
+                break
+        out = "".join(lines)
+        assert "Serving until Ctrl-C" in out, out[-2000:]
+        links = printed_links(out)
+        with httpx.Client(timeout=10) as client:
+            personal = client.get(links["Personal link"])
+            anonymous = client.get(links["Anonymous link"])
+            qr = client.get(links["QR link"])
+            site = client.get(links["Customer site link"])
+            token = (home / "demo" / "admin-token").read_text().strip()
+            queue = client.get(links["Admin review"], headers={"authorization": f"Bearer {token}"})
+            refused = client.get(links["Admin review"])
+        assert personal.status_code == 200
+        assert 'data-wm-rung="personal"' in personal.text and "Congrats on the Series A" in personal.text
+        assert anonymous.status_code == 200 and "Congrats" not in anonymous.text
+        assert 'data-wm-zone="hero_headline" data-wm-rung="default"' in anonymous.text
+        assert (
+            qr.status_code == 303
+            and qr.headers["location"] == f"http://127.0.0.1:{port}/c/q4-pipeline/continue"
+        )
+        assert site.status_code == 200
+        assert (
+            f'<script async src="http://127.0.0.1:{port}/snippet.js" data-wm-campaign="q4-pipeline">'
+            in site.text
+        )
+        assert f"script-src http://127.0.0.1:{port}" in site.headers["content-security-policy"]
+        assert queue.status_code == 200 and refused.status_code == 401
+    finally:
+        process.send_signal(stop)
+        rest, _ = process.communicate(timeout=30)
+    assert process.returncode == 0 and "Stopping." in rest
+    assert not EmbeddedRedis().status(home).running
+
+
+def test_demo_refuses_a_taken_port_before_doing_anything(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("demo", "--port", str(port), home=tmp_path / "home", env={"WELCOMEMAT_SECRET": SECRET})
+    assert result.returncode == 2 and result.stdout == ""
+    assert f"port {port} on 127.0.0.1 is taken" in result.stderr and "--port" in result.stderr
+    assert not (tmp_path / "home" / "demo").exists()
 
 
 def test_validate_exit_codes(tmp_path: Path) -> None:

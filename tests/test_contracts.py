@@ -111,6 +111,17 @@ def set_in(*keys: object, value: object) -> Callable[[dict], None]:  # type: ign
             "snippet_origins.0",
             "origin",
         ),
+        (
+            set_in("snippet_origins", value=["http://www.acmerevenue.example"]),
+            "snippet_origins.0",
+            "loopback",
+        ),
+        (set_in("snippet_origins", value=["http://127.0.0.2:8080"]), "snippet_origins.0", "origin"),
+        (
+            set_in("snippet_origins", value=["https://u@www.acmerevenue.example"]),
+            "snippet_origins.0",
+            "origin",
+        ),
         (set_in("signal_windows_days", "hiring", value=0), "signal_windows_days.hiring", "outside"),
         (set_in("holdout_fraction", value=0.9), "holdout_fraction", "0.5"),
         (set_in("surprise", value=1), "surprise", "Extra inputs"),
@@ -126,6 +137,20 @@ def test_campaign_refused_with_file_line_and_field(
     err = refused(mutate(tmp_path, change))
     assert err.field == field
     assert words in str(err)
+
+
+def test_snippet_origins_accept_https_and_loopback_http(tmp_path: Path) -> None:
+    origins = [
+        "https://www.acmerevenue.example",
+        "https://shop.acmerevenue.example:8443/",
+        "http://127.0.0.1:5173",
+        "http://localhost:8080",
+        "http://[::1]:3000",
+    ]
+    campaign = load_campaign(
+        mutate(tmp_path, set_in("snippet_origins", value=origins)), load_zone_contracts(ZONES)
+    )
+    assert campaign.snippet_origins == tuple(origins)
 
 
 def test_error_line_points_at_the_field(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from tests.corpora import REPO_ROOT
 
-PACKAGES = ("welcomemat", "precompute", "precompute.providers", "server")
+PACKAGES = ("welcomemat", "precompute", "precompute.providers", "server", "outbound")
 EXCLUDED = {"welcomemat.cli"}  # the console script's entry module: nothing to import from it
 MODULES = sorted(
     f"{package}.{path.stem}"

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import re
+import subprocess
+from pathlib import Path
+
+import pytest
 
 from tests.corpora import REPO_ROOT
 
@@ -35,3 +39,21 @@ def test_readme_lists_every_core_module() -> None:
     }
     for name in modules:
         assert f"`{name}`" in README, f"README's core table misses {name}"
+
+
+def test_the_test_command_installs_the_browser_before_running_the_tests() -> None:
+    command = command_after("test-command")
+    install = command.find("sh scripts/install-browser.sh")
+    assert install >= 0, "the test command must install Chromium for tests/browser/"
+    assert install < command.find("pytest"), "Chromium is installed before the tests run"
+    assert (REPO_ROOT / "scripts" / "install-browser.sh").is_file()
+
+
+def test_the_browser_install_script_does_nothing_when_chromium_is_there() -> None:
+    script = REPO_ROOT / "scripts" / "install-browser.sh"
+    syntax = subprocess.run(["sh", "-n", str(script)], capture_output=True, text=True, check=False)
+    assert syntax.returncode == 0, syntax.stderr
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("Chromium is not installed here (tests/browser/ fail and say so)")
+    again = subprocess.run(["sh", str(script)], capture_output=True, text=True, check=False)
+    assert (again.returncode, again.stdout, again.stderr) == (0, "", "")

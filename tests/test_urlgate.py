@@ -19,8 +19,10 @@ from welcomemat.urlgate import (
     LinkDecision,
     browser_view,
     gate_link,
+    gate_source_link,
     normalise_host,
     safe_href,
+    source_href,
 )
 
 GOOD = LinkAllowlist.from_hosts(["good.com", "xn--bcher-kva.example", "www.welcomemat.example"])
@@ -378,3 +380,77 @@ def test_property_punycode_labels_never_raise(raw: str) -> None:
     _check_decision(raw, GOOD)
     view = browser_view(raw)
     assert view is None or view == ("https", raw[8:-1])
+
+
+# ------------------------------------------------- source links (admin provenance)
+
+
+def test_source_links_follow_every_rule_but_the_allowlist_on_every_wpt_case() -> None:
+    wrong: list[str] = []
+    allowed = 0
+    for case in WPT:
+        if case.get("base") is not None:
+            continue
+        want_allowed, want_reason = _expected_decision(case)
+        decision = gate_source_link(case["input"])
+        want_reasons = {"unparseable", "empty"} if case.get("failure") else {want_reason}
+        if decision.allowed != want_allowed or decision.reason not in want_reasons:
+            wrong.append(f"{case['input']!r}: got {decision}, want {want_reasons}")
+        if decision.allowed:
+            allowed += 1
+            if decision.href != case["href"]:
+                wrong.append(f"{case['input']!r}: href {decision.href!r} != WPT {case['href']!r}")
+    assert not wrong, "\n".join(wrong)
+    assert allowed == 17  # the same 17 https links gate_link allows with their host allowlisted
+
+
+@pytest.mark.parametrize(
+    ("raw", "href"),
+    [
+        ("https://dymaxa.com/press/series-a", "https://dymaxa.com/press/series-a"),
+        ("  HTTPS://Dymaxa.COM/press  ", "https://dymaxa.com/press"),
+        ("https://bücher.example/a", "https://xn--bcher-kva.example/a"),
+        ("http://dymaxa.com/press", None),
+        ("javascript:alert(1)", None),
+        # the href names the host a browser would really contact
+        ("https://evil.com\\@dymaxa.com/", "https://evil.com/@dymaxa.com/"),
+        ("https://user@dymaxa.com/", None),
+        ("https://127.0.0.1/", None),
+        ("https://dymaxa.com:8443/", None),
+        ("//dymaxa.com/press", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_source_href(raw: str | None, href: str | None) -> None:
+    assert source_href(raw) == href
+
+
+def _same_as_gate_link(raw: str) -> None:
+    """A source link is refused for the reason gate_link gives, or allowed exactly as gate_link
+    allows it once its host is on the allowlist."""
+    decision = gate_source_link(raw)
+    assert decision.allowed is (decision.reason == "ok") and (decision.href is None) is not decision.allowed
+    if not decision.allowed:
+        assert gate_link(raw, GOOD).reason == decision.reason
+        return
+    assert decision.host is not None and decision.href is not None
+    assert browser_view(raw) == ("https", decision.host)
+    try:
+        own = LinkAllowlist.from_hosts([decision.host])
+    except ContractError:  # e.g. a trailing-dot host: a valid source, never an allowlist entry
+        assert decision.host.endswith(".") or ".." in decision.host or decision.host.startswith(".")
+        return
+    assert gate_link(raw, own) == decision
+
+
+@settings(max_examples=300, deadline=None)
+@given(ANY_TEXT)
+def test_property_source_links_any_text(raw: str) -> None:
+    _same_as_gate_link(raw)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(URLISH)
+def test_property_source_links_urlish(raw: str) -> None:
+    _same_as_gate_link(raw)

@@ -39,6 +39,7 @@ __all__ = [
     "QaThresholds",
     "SegmentCopy",
     "ZoneCopy",
+    "is_snippet_origin",
     "load_campaign",
 ]
 
@@ -120,6 +121,24 @@ class QaThresholds(BaseModel):
     fixes_margin: float = Field(default=0.05, ge=0.0, le=1.0)
 
 
+# Hosts whose http:// origins a campaign may list, for local development and tests: traffic
+# to them never leaves the machine, so plain http exposes nothing.
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
+
+
+def is_snippet_origin(origin: str) -> bool:
+    """An origin a campaign may list in `snippet_origins`: `https://host[:port]` with no
+    path, query, fragment or userinfo; `http://` only for a loopback host."""
+    view = browser_view(origin) if isinstance(origin, str) else None
+    if view is None:
+        return False
+    scheme, host = view
+    bare = origin.strip().rstrip("/")
+    if bare.count("/") != 2 or any(c in bare for c in "?#@\\") or not host:
+        return False
+    return scheme == "https" or (scheme == "http" and host in _LOOPBACK_HOSTS)
+
+
 class Campaign(BaseModel):
     """The whole campaign contract."""
 
@@ -168,9 +187,12 @@ class Campaign(BaseModel):
         if not base.allowed:
             raise FieldProblem(("site_base_url",), f"site_base_url refused ({base.reason})")
         for i, origin in enumerate(self.snippet_origins):
-            view = browser_view(origin)
-            if view is None or view[0] != "https" or origin.rstrip("/").count("/") != 2:
-                raise FieldProblem(("snippet_origins", i), f"{origin!r} is not an https origin")
+            if not is_snippet_origin(origin):
+                raise FieldProblem(
+                    ("snippet_origins", i),
+                    f"{origin!r} is not an https origin (scheme://host[:port], no path); "
+                    "http:// only for a loopback host (127.0.0.1, localhost, [::1])",
+                )
         cta_ids = set()
         for i, cta in enumerate(self.ctas):
             decision = gate_link(cta.href, allowlist)

@@ -41,6 +41,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535)")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="welcomemat",
@@ -49,9 +59,28 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"welcomemat {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="validate the bundled example campaign and accounts; print a summary")
+    demo = sub.add_parser(
+        "demo",
+        help="precompute the bundled examples, then serve them on 127.0.0.1 with a demo customer site",
+        description="Embedded Redis, the bundled example campaign and accounts, precompute (offline), QA; "
+        "then the renderer and a demo customer site that embeds the snippet. On a terminal it serves "
+        "until Ctrl-C; otherwise it fetches every printed link, reports, stops and exits (1 if a check "
+        "failed).",
+    )
     demo.add_argument("--examples", default=None, help="examples folder (default: the repository's)")
     demo.add_argument("--keep-redis", action="store_true", help="leave the embedded Redis running")
+    demo.add_argument(
+        "--port", type=_port, default=8000, help="renderer port on 127.0.0.1 (default: 8000; 0: any)"
+    )
+    demo.add_argument(
+        "--site-port", type=_port, default=None, help="demo customer site port (default: --port + 1; 0: any)"
+    )
+    demo.add_argument(
+        "--serve",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep serving until Ctrl-C after the checks (default: only when stdout is a terminal)",
+    )
 
     validate = sub.add_parser("validate", help="check a campaign, its zone contracts and an accounts file")
     validate.add_argument("campaign", help="path to campaign.yaml")
@@ -125,6 +154,45 @@ def _parser() -> argparse.ArgumentParser:
         help="deliveries before an entry goes to the dead-letter stream (default: 5)",
     )
 
+    # Defaults mirror outbound.sync's constants (not imported here: `--help` stays fast).
+    sync = sub.add_parser(
+        "sync",
+        help="fold engagement events into the shared account records; push changes to the CRM webhook",
+        description="A consumer group on each tenant's events stream: every event folded into its "
+        "account's record exactly once (first and last seen, views, CTA clicks by zone, QR scans, last "
+        "arm, zone-set version and facts shown); entries of stopped consumers claimed back; an entry "
+        "dead-lettered after --max-deliveries. With WELCOMEMAT_CRM_WEBHOOK_URL set, each changed record "
+        "is POSTed, signed, to that URL. Exit 1 when events were dead-lettered.",
+    )
+    sync.add_argument(
+        "--once", action="store_true", help="drain the streams and the webhook outbox, then exit"
+    )
+    sync.add_argument("--consumer", default=None, help="consumer name in the group (default: host:pid)")
+    sync.add_argument(
+        "--tenant",
+        action="append",
+        default=[],
+        help="a tenant to sync (repeatable; default: every tenant with a published campaign)",
+    )
+    sync.add_argument(
+        "--block-ms",
+        type=_positive_int,
+        default=2000,
+        help="wait for new events per read, ms (default: 2000)",
+    )
+    sync.add_argument(
+        "--claim-idle-ms",
+        type=_positive_int,
+        default=60_000,
+        help="take over entries unacknowledged this long on another consumer, ms (default: 60000)",
+    )
+    sync.add_argument(
+        "--max-deliveries",
+        type=_positive_int,
+        default=5,
+        help="deliveries before an event goes to the dead-letter stream (default: 5)",
+    )
+
     status = sub.add_parser(
         "precompute-status",
         help="progress of an enqueued run (processed/total, by outcome, by worker); QA verdict when complete",
@@ -170,6 +238,45 @@ def _parser() -> argparse.ArgumentParser:
     link.add_argument(
         "--ttl", type=_positive_int, default=None, metavar="DAYS", help="lifetime (default: link 30, QR 120)"
     )
+    link.add_argument(
+        "--qr-image",
+        default=None,
+        metavar="FILE",
+        help="also write the QR code to FILE, .svg or .png (implies --qr)",
+    )
+
+    export = sub.add_parser(
+        "export",
+        help="sequencer export: one row per contact, the copy the page serves, every cell filled",
+        description="One row per contact of every account with a published zone set: stable lowercase "
+        "columns (lemlist / Smartlead variables), each zone's copy for the account's arm, the fact for "
+        "the rep, a signed personal page link. Needs WELCOMEMAT_SECRET.",
+    )
+    export.add_argument("campaign", help="tenant/campaign, campaign.yaml, or a published campaign id")
+    export.add_argument("--format", default="csv", choices=["csv", "jsonl"], help="csv (default) or jsonl")
+    export.add_argument("--out", default=None, metavar="FILE", help="write FILE atomically (default: stdout)")
+
+    report = sub.add_parser("report", help="reports on a campaign's outcomes")
+    report_sub = report.add_subparsers(dest="report", metavar="REPORT", required=True)
+    lift = report_sub.add_parser(
+        "lift", help="personal vs holdout: reach, CTA clicks, conversions, with 95%% intervals"
+    )
+    lift.add_argument("campaign", help="tenant/campaign, campaign.yaml, or a published campaign id")
+    lift.add_argument("--json", action="store_true", help="print the report as JSON")
+    lift.add_argument(
+        "--type",
+        action="append",
+        default=None,
+        choices=["meeting_booked", "opportunity", "closed_won"],
+        help="count only these conversion types (repeatable; default: every type)",
+    )
+
+    conversions = sub.add_parser("conversions", help="CRM outcomes per account, for the lift report")
+    conversions_sub = conversions.add_subparsers(dest="conversions", metavar="ACTION", required=True)
+    conversions_import = conversions_sub.add_parser(
+        "import", help="record conversions from a JSON Lines file (one POST /v1/conversions body a line)"
+    )
+    conversions_import.add_argument("file", help="conversions.jsonl")
     return parser
 
 
@@ -183,7 +290,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from welcomemat.commands.demo import run_demo
 
-            return run_demo(examples=args.examples, keep_redis=args.keep_redis)
+            return run_demo(
+                examples=args.examples,
+                keep_redis=args.keep_redis,
+                port=args.port,
+                site_port=args.site_port,
+                serve=args.serve,
+            )
         if args.command == "validate":
             from welcomemat.commands.validate import run_validate
 
@@ -211,6 +324,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 campaign=args.campaign,
                 name=args.name,
                 once=args.once,
+                block_ms=args.block_ms,
+                claim_idle_ms=args.claim_idle_ms,
+                max_deliveries=args.max_deliveries,
+            )
+        if args.command == "sync":
+            from outbound.sync_command import run_sync
+
+            return run_sync(
+                once=args.once,
+                consumer=args.consumer,
+                tenants=args.tenant,
                 block_ms=args.block_ms,
                 claim_idle_ms=args.claim_idle_ms,
                 max_deliveries=args.max_deliveries,
@@ -244,7 +368,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "link":
             from server.link import run_link
 
-            return run_link(args.campaign, args.account, contact=args.contact, qr=args.qr, ttl_days=args.ttl)
+            return run_link(
+                args.campaign,
+                args.account,
+                contact=args.contact,
+                qr=args.qr,
+                ttl_days=args.ttl,
+                qr_image=args.qr_image,
+            )
+        if args.command == "export":
+            from outbound.export import run_export
+
+            return run_export(args.campaign, args.format, args.out)
+        if args.command == "report":
+            from outbound.lift import run_report_lift
+
+            return run_report_lift(args.campaign, as_json=args.json, types=args.type)
+        if args.command == "conversions":
+            from outbound.conversions import run_conversions_import
+
+            return run_conversions_import(args.file)
     except (InputError, ConfigError) as exc:
         print(f"welcomemat: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -15,6 +15,7 @@ __all__ = [
     "SOCKET_TIMEOUT_S",
     "RedisTarget",
     "connect",
+    "connect_for_blocking_reads",
     "resolve_redis",
 ]
 
@@ -48,3 +49,17 @@ def connect(target: RedisTarget) -> redis.Redis:
     except redis.RedisError as exc:
         raise StoreError(f"cannot reach {target.describe()}: {exc}") from exc
     return client
+
+
+def connect_for_blocking_reads(target: RedisTarget, block_ms: int) -> redis.Redis:
+    """A client for a consumer that blocks in XREADGROUP for up to `block_ms`.
+
+    Checked like `connect` (StoreError when Redis does not answer). Its socket timeout
+    outlasts the block, or a quiet stream would read as a dead server.
+    """
+    connect(target).close()
+    return redis.Redis.from_url(
+        target.url,
+        socket_connect_timeout=CONNECT_TIMEOUT_S,
+        socket_timeout=SOCKET_TIMEOUT_S + block_ms / 1000,
+    )

@@ -26,25 +26,36 @@ from welcomemat.ids import is_valid_id
 
 __all__ = [
     "ACCOUNT_RECORD_TTL_S",
+    "BEACON_EVENT_TTL_S",
     "CAMPAIGN_TTL_S",
+    "CONVERSIONS_TTL_S",
     "DEAD_LETTER_TTL_S",
     "EVENTS_STREAM_TTL_S",
+    "EVENT_SEEN_TTL_S",
     "JOURNAL_TTL_S",
     "KEY_PREFIX",
     "KEY_SCHEMA_VERSION",
     "PREVIOUS_ZONE_SET_TTL_S",
     "RUN_TTL_S",
+    "SYNC_CONSUMER_GROUP",
+    "WEBHOOK_CONSUMER_GROUP",
+    "WEBHOOK_OUTBOX_TTL_S",
     "WORK_CONSUMER_GROUP",
     "WORK_STREAM_TTL_S",
     "ZONE_SET_TTL_S",
     "ZONE_SET_VERSION_TTL_S",
     "account_record_key",
+    "account_record_scan_pattern",
     "active_runs_key",
+    "beacon_event_key",
     "campaign_config_key",
     "campaign_prefix",
     "campaigns_index_key",
     "changes_channel",
+    "conversions_key",
     "dead_letter_stream_key",
+    "event_seen_key",
+    "events_dead_letter_key",
     "events_stream_key",
     "explain_key",
     "ip_ranges_key",
@@ -59,6 +70,7 @@ __all__ = [
     "run_sample_key",
     "runs_key",
     "tenant_prefix",
+    "webhook_outbox_key",
     "work_stream_key",
     "zone_set_key",
     "zone_set_scan_pattern",
@@ -94,8 +106,26 @@ DEAD_LETTER_TTL_S = 30 * _DAY_S
 # review-sample candidates (its zone sets live on under their own TTL).
 RUN_TTL_S = 30 * _DAY_S
 
+# 365 days, refreshed on every write: CRM outcomes arrive months after the outreach, and the
+# lift report compares them long after the campaign's pages are gone.
+CONVERSIONS_TTL_S = 365 * _DAY_S
+# 35 days: an event's "folded" marker must outlive every copy of the event that could be
+# delivered again; the stream itself lives 30 days past its last event.
+EVENT_SEEN_TTL_S = 35 * _DAY_S
+# 30 days, refreshed on every write: CRM changes wait this long for a receiver to come back.
+WEBHOOK_OUTBOX_TTL_S = 30 * _DAY_S
+
+# 7 hours: a beacon's event id is remembered (duplicates ignored) for longer than the view
+# token it carries lives (6 hours, `tokens.DEFAULT_VIEW_TTL_S`): once the token has expired,
+# a replay is refused anyway.
+BEACON_EVENT_TTL_S = 7 * 60 * 60
+
 # The one consumer group every `welcomemat worker` joins on a campaign's work stream.
 WORK_CONSUMER_GROUP = "precompute"
+# The one consumer group every `welcomemat sync` joins on a tenant's events stream.
+SYNC_CONSUMER_GROUP = "sync"
+# The consumer group of the CRM webhook senders on a tenant's outbox stream.
+WEBHOOK_CONSUMER_GROUP = "webhook"
 
 
 def _checked(kind: str, value: str) -> str:
@@ -165,6 +195,14 @@ def campaign_config_key(tenant: str, campaign: str) -> str:
     return f"{campaign_prefix(tenant, campaign)}:config"
 
 
+def conversions_key(tenant: str, campaign: str) -> str:
+    """Hash of conversion id -> JSON of a CRM outcome (type, account, the arm it was in).
+
+    Written with HSETNX (idempotent per conversion id). TTL `CONVERSIONS_TTL_S`, refreshed on write.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:conversions"
+
+
 def campaigns_index_key() -> str:
     """Hash of `tenant/campaign` -> campaign id, to find a campaign by id alone.
 
@@ -214,12 +252,49 @@ def events_stream_key(tenant: str) -> str:
     return f"{tenant_prefix(tenant)}:events"
 
 
+def beacon_event_key(tenant: str, event_id: str) -> str:
+    """Marker that a beacon's event id was written to the stream (SET NX by the renderers'
+    event writer: a beacon sent twice, to any renderer, is written once). TTL `BEACON_EVENT_TTL_S`.
+    """
+    return f"{tenant_prefix(tenant)}:beacon:{_checked('event', event_id)}"
+
+
 def account_record_key(tenant: str, account_id: str) -> str:
     """An account's shared record (facts used, engagement summary).
 
     TTL `ACCOUNT_RECORD_TTL_S`, refreshed on write.
     """
     return f"{tenant_prefix(tenant)}:acct:{_checked('account', account_id)}"
+
+
+def account_record_scan_pattern(tenant: str) -> str:
+    """SCAN MATCH pattern for every account record of a tenant (ids hold no glob characters)."""
+    return f"{tenant_prefix(tenant)}:acct:*"
+
+
+def event_seen_key(tenant: str, event_id: str) -> str:
+    """Marker that an event was folded into the account records (idempotent sync).
+
+    Written in the same atomic step as the fold. TTL `EVENT_SEEN_TTL_S`.
+    """
+    return f"{tenant_prefix(tenant)}:seen:{_checked('event', event_id)}"
+
+
+def events_dead_letter_key(tenant: str) -> str:
+    """Events `welcomemat sync` gave up on after too many deliveries (a stream, with the reason).
+
+    TTL `DEAD_LETTER_TTL_S`, refreshed on every write.
+    """
+    return f"{tenant_prefix(tenant)}:events_dead"
+
+
+def webhook_outbox_key(tenant: str) -> str:
+    """CRM changes waiting for the webhook: a stream, one entry per (account, record revision).
+
+    Read through `WEBHOOK_CONSUMER_GROUP`; entries are deleted once delivered. TTL
+    `WEBHOOK_OUTBOX_TTL_S`, refreshed on every write.
+    """
+    return f"{tenant_prefix(tenant)}:crm_outbox"
 
 
 def work_stream_key(tenant: str, campaign: str) -> str:

@@ -51,6 +51,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "WELCOMEMAT_ADMIN_TOKEN", None, "Bearer token for `/admin/...` routes. Unset: admin routes are off."
     ),
+    Setting(
+        "WELCOMEMAT_CRM_TOKEN",
+        None,
+        "Bearer token the CRM sends to `POST /v1/conversions`. Unset: the route is off (404).",
+    ),
     Setting("OPENAI_BASE_URL", None, "Base URL of an OpenAI-compatible endpoint for the `openai` provider."),
     Setting("OPENAI_API_KEY", None, "API key for that endpoint."),
     Setting("WELCOMEMAT_MODEL", None, "Model name the `openai` provider asks for."),
@@ -78,6 +83,18 @@ SETTINGS: tuple[Setting, ...] = (
         "'none'",
         "CSP `frame-ancestors` of the renderer's pages: `'none'` (no framing), `'self'`, or "
         "space-separated https origins allowed to frame them.",
+    ),
+    Setting(
+        "WELCOMEMAT_CRM_WEBHOOK_URL",
+        None,
+        "Where `welcomemat sync` POSTs each changed account record (engagement and facts shown), "
+        "signed. Unset: no webhook.",
+    ),
+    Setting(
+        "WELCOMEMAT_CRM_WEBHOOK_SECRET",
+        None,
+        "HMAC-SHA256 key of the webhook's `X-Welcomemat-Signature`, at least 32 characters; required "
+        "with `WELCOMEMAT_CRM_WEBHOOK_URL`.",
     ),
 )
 
@@ -166,6 +183,9 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ("127.0.0.1",)
     trusted_proxies: tuple[str, ...] = ()
     frame_ancestors: str = "'none'"
+    crm_webhook_url: str | None = None
+    crm_webhook_secret: str | None = None
+    crm_token: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -191,6 +211,7 @@ class Settings:
             "home": Path(get("WELCOMEMAT_HOME") or ".welcomemat"),
             "secret": get("WELCOMEMAT_SECRET"),
             "admin_token": get("WELCOMEMAT_ADMIN_TOKEN"),
+            "crm_token": get("WELCOMEMAT_CRM_TOKEN"),
             "openai_base_url": get("OPENAI_BASE_URL"),
             "openai_api_key": get("OPENAI_API_KEY"),
             "model": get("WELCOMEMAT_MODEL"),
@@ -199,6 +220,8 @@ class Settings:
             "allowed_hosts": _allowed_hosts(get("WELCOMEMAT_ALLOWED_HOSTS"), public_url),
             "trusted_proxies": _trusted_proxies(get("WELCOMEMAT_TRUSTED_PROXIES")),
             "frame_ancestors": _frame_ancestors(get("WELCOMEMAT_FRAME_ANCESTORS")),
+            "crm_webhook_url": get("WELCOMEMAT_CRM_WEBHOOK_URL"),
+            "crm_webhook_secret": get("WELCOMEMAT_CRM_WEBHOOK_SECRET"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

@@ -1,4 +1,5 @@
-"""The one signer of Welcomemat tokens: email links (`?wm=`), direct-mail QR codes, cookies.
+"""The one signer of Welcomemat tokens: email links (`?wm=`), direct-mail QR codes, cookies,
+and the view tokens the snippet's beacons carry.
 
 Invariant 6 (DESIGN.md): a token is HMAC-signed, bound to tenant + campaign + account
 (+ optional contact), expires, and survives key rotation. A token for one tenant or
@@ -22,15 +23,29 @@ How a token is built
   ALL keys verify. (itsdangerous signs with the LAST key of its list, so the list is
   handed to it reversed.)
 
+View tokens
+-----------
+``/v1/zones`` hands the snippet a view token (:meth:`TokenSigner.sign_view`) and every
+beacon sends it back, so an event is attributed only to what the renderer served: the
+tenant, campaign, view id, arm and best rung, and the account, contact and zone-set
+version when there were any. Its own salt (``welcomemat.view``), so it never verifies as
+an identity token nor one of those as a view token; its own payload keys (``w`` view id,
+``m`` arm, ``r`` rung, ``v`` zone-set version, besides ``t c a p i e``; ``a`` is absent
+for an anonymous visitor); a short lifetime (:data:`DEFAULT_VIEW_TTL_S`).
+
 Nothing here returns claims without verifying them first: there is no "peek".
 """
 
 from __future__ import annotations
 
+import base64
 import enum
 import hashlib
+import hmac
+import json
 import re
 import time
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Final
 
@@ -38,6 +53,7 @@ from itsdangerous import BadData, BadPayload, BadSignature, URLSafeSerializer
 from itsdangerous.encoding import base64_decode, base64_encode
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, ValidationError
 
+from welcomemat.arms import Arm
 from welcomemat.errors import (
     ConfigError,
     InputError,
@@ -54,14 +70,17 @@ __all__ = [
     "DEFAULT_LINK_TTL_S",
     "DEFAULT_QR_TTL_S",
     "DEFAULT_TTL_S",
+    "DEFAULT_VIEW_TTL_S",
     "ID_PATTERN",
     "MAX_TOKEN_CHARS",
     "MAX_TTL_S",
     "MIN_SECRET_CHARS",
     "SECRET_ENV_VAR",
+    "VIEW_RUNGS",
     "TokenClaims",
     "TokenKind",
     "TokenSigner",
+    "ViewClaims",
     "claimed_scope",
 ]
 
@@ -76,6 +95,9 @@ DEFAULT_LINK_TTL_S: Final = 30 * _DAY_S
 DEFAULT_QR_TTL_S: Final = 120 * _DAY_S
 #: First-party cookie lifetime, in seconds: 90 days.
 DEFAULT_COOKIE_TTL_S: Final = 90 * _DAY_S
+#: View token lifetime, in seconds: 6 hours. Beacons (a view, a click) come within a visit;
+#: a tab left open longer than this sends beacons that are refused (and counted).
+DEFAULT_VIEW_TTL_S: Final = 6 * 60 * 60
 #: Longest lifetime any token may be signed with, in seconds: 366 days.
 MAX_TTL_S: Final = 366 * _DAY_S
 #: Longest token text accepted, in characters; longer input is refused before any work.
@@ -86,6 +108,13 @@ MIN_SECRET_CHARS: Final = 32
 SECRET_ENV_VAR: Final = "WELCOMEMAT_SECRET"
 _B64_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
 _TOKEN_CHARS: Final = re.compile(r"[A-Za-z0-9_.-]+")
+#: A view id: URL-safe base64 characters (what `secrets.token_urlsafe` makes).
+_VIEW_ID_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: The rungs a view token may name: the ladder's, and `plain` (fail closed, no copy).
+VIEW_RUNGS: Final = frozenset({"personal", "segment", "default", "plain"})
+_VIEW_SALT: Final = "welcomemat.view"
+# itsdangerous' compact JSON, with the encoder built once rather than per call.
+_COMPACT_JSON: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 #: HMAC-SHA256 is 32 bytes: 43 base64url characters without padding.
 _SIGNATURE_CHARS: Final = 43
 
@@ -117,6 +146,26 @@ class TokenClaims(BaseModel):
     campaign: _Id
     account: _Id
     contact: _Id | None = None
+    #: Unix seconds.
+    issued_at: StrictInt = Field(ge=0)
+    #: Unix seconds; the token is refused from this instant on.
+    expires_at: StrictInt = Field(ge=0)
+
+
+class ViewClaims(BaseModel):
+    """What a verified view token says. Only :meth:`TokenSigner.verify_view` hands these out."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant: _Id
+    campaign: _Id
+    view_id: Annotated[str, StringConstraints(strict=True, pattern=_VIEW_ID_RE.pattern)]
+    arm: Arm
+    #: The most personal rung among the zones served with this view.
+    rung: str
+    account: _Id | None = None
+    contact: _Id | None = None
+    zone_set_version: StrictInt | None = Field(default=None, ge=1)
     #: Unix seconds.
     issued_at: StrictInt = Field(ge=0)
     #: Unix seconds; the token is refused from this instant on.
@@ -211,6 +260,17 @@ class TokenSigner:
             )
             for kind in TokenKind
         }
+        self._view_serializer = URLSafeSerializer(
+            verify_order,
+            salt=_VIEW_SALT,
+            signer_kwargs={"digest_method": hashlib.sha256},
+            fallback_signers=[],
+        )
+        # View tokens are signed on every /v1/zones request and checked on every beacon: the
+        # HMAC state of each key is keyed once (itsdangerous' key derivation for this salt),
+        # newest first, instead of being derived per call. See sign_view and _unsign_view.
+        view_signer = self._view_serializer.make_signer()
+        self._view_macs = [hmac.new(view_signer.derive_key(key), digestmod=hashlib.sha256) for key in keys]
 
     @classmethod
     def from_setting(cls, value: str | None, *, clock: Callable[[], float] = time.time) -> TokenSigner:
@@ -224,6 +284,16 @@ class TokenSigner:
                 "characters (comma-separated for rotation, first signs)"
             )
         return cls([part.strip() for part in value.split(",") if part.strip()], clock=clock)
+
+    def _lifetime(self, ttl_s: int) -> tuple[int, int]:
+        """(issued at, expires at) for a token living `ttl_s`; InputError on a bad TTL."""
+        if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not 0 < ttl_s <= MAX_TTL_S:
+            raise InputError(
+                f"TTL {ttl_s!r} must be a whole number of seconds from 1 to {MAX_TTL_S} (366 days)",
+                field="ttl_s",
+            )
+        issued_at = int(self._clock())
+        return issued_at, issued_at + ttl_s
 
     def sign(
         self,
@@ -247,14 +317,7 @@ class TokenSigner:
         }
         if contact is not None:
             payload["p"] = _check_id("contact", contact)
-        if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not 0 < ttl_s <= MAX_TTL_S:
-            raise InputError(
-                f"TTL {ttl_s!r} must be a whole number of seconds from 1 to {MAX_TTL_S} (366 days)",
-                field="ttl_s",
-            )
-        issued_at = int(self._clock())
-        payload["i"] = issued_at
-        payload["e"] = issued_at + ttl_s
+        payload["i"], payload["e"] = self._lifetime(ttl_s)
         token = self._serializers[kind].dumps(payload)
         if len(token) > MAX_TOKEN_CHARS:  # pragma: no cover - 4 ids of <= 64 chars fit
             raise AssertionError(f"signed token is {len(token)} characters, over {MAX_TOKEN_CHARS}")
@@ -279,24 +342,164 @@ class TokenSigner:
             raise TokenBadSignature(
                 f"{kind.value} token was issued for campaign {claims.campaign!r}, not {campaign!r}"
             )
-        now = self._clock()
-        if claims.issued_at > now + CLOCK_SKEW_S:
-            raise TokenFromFuture(
-                f"{kind.value} token issued at {claims.issued_at}, more than {CLOCK_SKEW_S} s "
-                f"after now ({int(now)})"
+        self._check_times(kind.value, claims.issued_at, claims.expires_at)
+        return claims
+
+    def sign_view(
+        self,
+        *,
+        tenant: str,
+        campaign: str,
+        view_id: str,
+        arm: Arm,
+        rung: str,
+        account: str | None = None,
+        contact: str | None = None,
+        zone_set_version: int | None = None,
+        ttl_s: int = DEFAULT_VIEW_TTL_S,
+    ) -> str:
+        """A view token: what the renderer served for one view (see "View tokens" above).
+
+        Bad ids, arm, rung, version or TTL: InputError naming the field.
+        """
+        payload: dict[str, str | int] = {
+            "t": _check_id("tenant", tenant),
+            "c": _check_id("campaign", campaign),
+        }
+        if not isinstance(view_id, str) or _VIEW_ID_RE.fullmatch(view_id) is None:
+            raise InputError(f"view id {view_id!r} is not 1-64 URL-safe characters", field="view_id")
+        payload["w"] = view_id
+        try:
+            payload["m"] = Arm(arm).value
+        except ValueError:
+            raise InputError(f"{arm!r} is not an arm", field="arm") from None
+        if rung not in VIEW_RUNGS:
+            raise InputError(f"{rung!r} is not a rung ({', '.join(sorted(VIEW_RUNGS))})", field="rung")
+        payload["r"] = rung
+        if account is not None:
+            payload["a"] = _check_id("account", account)
+        if contact is not None:
+            payload["p"] = _check_id("contact", contact)
+        if zone_set_version is not None:
+            if (
+                isinstance(zone_set_version, bool)
+                or not isinstance(zone_set_version, int)
+                or zone_set_version < 1
+            ):
+                raise InputError(
+                    f"zone-set version {zone_set_version!r} is not a positive integer",
+                    field="zone_set_version",
+                )
+            payload["v"] = zone_set_version
+        payload["i"], payload["e"] = self._lifetime(ttl_s)
+        # Exactly what the view serializer's dumps makes for an uncompressed payload
+        # (compact JSON, base64url, "." and the HMAC-SHA256 under the derived key), at a
+        # fifth of the cost; verify_view checks it with itsdangerous like every token.
+        body = base64.urlsafe_b64encode(_COMPACT_JSON(payload).encode()).rstrip(b"=")
+        mac = self._view_macs[0].copy()  # the newest key signs; its keyed state, copied
+        mac.update(body)
+        token = (body + b"." + base64.urlsafe_b64encode(mac.digest()).rstrip(b"=")).decode("ascii")
+        if len(token) > MAX_TOKEN_CHARS:  # pragma: no cover - the longest ids still fit (tested)
+            raise AssertionError(f"signed token is {len(token)} characters, over {MAX_TOKEN_CHARS}")
+        return token
+
+    def verify_view(self, token: str, *, tenant: str, campaign: str) -> ViewClaims:
+        """The claims of a genuine view token for this tenant and campaign, issued not later
+        than now + CLOCK_SKEW_S and not yet expired.
+
+        Raises TokenMalformed, TokenBadSignature (also: an identity token, wrong key, other
+        tenant or campaign), TokenExpired or TokenFromFuture; never anything else.
+        """
+        payload = self._unsign_view(token)
+        required, optional = {"t", "c", "w", "m", "r", "i", "e"}, {"a", "p", "v"}
+        if not isinstance(payload, dict) or not required <= payload.keys() <= required | optional:
+            raise TokenMalformed("view token payload has unexpected fields")
+        try:
+            claims = ViewClaims(
+                tenant=payload["t"],
+                campaign=payload["c"],
+                view_id=payload["w"],
+                arm=payload["m"],
+                rung=payload["r"],
+                account=payload.get("a"),
+                contact=payload.get("p"),
+                zone_set_version=payload.get("v"),
+                issued_at=payload["i"],
+                expires_at=payload["e"],
             )
-        if now >= claims.expires_at:
-            raise TokenExpired(f"{kind.value} token expired at {claims.expires_at} (now {int(now)})")
+        except ValidationError as exc:
+            raise TokenMalformed(f"view token payload is invalid: {exc.error_count()} bad field(s)") from exc
+        if claims.rung not in VIEW_RUNGS or claims.expires_at <= claims.issued_at:
+            raise TokenMalformed("view token payload is invalid")
+        if claims.tenant != tenant:
+            raise TokenBadSignature(f"view token was issued for tenant {claims.tenant!r}, not {tenant!r}")
+        if claims.campaign != campaign:
+            raise TokenBadSignature(
+                f"view token was issued for campaign {claims.campaign!r}, not {campaign!r}"
+            )
+        self._check_times("view", claims.issued_at, claims.expires_at)
         return claims
 
     # -- internals -------------------------------------------------------------------------
 
-    def _unsign(self, kind: TokenKind, token: object) -> Any:
+    def _check_times(self, label: str, issued_at: int, expires_at: int) -> None:
+        now = self._clock()
+        if issued_at > now + CLOCK_SKEW_S:
+            raise TokenFromFuture(
+                f"{label} token issued at {issued_at}, more than {CLOCK_SKEW_S} s after now ({int(now)})"
+            )
+        if now >= expires_at:
+            raise TokenExpired(f"{label} token expired at {expires_at} (now {int(now)})")
+
+    def _unsign_view(self, token: object) -> Any:
+        """What the view serializer's `loads` does, with keys keyed once: the same shape
+        checks as every token, the HMAC under each key, then the payload."""
         if not isinstance(token, str):
-            raise TokenMalformed(f"{kind.value} token is not text ({type(token).__name__})")
+            raise TokenMalformed(f"view token is not text ({type(token).__name__})")
+        if len(token) > MAX_TOKEN_CHARS:
+            raise TokenMalformed(f"view token is {len(token)} characters; at most {MAX_TOKEN_CHARS} accepted")
+        body, sep, signature = token.rpartition(".")
+        # A leading "." marks a zlib-compressed payload (itsdangerous' format; sign_view does
+        # not compress, but a token is read as the format allows).
+        compressed = body.startswith(".")
+        if (
+            not sep
+            or _B64_RE.fullmatch(body[1:] if compressed else body) is None
+            or len(signature) != _SIGNATURE_CHARS
+            or _B64_RE.fullmatch(signature) is None
+            or not _is_canonical_b64(signature)
+        ):
+            raise TokenMalformed(
+                "view token is not of the form <payload>.<signature> (truncated or badly encoded)"
+            )
+        encoded = body.encode("ascii")
+        given = base64_decode(signature)
+        for state in self._view_macs:
+            mac = state.copy()
+            mac.update(encoded)
+            if hmac.compare_digest(mac.digest(), given):
+                break
+        else:
+            raise TokenBadSignature(
+                "view token signature does not verify (tampered, unknown key, or a token of another kind)"
+            )
+        try:
+            raw = base64_decode(encoded[1:] if compressed else encoded)
+            if compressed:  # signed by us, and bounded anyway: no token payload is this long
+                raw = zlib.decompressobj().decompress(raw, MAX_TOKEN_CHARS * 8)
+            return json.loads(raw)
+        except (BadData, ValueError, zlib.error) as exc:  # UnicodeDecodeError is a ValueError
+            raise TokenMalformed("view token payload does not decode") from exc
+
+    def _unsign(self, kind: TokenKind, token: object) -> Any:
+        return self._unsign_with(kind.value, self._serializers[kind], token)
+
+    def _unsign_with(self, label: str, serializer: URLSafeSerializer, token: object) -> Any:
+        if not isinstance(token, str):
+            raise TokenMalformed(f"{label} token is not text ({type(token).__name__})")
         if len(token) > MAX_TOKEN_CHARS:
             raise TokenMalformed(
-                f"{kind.value} token is {len(token)} characters; at most {MAX_TOKEN_CHARS} accepted"
+                f"{label} token is {len(token)} characters; at most {MAX_TOKEN_CHARS} accepted"
             )
         body, sep, signature = token.rpartition(".")
         # Compressed payloads start with '.' (itsdangerous' marker); nothing else may.
@@ -309,19 +512,18 @@ class TokenSigner:
             or not _is_canonical_b64(signature)
         ):
             raise TokenMalformed(
-                f"{kind.value} token is not of the form <payload>.<signature> (truncated or badly encoded)"
+                f"{label} token is not of the form <payload>.<signature> (truncated or badly encoded)"
             )
         try:
-            return self._serializers[kind].loads(token)
+            return serializer.loads(token)
         except BadPayload as exc:
-            raise TokenMalformed(f"{kind.value} token payload does not decode") from exc
+            raise TokenMalformed(f"{label} token payload does not decode") from exc
         except BadSignature as exc:
             raise TokenBadSignature(
-                f"{kind.value} token signature does not verify (tampered, unknown key, "
-                "or a token of another kind)"
+                f"{label} token signature does not verify (tampered, unknown key, or a token of another kind)"
             ) from exc
         except BadData as exc:  # pragma: no cover - every BadData above is one of the two
-            raise TokenMalformed(f"{kind.value} token is unreadable") from exc
+            raise TokenMalformed(f"{label} token is unreadable") from exc
 
     @staticmethod
     def _claims(kind: TokenKind, payload: Any) -> TokenClaims:

@@ -48,8 +48,10 @@ __all__ = [
     "LinkDecision",
     "browser_view",
     "gate_link",
+    "gate_source_link",
     "normalise_host",
     "safe_href",
+    "source_href",
 ]
 
 # What the WHATWG parser strips from both ends of its input: C0 controls and space.
@@ -251,6 +253,11 @@ _UNPARSEABLE = LinkDecision(False, "unparseable", None, None)
 
 def gate_link(raw: str, allowlist: LinkAllowlist) -> LinkDecision:
     """Decide whether ``raw`` may be rendered as a link. Never raises."""
+    return _gate(raw, allowlist.hosts)
+
+
+def _gate(raw: str, allowed_hosts: frozenset[str] | None) -> LinkDecision:
+    """Every rule, once: `gate_link` (an allowlist) and `gate_source_link` (None: any named host)."""
     if not isinstance(raw, str) or not raw.strip(_C0_OR_SPACE):
         return _EMPTY
     parsed = _parse(raw)
@@ -264,10 +271,12 @@ def gate_link(raw: str, allowlist: LinkAllowlist) -> LinkDecision:
     # with "/"), so there is no userinfo and no port. Allowlist entries are never IP
     # literals, so membership alone decides.
     if href.startswith(f"https://{host}/"):
-        if host in allowlist.hosts:
+        if allowed_hosts is not None and host in allowed_hosts:
             return LinkDecision(True, "ok", href, host)
         if url.host_type != _DOMAIN:
             return LinkDecision(False, "ip_literal", None, host)
+        if allowed_hosts is None:
+            return LinkDecision(True, "ok", href, host)
         return LinkDecision(False, "host_not_allowlisted", None, host)
     if url.username or url.password:
         return LinkDecision(False, "userinfo", None, host)
@@ -284,3 +293,21 @@ def safe_href(raw: str | None, allowlist: LinkAllowlist) -> str | None:
     if raw is None:
         return None
     return gate_link(raw, allowlist).href
+
+
+def gate_source_link(raw: str) -> LinkDecision:
+    """Every rule of :func:`gate_link` except the allowlist. Never raises.
+
+    For showing an operator where a fact came from (admin provenance): a fact's source
+    is a press release or a careers page, never on the campaign's allowlist, but it must
+    still be a plain ``https`` link to a named host that a browser reads the same way.
+    Never use it for a link a visitor's page renders: that is :func:`gate_link`'s job.
+    """
+    return _gate(raw, None)
+
+
+def source_href(raw: str | None) -> str | None:
+    """The normalised href of a fact's source for an operator page, or None (see :func:`gate_source_link`)."""
+    if raw is None:
+        return None
+    return gate_source_link(raw).href

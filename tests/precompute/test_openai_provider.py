@@ -21,6 +21,9 @@ from typing import Any
 
 import pytest
 import redis
+from hypothesis import given
+from hypothesis import strategies as st
+from openai.lib._pydantic import to_strict_json_schema
 
 from precompute.checks import CheckInput, build_vocabulary, run_checks
 from precompute.commands import PROVIDERS, make_provider
@@ -28,7 +31,7 @@ from precompute.context_builder import build_context
 from precompute.policy import build_policy
 from precompute.providers.base import GenerationRequest, Provider, ZoneDraft
 from precompute.providers.extraction import ExtractedFact, verified_facts
-from precompute.providers.openai_provider import OpenAIProvider, data_block
+from precompute.providers.openai_provider import OpenAIProvider, PageDraft, data_block
 from precompute.report import RunReport
 from precompute.run import JournalState, PrecomputeRun
 from precompute.trust import short_name
@@ -276,6 +279,51 @@ def test_the_prompt_keeps_research_as_escaped_data_and_states_the_rules(
     assert PLANTED in json.loads(block)["facts"][0]["statement"]
     assert sent.body["response_format"]["json_schema"]["name"] == "PageDraft"
     assert json.loads(data_block({"s": "<b>"})) == {"s": "<b>"} and "<" not in data_block({"s": "<b>"})
+
+
+def test_each_call_carries_the_key_the_model_and_the_strict_schema(
+    server: LLMTestServer,
+    providers: Callable[..., OpenAIProvider],
+    campaign: Campaign,
+    zones: dict[str, ZoneContract],
+) -> None:
+    """Requests go out through the client's generic `post`: still the client's auth, base URL and body."""
+    account = Account.model_validate(example_rows()[0])
+    policy = build_policy(campaign, None)
+    request = GenerationRequest(
+        context=build_context(account, campaign, policy, TODAY),
+        campaign=campaign,
+        policy=policy,
+        page_id="landing",
+        zones=tuple(zones[z] for z in campaign.pages["landing"].zones),
+    )
+    result = providers().generate(request)
+    assert result.drafts and result.model_calls == 2
+    generation, review = server.requests()
+    for sent in (generation, review):
+        assert sent.headers["authorization"] == "Bearer k"
+        assert sent.headers["content-type"] == "application/json"
+        assert sent.body["model"] == "test-model"
+        assert [m["role"] for m in sent.body["messages"]] == ["system", "user"]
+        assert sent.body["response_format"]["type"] == "json_schema"
+        assert sent.body["response_format"]["json_schema"]["strict"] is True
+    assert generation.body["response_format"]["json_schema"]["schema"] == to_strict_json_schema(PageDraft)
+    assert review.body["response_format"]["json_schema"]["name"] == "PageReview"
+
+
+_JSON_TEXT = st.text(alphabet=st.sampled_from('<>/&"\\ adtx\n\u2028</data>'), max_size=30)
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | _JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_JSON_TEXT, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON_VALUES)
+def test_a_data_block_round_trips_and_never_holds_an_angle_bracket(payload: Any) -> None:
+    block = data_block(payload)
+    assert "<" not in block and ">" not in block  # so no value can write "</data>"
+    assert json.loads(block) == payload
 
 
 # -- a model that answers badly: nothing bad is published ------------------------------------

@@ -123,6 +123,13 @@ def test_funding_45_days_old_is_not_claimed_and_stale_hiring_falls_back_fully(
     explain = json.loads(redis_client.get(keys.explain_key("acme", "q4-pipeline", "acct_dymaxa")) or b"{}")
     funding = next(f for f in explain["facts"] if f["id"] == "dymaxa-series-a")
     assert funding["reason"] == "stale" and "30 days" in funding["detail"]
+    # a reviewer sees what the rejected fact said, where and when
+    raw = next(f for f in old_funding["facts"] if f["id"] == "dymaxa-series-a")
+    assert (funding["statement"], funding["source_url"], funding["published_at"]) == (
+        raw["statement"],
+        raw["source_url"],
+        raw["published_at"],
+    )
 
     all_old = dymaxa(funding_age=45, tier=2)
     for fact in all_old["facts"][1:]:

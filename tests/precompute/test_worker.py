@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import date
 from pathlib import Path
@@ -23,6 +24,7 @@ import redis
 
 from precompute.hashing import account_input_hash
 from precompute.policy import build_policy
+from precompute.providers.base import GenerationRequest, GenerationResult
 from precompute.providers.offline import OfflineComposer
 from precompute.queue import WorkEntry, enqueue_run, read_progress
 from precompute.run import PrecomputeRun, load_campaign_config
@@ -373,3 +375,40 @@ def test_processing_the_same_entry_twice_changes_nothing(
     progress = read_progress(redis_client, TENANT, CAMPAIGN, record.run_id)
     assert progress is not None and progress.complete
     assert progress.to_report().published == 100 and progress.pending_entries == 0
+
+
+def test_a_concurrent_worker_reuses_its_threads_and_leaves_none_behind(
+    tmp_path: Path, redis_client: redis.Redis, local_run: PrecomputeRun
+) -> None:
+    read = read_accounts(make_accounts(tmp_path / "accounts.jsonl", 160))
+    record = enqueue_run(
+        local_run,
+        read.accounts,
+        accounts_file="accounts.jsonl",
+        rows_read=read.lines_read,
+        malformed=[],
+        provider_options={"concurrency": 4},
+    )
+    assert record.entries > 1
+    seen: set[threading.Thread] = set()  # the objects: an ident can be reused by a new thread
+
+    class Recording(OfflineComposer):
+        def generate(self, request: GenerationRequest) -> GenerationResult:
+            seen.add(threading.current_thread())
+            return super().generate(request)
+
+    worker = Worker(
+        redis_client,
+        lambda name, options: Recording(),
+        WorkerOptions(name="w", campaign=(TENANT, CAMPAIGN), block_ms=20, once=True),
+        log=lambda line: None,
+    )
+    stats = worker.run()
+
+    assert stats.entries == record.entries and stats.runs_completed == 1
+    progress = read_progress(redis_client, TENANT, CAMPAIGN, record.run_id)
+    assert progress is not None and progress.to_report().published == 160
+    # Every entry of the run was assembled on the same few threads, not on new ones per entry,
+    assert 1 < len(seen) <= 4
+    # and once the worker returns, none of them is left running.
+    assert not [t for t in threading.enumerate() if t.name.startswith("assemble")]

@@ -1,14 +1,17 @@
-"""The event writer: non-blocking emit, batched XADD with MAXLEN ~, re-queue on failure, drops counted."""
+"""The event writer: non-blocking emit, batched XADD with MAXLEN ~, re-queue on failure, drops counted,
+an event id on every event, beacons written once however often they are sent."""
 
 from __future__ import annotations
 
 import time
 
+import pytest
 import redis
 
-from server.events import EngagementEvent, EventType, EventWriter
+from server.events import EngagementEvent, EventType, EventWriter, new_event_id
 from server.metrics import RendererMetrics
 from welcomemat import keys
+from welcomemat.ids import is_valid_id
 
 
 def event(n: int, tenant: str = "acme") -> EngagementEvent:
@@ -83,7 +86,10 @@ def test_events_of_several_tenants_go_to_their_own_streams(redis_client: redis.R
     globex = redis_client.xrange(keys.events_stream_key("globex"))
     assert [f[b"view_id"] for _, f in acme] == [b"v1", b"v3", b"v5"]
     assert [f[b"view_id"] for _, f in globex] == [b"v0", b"v2", b"v4"]
+    event_id = acme[0][1][b"event_id"]
+    assert is_valid_id(event_id.decode())
     assert acme[0][1] == {
+        b"event_id": event_id,
         b"type": b"view",
         b"tenant": b"acme",
         b"campaign": b"q4",
@@ -92,3 +98,55 @@ def test_events_of_several_tenants_go_to_their_own_streams(redis_client: redis.R
         b"arm": b"personal",
         b"account": b"a1",
     }
+
+
+def beacon(event_id: str, n: int = 0, tenant: str = "acme") -> EngagementEvent:
+    return EngagementEvent(
+        type=EventType.CLICK,
+        tenant=tenant,
+        campaign="q4",
+        view_id=f"v{n}",
+        ts_ms=n,
+        zone="cta",
+        event_id=event_id,
+        dedup_key=keys.beacon_event_key(tenant, event_id),
+    )
+
+
+def test_server_made_events_get_distinct_opaque_ids() -> None:
+    ids = {event(n).event_id for n in range(1000)} | {new_event_id() for _ in range(1000)}
+    assert len(ids) == 2000
+    assert all(is_valid_id(i) for i in ids)
+
+
+def test_a_beacon_sent_twice_to_two_renderers_is_written_once(redis_client: redis.Redis) -> None:
+    first, second = writer(redis_client, autostart=False), writer(redis_client, autostart=False)
+    first.emit(beacon("e-1"))
+    first.emit(beacon("e-1"))  # the same batch
+    first.emit(beacon("e-2"))
+    assert first.flush_once() == 3
+    second.emit(beacon("e-2", n=9))  # another process, later
+    second.emit(beacon("e-3"))
+    assert second.flush_once() == 2
+    entries = redis_client.xrange(keys.events_stream_key("acme"))
+    assert [f[b"event_id"] for _, f in entries] == [b"e-1", b"e-2", b"e-3"]
+    assert (first.written, first.duplicates, second.written, second.duplicates) == (2, 1, 1, 1)
+    ttl = redis_client.ttl(keys.beacon_event_key("acme", "e-1"))
+    assert 0 < ttl <= keys.BEACON_EVENT_TTL_S
+
+
+def test_server_made_events_are_never_taken_for_duplicates(redis_client: redis.Redis) -> None:
+    w = writer(redis_client, autostart=False)
+    same = event(1)
+    w.emit(same)
+    w.emit(same)  # not a beacon: no dedup key, written as given
+    w.flush_once()
+    assert redis_client.xlen(keys.events_stream_key("acme")) == 2
+    assert not redis_client.keys(keys.tenant_prefix("acme") + ":beacon:*")
+
+
+def test_beacon_keys_live_under_the_tenant_hash_tag() -> None:
+    assert keys.beacon_event_key("acme", "e-1") == "wm:1:{acme}:beacon:e-1"
+    for bad in ("a:b", "{x}", "", "x*"):
+        with pytest.raises(ValueError):
+            keys.beacon_event_key("acme", bad)

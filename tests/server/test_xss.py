@@ -2,7 +2,7 @@
 
 The page is parsed as a browser parses it (html5lib): it must hold only the template's
 elements, no `on*` attribute anywhere, no `javascript:` URL, and each zone's text must
-equal the payload exactly (escaped, not altered). Browser (Chromium) tests come later.
+equal the payload exactly (escaped, not altered). tests/browser/ checks the same in Chromium.
 """
 
 from __future__ import annotations

@@ -1,13 +1,25 @@
-"""`welcomemat demo`: the first five minutes. Embedded Redis, the bundled examples, precompute, QA."""
+"""`welcomemat demo`: the first five minutes. Embedded Redis, the bundled examples, precompute, QA,
+then the renderer on 127.0.0.1:8000 and a demo customer site on 127.0.0.1:8001 that embeds the snippet.
+
+It prints a personal link for Dymaxa, a QR continuation link (and its QR image), an anonymous
+link, the customer site (with Dymaxa's token) and the admin URLs with a demo admin token.
+On a terminal it serves until Ctrl-C. Elsewhere (CI) it fetches every printed link from the
+running servers, prints what each showed, stops and exits: 0, or 1 when a check failed
+(`--serve` keeps serving regardless).
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import secrets
+import signal
+import socket
 import sys
+import time
 from collections import Counter
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import redis
 
@@ -17,9 +29,15 @@ from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.errors import InputError
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
-from welcomemat.tokens import DEFAULT_LINK_TTL_S, TokenKind, TokenSigner
+from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
 
-DEMO_BASE_URL = "http://127.0.0.1:8000"
+if TYPE_CHECKING:
+    from welcomemat.commands.demo_serve import DemoLinks
+
+__all__ = ["DEFAULT_PORT", "run_demo"]
+
+DEFAULT_PORT = 8000
+DEMO_ACCOUNT = "acct_dymaxa"
 
 
 def _examples_folder(explicit: str | None) -> Path:
@@ -49,11 +67,9 @@ def _fresh_accounts(examples: Path, out: Path, today: date) -> Path:
     return out
 
 
-def _demo_secret(settings: Settings) -> str:
-    """WELCOMEMAT_SECRET, or a per-home demo key kept under home (never for production)."""
-    if settings.secret:
-        return settings.secret
-    path = settings.home / "demo" / "secret"
+def _kept_under_home(settings: Settings, name: str) -> str:
+    """A random value kept in WELCOMEMAT_HOME/demo/`name` (0600), made on first use."""
+    path = settings.home / "demo" / name
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(secrets.token_urlsafe(32))
@@ -61,19 +77,36 @@ def _demo_secret(settings: Settings) -> str:
     return path.read_text().strip()
 
 
-def _precompute(client: redis.Redis, folder: Path, accounts_path: Path) -> str:
-    """Precompute the examples with the offline composer; print the run, QA and Dymaxa's page."""
+def _demo_secret(settings: Settings) -> str:
+    """WELCOMEMAT_SECRET, or a per-home demo key kept under home (never for production)."""
+    return settings.secret or _kept_under_home(settings, "secret")
+
+
+def _demo_admin_token(settings: Settings) -> str:
+    """WELCOMEMAT_ADMIN_TOKEN, or a per-home demo admin token kept under home (demo only)."""
+    return settings.admin_token or _kept_under_home(settings, "admin-token")
+
+
+def _precompute(client: redis.Redis, folder: Path, accounts_path: Path, site_origin: str) -> str:
+    """Precompute the examples with the offline composer; print the run, QA and Dymaxa's page.
+
+    The campaign lists the demo customer site's origin in `snippet_origins` (added here when
+    `--site-port` moved it off the one examples/campaign.yaml names). Dymaxa is tier 1, so
+    it waits for a person: the demo approves it as a reviewer would, and says so.
+    """
     from precompute.commands import load_campaign_inputs, print_qa, print_run_report
     from precompute.explain import format_explain
     from precompute.policy import build_policy
     from precompute.providers.offline import OfflineComposer
     from precompute.qa import run_qa
-    from precompute.review import show
+    from precompute.review import decide, show
     from precompute.run import PrecomputeRun
 
     campaign, zones, tenant, tenant_file = load_campaign_inputs(
         folder / "campaign.yaml", str(folder.parent / "zones"), None
     )
+    if site_origin not in campaign.snippet_origins:
+        campaign = campaign.model_copy(update={"snippet_origins": (*campaign.snippet_origins, site_origin)})
     policy = build_policy(
         campaign, tenant, campaign_file=str(folder / "campaign.yaml"), tenant_file=tenant_file
     )
@@ -84,25 +117,59 @@ def _precompute(client: redis.Redis, folder: Path, accounts_path: Path) -> str:
     print()
     qa = run_qa(ZoneSetStore(client), campaign, zones)
     print_qa(qa)
-    record = show(client, campaign.tenant, campaign.campaign, "acct_dymaxa")
+    record = show(client, campaign.tenant, campaign.campaign, DEMO_ACCOUNT)
     if record is not None:
         print()
         print(format_explain(record))
-        if record["status"] == "pending_review":
-            print(
-                f"  Dymaxa is tier 1: a person approves it first — "
-                f"welcomemat review approve {campaign.campaign} acct_dymaxa"
-            )
+    current = ZoneSetStore(client).get(campaign.tenant, campaign.campaign, DEMO_ACCOUNT)
+    if current is not None and current.status.value == "pending_review":
+        outcome = decide(
+            client,
+            campaign.tenant,
+            campaign.campaign,
+            DEMO_ACCOUNT,
+            approve=True,
+            expected_version=current.version,
+        )
+        print(
+            f"  Dymaxa is tier 1: a person approves it first. The demo approves v{current.version} as a "
+            f"reviewer would ({outcome.detail}):\n"
+            f"    welcomemat review approve {campaign.campaign} {DEMO_ACCOUNT} --version {current.version}"
+        )
     return qa.verdict
 
 
-def run_demo(*, examples: str | None, keep_redis: bool) -> int:
+def _bind_ports(port: int, site_port: int | None) -> tuple[socket.socket, socket.socket]:
+    from welcomemat.commands.demo_serve import bind_port
+
+    renderer = bind_port(port, "--port")
+    try:
+        site = bind_port(site_port if site_port is not None else (port + 1 if port else 0), "--site-port")
+    except BaseException:
+        renderer.close()
+        raise
+    return renderer, site
+
+
+def run_demo(
+    *,
+    examples: str | None,
+    keep_redis: bool,
+    port: int = DEFAULT_PORT,
+    site_port: int | None = None,
+    serve: bool | None = None,
+) -> int:
+    """`serve`: keep serving until Ctrl-C (None: when stdout is a terminal)."""
     settings = Settings.from_env()
     folder = _examples_folder(examples)
+    # Bound before any work: a taken port is exit 2 now, not after precompute.
+    renderer_sock, site_sock = _bind_ports(port, site_port)
+    renderer_origin = f"http://127.0.0.1:{renderer_sock.getsockname()[1]}"
+    site_origin = f"http://127.0.0.1:{site_sock.getsockname()[1]}"
     embedded = settings.redis_url is None
     was_running = embedded and EmbeddedRedis().status(settings.home).running
-    target = resolve_redis(settings)
     try:
+        target = resolve_redis(settings)
         client = connect(target)
         info = client.info("server")
         aof = {
@@ -136,27 +203,151 @@ def run_demo(*, examples: str | None, keep_redis: bool) -> int:
         if acc.problems:
             print_problems(acc)
 
-        dymaxa = next((a for a in acc.accounts if a.account_id == "acct_dymaxa"), None)
-        if dymaxa is not None:
-            contact = dymaxa.contacts[0] if dymaxa.contacts else None
-            who = f"{contact.first_name}, {contact.title}" if contact else "no contact"
-            print(f"  Example   {dymaxa.name} ({dymaxa.account_id}, {dymaxa.employee_count} people): {who}")
-            for fact in dymaxa.facts:
-                print(f"            {fact.published_at}  {fact.statement}  <{fact.source_url}>")
-            signer = TokenSigner.from_setting(_demo_secret(settings))
-            token = signer.sign(
-                TokenKind.LINK,
-                tenant=c.tenant,
-                campaign=c.campaign,
-                account=dymaxa.account_id,
-                contact=contact.contact_id if contact else None,
-                ttl_s=DEFAULT_LINK_TTL_S,
-            )
-            print(f"  Link      {DEMO_BASE_URL}/c/{c.campaign}?wm={token}")
+        dymaxa = next((a for a in acc.accounts if a.account_id == DEMO_ACCOUNT), None)
+        if dymaxa is None:
+            raise InputError(f"the example accounts have no {DEMO_ACCOUNT}", file=accounts_path)
+        contact = dymaxa.contacts[0] if dymaxa.contacts else None
+        who = f"{contact.first_name}, {contact.title}" if contact else "no contact"
+        print(f"  Example   {dymaxa.name} ({dymaxa.account_id}, {dymaxa.employee_count} people): {who}")
+        for fact in dymaxa.facts:
+            print(f"            {fact.published_at}  {fact.statement}  <{fact.source_url}>")
         print()
-        verdict = _precompute(client, folder, accounts_path)
-        sys.stdout.flush()
-        return 1 if verdict == "NO GO" else 0
+        verdict = _precompute(client, folder, accounts_path, site_origin)
+        client.close()
+
+        links = _links(
+            settings,
+            c.tenant,
+            c.campaign,
+            contact.contact_id if contact else None,
+            renderer_origin,
+            site_origin,
+        )
+        return _serve_and_check(
+            settings, links, renderer_sock, site_sock, verdict_failed=verdict == "NO GO", serve=serve
+        )
     finally:
+        renderer_sock.close()
+        site_sock.close()
         if embedded and not was_running and not keep_redis:
             EmbeddedRedis().stop(settings.home)
+
+
+def _links(
+    settings: Settings, tenant: str, campaign: str, contact: str | None, renderer: str, site: str
+) -> DemoLinks:
+    from server.link import signed_url
+    from welcomemat.commands.demo_serve import DemoLinks
+
+    signer = TokenSigner.from_setting(_demo_secret(settings))
+
+    def url(kind: TokenKind) -> str:
+        return signed_url(
+            signer,
+            renderer,
+            tenant=tenant,
+            campaign=campaign,
+            account=DEMO_ACCOUNT,
+            contact=contact,
+            qr=kind is TokenKind.QR,
+            ttl_s=DEFAULT_TTL_S[kind],
+        )
+
+    personal = url(TokenKind.LINK)
+    token = personal.partition("?wm=")[2]
+    return DemoLinks(
+        campaign=campaign,
+        account=DEMO_ACCOUNT,
+        renderer=renderer,
+        site=site,
+        personal=personal,
+        qr=url(TokenKind.QR),
+        anonymous=f"{renderer}/c/{campaign}",
+        site_personal=f"{site}/?wm={token}",
+        admin_token=_demo_admin_token(settings),
+    )
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _serve_and_check(
+    settings: Settings,
+    links: DemoLinks,
+    renderer_sock: socket.socket,
+    site_sock: socket.socket,
+    *,
+    verdict_failed: bool,
+    serve: bool | None,
+) -> int:
+    from server.app import create_app
+    from server.link import write_qr_image
+    from welcomemat.commands.demo_serve import ThreadedServer, check_links
+    from welcomemat.commands.demo_site import customer_site
+
+    renderer_settings = Settings.from_env(
+        secret=_demo_secret(settings),
+        admin_token=links.admin_token,
+        public_url=links.renderer,
+        allowed_hosts=("127.0.0.1", "localhost"),
+    )
+    renderer_app = create_app(renderer_settings)
+    servers = [
+        ThreadedServer(renderer_app, renderer_sock, "welcomemat-renderer"),
+        ThreadedServer(customer_site(links.renderer, links.campaign), site_sock, "welcomemat-demo-site"),
+    ]
+    qr_image = settings.home / "demo" / "dymaxa-qr.png"
+    write_qr_image(links.qr, qr_image)
+    token_file = settings.home / "demo" / "admin-token"
+    try:
+        for server in servers:
+            server.start()
+        print()
+        print("Serving")
+        print(f"  Renderer        {links.renderer}")
+        print(f"  Customer site   {links.site}  (a page on a second origin that embeds the snippet)")
+        print()
+        print(f"  Personal link   {links.personal}")
+        print(f"  QR link         {links.qr}")
+        print(f"                  (a QR code of it: {qr_image})")
+        print(f"  Anonymous link  {links.anonymous}")
+        print(f"  Customer site   {links.site_personal}")
+        print("                  (with Dymaxa's token: the snippet swaps in Dymaxa's zones)")
+        print(f"  Admin preview   {links.admin_preview}")
+        print(f"  Admin explain   {links.admin_explain}")
+        print(f"  Admin review    {links.admin_review}")
+        where = "WELCOMEMAT_ADMIN_TOKEN" if settings.admin_token else str(token_file)
+        print(f"  Admin token     {links.admin_token}  (demo only; from {where})")
+        print(f"                  curl -H 'Authorization: Bearer {links.admin_token}' {links.admin_review}")
+        print()
+        print("Checks (each link fetched over HTTP from the running servers)")
+        checks = check_links(links, renderer_app)
+        for check in checks:
+            print(check.line())
+        failed = [c for c in checks if not c.ok]
+        keep_serving = sys.stdout.isatty() if serve is None else serve
+        if keep_serving:
+            print()
+            print("Serving until Ctrl-C.")
+            sys.stdout.flush()
+            # `kill` (SIGTERM) stops as cleanly as Ctrl-C: servers, then the embedded Redis.
+            previous = signal.signal(signal.SIGTERM, _interrupt)
+            try:
+                while all(s.alive for s in servers):
+                    time.sleep(0.5)
+            except KeyboardInterrupt:
+                print("\nStopping.")
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+        else:
+            print()
+            print(
+                "Not a terminal: the servers stopped after the checks. "
+                "Run `welcomemat demo --serve` to keep them serving."
+            )
+        sys.stdout.flush()
+        return 1 if verdict_failed or failed else 0
+    finally:
+        for server in servers:
+            server.stop()

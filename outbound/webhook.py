@@ -1,0 +1,450 @@
+"""The CRM webhook: push each changed account record to a configured URL, without losing any.
+
+A fold that changes a record queues a change on the tenant's outbox stream
+(`keys.webhook_outbox_key`, consumer group `keys.WEBHOOK_CONSUMER_GROUP`), in the same
+atomic step as the fold, and at most one queued change per account at a time. A sender:
+
+- takes a change, reads the record as it is now (`records.take_crm_change`) and POSTs it,
+  serialized by `crm_change` (engagement and the facts shown; never evidence, confidence
+  or webhook bookkeeping), with `Idempotency-Key: <tenant>.<account>.<revision>`: a
+  redelivered change carries the same key and the same body, so the receiver applies it
+  once;
+- signs `<timestamp>.<body>` with HMAC-SHA256 under `WELCOMEMAT_CRM_WEBHOOK_SECRET`:
+  `X-Welcomemat-Timestamp: <unix seconds>`, `X-Welcomemat-Signature: sha256=<hex>`. The
+  receiver recomputes it (`verify_signature`) and refuses old timestamps (replays);
+- retries 408/425/429/5xx and network faults through the one retry layer
+  (`precompute.resilience.ResilientCaller`: exponential backoff with full jitter, Retry-After
+  honoured up to a cap) inside the one circuit breaker (`welcomemat.breaker`);
+- acknowledges and deletes the change only after a 2xx. Anything else leaves it pending
+  in the outbox: the next pass (or another sender, after `claim_idle_ms`) sends it again,
+  so nothing is lost while the receiver is down. A change whose revision was already
+  delivered (a newer send covered it) is dropped without a request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import random
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+import redis
+from pydantic import BaseModel, ConfigDict
+
+from precompute.providers.base import ProviderUnavailable
+from precompute.resilience import ResilientCaller, RetryableError
+from welcomemat import keys
+from welcomemat.breaker import CircuitBreaker
+from welcomemat.errors import ConfigError, StoredValueError
+from welcomemat.records import AccountRecord, mark_crm_delivered, take_crm_change
+
+__all__ = [
+    "IDEMPOTENCY_HEADER",
+    "MIN_SECRET_CHARS",
+    "SIGNATURE_HEADER",
+    "SIGNATURE_TOLERANCE_S",
+    "TIMESTAMP_HEADER",
+    "CrmCampaign",
+    "CrmChange",
+    "CrmContact",
+    "CrmFact",
+    "WebhookConfig",
+    "WebhookRejected",
+    "WebhookSender",
+    "WebhookStats",
+    "crm_change",
+    "ensure_outbox_group",
+    "idempotency_key",
+    "sign",
+    "verify_signature",
+]
+
+SIGNATURE_HEADER = "X-Welcomemat-Signature"
+TIMESTAMP_HEADER = "X-Welcomemat-Timestamp"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+# How old a signed timestamp a receiver should accept, in seconds (replay window).
+SIGNATURE_TOLERANCE_S = 300
+MIN_SECRET_CHARS = 32
+_RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+_BATCH = 50  # outbox entries per read
+
+
+# -- the payload: one explicit serializer -----------------------------------------------------------
+
+
+class CrmFact(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    type: str
+    statement: str
+    source_url: str
+    published_at: date
+
+
+class CrmCampaign(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    first_seen_ms: int | None
+    last_seen_ms: int | None
+    views: int
+    clicks: int
+    clicks_by_zone: dict[str, int]
+    qr_scans: int
+    last_arm: str | None
+    zone_set_version: int | None
+    facts_used: list[CrmFact]
+
+
+class CrmContact(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    contact_id: str
+    email: str | None
+    first_seen_ms: int | None
+    last_seen_ms: int | None
+    views: int
+    clicks: int
+    qr_scans: int
+
+
+class CrmChange(BaseModel):
+    """The webhook body: an account's engagement and the facts its pages used, at one revision."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant: str
+    account_id: str
+    name: str | None
+    domain: str | None
+    revision: int
+    updated_ms: int | None
+    campaigns: dict[str, CrmCampaign]
+    contacts: dict[str, dict[str, CrmContact]]  # campaign -> contact id -> engagement
+
+
+def crm_change(record: AccountRecord) -> CrmChange:
+    """The body for `record`, field by field: what is not named here never leaves."""
+    emails = {c.contact_id: c.email for c in record.contacts}
+    return CrmChange(
+        tenant=record.tenant,
+        account_id=record.account_id,
+        name=record.name,
+        domain=record.domain,
+        revision=record.revision,
+        updated_ms=record.updated_ms,
+        campaigns={
+            campaign: CrmCampaign(
+                first_seen_ms=e.first_seen_ms,
+                last_seen_ms=e.last_seen_ms,
+                views=e.views,
+                clicks=e.clicks,
+                clicks_by_zone=dict(e.clicks_by_zone),
+                qr_scans=e.qr_scans,
+                last_arm=e.last_arm,
+                zone_set_version=e.zone_set_version,
+                facts_used=[
+                    CrmFact(
+                        id=f.id,
+                        type=f.type,
+                        statement=f.statement,
+                        source_url=f.source_url,
+                        published_at=f.published_at,
+                    )
+                    for f in e.facts_shown
+                ],
+            )
+            for campaign, e in sorted(record.engagement.items())
+        },
+        contacts={
+            campaign: {
+                contact_id: CrmContact(
+                    contact_id=contact_id,
+                    email=emails.get(contact_id),
+                    first_seen_ms=c.first_seen_ms,
+                    last_seen_ms=c.last_seen_ms,
+                    views=c.views,
+                    clicks=c.clicks,
+                    qr_scans=c.qr_scans,
+                )
+                for contact_id, c in sorted(per_contact.items())
+            }
+            for campaign, per_contact in sorted(record.contacts_engagement.items())
+        },
+    )
+
+
+def idempotency_key(tenant: str, account_id: str, revision: int) -> str:
+    """One key per (account, change): the same change always carries the same key."""
+    return f"{tenant}.{account_id}.{revision}"
+
+
+# -- signing ----------------------------------------------------------------------------------------
+
+
+def sign(secret: str, timestamp: int, body: bytes) -> str:
+    """`sha256=<hex>`: HMAC-SHA256 of `<timestamp>.<body>` under `secret`."""
+    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"sha256={digest}"
+
+
+def verify_signature(
+    secret: str,
+    timestamp: str | None,
+    body: bytes,
+    signature: str | None,
+    *,
+    now: float | None = None,
+    tolerance_s: int = SIGNATURE_TOLERANCE_S,
+) -> bool:
+    """What a receiver checks: the signature matches and the timestamp is recent (no replay)."""
+    if not timestamp or not signature or not timestamp.isdigit():
+        return False
+    sent = int(timestamp)
+    current = time.time() if now is None else now
+    if abs(current - sent) > tolerance_s:
+        return False
+    return hmac.compare_digest(sign(secret, sent, body), signature)
+
+
+# -- sending ----------------------------------------------------------------------------------------
+
+
+class WebhookRejected(Exception):
+    """The receiver answered with a status that retrying now will not change (e.g. 400, 401)."""
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    url: str
+    secret: str
+    timeout_s: float = 10.0
+    max_attempts: int = 3  # per change and pass
+    backoff_base_s: float = 0.5
+    backoff_cap_s: float = 8.0
+    retry_after_cap_s: float = 30.0
+    failure_threshold: int = 5  # consecutive failed attempts that open the breaker
+    reset_after_s: float = 30.0  # how long the breaker stays open before one probe
+    claim_idle_ms: int = 60_000  # a change pending this long on another sender is taken over
+
+    def __post_init__(self) -> None:
+        parsed = httpx.URL(self.url)
+        if parsed.scheme not in ("https", "http") or not parsed.host:
+            raise ConfigError(f"WELCOMEMAT_CRM_WEBHOOK_URL {self.url!r} must be an http(s) URL with a host")
+        if len(self.secret) < MIN_SECRET_CHARS:
+            raise ConfigError(
+                f"WELCOMEMAT_CRM_WEBHOOK_SECRET must be at least {MIN_SECRET_CHARS} characters "
+                "when WELCOMEMAT_CRM_WEBHOOK_URL is set"
+            )
+
+
+@dataclass
+class WebhookStats:
+    delivered: int = 0  # changes the receiver accepted (2xx)
+    covered: int = 0  # changes dropped because a newer send already carried them
+    failed: int = 0  # changes left in the outbox by a pass (receiver down, rejected, breaker open)
+    attempts: int = 0  # HTTP requests made
+    claimed: int = 0  # taken over from a stopped sender
+
+
+def ensure_outbox_group(client: redis.Redis, tenant: str) -> None:
+    """Create the tenant's outbox stream and the sender group if missing (idempotent)."""
+    key = keys.webhook_outbox_key(tenant)
+    try:
+        client.xgroup_create(key, keys.WEBHOOK_CONSUMER_GROUP, id="0", mkstream=True)
+    except redis.ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+        return
+    client.expire(key, keys.WEBHOOK_OUTBOX_TTL_S)
+
+
+class WebhookSender:
+    """Delivers the tenants' queued CRM changes; one per process, sharing the outbox group."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        config: WebhookConfig,
+        *,
+        name: str,
+        http: httpx.Client | None = None,
+        breaker: CircuitBreaker | None = None,
+        log: Callable[[str], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.name = name
+        self.stats = WebhookStats()
+        self.breaker = breaker or CircuitBreaker(config.failure_threshold, config.reset_after_s)
+        self._http = http or httpx.Client(timeout=config.timeout_s, follow_redirects=False)
+        self._caller = ResilientCaller(
+            self.breaker,
+            max_attempts=config.max_attempts,
+            timeout_s=config.timeout_s,
+            retry_after_cap_s=config.retry_after_cap_s,
+            backoff_base_s=config.backoff_base_s,
+            backoff_cap_s=config.backoff_cap_s,
+            sleep=sleep,
+            rng=rng,
+        )
+        self._log = log or (lambda line: print(f"webhook {name}: {line}", file=sys.stderr, flush=True))
+        self._grouped: set[str] = set()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- passes --------------------------------------------------------------------------------
+
+    def run_pass(self, tenants: Sequence[str]) -> int:
+        """Try every queued change of `tenants` once (its retries included); how many were delivered.
+
+        Stops early while the breaker is open: what is left stays queued for a later pass.
+        """
+        delivered_before = self.stats.delivered
+        for tenant in tenants:
+            if tenant not in self._grouped:
+                ensure_outbox_group(self.client, tenant)
+                self._grouped.add(tenant)
+            for entries in self._batches(tenant):
+                for entry_id, fields in entries:
+                    if self.breaker.state == "open":
+                        self.stats.failed += 1
+                        continue
+                    self._deliver(tenant, entry_id, fields)
+        return self.stats.delivered - delivered_before
+
+    def queued(self, tenants: Sequence[str]) -> int:
+        """Changes waiting in the outboxes of `tenants` (not yet delivered)."""
+        return sum(int(self.client.xlen(keys.webhook_outbox_key(t))) for t in tenants)
+
+    def run_until_stopped(self, tenants: Callable[[], Sequence[str]], stop: threading.Event) -> None:
+        """Follow mode: a pass, then a pause (longer while nothing can be delivered), until `stop`."""
+        idle_s = 0.5
+        while not stop.is_set():
+            try:
+                delivered = self.run_pass(tenants())
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+                self._log(f"Redis unavailable ({exc}); retrying")
+                self._grouped.clear()
+                delivered = 0
+            idle_s = 0.5 if delivered else min(idle_s * 2, 5.0)
+            stop.wait(idle_s)
+
+    def _batches(self, tenant: str) -> list[list[tuple[str, dict[str, str]]]]:
+        """This sender's own pending changes (failed before), those of stopped senders, then new ones."""
+        key = keys.webhook_outbox_key(tenant)
+        group = keys.WEBHOOK_CONSUMER_GROUP
+        batches: list[list[tuple[str, dict[str, str]]]] = []
+        own: Any = self.client.xreadgroup(group, self.name, {key: "0"}, count=10_000)
+        batches.append(_entries(own))
+        claimed: Any = self.client.xautoclaim(
+            key, group, self.name, min_idle_time=self.config.claim_idle_ms, start_id="0-0", count=_BATCH
+        )
+        taken = [(_text(i), _fields(f)) for i, f in claimed[1] if f]
+        self.stats.claimed += len(taken)
+        batches.append(taken)
+        new: Any = self.client.xreadgroup(group, self.name, {key: ">"}, count=_BATCH)
+        batches.append(_entries(new))
+        return batches
+
+    # -- one change ----------------------------------------------------------------------------
+
+    def _deliver(self, tenant: str, entry_id: str, fields: dict[str, str]) -> None:
+        account = fields.get("account", "")
+        try:
+            record, delivered = take_crm_change(self.client, tenant, account)
+        except (
+            ValueError,
+            StoredValueError,
+        ) as exc:  # a bad id in the entry, or a record that does not decode
+            self._log(f"change {entry_id} of tenant {tenant} dropped: {exc}")
+            self._done(tenant, entry_id)
+            return
+        if record is None or record.revision <= delivered:
+            self.stats.covered += 1
+            self._done(tenant, entry_id)
+            return
+        body = crm_change(record).model_dump_json().encode()
+        key = idempotency_key(tenant, account, record.revision)
+        try:
+            self._caller.call(lambda timeout_s: self._post(body, key, timeout_s))
+        except (ProviderUnavailable, WebhookRejected) as exc:
+            self.stats.failed += 1
+            self._log(f"change {key} not delivered, kept in the outbox: {exc}")
+            return
+        self.stats.delivered += 1
+        pipe = self.client.pipeline(transaction=True)  # record and outbox share the tenant's slot
+        mark_crm_delivered(pipe, tenant, account, record.revision)
+        pipe.xack(keys.webhook_outbox_key(tenant), keys.WEBHOOK_CONSUMER_GROUP, entry_id)
+        pipe.xdel(keys.webhook_outbox_key(tenant), entry_id)
+        pipe.execute()
+
+    def _done(self, tenant: str, entry_id: str) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        pipe.xack(keys.webhook_outbox_key(tenant), keys.WEBHOOK_CONSUMER_GROUP, entry_id)
+        pipe.xdel(keys.webhook_outbox_key(tenant), entry_id)
+        pipe.execute()
+
+    def _post(self, body: bytes, key: str, timeout_s: float) -> None:
+        """One attempt. RetryableError for faults worth another; WebhookRejected for a refusal."""
+        timestamp = int(time.time())
+        headers = {
+            "Content-Type": "application/json",
+            IDEMPOTENCY_HEADER: key,
+            TIMESTAMP_HEADER: str(timestamp),
+            SIGNATURE_HEADER: sign(self.config.secret, timestamp, body),
+            "User-Agent": "welcomemat-sync",
+        }
+        self.stats.attempts += 1
+        try:
+            response = self._http.post(self.config.url, content=body, headers=headers, timeout=timeout_s)
+        except httpx.TransportError as exc:  # connect refused, reset, timeout
+            raise RetryableError(detail=f"{type(exc).__name__}: {exc}") from exc
+        if 200 <= response.status_code < 300:
+            return
+        if response.status_code in _RETRYABLE_STATUS:
+            raise RetryableError(
+                _retry_after(response.headers.get("Retry-After")), detail=f"HTTP {response.status_code}"
+            )
+        raise WebhookRejected(f"HTTP {response.status_code} from the receiver")
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After in seconds: delta-seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (when - datetime.now(UTC)).total_seconds()
+
+
+def _entries(reply: Any) -> list[tuple[str, dict[str, str]]]:
+    return [(_text(i), _fields(f)) for _, messages in (reply or []) for i, f in messages if f]
+
+
+def _fields(raw: Any) -> dict[str, str]:
+    return {_text(k): _text(v) for k, v in raw.items()}
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)

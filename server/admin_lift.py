@@ -1,0 +1,158 @@
+"""`GET /admin/lift/{campaign}`: the lift report as an operator page, with a chart (or JSON, or SVG).
+
+Bearer `WELCOMEMAT_ADMIN_TOKEN` through `admin_auth.require_admin` (404 when unset, 401
+without it). The report is `outbound.lift.campaign_lift_report`, the same one `welcomemat
+report lift` prints. The chart is drawn on the server (`outbound.lift_chart`) and shown as
+an `<img>` with a `data:` URI: no script, no chart library, nothing of it parsed as the
+page's HTML, and it works under the admin CSP (`img-src 'self' data:`).
+
+`?format=json` answers the report as JSON, `?format=svg` the chart alone; `?type=` (repeatable)
+counts only those conversion types. Like every admin route, when Redis cannot answer this is
+503 with `Retry-After` (counted by the renderer's Redis guard), never a 500 and never a
+made-up report.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import jinja2
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+
+from outbound.conversions import ConversionType
+from outbound.lift import LiftReport, campaign_lift_report
+from outbound.lift_chart import chart_data_uri, render_lift_chart
+from server.admin import ADMIN_CSP
+from server.admin_auth import require_admin
+from server.redis_guard import RedisUnavailable
+from server.render import TEMPLATES_DIR, template_environment
+from server.renderer import Renderer
+from welcomemat.errors import StoredValueError
+from welcomemat.ids import is_valid_id
+
+__all__ = ["LIFT_REPORT_TIMEOUT_S", "LIFT_ROUTE", "lift_page"]
+
+log = logging.getLogger(__name__)
+
+LIFT_ROUTE = "/admin/lift/{campaign}"
+# A report reads every published zone set and account record of the campaign: seconds to
+# tens of seconds at 100k accounts, which an operator waits for once. Generous, because the
+# guard counts a timeout as a Redis fault (towards its breaker); still bounded, so a hung
+# Redis is a 503 and not a request that never ends.
+LIFT_REPORT_TIMEOUT_S = 120.0
+_RETRY_AFTER_S = "5"
+_NO_STORE = {"cache-control": "no-store"}
+_FORMATS = ("html", "json", "svg")
+
+
+@functools.cache
+def _templates() -> jinja2.Environment:
+    return template_environment(TEMPLATES_DIR)
+
+
+class _LiftError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _error(renderer: Renderer, fmt: str, error: _LiftError) -> Response:
+    headers = {**_NO_STORE, **({"retry-after": _RETRY_AFTER_S} if error.status == 503 else {})}
+    if fmt == "html":
+        return HTMLResponse(renderer.pages.error(error.status, error.message), error.status, headers=headers)
+    return JSONResponse({"error": error.message}, error.status, headers=headers)
+
+
+def _types(request: Request) -> frozenset[ConversionType] | None:
+    names = request.query_params.getlist("type")
+    if not names:
+        return None
+    known = {t.value for t in ConversionType}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise _LiftError(400, f"unknown conversion type {unknown[0]!r}; use {', '.join(sorted(known))}")
+    return frozenset(ConversionType(n) for n in names)
+
+
+async def _report(request: Request, renderer: Renderer) -> tuple[LiftReport, list[str]]:
+    campaign_id = request.path_params["campaign"]
+    if not is_valid_id(campaign_id):
+        raise _LiftError(404, f"campaign {campaign_id!r} is not a valid id")
+    types = _types(request)
+    state = await renderer.campaigns.resolve(campaign_id)
+    if state is None:
+        raise _LiftError(404, f"no published campaign {campaign_id!r}")
+    view, now = state.view, renderer.now()
+    problems: list[str] = []
+    report = await renderer.guard.call(
+        "admin_lift",
+        lambda: campaign_lift_report(renderer.client, view, now=now, types=types, problems=problems),
+        timeout_s=max(LIFT_REPORT_TIMEOUT_S, renderer.guard.timeout_s),
+    )
+    return report, problems
+
+
+async def lift_page(request: Request) -> Response:
+    """
+    summary: The campaign's lift report, personal vs holdout, with a chart (admin).
+    description: >
+      Per arm: accounts, accounts reached, visits, CTA clicks, conversions; reach, CTA click
+      rate and conversion rate with 95% Wilson intervals; the difference with its Newcombe
+      interval; warnings when samples are too small to conclude. HTML with a server-rendered
+      SVG chart, or `format=json` / `format=svg`. Bearer `WELCOMEMAT_ADMIN_TOKEN`.
+    security: [{adminBearer: []}]
+    parameters:
+      - {name: campaign, in: path, required: true, schema: {type: string}}
+      - {name: format, in: query, required: false, schema: {type: string, enum: [html, json, svg]}}
+      - name: type
+        in: query
+        required: false
+        schema: {type: string, enum: [meeting_booked, opportunity, closed_won]}
+        description: count only these conversion types (repeatable)
+    responses:
+      200: {description: "The report (HTML, JSON or SVG)."}
+      400: {description: "Unknown format or conversion type."}
+      401: {description: "No or wrong bearer token."}
+      404: {description: "Admin routes off, or no such campaign."}
+      503: {description: "Redis is unavailable."}
+    """
+    renderer: Renderer = request.app.state.renderer
+    require_admin(request, renderer.settings.admin_token)  # raises 404 / 401
+    fmt = request.query_params.get("format", "html")
+    if fmt not in _FORMATS:
+        return _error(renderer, "json", _LiftError(400, f"format must be one of {', '.join(_FORMATS)}"))
+    try:
+        report, problems = await _report(request, renderer)
+    except _LiftError as exc:
+        return _error(renderer, fmt, exc)
+    except RedisUnavailable as exc:
+        log.warning("admin lift %s: %s", request.url.path, exc)
+        return _error(renderer, fmt, _LiftError(503, "Redis is unavailable; try again shortly"))
+    except StoredValueError as exc:
+        renderer.metrics.stored_value_errors.inc()
+        log.error("%s", exc)
+        return _error(renderer, fmt, _LiftError(503, "the campaign's stored configuration does not decode"))
+    if fmt == "json":
+        return JSONResponse(report.model_dump(mode="json"), headers=_NO_STORE)
+    if fmt == "svg":
+        return Response(
+            render_lift_chart(report),
+            media_type="image/svg+xml",
+            headers={**_NO_STORE, "content-security-policy": "default-src 'none'"},
+        )
+    html = (
+        _templates()
+        .get_template("admin/lift.html")
+        .render(
+            admin_stylesheet="/static/admin.css",
+            tenant=report.tenant,
+            campaign=report.campaign,
+            report=report,
+            chart_uri=chart_data_uri(report),
+            problems=problems,
+        )
+    )
+    return HTMLResponse(html, headers={**_NO_STORE, "content-security-policy": ADMIN_CSP})

@@ -1,0 +1,144 @@
+"""`POST /v1/conversions`: the CRM reports an outcome (meeting booked, opportunity, ...) per account.
+
+Authenticated with the bearer `WELCOMEMAT_CRM_TOKEN`, checked by `admin_auth.require_admin`
+(the one constant-time bearer check): unset, the route is off (404); a missing or wrong
+token is 401. The body is one JSON object (`outbound.conversions.ConversionIn`, at most
+`CONVERSION_BODY_MAX_BYTES`). The conversion is stored once per `conversion_id` with the
+arm `assign_arm` gives the account: 202 when recorded, 200 when the same conversion was
+already recorded (a CRM retry), 409 when the id was used for a different outcome.
+
+Bad input is 400 (413 when too large, 415 when not JSON) with a message naming the field.
+Redis down or slow is 503 with `Retry-After`, counted like every renderer Redis fault;
+never a 500: a CRM retries a 503.
+"""
+
+from __future__ import annotations
+
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+
+from outbound.conversions import (
+    CONVERSION_BODY_MAX_BYTES,
+    ConversionConflict,
+    RecordResult,
+    parse_conversion,
+    record_conversion,
+)
+from server.admin_auth import require_admin
+from server.faults import NO_STORE
+from server.redis_guard import RedisUnavailable
+from server.renderer import Renderer
+from welcomemat.errors import InputError, StoredValueError
+
+__all__ = ["CONVERSIONS_ROUTE", "conversion_payload", "post_conversion", "read_limited_body"]
+
+CONVERSIONS_ROUTE = "/v1/conversions"
+# Writing one conversion is one Lua call; this budget is for a loaded Redis, not a slow one.
+_WRITE_TIMEOUT_S = 2.0
+_RETRY_AFTER_S = "5"
+
+
+def _error(status: int, message: str, **headers: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers={**NO_STORE, **headers})
+
+
+async def read_limited_body(request: Request, limit: int) -> bytes:
+    """The request body, or 413 as soon as it is over `limit` bytes (declared or streamed)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise HTTPException(413, f"the body must be at most {limit} bytes")
+    body = bytearray()
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > limit:
+                raise HTTPException(413, f"the body must be at most {limit} bytes")
+    except ClientDisconnect:
+        raise HTTPException(400, "the client went away before the body was complete") from None
+    return bytes(body)
+
+
+def conversion_payload(result: RecordResult) -> dict[str, object]:
+    """The public answer: what was recorded, under which arm (no internal fields)."""
+    stored = result.stored
+    return {
+        "status": "recorded" if result.created else "already_recorded",
+        "conversion_id": stored.conversion_id,
+        "campaign": stored.campaign,
+        "account_id": stored.account_id,
+        "type": stored.type.value,
+        "arm": stored.arm.value,
+    }
+
+
+async def post_conversion(request: Request) -> Response:
+    """
+    summary: Record a CRM outcome (meeting booked, opportunity, closed won) for an account.
+    description: >
+      Bearer `WELCOMEMAT_CRM_TOKEN` (unset: 404). Idempotent by `conversion_id`. The
+      account's experiment arm (personal or holdout) is stored with the conversion for the
+      lift report.
+    security: [{crmBearer: []}]
+    requestBody:
+      required: true
+      content:
+        application/json:
+          schema:
+            type: object
+            additionalProperties: false
+            required: [campaign, account_id, type, conversion_id, occurred_at]
+            properties:
+              campaign: {type: string}
+              account_id: {type: string}
+              type: {type: string, enum: [meeting_booked, opportunity, closed_won]}
+              conversion_id: {type: string, maxLength: 128}
+              occurred_at: {type: string, format: date-time, description: with a UTC offset}
+              value: {type: number, minimum: 0}
+    responses:
+      202: {description: "Recorded, with the account's arm."}
+      200: {description: "This conversion id was recorded before with the same content."}
+      400: {description: "Bad input; the message names the field."}
+      401: {description: "Missing or wrong bearer token."}
+      404: {description: "The route is off (no WELCOMEMAT_CRM_TOKEN), or no such campaign."}
+      409: {description: "The conversion id was recorded before with different content."}
+      413: {description: "The body is too large."}
+      503: {description: "Redis is unavailable; retry later."}
+    """
+    renderer: Renderer = request.app.state.renderer
+    require_admin(request, renderer.settings.crm_token)
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        return _error(415, "send the conversion as application/json")
+    body = await read_limited_body(request, CONVERSION_BODY_MAX_BYTES)
+    try:
+        conversion = parse_conversion(body)
+    except InputError as exc:
+        return _error(400, str(exc))
+    try:
+        state = await renderer.campaigns.resolve(conversion.campaign)
+    except RedisUnavailable:
+        return _error(503, "Redis is unavailable; retry later", **{"retry-after": _RETRY_AFTER_S})
+    except StoredValueError:
+        renderer.metrics.stored_value_errors.inc()
+        return _error(503, "the campaign's stored configuration cannot be read; retry later")
+    if state is None:
+        return _error(404, f"no published campaign {conversion.campaign!r}")
+    tenant, fraction = state.tenant, state.view.campaign.holdout_fraction
+    now = renderer.now()
+    try:
+        result = await renderer.guard.call(
+            "conversion",
+            lambda: record_conversion(renderer.client, tenant, fraction, conversion, now=now),
+            timeout_s=max(_WRITE_TIMEOUT_S, renderer.guard.timeout_s),
+        )
+    except ConversionConflict as exc:
+        return _error(409, str(exc))
+    except RedisUnavailable:
+        return _error(503, "Redis is unavailable; retry later", **{"retry-after": _RETRY_AFTER_S})
+    except StoredValueError:
+        renderer.metrics.stored_value_errors.inc()
+        return _error(503, "the stored conversion under this id cannot be read")
+    return JSONResponse(
+        conversion_payload(result), status_code=202 if result.created else 200, headers=NO_STORE
+    )

@@ -1,0 +1,267 @@
+"""The lift report read from Redis: `welcomemat report lift` and `GET /admin/lift/{campaign}`."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import html5lib
+import pytest
+import redis
+from starlette.testclient import TestClient
+
+from outbound.conversions import ConversionType, parse_conversion, record_conversion
+from outbound.export import load_campaign_view
+from outbound.lift import Metric, campaign_lift_report, collect_outcomes
+from server.app import create_app
+from server.redis_guard import renderer_redis_client
+from tests.corpora import REPO_ROOT
+from tests.server.conftest import (
+    BASE_URL,
+    CAMPAIGN,
+    TENANT,
+    account_in,
+    example_inputs,
+    make_zone_set,
+    publish_config,
+    renderer_settings,
+)
+from welcomemat.arms import Arm
+from welcomemat.embedded_redis import temporary_redis
+from welcomemat.records import FOLD_LUA, EventFold, fold_events
+from welcomemat.store import ZoneSetStore
+from welcomemat.zoneset import ZoneSetStatus
+
+ADMIN = "admin-token-for-lift-0123456789"
+AUTH = {"authorization": f"Bearer {ADMIN}"}
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
+
+
+def accounts(arm: Arm, count: int) -> list[str]:
+    found: list[str] = []
+    i = 0
+    while len(found) < count:
+        candidate = account_in(arm, prefix=f"{arm.value}{i}")
+        if candidate not in found:
+            found.append(candidate)
+        i += 1
+    return found
+
+
+def event(client: redis.Redis, account: str, kind: str, n: int, zone: str | None = None) -> None:
+    """Fold `n` events into the account's record, as `welcomemat sync` does."""
+    replies = fold_events(
+        client.register_script(FOLD_LUA),
+        client,
+        [
+            EventFold(
+                tenant=TENANT,
+                account_id=account,
+                campaign=CAMPAIGN,
+                kind=kind,  # type: ignore[arg-type]
+                ts_ms=1_764_000_000_000 + i,
+                event_id=f"{account}-{kind}-{zone}-{i}",
+                zone=zone,
+            )
+            for i in range(n)
+        ],
+        outbox=False,
+    )
+    assert all(isinstance(r, int) and r > 0 for r in replies), replies
+
+
+def convert(client: redis.Redis, account: str, conversion_id: str, kind: str = "meeting_booked") -> None:
+    body = {
+        "campaign": CAMPAIGN,
+        "account_id": account,
+        "type": kind,
+        "conversion_id": conversion_id,
+        "occurred_at": "2026-11-28T10:00:00Z",
+    }
+    record_conversion(client, TENANT, 0.1, parse_conversion(json.dumps(body)), now=NOW)
+
+
+@pytest.fixture
+def campaign_data(redis_client: redis.Redis) -> redis.Redis:
+    """40 personal and 40 holdout accounts published; engagement and conversions as below.
+
+    personal: 30 reached (2 views each), 12 clicked the CTA (once, plus a headline click),
+              6 converted (one of them twice, different ids); 1 unreached account converted.
+    holdout:  20 reached, 4 clicked the CTA, 2 converted.
+    Also: a pending-review account (not in the population) with views, and a record of another
+    campaign's account.
+    """
+    campaign, zones = example_inputs()
+    publish_config(redis_client, campaign, zones)
+    store = ZoneSetStore(redis_client)
+    personal, holdout = accounts(Arm.PERSONAL, 40), accounts(Arm.HOLDOUT, 40)
+    store.publish_many([make_zone_set(a) for a in personal + holdout])
+    for group, reached, clicked, converted in ((personal, 30, 12, 6), (holdout, 20, 4, 2)):
+        for i, account in enumerate(group):
+            if i < reached:
+                event(redis_client, account, "views", 2)
+            if i < clicked:
+                event(redis_client, account, "clicks", 1, zone="cta")
+                event(redis_client, account, "clicks", 1, zone="hero_headline")
+            if i < converted:
+                convert(redis_client, account, f"{account}-c1")
+    convert(redis_client, personal[0], f"{personal[0]}-c2", "opportunity")
+    convert(redis_client, personal[39], f"{personal[39]}-cold")
+    pending = account_in(Arm.PERSONAL, prefix="pending")
+    store.publish(make_zone_set(pending, status=ZoneSetStatus.PENDING_REVIEW))
+    event(redis_client, pending, "views", 5)
+    return redis_client
+
+
+def test_counts_and_rates_per_arm(campaign_data: redis.Redis) -> None:
+    view = load_campaign_view(campaign_data, TENANT, CAMPAIGN)
+    outcomes = collect_outcomes(campaign_data, view)
+    assert len(outcomes) == 80  # the pending-review account is not in the population
+    report = campaign_lift_report(campaign_data, view, now=NOW)
+    personal, holdout = report.arm(Arm.PERSONAL), report.arm(Arm.HOLDOUT)
+    assert (personal.accounts, personal.reached, personal.visits) == (40, 30, 60)
+    assert (personal.cta_clicks, personal.accounts_clicked) == (12, 12)  # headline clicks are not CTA clicks
+    assert (personal.conversions, personal.accounts_converted) == (8, 6)
+    assert (holdout.accounts, holdout.reached, holdout.visits, holdout.accounts_clicked) == (40, 20, 40, 4)
+    assert (holdout.conversions, holdout.accounts_converted) == (2, 2)
+    clicks = report.metric(Metric.CTA_CLICK_RATE)
+    assert (clicks.personal.successes, clicks.personal.trials) == (12, 30)
+    assert (clicks.holdout.successes, clicks.holdout.trials) == (4, 20)
+    # 12/30 = 0.4000, Wilson [0.2459, 0.5768]; 4/20 = 0.2000, Wilson [0.0807, 0.4160]
+    assert (round(clicks.personal.low, 4), round(clicks.personal.high, 4)) == (0.2459, 0.5768)
+    assert (round(clicks.holdout.low, 4), round(clicks.holdout.high, 4)) == (0.0807, 0.4160)
+    assert any("holdout arm has 20 reached accounts" in w for w in report.warnings)
+
+    meetings = campaign_lift_report(
+        campaign_data, view, now=NOW, types=frozenset({ConversionType.MEETING_BOOKED})
+    )
+    assert meetings.arm(Arm.PERSONAL).conversions == 7 and meetings.conversion_types == ("meeting_booked",)
+
+
+def test_report_lift_command_table_and_json(
+    campaign_data: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    table = run("report", "lift", CAMPAIGN, redis_url=redis_url, home=tmp_path)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].startswith(f"lift {TENANT}/{CAMPAIGN} at ")
+    assert re.search(r"^personal\s+40\s+30\s+60\s+12\s+8$", table.stdout, flags=re.MULTILINE)
+    assert re.search(r"^holdout\s+40\s+20\s+40\s+4\s+2$", table.stdout, flags=re.MULTILINE)
+    assert "cta_click_rate     40.0% [24.6%, 57.7%]" in table.stdout
+    assert "Warnings:" in table.stdout and "too small to conclude" in table.stdout
+
+    as_json = run(
+        "report",
+        "lift",
+        f"{TENANT}/{CAMPAIGN}",
+        "--json",
+        "--type",
+        "opportunity",
+        redis_url=redis_url,
+        home=tmp_path,
+    )
+    assert as_json.returncode == 0, as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert data["conversion_types"] == ["opportunity"]
+    assert [a["conversions"] for a in data["arms"]] == [1, 0]
+    assert data["interval_method"] == "Wilson score interval"
+    assert [m["metric"] for m in data["metrics"]] == ["reach", "cta_click_rate", "conversion_rate"]
+
+    unknown = run("report", "lift", "acme/unknown", redis_url=redis_url, home=tmp_path)
+    assert unknown.returncode == 2 and "not published" in unknown.stderr
+
+
+# -- the admin page ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def admin(campaign_data: redis.Redis) -> Iterator[TestClient]:
+    app = create_app(renderer_settings(admin_token=ADMIN), redis_client=campaign_data, clock=NOW.timestamp)
+    with TestClient(app, base_url=BASE_URL) as client:
+        yield client
+
+
+def test_admin_lift_page_shows_the_report_and_a_chart(admin: TestClient) -> None:
+    response = admin.get(f"/admin/lift/{CAMPAIGN}", headers=AUTH)
+    assert response.status_code == 200
+    assert response.headers["cache-control"] == "no-store"
+    assert "img-src 'self' data:" in response.headers["content-security-policy"]
+    assert "script-src" not in response.headers["content-security-policy"]
+    document = html5lib.parse(response.text, namespaceHTMLElements=False)
+    assert document.find(".//script") is None
+    assert not [e for e in document.iter() if "style" in e.attrib]
+    counts = {
+        row.get("data-admin-arm"): [td.text for td in row.findall("td")]
+        for row in document.findall(".//table[@data-admin='counts']/tbody/tr")
+    }
+    assert counts["personal"] == ["personal", "40", "30", "60", "12", "12", "8", "6"]
+    assert counts["holdout"] == ["holdout", "40", "20", "40", "4", "4", "2", "2"]
+    img = document.find(".//img[@data-admin='chart']")
+    assert img is not None and img.get("src", "").startswith("data:image/svg+xml;base64,")
+    svg = ET.fromstring(base64.b64decode(img.get("src", "").split(",", 1)[1]))
+    assert (
+        len(svg.findall(".//{http://www.w3.org/2000/svg}rect")) == 1 + 6
+    )  # background + a bar per arm and metric
+    warnings = document.find(".//section[@data-admin='warnings']")
+    assert warnings is not None and "too small to conclude" in "".join(warnings.itertext())
+
+
+def test_admin_lift_json_and_svg(admin: TestClient, campaign_data: redis.Redis) -> None:
+    data = admin.get(f"/admin/lift/{CAMPAIGN}", params={"format": "json"}, headers=AUTH).json()
+    expected = campaign_lift_report(
+        campaign_data, load_campaign_view(campaign_data, TENANT, CAMPAIGN), now=NOW
+    )
+    assert data == expected.model_dump(mode="json")
+    svg = admin.get(f"/admin/lift/{CAMPAIGN}", params={"format": "svg", "type": "opportunity"}, headers=AUTH)
+    assert svg.status_code == 200 and svg.headers["content-type"] == "image/svg+xml"
+    ET.fromstring(svg.content)
+    bad = admin.get(f"/admin/lift/{CAMPAIGN}", params={"type": "lunch"}, headers=AUTH)
+    assert bad.status_code == 400 and "lunch" in bad.text
+    assert admin.get(f"/admin/lift/{CAMPAIGN}", params={"format": "pdf"}, headers=AUTH).status_code == 400
+
+
+def test_admin_lift_needs_the_admin_token(campaign_data: redis.Redis, admin: TestClient) -> None:
+    assert admin.get(f"/admin/lift/{CAMPAIGN}").status_code == 401
+    assert admin.get(f"/admin/lift/{CAMPAIGN}", headers={"authorization": "Bearer nope"}).status_code == 401
+    assert admin.get("/admin/lift/no-such-campaign", headers=AUTH).status_code == 404
+    off = create_app(renderer_settings(), redis_client=campaign_data)
+    with TestClient(off, base_url=BASE_URL) as client:
+        assert client.get(f"/admin/lift/{CAMPAIGN}", headers=AUTH).status_code == 404
+
+
+def test_admin_lift_is_503_when_redis_is_down(tmp_path: Path) -> None:
+    campaign, zones = example_inputs()
+    with temporary_redis(tmp_path / "redis") as url:
+        client = renderer_redis_client(url)
+        publish_config(client, campaign, zones)
+        app = create_app(renderer_settings(admin_token=ADMIN), redis_client=client)
+        with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as api:
+            assert api.get(f"/admin/lift/{CAMPAIGN}", headers=AUTH).status_code == 200
+            client.shutdown(nosave=True)  # type: ignore[no-untyped-call]
+            down = api.get(f"/admin/lift/{CAMPAIGN}", headers=AUTH)
+            down_json = api.get(f"/admin/lift/{CAMPAIGN}", params={"format": "json"}, headers=AUTH)
+    assert down.status_code == 503 and down.headers["retry-after"] == "5"
+    assert down_json.status_code == 503 and "Redis is unavailable" in down_json.json()["error"]
+
+
+def test_openapi_describes_the_new_routes(admin: TestClient) -> None:
+    paths = admin.get("/openapi.json").json()["paths"]
+    assert paths["/admin/lift/{campaign}"]["get"]["security"] == [{"adminBearer": []}]
+    assert paths["/v1/conversions"]["post"]["security"] == [{"crmBearer": []}]
+
+
+def run(*args: str, redis_url: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WELCOMEMAT_", "REDIS_URL"))}
+    env.update({"REDIS_URL": redis_url, "WELCOMEMAT_HOME": str(home)})
+    return subprocess.run(
+        [WELCOMEMAT, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+    )

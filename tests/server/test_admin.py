@@ -1,0 +1,520 @@
+"""`/admin/...`: explain JSON, preview-as-account, the review queue — what an operator sees and can do."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from precompute.policy import build_policy
+from precompute.providers.offline import OfflineComposer
+from precompute.run import PrecomputeRun
+from server.admin_payloads import parse_explain_record
+from server.admin_preview import personal_refusal, read_page_zones
+from server.app import create_app
+from server.campaigns import ResolvedZone
+from server.redis_guard import renderer_redis_client
+from server.render import template_environment
+from server.tuning import RendererTuning
+from tests.corpora import corpus_lines
+from tests.precompute.test_pipeline import NOW, dymaxa
+from tests.server.conftest import (
+    BASE_URL,
+    CAMPAIGN,
+    HOLDOUT_ACCOUNT,
+    TENANT,
+    example_inputs,
+    make_zone_set,
+    publish_config,
+    renderer_settings,
+    signer,
+)
+from tests.server.pagetools import parse, text_of, zones
+from welcomemat import keys
+from welcomemat.arms import Arm
+from welcomemat.errors import StoredValueError
+from welcomemat.markup import render_text
+from welcomemat.store import ZoneSetStore
+from welcomemat.tokens import TokenKind
+from welcomemat.zoneset import Rung, ZoneSetStatus
+
+TOKEN = "admin-token-for-tests-0123456789"
+AUTH = {"authorization": f"Bearer {TOKEN}"}
+DYMAXA = "acct_dymaxa"
+
+ROUTES = [
+    ("GET", f"/admin/explain/{CAMPAIGN}/{DYMAXA}"),
+    ("GET", f"/admin/preview/{CAMPAIGN}/{DYMAXA}"),
+    ("GET", f"/admin/review/{CAMPAIGN}"),
+    ("POST", f"/admin/review/{CAMPAIGN}/{DYMAXA}/approve"),
+    ("POST", f"/admin/review/{CAMPAIGN}/{DYMAXA}/reject"),
+]
+
+
+def _app(client: redis.Redis, **settings: Any) -> Starlette:
+    return create_app(
+        renderer_settings(**{"admin_token": TOKEN, **settings}),
+        redis_client=client,
+        clock=NOW.timestamp,
+        tuning=RendererTuning(watcher_poll_s=0.05),
+    )
+
+
+@pytest.fixture
+def precomputed(tmp_path: Path, redis_client: redis.Redis) -> redis.Redis:
+    """Dymaxa (tier 1) precomputed with the offline composer: published `pending_review`, queued."""
+    campaign, zone_contracts = example_inputs()
+    accounts = tmp_path / "accounts.jsonl"
+    accounts.write_text(json.dumps(dymaxa(NOW.date())) + "\n")
+    PrecomputeRun(
+        client=redis_client,
+        campaign=campaign,
+        zones=zone_contracts,
+        policy=build_policy(campaign, None),
+        provider=OfflineComposer(),
+        now=NOW,
+    ).run(accounts)
+    return redis_client
+
+
+@pytest.fixture
+def admin(precomputed: redis.Redis) -> Iterator[TestClient]:
+    with TestClient(_app(precomputed), base_url=BASE_URL) as client:
+        yield client
+
+
+def link_token(account: str) -> str:
+    """A link token signed at the apps' clock (NOW)."""
+    return signer(clock=NOW.timestamp).sign(
+        TokenKind.LINK, tenant=TENANT, campaign=CAMPAIGN, account=account, contact=None, ttl_s=3600
+    )
+
+
+def _events(client: redis.Redis) -> int:
+    return int(client.xlen(keys.events_stream_key(TENANT)))
+
+
+# -- the bearer check ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("method", "path"), ROUTES)
+def test_admin_routes_do_not_exist_without_an_admin_token(
+    precomputed: redis.Redis, method: str, path: str
+) -> None:
+    with TestClient(_app(precomputed, admin_token=None), base_url=BASE_URL) as client:
+        answer = client.request(method, path, headers=AUTH, json={"version": 1})
+        unknown = client.request(method, "/admin/no-such-route", headers=AUTH)
+    assert answer.status_code == 404
+    assert (answer.headers["content-type"], answer.text) == (unknown.headers["content-type"], unknown.text)
+    assert ZoneSetStore(precomputed).get(TENANT, CAMPAIGN, DYMAXA).status is ZoneSetStatus.PENDING_REVIEW  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("method", "path"), ROUTES)
+@pytest.mark.parametrize("header", [None, f"Bearer {TOKEN}x", f"Basic {TOKEN}"])
+def test_admin_routes_need_the_bearer_token(
+    admin: TestClient, method: str, path: str, header: str | None
+) -> None:
+    headers = {} if header is None else {"authorization": header}
+    answer = admin.request(method, path, headers=headers, json={"version": 1})
+    assert answer.status_code == 401 and answer.headers["www-authenticate"] == "Bearer"
+    assert "Dymaxa" not in answer.text
+
+
+# -- explain -----------------------------------------------------------------------------
+
+
+def test_explain_is_the_stored_record_as_json(admin: TestClient) -> None:
+    answer = admin.get(f"/admin/explain/{CAMPAIGN}/{DYMAXA}", headers=AUTH)
+    assert answer.status_code == 200 and answer.headers["cache-control"] == "no-store"
+    record = answer.json()
+    assert (record["account_id"], record["name"], record["tier"]) == (DYMAXA, "Dymaxa B.V.", 1)
+    assert (record["status"], record["version"]) == ("pending_review", 1)
+    assert record["identity"]["registrable_domain"] == "dymaxa.com"
+    facts = {f["id"]: f for f in record["facts"]}
+    assert facts["dymaxa-series-a"]["trusted"] and facts["dymaxa-series-a"]["type"] == "funding"
+    headline = next(z for z in record["zones"] if z["zone_id"] == "hero_headline")
+    assert headline["rung"] == "personal" and "Series A" in headline["text"]
+    assert headline["facts"] == ["dymaxa-series-a"]
+
+
+def test_explain_says_the_live_status_after_a_review(admin: TestClient) -> None:
+    approved = admin.post(f"/admin/review/{CAMPAIGN}/{DYMAXA}/approve", headers=AUTH, json={"version": 1})
+    assert approved.status_code == 200
+    record = admin.get(f"/admin/explain/{CAMPAIGN}/{DYMAXA}", headers=AUTH).json()
+    assert (record["status"], record["version"]) == ("published", 2)
+
+
+def test_explain_passes_on_only_named_fields_and_gated_links(redis_client: redis.Redis) -> None:
+    campaign, zone_contracts = example_inputs()
+    publish_config(redis_client, campaign, zone_contracts)
+    record = {
+        "account_id": DYMAXA,
+        "name": "Dymaxa B.V.",
+        "evidence": "raw research text",
+        "provider_metadata": {"model": "x"},
+        "facts": [
+            {"id": "f1", "trusted": True, "source_url": "javascript:alert(1)", "evidence": "secret"},
+            {"id": "f2", "trusted": True, "source_url": "HTTPS://Dymaxa.com/press", "statement": "Raised"},
+        ],
+        "zones": [{"zone_id": "cta", "rung": "personal", "text": "Book", "href": "http://evil.example/"}],
+    }
+    redis_client.set(keys.explain_key(TENANT, CAMPAIGN, DYMAXA), json.dumps(record))
+    with TestClient(_app(redis_client), base_url=BASE_URL) as client:
+        answer = client.get(f"/admin/explain/{CAMPAIGN}/{DYMAXA}", headers=AUTH)
+    assert answer.status_code == 200
+    body = answer.json()
+    assert "evidence" not in answer.text and "provider_metadata" not in answer.text
+    assert [f["source_url"] for f in body["facts"]] == [None, "https://dymaxa.com/press"]
+    assert body["facts"][1]["statement"] == "Raised"
+    assert body["zones"][0]["href"] is None
+
+
+@pytest.mark.parametrize(
+    ("path", "needle"),
+    [
+        (f"/admin/explain/{CAMPAIGN}/acct_nobody", "no explain record"),
+        ("/admin/explain/no-such-campaign/acct_dymaxa", "no published campaign"),
+        (f"/admin/explain/{CAMPAIGN}/bad%3Aid", "not a valid id"),
+        (f"/admin/explain/{CAMPAIGN}/%7Bx%7D", "not a valid id"),
+    ],
+)
+def test_explain_unknown_or_invalid_is_404_json(admin: TestClient, path: str, needle: str) -> None:
+    answer = admin.get(path, headers=AUTH)
+    assert answer.status_code == 404 and needle in answer.json()["error"]
+    assert answer.headers["cache-control"] == "no-store"
+
+
+def test_a_record_that_does_not_decode_is_503_and_counted(
+    admin: TestClient, precomputed: redis.Redis
+) -> None:
+    precomputed.set(keys.explain_key(TENANT, CAMPAIGN, DYMAXA), b"{not json")
+    answer = admin.get(f"/admin/explain/{CAMPAIGN}/{DYMAXA}", headers=AUTH)
+    assert answer.status_code == 503 and "does not decode" in answer.json()["error"]
+    assert "welcomemat_stored_value_errors_total 1.0" in admin.get("/metrics").text
+
+
+# -- preview -----------------------------------------------------------------------------
+
+
+def _preview(client: TestClient, account: str = DYMAXA, **params: str) -> tuple[Any, dict[str, Any]]:
+    answer = client.get(f"/admin/preview/{CAMPAIGN}/{account}", headers=AUTH, params=params)
+    assert answer.status_code == 200, answer.text
+    doc = parse(answer.text)
+    frame = next(e for e in doc.iter() if e.tag == "iframe")
+    rows = {e.get("data-admin-zone"): e for e in doc.iter() if e.get("data-admin-zone") is not None}
+    facts = {e.get("data-admin"): text_of(e) for e in doc.iter() if e.get("data-admin") is not None}
+    return answer, {"frame": frame, "page": zones(frame.get("srcdoc") or ""), "rows": rows, "facts": facts}
+
+
+def test_preview_of_a_pending_account_shows_the_fallback_it_gets_and_why(admin: TestClient) -> None:
+    answer, seen = _preview(admin)
+    assert answer.headers["cache-control"] == "no-store"
+    assert "script-src" not in answer.headers["content-security-policy"]  # no script runs on admin pages
+    assert seen["frame"].get("sandbox") == ""
+    assert {z.rung for z in seen["page"].values()} == {"segment"}
+    assert "Series A" not in seen["page"]["hero_headline"].text
+    assert seen["facts"]["arm"].startswith("personal")
+    assert seen["facts"]["zone-set"].startswith("v1 pending_review")
+    assert seen["facts"]["personal"] == "not served: zone set v1 is pending_review"
+    headline = text_of(seen["rows"]["hero_headline"])
+    assert "Published as personal (personal:funding), not served" in headline
+
+
+def test_preview_after_approval_is_the_personal_page_with_sources_and_checks(
+    admin: TestClient, precomputed: redis.Redis
+) -> None:
+    assert admin.post(
+        f"/admin/review/{CAMPAIGN}/{DYMAXA}/approve", headers=AUTH, json={"version": 1}
+    ).is_success
+    before = _events(precomputed)
+    _, seen = _preview(admin)
+    page = seen["page"]
+    assert list(page) == ["hero_headline", "hero_support", "proof", "cta"]
+    assert page["hero_headline"].rung == "personal" and "Series A" in page["hero_headline"].text
+    # The same page a visitor with Dymaxa's link gets.
+    visitor = zones(admin.get(f"/c/{CAMPAIGN}", params={"wm": link_token(DYMAXA)}).text)
+    assert {z: (e.rung, e.text) for z, e in visitor.items()} == {z: (e.rung, e.text) for z, e in page.items()}
+    row = seen["rows"]["hero_headline"]
+    assert row.get("data-admin-rung") == "personal"
+    links = [a.get("href") for a in row.iter() if a.tag == "a"]
+    assert links == ["https://dymaxa.com/press/series-a"]
+    assert "published 2026-11-26" in text_of(row) and "All checks passed" in text_of(row)
+    assert seen["facts"]["personal"] == "served" and seen["facts"]["zone-set"].startswith("v2 published")
+    admin.app.state.renderer.events.close()  # type: ignore[attr-defined]  # flush what was queued
+    assert _events(precomputed) == before + 1  # the visitor's view only; the preview logs none
+
+
+def test_preview_of_the_continuation_page(admin: TestClient) -> None:
+    _, seen = _preview(admin, page="continuation")
+    assert list(seen["page"]) == ["continuation_headline", "hero_support", "cta"]
+
+
+def test_preview_of_a_holdout_account_and_its_personal_copy(redis_client: redis.Redis) -> None:
+    campaign, zone_contracts = example_inputs()
+    publish_config(redis_client, campaign, zone_contracts)
+    ZoneSetStore(redis_client).publish(
+        make_zone_set(HOLDOUT_ACCOUNT, texts={"hero_headline": "Hello, holdout account"})
+    )
+    with TestClient(_app(redis_client), base_url=BASE_URL) as client:
+        _, held = _preview(client, HOLDOUT_ACCOUNT)
+        _, personal = _preview(client, HOLDOUT_ACCOUNT, arm="personal")
+        _, anonymous = _preview(client, HOLDOUT_ACCOUNT, arm="anonymous")
+        bad = client.get(f"/admin/preview/{CAMPAIGN}/{HOLDOUT_ACCOUNT}", headers=AUTH, params={"arm": "x"})
+        no_page = client.get(
+            f"/admin/preview/{CAMPAIGN}/{HOLDOUT_ACCOUNT}", headers=AUTH, params={"page": "x"}
+        )
+    assert held["facts"]["arm"] == "holdout (the account's arm)"
+    assert held["page"]["hero_headline"].rung == "segment"
+    assert held["facts"]["personal"] == "not served: holdout arm: the account sees its segment's copy"
+    assert personal["facts"]["arm"] == "personal (previewed; the account's arm is holdout)"
+    assert personal["page"]["hero_headline"].text == "Hello, holdout account"
+    assert personal["page"]["hero_headline"].rung == "personal"
+    assert {z.rung for z in anonymous["page"].values()} == {"default"}
+    assert bad.status_code == 400 and no_page.status_code == 404
+    assert "text/html" in bad.headers["content-type"]
+
+
+XSS = corpus_lines("xss/IntrudersXSS.txt")[:40] + corpus_lines("xss/XSS_Polyglots.txt")[:10]
+
+
+def test_nothing_from_records_reaches_the_admin_page_unescaped(redis_client: redis.Redis) -> None:
+    campaign, zone_contracts = example_inputs()
+    publish_config(redis_client, campaign, zone_contracts)
+    from tests.server.conftest import PERSONAL_ACCOUNT
+
+    payload = " ".join(XSS)
+    ZoneSetStore(redis_client).publish(make_zone_set(PERSONAL_ACCOUNT, texts={"hero_headline": payload}))
+    record = {
+        "account_id": PERSONAL_ACCOUNT,
+        "name": payload,
+        "facts": [{"id": "f1", "trusted": True, "statement": payload, "detail": payload, "type": payload}],
+        "zones": [
+            {
+                "zone_id": "hero_headline",
+                "rung": "personal",
+                "text": payload,
+                "reason": payload,
+                "draft": payload,
+                "checks": [{"check": payload, "reason": payload, "detail": payload}],
+            }
+        ],
+    }
+    redis_client.set(keys.explain_key(TENANT, CAMPAIGN, PERSONAL_ACCOUNT), json.dumps(record))
+    with TestClient(_app(redis_client), base_url=BASE_URL) as client:
+        page = client.get(f"/admin/preview/{CAMPAIGN}/{PERSONAL_ACCOUNT}", headers=AUTH)
+        queue = client.get(f"/admin/review/{CAMPAIGN}", headers={**AUTH, "accept": "text/html"})
+    for answer in (page, queue):
+        assert answer.status_code == 200
+        for element in parse(answer.text).iter():
+            assert element.tag not in {"script", "img", "svg", "object", "embed", "style", "base", "form"}
+            assert not [name for name in element.attrib if name.lower().startswith("on")], element.attrib
+    doc = parse(page.text)
+    frame = next(e for e in doc.iter() if e.tag == "iframe")
+    # The payload is shown to the operator as text, exactly (escaped twice: page, then srcdoc).
+    assert zones(frame.get("srcdoc") or "")["hero_headline"].text == payload
+    for element in parse(frame.get("srcdoc") or "").iter():
+        assert element.tag not in {"script", "img", "svg"}
+
+
+# -- review queue --------------------------------------------------------------------------
+
+
+def test_review_queue_lists_the_pending_account(admin: TestClient) -> None:
+    answer = admin.get(f"/admin/review/{CAMPAIGN}", headers=AUTH)
+    assert answer.status_code == 200 and answer.headers["cache-control"] == "no-store"
+    body = answer.json()
+    assert (body["tenant"], body["campaign"]) == (TENANT, CAMPAIGN)
+    [item] = body["items"]
+    assert (item["account_id"], item["queue"], item["version"], item["status"]) == (
+        DYMAXA,
+        "approval",
+        1,
+        "pending_review",
+    )
+    html = admin.get(f"/admin/review/{CAMPAIGN}", headers={**AUTH, "accept": "text/html,*/*;q=0.8"})
+    assert html.headers["content-type"].startswith("text/html")
+    [row] = [e for e in parse(html.text).iter() if e.get("data-admin-account") == DYMAXA]
+    assert "pending_review" in text_of(row)
+    assert [a.get("href") for a in row.iter() if a.tag == "a"] == [
+        f"/admin/preview/{CAMPAIGN}/{DYMAXA}",
+        f"/admin/explain/{CAMPAIGN}/{DYMAXA}",
+    ]
+
+
+def test_approving_the_version_read_puts_it_live(admin: TestClient) -> None:
+    stale = admin.post(f"/admin/review/{CAMPAIGN}/{DYMAXA}/approve", headers=AUTH, json={"version": 7})
+    assert stale.status_code == 409 and stale.json()["current_version"] == 1
+    assert "no longer current" in stale.json()["error"]
+    before = zones(admin.get(f"/c/{CAMPAIGN}", params={"wm": link_token(DYMAXA)}).text)
+    assert before["hero_headline"].rung == "segment"
+
+    approved = admin.post(f"/admin/review/{CAMPAIGN}/{DYMAXA}/approve", headers=AUTH, json={"version": 1})
+    assert approved.status_code == 200
+    assert approved.json() | {"detail": ""} == {
+        "account_id": DYMAXA,
+        "changed": True,
+        "version": 2,
+        "status": "published",
+        "detail": "",
+    }
+    assert admin.get(f"/admin/review/{CAMPAIGN}", headers=AUTH).json()["items"] == []
+    # The store announced the change: a visitor's next page (fresh app: no cache) is personal.
+    with TestClient(_app(admin.app.state.renderer.client), base_url=BASE_URL) as fresh:  # type: ignore[attr-defined]
+        after = zones(fresh.get(f"/c/{CAMPAIGN}", params={"wm": link_token(DYMAXA)}).text)
+    assert after["hero_headline"].rung == "personal" and "Series A" in after["hero_headline"].text
+    again = admin.post(f"/admin/review/{CAMPAIGN}/{DYMAXA}/approve", headers=AUTH, json={"version": 2})
+    assert again.status_code == 200 and again.json()["changed"] is False
+
+
+def test_rejecting_keeps_the_fallback(admin: TestClient, precomputed: redis.Redis) -> None:
+    answer = admin.post(f"/admin/review/{CAMPAIGN}/{DYMAXA}/reject", headers=AUTH, json={"version": 1})
+    assert answer.status_code == 200 and answer.json()["status"] == "rejected"
+    assert ZoneSetStore(precomputed).get(TENANT, CAMPAIGN, DYMAXA).status is ZoneSetStatus.REJECTED  # type: ignore[union-attr]
+    page = zones(admin.get(f"/c/{CAMPAIGN}", params={"wm": link_token(DYMAXA)}).text)
+    assert page["hero_headline"].rung == "segment"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "needle"),
+    [
+        (b"", 400, "version"),
+        (b"not json", 400, "version"),
+        (b'{"version": "1"}', 400, "version"),
+        (b'{"version": 0}', 400, "version"),
+        (b'{"version": 1, "extra": true}', 400, "extra"),
+        (b'{"version": 1}' + b" " * 2000, 413, "1024 bytes"),
+    ],
+)
+def test_a_bad_decision_body_changes_nothing(
+    admin: TestClient, precomputed: redis.Redis, body: bytes, status: int, needle: str
+) -> None:
+    answer = admin.post(
+        f"/admin/review/{CAMPAIGN}/{DYMAXA}/approve",
+        headers={**AUTH, "content-type": "application/json"},
+        content=body,
+    )
+    assert answer.status_code == status and needle in answer.json()["error"]
+    assert ZoneSetStore(precomputed).get(TENANT, CAMPAIGN, DYMAXA).version == 1  # type: ignore[union-attr]
+
+
+def test_deciding_on_an_account_without_a_zone_set_is_404(admin: TestClient) -> None:
+    answer = admin.post(f"/admin/review/{CAMPAIGN}/acct_nobody/approve", headers=AUTH, json={"version": 1})
+    assert answer.status_code == 404 and "no zone set" in answer.json()["error"]
+
+
+# -- Redis down, OpenAPI -----------------------------------------------------------------------
+
+
+def test_admin_routes_answer_503_not_500_when_redis_is_down() -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = _app(renderer_redis_client(f"redis://127.0.0.1:{port}/0"))
+    with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as client:
+        for method, path in ROUTES:
+            answer = client.request(method, path, headers=AUTH, json={"version": 1})
+            assert answer.status_code == 503, (path, answer.text)
+            assert answer.headers["retry-after"] == "5" and answer.headers["cache-control"] == "no-store"
+        assert client.get(f"/c/{CAMPAIGN}").status_code == 200  # visitors still get a page
+
+
+def test_openapi_describes_the_admin_routes(admin: TestClient) -> None:
+    schema = admin.get("/openapi.json").json()
+    assert schema["components"]["securitySchemes"]["adminBearer"] == {"type": "http", "scheme": "bearer"}
+    for method, path in ROUTES:
+        templated = path.replace(CAMPAIGN, "{campaign}").replace(DYMAXA, "{account}")
+        operation = schema["paths"][templated][method.lower()]
+        assert operation["security"] == [{"adminBearer": []}]
+        assert "401" in {str(k) for k in operation["responses"]}
+
+
+# -- the pure parts: reading zones back from a page, the serializer --------------------------
+
+LANDING = template_environment().get_template("landing.html")
+ZONE_TEXT = st.text(
+    st.characters(exclude_categories=["Cs", "Cc"]) | st.sampled_from(["<", ">", "&", '"', "\n"])
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    texts=st.lists(ZONE_TEXT, min_size=1, max_size=4), rungs=st.lists(st.sampled_from(list(Rung)), min_size=4)
+)
+def test_zones_read_back_from_a_rendered_page_agree_with_a_browser_parser(
+    texts: list[str], rungs: list[Rung]
+) -> None:
+    ids = ["hero_headline", "hero_support", "proof", "cta"][: len(texts)]
+    zones_in = [
+        ResolvedZone(
+            z,
+            render_text(t, None, frozenset()),
+            t,
+            "https://www.acmerevenue.example/x" if z == "cta" else None,
+            r,
+        )
+        for z, t, r in zip(ids, texts, rungs, strict=False)
+    ]
+    html = (
+        template_environment()
+        .get_template("landing.html")
+        .render(
+            page_id="landing",
+            campaign_id=CAMPAIGN,
+            arm="personal",
+            zones=zones_in,
+            title="t",
+            stylesheet="/s.css",
+            csp_nonce="n",
+            view_id="v",
+        )
+    )
+    ours = read_page_zones(html)
+    browser = zones(html)  # html5lib, as a browser parses it
+    assert [z.zone_id for z in ours] == ids == list(browser)
+    for zone in ours:
+        seen = browser[zone.zone_id]
+        assert (zone.rung, zone.text, zone.href) == (seen.rung, " ".join(seen.text.split()), seen.href)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    value=JSON
+    | st.fixed_dictionaries({"account_id": st.text(max_size=10)}, optional={"facts": JSON, "zones": JSON})
+)
+def test_any_stored_value_is_an_explain_payload_or_a_stored_value_error(value: object) -> None:
+    try:
+        payload = parse_explain_record(json.dumps(value).encode(), "k", None)
+    except StoredValueError as exc:
+        assert exc.key == "k"
+        return
+    dumped = json.dumps(payload.model_dump(mode="json"))
+    for fact in payload.facts:  # every link that leaves passed the gate
+        assert fact.source_url is None or fact.source_url.startswith("https://")
+    assert "evidence" not in json.loads(dumped)
+
+
+def test_personal_refusal_says_why() -> None:
+    zone_set = make_zone_set(valid_until=NOW - timedelta(days=1))
+    assert personal_refusal(Arm.PERSONAL, zone_set, NOW) == f"zone set v0 expired at {zone_set.valid_until}"
+    assert personal_refusal(Arm.PERSONAL, None, NOW) == "no zone set is published for this account"
+    assert personal_refusal(Arm.PERSONAL, make_zone_set(), NOW - timedelta(days=1)) is None
+    assert (
+        personal_refusal(Arm.ANONYMOUS, make_zone_set(), NOW) == "anonymous visitors see the campaign default"
+    )

@@ -1,0 +1,538 @@
+"""The shared account records: what a known account did on the site, for outbound to build on.
+
+One Redis hash per account at `keys.account_record_key(tenant, account_id)`, in the
+tenant's hash slot with its events stream, so folding an event (mark it seen, update the
+record, queue the CRM change) is one atomic Lua step. Two writers, one reader API:
+
+- the precompute job writes the account's profile (name, domain, segment, contacts) and
+  the facts its published zone set cites, when it publishes (`write_profile`);
+- `welcomemat sync` folds each engagement event into per-campaign counters (`fold_events`);
+- everyone else reads through `read_account_record` / `iter_account_records` only: the
+  hash layout below is this module's business.
+
+Hash fields (ids hold no `:`, so every field parses one way; a fact id comes last):
+
+    profile                      JSON {name, domain, segment, contacts}
+    fact:<fact id>               JSON ShownFact: a cited fact's type and statement (no evidence)
+    e:<campaign>:first|last      first / last event time, Unix ms
+    e:<campaign>:views|clicks|qr counters
+    e:<campaign>:zone:<zone>     clicks in one zone
+    e:<campaign>:arm, arm_at     last arm seen, and the order key of the event that set it
+    e:<campaign>:ver, facts, ver_at   zone-set version last shown, its cited facts (JSON), order key
+    p:<campaign>:<contact>:first|last|views|clicks|qr   the same counters per contact
+    rev                          bumped by every fold: one CRM change per revision
+    updated_ms                   last write, Unix ms
+    wh_pending, wh_rev           CRM webhook bookkeeping (outbound.webhook)
+
+A fold is order-independent: first/last are min/max, counters add, and "last" values
+(arm, version and facts) belong to the event with the greatest (timestamp, event id), so
+any permutation of the same events leaves the same record. Idempotency comes from the
+per-event seen marker set in the same step (`keys.event_seen_key`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Literal
+
+import redis
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from welcomemat import keys
+from welcomemat.accounts import Account
+from welcomemat.errors import StoredValueError
+from welcomemat.ids import is_valid_id
+from welcomemat.zoneset import CitedFact, Rung, ZoneSet
+
+__all__ = [
+    "FOLD_LUA",
+    "SCAN_COUNT",
+    "AccountRecord",
+    "CampaignEngagement",
+    "ContactEngagement",
+    "ContactProfile",
+    "EventFold",
+    "FoldKind",
+    "ShownFact",
+    "cited_facts",
+    "fold_events",
+    "iter_account_records",
+    "mark_crm_delivered",
+    "read_account_record",
+    "take_crm_change",
+    "write_profile",
+]
+
+# Keys per SCAN call, and records read per pipelined batch while iterating.
+SCAN_COUNT = 500
+# Width of the zero-padded timestamp in an order key: Unix ms fit in 15 digits until year 33658.
+_TS_DIGITS = 15
+
+FoldKind = Literal["views", "clicks", "qr"]
+
+
+class ShownFact(BaseModel):
+    """A fact a visitor was shown: public to the seller, never to visitors (no evidence, no confidence)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    id: str
+    type: str
+    statement: str
+    source_url: str
+    published_at: date
+
+
+class ContactProfile(BaseModel):
+    """A contact of the account as the CRM export named them (only contacts with an email)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    contact_id: str
+    email: str
+    first_name: str | None = None
+    last_name: str | None = None
+    title: str | None = None
+
+
+class CampaignEngagement(BaseModel):
+    """What the account did in one campaign, folded from its events."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    first_seen_ms: int | None = None
+    last_seen_ms: int | None = None
+    views: int = 0
+    clicks: int = 0
+    clicks_by_zone: dict[str, int] = Field(default_factory=dict)
+    qr_scans: int = 0
+    last_arm: str | None = None
+    zone_set_version: int | None = None
+    # The personal zones' cited facts of `zone_set_version`, when the page showed them.
+    facts_shown: list[ShownFact] = Field(default_factory=list)
+
+
+class ContactEngagement(BaseModel):
+    """The same counters per contact, when events name one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    contact_id: str
+    first_seen_ms: int | None = None
+    last_seen_ms: int | None = None
+    views: int = 0
+    clicks: int = 0
+    qr_scans: int = 0
+
+
+class AccountRecord(BaseModel):
+    """One account's shared record: profile, and engagement per campaign (and per contact)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tenant: str
+    account_id: str
+    name: str | None = None
+    domain: str | None = None
+    segment: str | None = None
+    contacts: list[ContactProfile] = Field(default_factory=list)
+    # Every fact a published zone set of this account cites, by id (written by precompute):
+    # what the seller and the sequencer quote, whether or not a visitor has seen it yet.
+    facts: dict[str, ShownFact] = Field(default_factory=dict)
+    engagement: dict[str, CampaignEngagement] = Field(default_factory=dict)
+    contacts_engagement: dict[str, dict[str, ContactEngagement]] = Field(default_factory=dict)
+    updated_ms: int | None = None
+    # How many folds changed this record: the CRM webhook's change number.
+    revision: int = 0
+
+
+# -- writing ---------------------------------------------------------------------------------------
+
+
+def write_profile(
+    pipe: redis.Redis | redis.client.Pipeline,
+    tenant: str,
+    account: Account,
+    zone_set: ZoneSet | None = None,
+    *,
+    now_ms: int | None = None,
+) -> None:
+    """Queue (on a pipeline) or write the account's profile and the facts `zone_set` cites.
+
+    The profile is replaced whole; fact entries are added (a fact shown under an older
+    version keeps its statement). Only what a seller may read is kept: no evidence, no
+    confidence, no raw sources. Contacts without an email are left out (nothing to send to).
+    """
+    key = keys.account_record_key(tenant, account.account_id)
+    contacts = [
+        ContactProfile(
+            contact_id=c.contact_id,
+            email=c.email,
+            first_name=c.first_name,
+            last_name=c.last_name,
+            title=c.title,
+        ).model_dump(mode="json")
+        for c in account.contacts
+        if c.email
+    ]
+    profile = {
+        "name": account.name,
+        "domain": account.domain,
+        "segment": account.segment,
+        "contacts": contacts,
+    }
+    mapping: dict[str, str | int] = {
+        "profile": json.dumps(profile, ensure_ascii=False, separators=(",", ":")),
+        "updated_ms": now_ms if now_ms is not None else int(time.time() * 1000),
+    }
+    if zone_set is not None:
+        by_id = {f.id: f for f in account.facts}
+        for cited in cited_facts(zone_set):
+            fact = by_id.get(cited.fact_id)
+            if fact is None:
+                continue
+            shown = ShownFact(
+                id=fact.id,
+                type=fact.type,
+                statement=fact.statement,
+                source_url=cited.source_url,
+                published_at=cited.published_at,
+            )
+            mapping[f"fact:{fact.id}"] = shown.model_dump_json()
+    pipe.hset(key, mapping=mapping)  # type: ignore[arg-type]
+    pipe.expire(key, keys.ACCOUNT_RECORD_TTL_S)
+
+
+def cited_facts(zone_set: ZoneSet) -> list[CitedFact]:
+    """The facts the personal zones of `zone_set` cite, each once, in zone order."""
+    seen: dict[str, CitedFact] = {}
+    for zone in zone_set.zones:
+        if zone.rung is Rung.PERSONAL:
+            for fact in zone.facts:
+                seen.setdefault(fact.fact_id, fact)
+    return list(seen.values())
+
+
+@dataclass(frozen=True)
+class EventFold:
+    """One engagement event, as the fold needs it (ids already checked by the caller's boundary)."""
+
+    tenant: str
+    account_id: str
+    campaign: str
+    kind: FoldKind
+    ts_ms: int
+    event_id: str  # what makes the fold idempotent: the event's id, else its stream entry id
+    arm: str | None = None
+    contact: str | None = None
+    zone: str | None = None
+    zone_set_version: int | None = None
+    # The cited facts shown with `zone_set_version` (empty: none shown, or the version is gone).
+    facts: Sequence[CitedFact] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("tenant", "account_id", "campaign", "event_id"):
+            if not is_valid_id(getattr(self, name)):
+                raise ValueError(f"EventFold.{name} is not a valid id: {getattr(self, name)!r}")
+        for name in ("contact", "zone", "arm"):
+            value = getattr(self, name)
+            if value is not None and not is_valid_id(value):
+                raise ValueError(f"EventFold.{name} is not a valid id: {value!r}")
+        if self.ts_ms < 0 or self.ts_ms >= 10**_TS_DIGITS:
+            raise ValueError(f"EventFold.ts_ms out of range: {self.ts_ms}")
+
+
+# One call folds a batch: redis-py packs and parses every command in Python, and one
+# command per event cost more than the fold itself; one call with the batch as one JSON
+# argument costs a fraction. Every key is declared (3 per event, all in the tenant's slot).
+# KEYS: per event i, 3i-2 seen marker, 3i-1 record, 3i CRM outbox stream.
+# ARGV: 1 seen TTL s, 2 record TTL s, 3 outbox TTL s ("0": no webhook), 4 now ms, 5 the events:
+# a JSON array of [campaign field prefix, contact field prefix ("" none), counter name,
+# event ms, order key, arm, zone, version ("" none), facts JSON, account id].
+# Returns one reply per event: -1 folded before, the record's new revision, or an error text.
+# Each event is its own step inside pcall: an error (e.g. a record key holding another type
+# fails at its first read) costs that event only, and its seen marker, written last, stays
+# unset, so a retry finds it unfolded.
+FOLD_LUA = """
+local seen_ttl, rec_ttl, outbox_ttl, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local function fold(i, ev)
+  local seen, rec = KEYS[3 * i - 2], KEYS[3 * i - 1]
+  if redis.call('EXISTS', seen) == 1 then return -1 end
+  local e, p, counter, ts_text, order = ev[1], ev[2], ev[3], ev[4], ev[5]
+  local ts = tonumber(ts_text)
+  -- One read of every field the fold compares against, one write of what changes.
+  local cur = redis.call('HMGET', rec, e .. 'first', e .. 'last', e .. 'arm_at', e .. 'ver_at',
+    'updated_ms', p .. 'first', p .. 'last')
+  local set = {}
+  local function put(field, value) set[#set + 1] = field; set[#set + 1] = value end
+  local first, last = tonumber(cur[1]), tonumber(cur[2])
+  if not first or ts < first then put(e .. 'first', ts_text) end
+  if not last or ts > last then put(e .. 'last', ts_text) end
+  if ev[6] ~= '' and ((not cur[3]) or order > cur[3]) then
+    put(e .. 'arm', ev[6]); put(e .. 'arm_at', order)
+  end
+  if ev[8] ~= '' and ((not cur[4]) or order > cur[4]) then
+    put(e .. 'ver', ev[8]); put(e .. 'facts', ev[9]); put(e .. 'ver_at', order)
+  end
+  local updated = tonumber(cur[5])
+  if not updated or now > updated then put('updated_ms', ARGV[4]) end
+  if p ~= '' then
+    local pfirst, plast = tonumber(cur[6]), tonumber(cur[7])
+    if not pfirst or ts < pfirst then put(p .. 'first', ts_text) end
+    if not plast or ts > plast then put(p .. 'last', ts_text) end
+    redis.call('HINCRBY', rec, p .. counter, 1)
+  end
+  if #set > 0 then redis.call('HSET', rec, unpack(set)) end
+  redis.call('HINCRBY', rec, e .. counter, 1)
+  if ev[7] ~= '' and counter == 'clicks' then redis.call('HINCRBY', rec, e .. 'zone:' .. ev[7], 1) end
+  local rev = redis.call('HINCRBY', rec, 'rev', 1)
+  redis.call('EXPIRE', rec, rec_ttl)
+  if outbox_ttl ~= '0' and redis.call('HSETNX', rec, 'wh_pending', '1') == 1 then
+    redis.call('XADD', KEYS[3 * i], '*', 'account', ev[10], 'rev', rev)
+    redis.call('EXPIRE', KEYS[3 * i], outbox_ttl)
+  end
+  redis.call('SET', seen, '1', 'EX', seen_ttl)
+  return rev
+end
+local replies = {}
+for i, ev in ipairs(cjson.decode(ARGV[5])) do
+  local ok, reply = pcall(fold, i, ev)
+  if ok then replies[i] = reply else replies[i] = tostring(reply) end
+end
+return replies
+"""
+
+
+def fold_events(
+    script: Any,
+    client: redis.Redis,
+    events: Sequence[EventFold],
+    *,
+    outbox: bool,
+    now_ms: int | None = None,
+) -> list[int | str]:
+    """Fold a batch of one tenant's events, atomically and idempotently; one reply per event.
+
+    A reply is the record's new revision (the event changed it), -1 (folded before: nothing
+    changed) or the error text of an event that could not be folded (left unfolded).
+    `script` is `client.register_script(FOLD_LUA)`. With `outbox`, a fold that changes a
+    record queues a CRM change on the tenant's outbox stream (one queued change per account
+    at a time: the webhook sends the record as it is when it sends).
+    """
+    if not events:
+        return []
+    tenant = events[0].tenant
+    if any(e.tenant != tenant for e in events):
+        raise ValueError("fold_events takes events of one tenant (one hash slot)")
+    outbox_key = keys.webhook_outbox_key(tenant)
+    key_list: list[str] = []
+    rows: list[list[str]] = []
+    for event in events:
+        key_list += [
+            keys.event_seen_key(tenant, event.event_id),
+            keys.account_record_key(tenant, event.account_id),
+            outbox_key,
+        ]
+        rows.append(
+            [
+                f"e:{event.campaign}:",
+                f"p:{event.campaign}:{event.contact}:" if event.contact else "",
+                event.kind,
+                str(event.ts_ms),
+                f"{event.ts_ms:0{_TS_DIGITS}d}|{event.event_id}",
+                event.arm or "",
+                event.zone or "",
+                "" if event.zone_set_version is None else str(event.zone_set_version),
+                json.dumps([f.model_dump(mode="json") for f in event.facts], separators=(",", ":")),
+                event.account_id,
+            ]
+        )
+    replies = script(
+        keys=key_list,
+        args=[
+            keys.EVENT_SEEN_TTL_S,
+            keys.ACCOUNT_RECORD_TTL_S,
+            keys.WEBHOOK_OUTBOX_TTL_S if outbox else 0,
+            now_ms if now_ms is not None else int(time.time() * 1000),
+            json.dumps(rows, separators=(",", ":")),
+        ],
+        client=client,
+    )
+    return [r if isinstance(r, int) else _text(r) for r in replies]
+
+
+# -- CRM change bookkeeping (outbound.webhook) -----------------------------------------------------
+
+# KEYS: record. ARGV: delivered revision. Raise the delivered mark, never lower it (two senders
+# may finish out of order).
+_MARK_DELIVERED_LUA = """
+local cur = tonumber(redis.call('HGET', KEYS[1], 'wh_rev') or '0')
+if tonumber(ARGV[1]) > cur then redis.call('HSET', KEYS[1], 'wh_rev', ARGV[1]) end
+return cur
+"""
+
+
+def take_crm_change(client: redis.Redis, tenant: str, account_id: str) -> tuple[AccountRecord | None, int]:
+    """The record as it is now, and the last revision delivered to the CRM, for a queued change.
+
+    Clears the account's "change queued" mark first, so that a fold landing while this
+    change is being sent queues another one: no change is missed, and a change that finds
+    its revision already delivered is simply dropped by the sender.
+    """
+    key = keys.account_record_key(tenant, account_id)
+    pipe = client.pipeline(transaction=True)
+    pipe.hdel(key, "wh_pending")
+    pipe.hgetall(key)
+    raw: Mapping[Any, Any] = pipe.execute()[1]
+    if not raw:
+        return None, 0
+    delivered = raw.get(b"wh_rev", raw.get("wh_rev"))
+    return _decode(key, tenant, account_id, raw), int(delivered or 0)
+
+
+def mark_crm_delivered(
+    client: redis.Redis | redis.client.Pipeline, tenant: str, account_id: str, revision: int
+) -> None:
+    """Record that the CRM received the account's record at `revision` (only ever raised)."""
+    client.eval(_MARK_DELIVERED_LUA, 1, keys.account_record_key(tenant, account_id), revision)
+
+
+# -- reading ---------------------------------------------------------------------------------------
+
+
+def read_account_record(client: redis.Redis, tenant: str, account_id: str) -> AccountRecord | None:
+    """The account's record, or None when it has none. StoredValueError when it does not decode."""
+    key = keys.account_record_key(tenant, account_id)
+    raw: Mapping[Any, Any] = client.hgetall(key)
+    if not raw:
+        return None
+    return _decode(key, tenant, account_id, raw)
+
+
+def iter_account_records(
+    client: redis.Redis, tenant: str, *, problems: list[StoredValueError] | None = None
+) -> Iterator[AccountRecord]:
+    """Every account record of the tenant (SCAN, any order, each once).
+
+    A record that does not decode raises StoredValueError, unless `problems` is given: then
+    it is appended there and skipped, so one bad record does not cost the rest.
+    """
+    pattern = keys.account_record_scan_pattern(tenant)
+    prefix = pattern[:-1]
+    seen: set[str] = set()
+    batch: list[str] = []
+
+    def flush() -> Iterator[AccountRecord]:
+        pipe = client.pipeline(transaction=False)
+        for key in batch:
+            pipe.hgetall(key)
+        for key, raw in zip(batch, pipe.execute(), strict=True):
+            if not raw:
+                continue  # expired or deleted since the scan saw it
+            try:
+                yield _decode(key, tenant, key[len(prefix) :], raw)
+            except StoredValueError as exc:
+                if problems is None:
+                    raise
+                problems.append(exc)
+        batch.clear()
+
+    for raw_key in client.scan_iter(match=pattern, count=SCAN_COUNT):
+        key = _text(raw_key)
+        if key in seen:
+            continue
+        seen.add(key)
+        batch.append(key)
+        if len(batch) >= SCAN_COUNT:
+            yield from flush()
+    if batch:
+        yield from flush()
+
+
+def _decode(key: str, tenant: str, account_id: str, raw: Mapping[Any, Any]) -> AccountRecord:
+    fields = {_text(k): _text(v) for k, v in raw.items()}
+    try:
+        return _build(tenant, account_id, fields)
+    except (ValueError, TypeError, KeyError, ValidationError) as exc:  # ValidationError is a ValueError
+        raise StoredValueError(key, f"{type(exc).__name__}: {exc}") from None
+
+
+def _build(tenant: str, account_id: str, fields: dict[str, str]) -> AccountRecord:
+    record = AccountRecord(tenant=tenant, account_id=account_id)
+    if "profile" in fields:
+        profile = json.loads(fields["profile"])
+        record.name = profile.get("name")
+        record.domain = profile.get("domain")
+        record.segment = profile.get("segment")
+        record.contacts = [ContactProfile.model_validate(c) for c in profile.get("contacts", [])]
+    record.updated_ms = int(fields["updated_ms"]) if "updated_ms" in fields else None
+    record.revision = int(fields.get("rev", "0"))
+    catalog = {
+        name.removeprefix("fact:"): value for name, value in fields.items() if name.startswith("fact:")
+    }
+    record.facts = {fact_id: ShownFact.model_validate_json(raw) for fact_id, raw in sorted(catalog.items())}
+    campaigns: dict[str, dict[str, str]] = {}
+    contacts: dict[tuple[str, str], dict[str, str]] = {}
+    for name, value in fields.items():
+        kind, _, rest = name.partition(":")
+        if kind == "e":
+            campaign, _, attribute = rest.partition(":")
+            campaigns.setdefault(campaign, {})[attribute] = value
+        elif kind == "p":
+            campaign, _, tail = rest.partition(":")
+            contact, _, attribute = tail.partition(":")
+            contacts.setdefault((campaign, contact), {})[attribute] = value
+    for campaign, values in sorted(campaigns.items()):
+        record.engagement[campaign] = _campaign(values, catalog)
+    for (campaign, contact), values in sorted(contacts.items()):
+        record.contacts_engagement.setdefault(campaign, {})[contact] = ContactEngagement(
+            contact_id=contact,
+            first_seen_ms=_int(values.get("first")),
+            last_seen_ms=_int(values.get("last")),
+            views=int(values.get("views", "0")),
+            clicks=int(values.get("clicks", "0")),
+            qr_scans=int(values.get("qr", "0")),
+        )
+    return record
+
+
+def _campaign(values: dict[str, str], catalog: dict[str, str]) -> CampaignEngagement:
+    facts: list[ShownFact] = []
+    if values.get("facts"):
+        for cited in json.loads(values["facts"]):
+            known = catalog.get(str(cited["fact_id"]))
+            # A fact whose statement the record does not hold (its zone set was published
+            # before records were written) says nothing a seller could use: left out.
+            if known is not None:
+                facts.append(ShownFact.model_validate_json(known))
+    return CampaignEngagement(
+        first_seen_ms=_int(values.get("first")),
+        last_seen_ms=_int(values.get("last")),
+        views=int(values.get("views", "0")),
+        clicks=int(values.get("clicks", "0")),
+        clicks_by_zone={
+            name.removeprefix("zone:"): int(v)
+            for name, v in sorted(values.items())
+            if name.startswith("zone:")
+        },
+        qr_scans=int(values.get("qr", "0")),
+        last_arm=values.get("arm"),
+        zone_set_version=_int(values.get("ver")),
+        facts_shown=facts,
+    )
+
+
+def _int(value: str | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, str):
+        return value
+    raise TypeError(f"unexpected Redis reply type {type(value).__name__}")

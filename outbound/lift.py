@@ -255,16 +255,17 @@ def _compare(
     interval = newcombe_difference(xp, np_, xh, nh, confidence)
     difference = a.rate - b.rate if a.rate is not None and b.rate is not None else None
     name = _METRIC_LABELS[metric].split(" (")[0]
-    trial_word = "accounts" if metric is Metric.REACH else "reached accounts"
+    trial_noun = "" if metric is Metric.REACH else "reached "
     problems: list[str] = []
     for arm, trials, successes in ((Arm.PERSONAL, np_, xp), (Arm.HOLDOUT, nh, xh)):
         if trials < min_trials:
             problems.append(
-                f"{name}: the {arm.value} arm has {trials} {trial_word} (fewer than {min_trials})"
+                f"{name}: the {arm.value} arm has {trials} {trial_noun}{_accounts(trials)} "
+                f"(fewer than {min_trials})"
             )
         elif successes < MIN_EVENTS_PER_ARM:
             problems.append(
-                f"{name}: the {arm.value} arm has {successes} accounts with the event "
+                f"{name}: the {arm.value} arm has {successes} {_accounts(successes)} with the event "
                 f"(fewer than {MIN_EVENTS_PER_ARM})"
             )
     enough = not problems
@@ -532,3 +533,7 @@ def run_report_lift(campaign_ref: str, *, as_json: bool, types: list[str] | None
     for problem in problems:
         print(f"welcomemat: skipped: {problem}", file=sys.stderr)
     return 0
+
+
+def _accounts(count: int) -> str:
+    return "account" if count == 1 else "accounts"

@@ -231,12 +231,15 @@ def check_links(links: DemoLinks, renderer_app: Starlette) -> list[LinkCheck]:
         ok = preview.status_code == queue.status_code == explain.status_code == 200
         rung = _zone(read_page_zones(_srcdoc(preview.text)), "hero_headline") if ok else None
         ok = ok and rung is not None and rung.rung == "personal"
-        pending = len(queue.json().get("items", [])) if queue.is_success else 0
+        items = queue.json().get("items", []) if queue.is_success else []
+        waiting = sum(1 for item in items if item.get("queue") == "approval")
+        sampled = len(items) - waiting
         return LinkCheck(
             "admin",
             ok,
             preview.status_code,
-            f"preview shows {_describe(rung)}; review queue: {pending} accounts",
+            f"preview shows {_describe(rung)}; review queue: {waiting} waiting for approval, "
+            f"{sampled} published and sampled for reading",
         )
 
     attempt("admin", admin)

@@ -2,7 +2,7 @@
 """The `openai` provider against a local OpenAI-compatible server with a fixed latency.
 
     .venv/bin/python bench/bench_llm.py [--latency 0.1] [--concurrency 8 32 128] [--accounts 600]
-        [--repeat 3] [--no-workers]
+        [--repeat 3] [--worker-concurrency 32] [--no-workers]
 
 The test server (tests/llm_server.py) runs in its own process, answering every call after
 `--latency` seconds; Redis is a temporary embedded one. Every account in the sample has a
@@ -28,7 +28,9 @@ which costs far less per request than the server), the client's CPU per call on 
 SDK's typed path (`chat.completions.create`) and on the provider's (`post`), and one vs
 two `welcomemat worker --once` processes draining the same enqueued run (`wall/s` from
 their start, `steady/s` once each has done about one entry, so without interpreter
-start-up), next to the machine's own two-processes-over-one ceiling (bench_workers.py).
+start-up), each also against the ideal of its total concurrency (workers x
+`--worker-concurrency`), next to the machine's own two-processes-over-one ceiling
+(bench_workers.py).
 """
 
 from __future__ import annotations
@@ -279,11 +281,26 @@ def median_range(values: Sequence[float], fmt: str) -> str:
 
 
 def workers_section(
-    campaign: Campaign, path: Path, url: str, base_url: str, tmp: Path, accounts: int, concurrency: int
+    campaign: Campaign,
+    path: Path,
+    url: str,
+    base_url: str,
+    tmp: Path,
+    accounts: int,
+    concurrency: int,
+    latency: float,
 ) -> None:
-    """One vs two `welcomemat worker --once` processes draining the same enqueued run."""
+    """One vs two `welcomemat worker --once` processes draining the same enqueued run.
+
+    Also each run against the concurrency-bound ideal of its total concurrency (workers x
+    per-worker concurrency, two calls per account): with `--worker-concurrency 16`, two
+    workers are a run at concurrency 32 spread over two processes (two cores).
+    """
     print(f"\nworkers (welcomemat worker --once, concurrency {concurrency} each):")
-    print(f"{'workers':>7} {'wall/s':>7} {'steady/s':>8} {'ratio':>6}")
+    print(
+        f"{'workers':>7} {'total C':>7} {'wall/s':>7} {'steady/s':>8} {'ratio':>6} "
+        f"{'ideal/s':>7} {'wall/ideal':>10} {'steady/ideal':>12}"
+    )
     env = {
         **os.environ,
         "REDIS_URL": url,
@@ -342,7 +359,12 @@ def workers_section(
             worker.wait(timeout=600)
         wall = accounts / (ended - started)
         steady_rates.append((accounts - first_done) / (ended - first_at) if first_at else wall)
-        print(f"{workers:7d} {wall:7.1f} {steady_rates[-1]:8.1f} {steady_rates[-1] / steady_rates[0]:6.2f}")
+        ideal = workers * concurrency / (2 * latency)
+        print(
+            f"{workers:7d} {workers * concurrency:7d} {wall:7.1f} {steady_rates[-1]:8.1f} "
+            f"{steady_rates[-1] / steady_rates[0]:6.2f} {ideal:7.0f} {wall / ideal:10.2f} "
+            f"{steady_rates[-1] / ideal:12.2f}"
+        )
     client.close()
     print(f"the machine's own two/one ceiling (two spinning processes over one): {machine_ceiling():.2f}")
 
@@ -440,7 +462,7 @@ def main() -> None:
                 )
             client.close()
             if not args.no_workers:
-                workers_section(campaign, path, url, base_url, tmp, n, args.worker_concurrency)
+                workers_section(campaign, path, url, base_url, tmp, n, args.worker_concurrency, args.latency)
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -1,6 +1,7 @@
 """The one check every `/admin/...` and operator route makes: the bearer token.
 
-`WELCOMEMAT_ADMIN_TOKEN` unset means admin routes are off (404, as if they did not
+Admin routes pass `WELCOMEMAT_ADMIN_TOKEN`, the CRM's `POST /v1/conversions` passes
+`WELCOMEMAT_CRM_TOKEN`. A token unset means its routes are off (404, as if they did not
 exist), so a renderer deployed without the variable exposes nothing. A missing or wrong
 token is 401 with `WWW-Authenticate: Bearer`; the comparison is constant-time so the
 token cannot be guessed a byte at a time from response times.
@@ -18,13 +19,11 @@ __all__ = ["require_admin"]
 _SCHEME = "bearer "
 
 
-def require_admin(request: Request, admin_token: str | None) -> None:
-    """Raise 404 when admin routes are off, 401 unless the request carries the token."""
-    if not admin_token:
+def require_admin(request: Request, token: str | None) -> None:
+    """Raise 404 when `token` is unset (its routes are off), 401 unless the request carries it."""
+    if not token:
         raise HTTPException(404, "Not Found")
     header = request.headers.get("authorization", "")
     offered = header[len(_SCHEME) :].strip() if header[: len(_SCHEME)].lower() == _SCHEME else ""
-    if not offered or not hmac.compare_digest(offered.encode(), admin_token.encode()):
-        raise HTTPException(
-            401, "a valid admin bearer token is required", headers={"WWW-Authenticate": "Bearer"}
-        )
+    if not offered or not hmac.compare_digest(offered.encode(), token.encode()):
+        raise HTTPException(401, "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"})

@@ -20,15 +20,16 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from server.campaigns import CampaignState
-from server.cookies import identity_cookie, set_identity_cookie, tracking_refused
+from server.cookies import set_identity_cookie, tracking_refused
 from server.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
-from server.identify import IdentityMethod, client_address
+from server.identify import IdentityMethod
 from server.redis_guard import RedisUnavailable
 from server.render import PLAIN_RUNG
 from server.renderer import Renderer
 from server.security import csp_nonce
-from welcomemat.arms import Arm, assign_arm
+from server.visitor import identify_visitor
+from welcomemat.arms import Arm
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.tokens import DEFAULT_COOKIE_TTL_S
@@ -126,31 +127,10 @@ async def _render(
 ) -> Response:
     view = state.view
     tenant, campaign_id = view.tenant, view.campaign_id
-    ip_index = state.ip_index
-    address = None
-    if ip_index.size:  # parsing addresses costs; skip it when no account has ranges
-        client = request.client
-        address = client_address(
-            client.host if client else None,
-            ",".join(request.headers.getlist("x-forwarded-for")) or None,
-            renderer.proxies,
-        )
-    identity, cookie_claims = renderer.identifier.identify(
-        tenant=tenant,
-        campaign=campaign_id,
-        link_token=request.query_params.get("wm") if request.scope["query_string"] else None,
-        cookie_token=identity_cookie(request, campaign_id),
-        address=address,
-        ip_index=ip_index,
-    )
-    arm = assign_arm(tenant, campaign_id, identity.account, view.campaign.holdout_fraction)
-    zone_set = None
-    if identity.account is not None:
-        lookup = renderer.zone_sets.cached(tenant, campaign_id, identity.account)
-        if lookup is None:
-            lookup = await renderer.zone_sets.get(tenant, campaign_id, identity.account)
-        zone_set = lookup.zone_set
-    page = renderer.pages.render(view, page_id, arm, zone_set, renderer.now())
+    link_token = request.query_params.get("wm") if request.scope["query_string"] else None
+    visitor = await identify_visitor(renderer, request, state, link_token)
+    identity, cookie_claims, arm = visitor.identity, visitor.cookie_claims, visitor.arm
+    page = renderer.pages.render(view, page_id, arm, visitor.zone_set, renderer.now())
     view_id = new_view_id()
     response = PageResponse(page.finish(csp_nonce(request.scope), view_id))
 

@@ -27,15 +27,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from server.campaigns import CampaignState
-from server.cookies import identity_cookie
 from server.cors import VARY_ORIGIN, allowed_origins, cors_headers, preflight_response, request_origin
-from server.identify import client_address
 from server.pages import new_view_id
 from server.redis_guard import RedisUnavailable
 from server.renderer import Renderer
+from server.visitor import identify_visitor
 from server.zone_resolution import PLAIN_RUNG, choose_variant, resolve_zones
 from server.zones_payload import ZonesPayload, zones_payload
-from welcomemat.arms import Arm, assign_arm
+from welcomemat.arms import Arm
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 
@@ -187,30 +186,9 @@ class ZonesApi:
         renderer = self.renderer
         view = state.view
         tenant, campaign_id = view.tenant, view.campaign_id
-        address = None
-        if state.ip_index.size:  # parsing addresses costs; skip it when no account has ranges
-            client = request.client
-            address = client_address(
-                client.host if client else None,
-                ",".join(request.headers.getlist("x-forwarded-for")) or None,
-                renderer.proxies,
-            )
-        identity, _ = renderer.identifier.identify(
-            tenant=tenant,
-            campaign=campaign_id,
-            link_token=link_token,
-            cookie_token=identity_cookie(request, campaign_id),
-            address=address,
-            ip_index=state.ip_index,
-        )
-        arm = assign_arm(tenant, campaign_id, identity.account, view.campaign.holdout_fraction)
-        zone_set = None
-        if identity.account is not None:
-            lookup = renderer.zone_sets.cached(tenant, campaign_id, identity.account)
-            if lookup is None:
-                lookup = await renderer.zone_sets.get(tenant, campaign_id, identity.account)
-            zone_set = lookup.zone_set
-        variant = choose_variant(arm, zone_set, renderer.now())
+        visitor = await identify_visitor(renderer, request, state, link_token)
+        identity, arm = visitor.identity, visitor.arm
+        variant = choose_variant(arm, visitor.zone_set, renderer.now())
         key = (tenant, campaign_id, view.fingerprint, *variant.key)
         payload = self._cache.get(key)
         if payload is None:

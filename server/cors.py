@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from urllib.parse import urlsplit
 
 from starlette.responses import Response
 from starlette.types import Scope
 
-from welcomemat.urlgate import browser_view
+from welcomemat.urlgate import browser_origin
 
 __all__ = [
     "VARY_ORIGIN",
@@ -33,7 +32,6 @@ __all__ = [
 ]
 
 VARY_ORIGIN = (b"vary", b"Origin")
-_DEFAULT_PORTS = {"https": 443, "http": 80}
 # Preflights are cached by the browser this long (seconds): origins change rarely.
 _PREFLIGHT_MAX_AGE_S = 600
 
@@ -41,17 +39,7 @@ _PREFLIGHT_MAX_AGE_S = 600
 def normalise_origin(origin: str) -> str | None:
     """`scheme://host[:port]` as a browser serialises it in an `Origin` header; None when
     `origin` is not an http(s) origin."""
-    view = browser_view(origin.strip())
-    if view is None or view[0] not in _DEFAULT_PORTS or not view[1]:
-        return None
-    scheme, host = view
-    try:
-        port = urlsplit(origin.strip()).port
-    except ValueError:
-        return None
-    if port is None or port == _DEFAULT_PORTS[scheme]:
-        return f"{scheme}://{host}"
-    return f"{scheme}://{host}:{port}"
+    return browser_origin(origin.strip())
 
 
 @functools.lru_cache(maxsize=1024)

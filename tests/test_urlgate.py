@@ -17,6 +17,7 @@ from welcomemat.errors import ContractError
 from welcomemat.urlgate import (
     LinkAllowlist,
     LinkDecision,
+    browser_origin,
     browser_view,
     gate_link,
     gate_source_link,
@@ -454,3 +455,21 @@ def test_property_source_links_any_text(raw: str) -> None:
 @given(URLISH)
 def test_property_source_links_urlish(raw: str) -> None:
     _same_as_gate_link(raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "origin"),
+    [
+        ("https://WWW.Example.com:443/x", "https://www.example.com"),
+        ("http://127.0.0.1:8001", "http://127.0.0.1:8001"),
+        ("http://localhost:80/", "http://localhost"),
+        ("https://bücher.example:8443", "https://xn--bcher-kva.example:8443"),
+        ("https://a.example/path?q#f", "https://a.example"),
+        ("ftp://x.example", None),
+        ("javascript:alert(1)", None),
+        ("https://", None),
+        ("not a url", None),
+    ],
+)
+def test_browser_origin_is_what_a_browser_sends_as_origin(raw: str, origin: str | None) -> None:
+    assert browser_origin(raw) == origin

@@ -46,6 +46,7 @@ from welcomemat.errors import ContractError
 __all__ = [
     "LinkAllowlist",
     "LinkDecision",
+    "browser_origin",
     "browser_view",
     "gate_link",
     "gate_source_link",
@@ -139,6 +140,18 @@ def browser_view(raw: str, base: str | None = None) -> tuple[str, str] | None:
         return None
     url, hostname = parsed
     return url.protocol[:-1], hostname
+
+
+def browser_origin(raw: str) -> str | None:
+    """The origin a browser would send for ``raw`` (``scheme://host[:port]``, default port
+    left out), for ``http``/``https`` URLs with a host; None otherwise."""
+    parsed = _parse(raw)
+    if parsed is None:
+        return None
+    url, hostname = parsed
+    if url.protocol not in ("http:", "https:") or not hostname:
+        return None
+    return str(url.origin)
 
 
 def normalise_host(entry: str) -> str:

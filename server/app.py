@@ -1,29 +1,34 @@
 """The renderer's Starlette app: `create_app(settings)` for code and tests, `app_from_env` for uvicorn.
 
-One middleware (trusted hosts and security headers, on every response, errors included)
-▸ Starlette's routing and HTTP error pages. Page endpoints are wrapped by
+The security layer (trusted hosts and security headers, on every response, Starlette's
+own error pages included) ▸ the hot routes (`hot_routes`: landing, continuation and
+`/v1/zones` straight to their endpoints) ▸ Starlette's stack (error middleware, HTTP
+error pages, routing) for everything else. Page endpoints are wrapped by
 `faults.fail_closed`: an unexpected error on a page route is the plain page, 200.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import redis
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, ExceptionHandler, Lifespan
 
 from server.admin import admin_routes
 from server.admin_lift import LIFT_ROUTE, lift_page
 from server.conversions_api import CONVERSIONS_ROUTE, post_conversion
 from server.faults import http_error_handler
 from server.health import healthz, metrics, readyz
+from server.hot_routes import HotRoutes
 from server.openapi import openapi_schema
 from server.pages import continuation_page, landing_page
 from server.qr import qr_entry
@@ -35,7 +40,28 @@ from server.snippet import snippet_routes
 from server.tuning import RendererTuning
 from welcomemat.settings import Settings
 
-__all__ = ["app_from_env", "create_app"]
+__all__ = ["RendererApp", "app_from_env", "create_app"]
+
+
+class RendererApp(Starlette):
+    """Starlette with `outer` (the security layer) outermost and the hot routes ahead of its routing."""
+
+    def __init__(
+        self,
+        *,
+        routes: list[BaseRoute],
+        outer: Callable[[ASGIApp], ASGIApp],
+        hot_routes: bool,
+        exception_handlers: Mapping[Any, ExceptionHandler],
+        lifespan: Lifespan[Starlette],
+    ) -> None:
+        self._outer = outer
+        self._hot_routes = hot_routes
+        super().__init__(routes=routes, exception_handlers=exception_handlers, lifespan=lifespan)
+
+    def build_middleware_stack(self) -> ASGIApp:
+        stack = super().build_middleware_stack()
+        return self._outer(HotRoutes(stack, self.routes) if self._hot_routes else stack)
 
 
 def create_app(
@@ -83,17 +109,15 @@ def create_app(
         Route(CONVERSIONS_ROUTE, post_conversion, methods=["POST"]),
         Mount("/static", StaticFiles(directory=templates_dir / "static"), name="static"),
     ]
-    middleware = [
-        Middleware(
+    app = RendererApp(
+        routes=routes,
+        outer=functools.partial(
             SecurityMiddleware,
             allowed_hosts=settings.allowed_hosts,
             frame_ancestors=settings.frame_ancestors,
             hsts=settings.public_url.startswith("https://"),
         ),
-    ]
-    app = Starlette(
-        routes=routes,
-        middleware=middleware,
+        hot_routes=renderer.tuning.hot_routes,
         exception_handlers={HTTPException: http_error_handler(renderer.pages)},
         lifespan=lifespan,
     )

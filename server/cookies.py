@@ -9,11 +9,13 @@ Global Privacy Control signal (`Sec-GPC: 1`) or `DNT: 1` gets no cookie at all.
 
 from __future__ import annotations
 
+from http.cookies import _unquote  # what Starlette's cookie_parser uses
+
 from starlette.datastructures import Headers
-from starlette.requests import Request, cookie_parser
+from starlette.requests import Request
 from starlette.responses import Response
 
-__all__ = ["cookie_name", "identity_cookie", "set_identity_cookie", "tracking_refused"]
+__all__ = ["cookie_name", "cookie_value", "identity_cookie", "set_identity_cookie", "tracking_refused"]
 
 _PREFIX = "wm_"
 
@@ -24,16 +26,28 @@ def cookie_name(campaign: str) -> str:
 
 
 def identity_cookie(request: Request, campaign: str) -> str | None:
-    """The campaign's cookie value. Reads the raw headers and parses a Cookie header only
+    """The campaign's cookie value. Reads the raw headers and looks into a Cookie header only
     when our name is in it: most page views carry other cookies (analytics), not ours."""
     name = cookie_name(campaign)
     needle = name.encode("ascii")
     for key, value in request.scope["headers"]:
         if key == b"cookie" and needle in value:
-            found = cookie_parser(value.decode("latin-1")).get(name)
+            found = cookie_value(value.decode("latin-1"), name)
             if found is not None:
                 return found
     return None
+
+
+def cookie_value(header: str, name: str) -> str | None:
+    """`starlette.requests.cookie_parser(header).get(name)` for a non-empty `name`, without
+    building (and unquoting) every other cookie of the header: the last pair named `name`
+    wins, name and value stripped, the value unquoted the same way."""
+    found = None
+    for chunk in header.split(";"):
+        key, sep, value = chunk.partition("=")
+        if sep and key.strip() == name:
+            found = value
+    return None if found is None else str(_unquote(found.strip()))
 
 
 def tracking_refused(headers: Headers) -> bool:

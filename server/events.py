@@ -28,6 +28,7 @@ import logging
 import os
 import secrets
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -151,6 +152,29 @@ class EngagementEvent:
         return entry
 
 
+# Events serialised between two chances for the event loop to take the GIL: ~0.2 ms of
+# work. A batch of 500 serialised in one go held the GIL for ~2 ms, a stall every page
+# request in flight then waited out.
+_SERIALISE_CHUNK = 50
+
+
+def _serialise(batch: list[EngagementEvent]) -> dict[str, tuple[int, list[str]]]:
+    """Per tenant: how many events, and the JSON of their entries in chunks (without the
+    enclosing brackets), yielding the GIL between chunks."""
+    by_tenant: dict[str, tuple[int, list[str]]] = {}
+    for start in range(0, len(batch), _SERIALISE_CHUNK):
+        if start:
+            time.sleep(0)  # releases the GIL: a waiting request runs before the next chunk
+        chunk: dict[str, list[list[str]]] = {}
+        for event in batch[start : start + _SERIALISE_CHUNK]:
+            chunk.setdefault(event.tenant, []).append(event._batch_entry())
+        for tenant, entries in chunk.items():
+            count, parts = by_tenant.get(tenant, (0, []))
+            parts.append(json.dumps(entries, separators=(",", ":"))[1:-1])
+            by_tenant[tenant] = (count + len(entries), parts)
+    return by_tenant
+
+
 class EventWriter:
     """Bounded queue + one writer thread. `emit` never blocks; `close` flushes what it can."""
 
@@ -220,22 +244,20 @@ class EventWriter:
             batch.append(self._queue.popleft())
         if not batch:
             return 0
-        by_tenant: dict[str, list[list[str]]] = {}
-        for event in batch:
-            by_tenant.setdefault(event.tenant, []).append(event._batch_entry())
+        by_tenant = _serialise(batch)
         written: set[str] = set()
         duplicates = 0
         try:
             # One call per tenant: a stream key of each tenant's slot (valid on Redis Cluster).
-            for tenant, entries in by_tenant.items():
+            for tenant, (count, parts) in by_tenant.items():
                 args: list[int | str] = [
                     self._maxlen,
                     keys.EVENTS_STREAM_TTL_S,
-                    json.dumps(entries, separators=(",", ":")),
+                    "[" + ",".join(parts) + "]",
                     keys.BEACON_EVENT_TTL_S,
                 ]
                 added = self._write_batch(keys=[keys.events_stream_key(tenant)], args=args)
-                duplicates += len(entries) - int(added)
+                duplicates += count - int(added)
                 written.add(tenant)
         except (RedisError, OSError):
             # Put back what was not written, in order, as far as the queue has room.

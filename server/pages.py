@@ -12,7 +12,6 @@ or malformed campaign id is 404: it names nothing we publish.
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from collections.abc import Mapping
 
@@ -24,11 +23,12 @@ from server.cookies import set_identity_cookie, tracking_refused
 from server.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
 from server.identify import IdentityMethod
+from server.random_ids import url_token
 from server.redis_guard import RedisUnavailable
 from server.render import PLAIN_RUNG
 from server.renderer import Renderer
 from server.security import csp_nonce
-from server.visitor import identify_visitor
+from server.visitor import Visitor, identify_visitor
 from welcomemat.arms import Arm
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
@@ -55,7 +55,7 @@ class PageResponse(HTMLResponse):
 
 def new_view_id() -> str:
     """16 URL-safe characters (96 random bits): ties a page's later beacons to this view."""
-    return secrets.token_urlsafe(12)
+    return url_token(12)
 
 
 @fail_closed(LANDING_ROUTE)
@@ -104,31 +104,38 @@ async def _page(request: Request, page_id: str, route: str) -> Response:
     started = time.perf_counter()
     renderer: Renderer = request.app.state.renderer
     campaign_id = request.path_params["campaign"]
-    if not is_valid_id(campaign_id):
-        return _not_found(renderer, "No such campaign.")
-    try:
-        state = await renderer.campaigns.resolve(campaign_id)
-    except RedisUnavailable:
-        return _plain(renderer, request, route, started)
-    except StoredValueError as exc:
-        renderer.metrics.stored_value_errors.inc()
-        log.error("%s", exc)
-        return _plain(renderer, request, route, started)
+    state = renderer.campaigns.cached(campaign_id)  # a loaded campaign: no coroutine to run
     if state is None:
-        return _not_found(renderer, "No such campaign.")
-    view = state.view
-    if view.page(page_id) is None:
+        if not is_valid_id(campaign_id):
+            return _not_found(renderer, "No such campaign.")
+        try:
+            state = await renderer.campaigns.resolve(campaign_id)
+        except RedisUnavailable:
+            return _plain(renderer, request, route, started)
+        except StoredValueError as exc:
+            renderer.metrics.stored_value_errors.inc()
+            log.error("%s", exc)
+            return _plain(renderer, request, route, started)
+        if state is None:
+            return _not_found(renderer, "No such campaign.")
+    if state.view.page(page_id) is None:
         return _not_found(renderer, "This campaign has no such page.")
-    return await _render(renderer, request, state, page_id, route, started)
+    link_token = request.query_params.get("wm") if request.scope["query_string"] else None
+    visitor = await identify_visitor(renderer, request, state, link_token)
+    return _respond(renderer, request, state, visitor, page_id, route, started)
 
 
-async def _render(
-    renderer: Renderer, request: Request, state: CampaignState, page_id: str, route: str, started: float
+def _respond(
+    renderer: Renderer,
+    request: Request,
+    state: CampaignState,
+    visitor: Visitor,
+    page_id: str,
+    route: str,
+    started: float,
 ) -> Response:
     view = state.view
     tenant, campaign_id = view.tenant, view.campaign_id
-    link_token = request.query_params.get("wm") if request.scope["query_string"] else None
-    visitor = await identify_visitor(renderer, request, state, link_token)
     identity, cookie_claims, arm = visitor.identity, visitor.cookie_claims, visitor.arm
     page = renderer.pages.render(view, page_id, arm, visitor.zone_set, renderer.now())
     view_id = new_view_id()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import re
 import string
 import time
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from itsdangerous import URLSafeSerializer
+from itsdangerous.encoding import base64_decode, base64_encode
 from pydantic import ValidationError
 
 from welcomemat.arms import Arm
@@ -648,10 +650,11 @@ def test_sign_view_refuses_bad_values_naming_the_field(signer: TokenSigner, fiel
     assert caught.value.field == field
 
 
+FORGER = URLSafeSerializer(KEY_NEW, salt="welcomemat.view", signer_kwargs={"digest_method": hashlib.sha256})
+
+
 def test_forged_view_payloads_are_malformed() -> None:
-    forger = URLSafeSerializer(
-        KEY_NEW, salt="welcomemat.view", signer_kwargs={"digest_method": hashlib.sha256}
-    )
+    forger = FORGER
     signer = TokenSigner([KEY_NEW], clock=Clock())
     base = {"t": TENANT, "c": CAMPAIGN, "w": "v1", "m": "personal", "r": "personal", "i": T0, "e": T0 + 60}
     # The format is itsdangerous' own: its serializer's token for a good payload verifies.
@@ -702,6 +705,13 @@ def test_view_round_trip_property(
         zone_set_version=version,
     )
     assert TOKEN_CHARS.fullmatch(token) and len(token) <= MAX_TOKEN_CHARS
+    # Byte for byte what itsdangerous makes of the same payload, uncompressed (compact JSON,
+    # base64url, its signer), and what its serializer reads back.
+    payload = json.loads(base64_decode(token.split(".")[0]))
+    assert list(payload)[:5] == ["t", "c", "w", "m", "r"] and list(payload)[-2:] == ["i", "e"]
+    compact = json.dumps(payload, separators=(",", ":")).encode()
+    assert token == FORGER.make_signer().sign(base64_encode(compact)).decode()
+    assert FORGER.loads(token) == payload
     claims = signer.verify_view(token, tenant=tenant, campaign=campaign)
     assert (
         claims.view_id,

@@ -100,6 +100,20 @@ def test_events_of_several_tenants_go_to_their_own_streams(redis_client: redis.R
     }
 
 
+def test_a_large_batch_of_several_tenants_is_written_whole_and_in_order(redis_client: redis.Redis) -> None:
+    """A batch is serialised in chunks (the event loop gets the GIL in between): every
+    event of every chunk reaches its tenant's stream, in emit order, once."""
+    w = writer(redis_client, autostart=False, queue_max=1000, batch_max=500)
+    tenants = ("acme", "globex", "initech")
+    for n in range(333):
+        w.emit(event(n, tenant=tenants[(n + n // 7) % 3]))
+    assert w.flush_once() == 333
+    for tenant in tenants:
+        entries = redis_client.xrange(keys.events_stream_key(tenant))
+        expected = [f"v{n}".encode() for n in range(333) if tenants[(n + n // 7) % 3] == tenant]
+        assert [f[b"view_id"] for _, f in entries] == expected
+
+
 def beacon(event_id: str, n: int = 0, tenant: str = "acme") -> EngagementEvent:
     return EngagementEvent(
         type=EventType.CLICK,

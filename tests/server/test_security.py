@@ -28,7 +28,7 @@ def test_every_response_has_the_security_headers(client: TestClient, path: str) 
     assert policy["default-src"] == "'none'"
     assert policy["style-src"] == "'self'"
     assert policy["frame-ancestors"] == "'none'"
-    assert re.fullmatch(r"'nonce-[A-Za-z0-9_-]{22}' 'strict-dynamic'", policy["script-src"])
+    assert re.fullmatch(r"'nonce-[A-Za-z0-9_-]{24}' 'strict-dynamic'", policy["script-src"])
     assert "unsafe-inline" not in response.headers["content-security-policy"]
 
 
@@ -56,6 +56,16 @@ def test_unknown_host_is_refused_but_probes_are_not(client: TestClient) -> None:
     assert client.get("/q/anything", headers={"Host": "evil.example"}).status_code == 400
     for path in ("/healthz", "/metrics"):
         assert client.get(path, headers={"Host": "10.0.0.12:8000"}).status_code == 200
+
+
+def test_host_verdicts_stay_right_after_many_unknown_hosts(client: TestClient) -> None:
+    """Host verdicts are remembered in a bounded table: a flood of made-up Host headers
+    neither lets one through nor locks the real host out."""
+    for i in range(600):
+        assert client.get(f"/c/{CAMPAIGN}", headers={"host": f"x{i}.evil.example"}).status_code == 400
+    assert client.get(f"/c/{CAMPAIGN}").status_code == 200
+    assert client.get(f"/c/{CAMPAIGN}", headers={"host": "x1.evil.example"}).status_code == 400
+    assert client.get(f"/c/{CAMPAIGN}", headers={"host": "WM.EXAMPLE.COM:443"}).status_code == 200
 
 
 def test_stylesheet_is_served_from_our_origin(client: TestClient) -> None:

@@ -326,6 +326,8 @@ class Result:
     p50_ms: float
     p99_ms: float
     errors: int
+    requests: int
+    cpu_us: float = 0.0  # the server process's CPU (user + system) per request
 
 
 def _ms(value: str, unit: str) -> float:
@@ -380,7 +382,8 @@ def run_wrk(url: str, req: Request, seconds: float, connections: int, workdir: P
     bad = int(errors.group(1)) if errors else 0
     if socket_errors:
         bad += sum(int(g) for g in socket_errors.groups())
-    return Result(rps, _ms(*p50.groups()), _ms(*p99.groups()), bad)  # type: ignore[union-attr]
+    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    return Result(rps, _ms(*p50.groups()), _ms(*p99.groups()), bad, total)  # type: ignore[union-attr]
 
 
 async def run_httpx(url: str, req: Request, seconds: float, connections: int) -> Result:
@@ -408,6 +411,7 @@ async def run_httpx(url: str, req: Request, seconds: float, connections: int) ->
         latencies[len(latencies) // 2] * 1000,
         latencies[int(len(latencies) * 0.99)] * 1000,
         errors,
+        len(latencies),
     )
 
 
@@ -435,6 +439,15 @@ async def drive(port: int, requests: list[tuple[str, dict[str, str]]], connectio
 
     await asyncio.gather(*(connection() for _ in range(connections)))
     return failures
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far, all threads (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mib(pid: int) -> float:
@@ -492,10 +505,12 @@ def throughput(
         for _ in range(args.rounds):
             for kind in KINDS:
                 url = processes[kind][1]
+                cpu0 = cpu_seconds(processes[kind][0].pid)
                 if use_wrk:
                     result = run_wrk(url, loads[kind], args.seconds, args.connections, tmp)
                 else:
                     result = asyncio.run(run_httpx(url, loads[kind], args.seconds, args.connections))
+                result.cpu_us = (cpu_seconds(processes[kind][0].pid) - cpu0) / max(result.requests, 1) * 1e6
                 results[kind].append(result)
         events = redis.Redis.from_url(redis_url).xlen(keys.events_stream_key(TENANT))
     finally:
@@ -512,8 +527,12 @@ def throughput(
     )
     print("medians over rounds [min-max]; each ratio is taken within a round (against that round's bare run)")
     print(
+        "cpu: the server process's CPU (user + system, all its threads) per request, and its ratio"
+        " to bare's: steadier than req/s when neighbours load the machine"
+    )
+    print(
         f"{'app':<36} {'req/s':>7} {'x bare':>7} {'[spread]':>11} {'p50 ms':>7} {'p99 ms':>7} "
-        f"{'p99 x bare':>10} {'[spread]':>11} {'errors':>6}"
+        f"{'p99 x bare':>10} {'[spread]':>11} {'cpu us':>6} {'bare/cpu':>8} {'errors':>6}"
     )
     labels = {
         "bare": "bare Starlette, constant page",
@@ -532,6 +551,8 @@ def throughput(
             f"{f'[{min(rps):.2f}-{max(rps):.2f}]':>11} "
             f"{median([r.p50_ms for r in runs]):>7.2f} {median([r.p99_ms for r in runs]):>7.2f} "
             f"{median(p99):>10.2f} {f'[{min(p99):.2f}-{max(p99):.2f}]':>11} "
+            f"{median([r.cpu_us for r in runs]):>6.0f} "
+            f"{median([b.cpu_us / r.cpu_us for r, b in zip(runs, bare, strict=True) if r.cpu_us]):>8.2f} "
             f"{sum(r.errors for r in runs):>6}"
         )
     print(f"view events written to the stream during the run: {events}")

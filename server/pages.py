@@ -137,6 +137,7 @@ def _respond(
     view = state.view
     tenant, campaign_id = view.tenant, view.campaign_id
     identity, cookie_claims, arm = visitor.identity, visitor.cookie_claims, visitor.arm
+    arm_value, method_value = arm.value, identity.method.value
     page = renderer.pages.render(view, page_id, arm, visitor.zone_set, renderer.now())
     view_id = new_view_id()
     response = PageResponse(page.finish(csp_nonce(request.scope), view_id))
@@ -163,20 +164,15 @@ def _respond(
                 campaign=campaign_id,
                 view_id=view_id,
                 ts_ms=renderer.now_ms(),
-                arm=arm.value,
+                arm=arm_value,
                 account=identity.account,
                 contact=identity.contact,
                 rung=page.best_rung,
                 zone_set_version=page.zone_set_version,
-                identified_by=identity.method.value,
+                identified_by=method_value,
             )
         )
     renderer.metrics.pages.count_page(
-        route,
-        arm.value,
-        page.best_rung,
-        page.zone_rungs,
-        identity.method.value,
-        time.perf_counter() - started,
+        route, arm_value, page.best_rung, page.zone_rungs, method_value, time.perf_counter() - started
     )
     return response

@@ -129,7 +129,10 @@ class SecurityMiddleware:
                 headers = message.get("headers")
                 if not isinstance(headers, list):
                     headers = message["headers"] = list(headers or ())
-                if not any(name == b"content-security-policy" for name, _ in headers):
+                for name, _ in headers:  # a loop, not any(genexpr): this runs for every response
+                    if name == b"content-security-policy":
+                        break  # the route set its own (admin pages)
+                else:
                     headers.append((b"content-security-policy", policy))
                 headers.extend(self._static)
             await send(message)

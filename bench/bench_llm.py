@@ -14,7 +14,8 @@ the same run, for each concurrency C (median of `--repeat` runs, range in bracke
 - `ideal/s`: the concurrency-bound ideal, C / (calls per account x latency);
 - `client/s` (the baseline): the official `openai` client alone sending the same two
   requests per account (bodies captured from a real run) at the same concurrency, the
-  way the provider sends them, with no pipeline around it; `x client` is the run's rate
+  way the provider sends them (encoded bodies through `post`, one connection per thread:
+  `ThreadConnectionTransport`), with no pipeline around it; `x client` is the run's rate
   over it;
 - CPU per account, of this process (`client ms`) and of the server process
   (`server ms`), from the kernel's accounting: less sensitive to a busy machine than
@@ -25,7 +26,8 @@ the same run, for each concurrency C (median of `--repeat` runs, range in bracke
 
 Also measured: the server's own ceiling (zero latency, driven by `wrk` when installed,
 which costs far less per request than the server), the client's CPU per call on the
-SDK's typed path (`chat.completions.create`) and on the provider's (`post`), and one vs
+SDK's typed path (`chat.completions.create`), on `post` through httpx's own shared
+connection pool, and on the provider's path (`post` through `ThreadConnectionTransport`), and one vs
 two `welcomemat worker --once` processes draining the same enqueued run (`wall/s` from
 their start, `steady/s` once each has done about one entry, so without interpreter
 start-up), each also against the ideal of its total concurrency (workers x
@@ -57,6 +59,7 @@ import redis
 
 from precompute.context_builder import build_context
 from precompute.policy import build_policy
+from precompute.providers.http_transport import ThreadConnectionTransport
 from precompute.providers.openai_provider import OpenAIProvider
 from precompute.queue import WORK_CHUNK_SIZE, latest_run_id
 from precompute.run import PrecomputeRun
@@ -98,17 +101,24 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def make_client(base_url: str, concurrency: int) -> openai.OpenAI:
+def make_client(base_url: str, concurrency: int, *, pooled: bool = False) -> openai.OpenAI:
+    """The client as the provider builds it; `pooled`: on httpx's own shared connection pool instead."""
     limits = type(openai.DEFAULT_CONNECTION_LIMITS)(
         max_connections=max(1000, 2 * concurrency), max_keepalive_connections=max(100, concurrency)
     )
+    transport = None if pooled else ThreadConnectionTransport()
     return openai.OpenAI(
         base_url=base_url,
         api_key="k",
         max_retries=0,
         timeout=30,
-        http_client=openai.DefaultHttpxClient(limits=limits),
+        http_client=openai.DefaultHttpxClient(limits=limits, transport=transport),
     )
+
+
+def encoded(body: dict[str, Any]) -> bytes:
+    """A request body as the provider sends it (`request_body`: the client's own encoding)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 @dataclass
@@ -154,10 +164,11 @@ def run_client_only(
 ) -> Sample:
     """The baseline: the same requests per account through the bare client, nothing around it."""
     client = make_client(base_url, concurrency)
+    contents = [encoded(b) for b in bodies]
 
     def account(_: int) -> None:
-        for body in bodies:
-            json.loads(client.post(COMPLETIONS, cast_to=bytes, body=body))
+        for content in contents:
+            json.loads(client.post(COMPLETIONS, cast_to=bytes, content=content, options={"timeout": 30.0}))
 
     account(0)  # connect once outside the measurement
     server0, cpu0, started = cpu_seconds(server_pid), time.process_time(), time.perf_counter()
@@ -169,23 +180,35 @@ def run_client_only(
     return Sample(accounts / seconds, cpu / accounts * 1000, server / accounts * 1000, len(bodies))
 
 
+CALL_PATHS = ("create", "pooled post", "provider")
+
+
 def client_ms_per_call(
-    base_url: str, bodies: Sequence[dict[str, Any]], calls: int, concurrency: int, typed: bool
+    base_url: str, bodies: Sequence[dict[str, Any]], calls: int, concurrency: int, path: str
 ) -> float:
-    """This process's CPU per call: the SDK's typed `create` path, or the provider's `post`."""
-    client = make_client(base_url, concurrency)
+    """This process's CPU per call on one of `CALL_PATHS`.
+
+    `create`: the SDK's typed `chat.completions.create`; `pooled post`: the generic `post`
+    with a dict body through httpx's shared connection pool; `provider`: the provider's
+    path, an encoded body through `post` and one connection per thread.
+    """
+    client = make_client(base_url, concurrency, pooled=path != "provider")
+    contents = [encoded(b) for b in bodies]
 
     def call(i: int) -> None:
         body = bodies[i % len(bodies)]
-        if typed:
+        if path == "create":
             raw = client.chat.completions.with_raw_response.create(
                 model=body["model"],
                 messages=body["messages"],
                 extra_body={"response_format": body["response_format"]},
             )
             json.loads(raw.http_response.content)
-        else:
+        elif path == "pooled post":
             json.loads(client.post(COMPLETIONS, cast_to=bytes, body=body))
+        else:
+            content = contents[i % len(contents)]
+            json.loads(client.post(COMPLETIONS, cast_to=bytes, content=content, options={"timeout": 30.0}))
 
     call(0)
     cpu0 = time.process_time()
@@ -415,14 +438,16 @@ def main() -> None:
                     f"server ceiling (zero latency, wrk, 64 connections): {calls_s:.0f} calls/s "
                     f"= {calls_s / 2:.0f} accounts/s; {ms:.2f} ms CPU per call"
                 )
-            paths: dict[bool, list[float]] = {True: [], False: []}
+            paths: dict[str, list[float]] = {p: [] for p in CALL_PATHS}
             for _ in range(3):  # alternated; medians
-                for typed in paths:
-                    paths[typed].append(client_ms_per_call(base_url, bodies, 400, 32, typed=typed))
-            typed_ms, post_ms = statistics.median(paths[True]), statistics.median(paths[False])
+                for name in CALL_PATHS:
+                    paths[name].append(client_ms_per_call(base_url, bodies, 400, 32, name))
+            per_call = {name: statistics.median(values) for name, values in paths.items()}
             print(
-                f"client CPU per call at concurrency 32: chat.completions.create {typed_ms:.2f} ms, "
-                f"post (the provider's path) {post_ms:.2f} ms ({typed_ms / post_ms:.2f}x)"
+                "client CPU per call at concurrency 32: "
+                + ", ".join(f"{name} {per_call[name]:.2f} ms" for name in CALL_PATHS)
+                + f" ({per_call['create'] / per_call['provider']:.2f}x and "
+                f"{per_call['pooled post'] / per_call['provider']:.2f}x the provider's)"
             )
 
             print(

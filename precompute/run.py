@@ -3,11 +3,14 @@
 Work goes in chunks (`CHUNK_SIZE` accounts): one MGET reads the chunk's current zone
 sets, unchanged accounts are skipped before any generation (same input hash, still
 valid: no model call, no new version), the rest are assembled (with `concurrency` > 1 on
-the run's one thread pool, for model providers that wait on the network; the next chunk
-starts assembling while this one publishes) and published one atomic
-transaction each; journal entries and explain records for the chunk go in one pipeline.
+the run's one thread pool, for model providers that wait on the network: each account
+goes to the pool as soon as it is hashed, and the next chunk starts assembling while this
+one publishes) and published one atomic transaction each, `PUBLISH_BATCH` accounts at a
+time in chunk order; journal entries and explain records for a batch go in one pipeline.
 A run killed mid-way leaves accounts journalled `accepted`; `--resume` skips those
-journalled `published` with the same input hash and redoes the rest.
+journalled `published` with the same input hash and redoes the rest (an account whose
+zone set was written but whose journal entry was not is unchanged, and journalled
+`published` then).
 
 A local run is `run(path)`: read the file, `prepare` (config, journal), `process` every
 account, draw the review sample, `finish` (timing, stored report). A distributed run
@@ -23,7 +26,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -52,6 +55,7 @@ from welcomemat.zoneset import Rung, ZoneSet, ZoneSetStatus
 
 __all__ = [
     "CHUNK_SIZE",
+    "PUBLISH_BATCH",
     "JournalState",
     "PrecomputeRun",
     "SampleCandidate",
@@ -62,7 +66,12 @@ __all__ = [
     "publish_campaign_config",
 ]
 
-CHUNK_SIZE = 256  # accounts per MGET / pipeline: big enough to amortise round trips
+CHUNK_SIZE = 256  # accounts per MGET: big enough to amortise round trips
+# Accounts per publish pipeline. Smaller than a chunk: a chunk's first accounts are written
+# while its last are still with the model, so the run's end waits for one batch's writes,
+# not a whole chunk's, and the main thread's bursts of work (it shares the interpreter lock
+# with the threads waiting on the model) stay short.
+PUBLISH_BATCH = 32
 
 
 class JournalState:
@@ -78,13 +87,15 @@ SampleCandidate = tuple[str, str, str]
 
 @dataclass(frozen=True)
 class _StartedChunk:
-    """A chunk whose changed accounts (`todo`) are being assembled; `outcomes()` waits for them."""
+    """A chunk whose changed accounts (`todo`) are being assembled; `outcomes(i, j)` waits for todo[i:j]."""
 
     size: int
     todo: list[Account]
     hashes: dict[str, str]
     current: dict[str, ZoneSet | None]
-    outcomes: Callable[[], list[AccountOutcome | BaseException]]
+    outcomes: Callable[[int, int], list[AccountOutcome | BaseException]]
+    # Unchanged accounts whose journal entry (read on --resume) does not say so yet.
+    settle: list[ZoneSet]
 
 
 @dataclass
@@ -346,37 +357,80 @@ class PrecomputeRun:
         sampled: list[SampleCandidate],
         pool: ThreadPoolExecutor | None,
     ) -> _StartedChunk:
-        """Count the chunk's unchanged accounts and set the rest assembling (on `pool`, if any)."""
-        hashes = {a.account_id: account_input_hash(self.fingerprint, a) for a in chunk}
-        current = self.store.get_many(self.campaign.tenant, self.campaign.campaign, list(hashes))
+        """Count the chunk's unchanged accounts and set the rest assembling (on `pool`, if any).
+
+        The MGET needs only ids, so it comes first; then each changed account goes to the
+        pool as soon as its input hash is known, rather than after the whole chunk's.
+        """
+        ids = [a.account_id for a in chunk]
+        current = self.store.get_many(self.campaign.tenant, self.campaign.campaign, ids)
+        hashes: dict[str, str] = {}
         todo: list[Account] = []
+        settle: list[ZoneSet] = []
+        futures: list[Future[AccountOutcome | BaseException]] = []
         for account in chunk:
+            input_hash = hashes[account.account_id] = account_input_hash(self.fingerprint, account)
             entry = journal.get(account.account_id)
             existing = current.get(account.account_id)
             if (
                 self.resume
                 and entry is not None
                 and entry.get("state") == JournalState.PUBLISHED
-                and entry.get("input_hash") == hashes[account.account_id]
+                and entry.get("input_hash") == input_hash
             ):
                 report.resumed += 1
                 if existing is not None:
                     self._count(existing, tally, sampled, account)
-            elif existing is not None and self._still_good(existing, hashes[account.account_id]):
+            elif existing is not None and self._still_good(existing, input_hash):
                 report.unchanged += 1
                 self._count(existing, tally, sampled, account)
+                if entry is not None:  # on --resume, and not journalled `published` with this hash:
+                    # written by a run killed between its publish and its journal entry.
+                    settle.append(existing)
             else:
                 todo.append(account)
-        outcomes = self._assemble_all(assembler, todo, hashes, pool)
-        return _StartedChunk(len(chunk), todo, hashes, current, outcomes)
+                if pool is not None:
+                    futures.append(pool.submit(_assemble_one, assembler, account, input_hash))
+
+        def outcomes(start: int, stop: int) -> list[AccountOutcome | BaseException]:
+            # Without a pool nothing starts until asked for (a serial run assembles, then publishes).
+            if pool is None:
+                return [_assemble_one(assembler, a, hashes[a.account_id]) for a in todo[start:stop]]
+            return [f.result() for f in futures[start:stop]]
+
+        return _StartedChunk(len(chunk), todo, hashes, current, outcomes, settle)
 
     def _run_chunk(
         self, started: _StartedChunk, report: RunReport, tally: _Tally, sampled: list[SampleCandidate]
     ) -> None:
-        """Wait for the chunk's assembly, then publish and journal it."""
-        todo, hashes, current = started.todo, started.hashes, started.current
-        outcomes = started.outcomes()
+        """Publish and journal the chunk, `PUBLISH_BATCH` accounts at a time as their assembly ends."""
+        # An all-unchanged chunk still runs one (empty) batch: it refreshes the journal's TTL.
+        for start in range(0, max(len(started.todo), 1), PUBLISH_BATCH):
+            stop = min(start + PUBLISH_BATCH, len(started.todo))
+            self._publish_batch(started, started.outcomes(start, stop), start, report, tally, sampled)
+
+    def _publish_batch(
+        self,
+        started: _StartedChunk,
+        outcomes: list[AccountOutcome | BaseException],
+        start: int,
+        report: RunReport,
+        tally: _Tally,
+        sampled: list[SampleCandidate],
+    ) -> None:
+        """Publish and journal the outcomes of todo[start:start + len(outcomes)]."""
+        todo = started.todo[start : start + len(outcomes)]
+        hashes, current = started.hashes, started.current
         pipe = self.client.pipeline(transaction=False)
+        for zone_set in started.settle if start == 0 else ():
+            self._journal(
+                pipe,
+                zone_set.account_id,
+                JournalState.PUBLISHED,
+                hashes[zone_set.account_id],
+                version=zone_set.version,
+                reason=zone_set.mode.value,
+            )
         built: list[AccountOutcome] = []
         for account, outcome in zip(todo, outcomes, strict=True):
             if isinstance(outcome, BaseException):
@@ -420,29 +474,6 @@ class PrecomputeRun:
             )
         pipe.expire(self.journal_key, keys.JOURNAL_TTL_S)
         pipe.execute()
-
-    def _assemble_all(
-        self,
-        assembler: Assembler,
-        todo: Sequence[Account],
-        hashes: dict[str, str],
-        pool: ThreadPoolExecutor | None,
-    ) -> Callable[[], list[AccountOutcome | BaseException]]:
-        """Starts assembling `todo` on `pool`; the returned call waits for the outcomes, in order.
-
-        Without a pool nothing starts until the call (a serial run assembles, then publishes).
-        """
-
-        def one(account: Account) -> AccountOutcome | BaseException:
-            try:
-                return assembler.assemble(account, hashes[account.account_id])
-            except Exception as exc:  # one broken account must not stop the run: journalled as failed
-                return exc
-
-        if pool is None:
-            return lambda: [one(a) for a in todo]
-        futures = [pool.submit(one, a) for a in todo]
-        return lambda: [f.result() for f in futures]
 
     @contextmanager
     def _assembly_pool(self) -> Iterator[ThreadPoolExecutor | None]:
@@ -551,6 +582,13 @@ class PrecomputeRun:
         pipe.zadd(key, dict.fromkeys(chosen, queued_at))
         pipe.expire(key, keys.CAMPAIGN_TTL_S)
         pipe.execute()
+
+
+def _assemble_one(assembler: Assembler, account: Account, input_hash: str) -> AccountOutcome | BaseException:
+    try:
+        return assembler.assemble(account, input_hash)
+    except Exception as exc:  # one broken account must not stop the run: journalled as failed
+        return exc
 
 
 def _merged(counts: dict[str, int], more: Counter[str], *, ranked: bool = False) -> dict[str, int]:

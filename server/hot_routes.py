@@ -4,7 +4,7 @@ A cached landing page costs the renderer a few dozen microseconds of its own wor
 error middleware, exception middleware, router and per-route wrappers cost about a dozen
 more (closures built per request, every route's regex tried in turn). For the three routes
 that carry a campaign's traffic, `GET|HEAD /c/{campaign}`, `GET|HEAD /c/{campaign}/continue`
-and `GET /v1/zones`, this layer recognises the path by its shape and calls the endpoint
+and `GET|HEAD /v1/zones`, this layer recognises the path by its shape and calls the endpoint
 itself. Everything else, including these paths with any other method, goes through
 Starlette unchanged (405s, 404s, error pages, the OpenAPI schema).
 
@@ -32,14 +32,15 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 LANDING, CONTINUATION, ZONES = "/c/{campaign}", "/c/{campaign}/continue", "/v1/zones"
 HOT_PATHS = (LANDING, CONTINUATION, ZONES)
-_PAGE_METHODS = frozenset({"GET", "HEAD"})
+# Starlette answers HEAD wherever it answers GET (it adds HEAD to a GET route): so do we.
+_GET_METHODS = frozenset({"GET", "HEAD"})
 _CONTINUE = "/continue"
 
 
 def hot_route(method: str, path: str) -> tuple[str, str | None] | None:
     """(route path, campaign path parameter) when `method` and `path` are a hot route's, else None."""
     if path.startswith("/c/"):
-        if method not in _PAGE_METHODS:
+        if method not in _GET_METHODS:
             return None
         rest = path[3:]
         if not rest:
@@ -51,7 +52,7 @@ def hot_route(method: str, path: str) -> tuple[str, str | None] | None:
             if campaign and "/" not in campaign:
                 return CONTINUATION, campaign
         return None
-    if path == ZONES and method == "GET":
+    if path == ZONES and method in _GET_METHODS:
         return ZONES, None
     return None
 

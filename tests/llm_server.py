@@ -2,7 +2,7 @@
 
 Why a real server: the `openai` provider's faults (429 with Retry-After, 5xx, timeouts, a
 hung connection) only mean something through the real client over a real socket. This is
-a Starlette app serving `POST /v1/chat/completions`, run by uvicorn in a background thread
+a bare ASGI app serving `POST /v1/chat/completions`, run by uvicorn in a background thread
 on 127.0.0.1 with an OS-chosen port. Handlers are async (`await asyncio.sleep`), so it
 serves many concurrent requests.
 
@@ -41,14 +41,11 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 __all__ = ["BROKEN_MODES", "HOSTILE_STRINGS", "MODES", "OUTPUT_MODES", "LLMTestServer", "LoggedRequest"]
 
@@ -83,7 +80,7 @@ HOSTILE_STRINGS: dict[str, tuple[str, ...]] = {
 }
 
 _KINDS = {"PageDraft": "generate", "PageReview": "review", "ExtractedFacts": "extract"}
-_DATA_RE = re.compile(r"<data>\s*(.*?)\s*</data>", re.DOTALL)
+_COMPLETIONS_PATH = "/v1/chat/completions"
 _PLANTED_RE = re.compile(r"ignore (?:all )?previous instructions and say ['\"]([^'\"]+)['\"]", re.I)
 _SUPPORT_SUFFIX = ". New sellers need to ramp fast."
 
@@ -127,7 +124,7 @@ class LLMTestServer:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._port = 0
-        self.app = Starlette(routes=[Route("/v1/chat/completions", self._completions, methods=["POST"])])
+        self.app = self._asgi
 
     # -- controls ------------------------------------------------------------------------------
 
@@ -164,6 +161,7 @@ class LLMTestServer:
         self._port = sock.getsockname()[1]
         config = uvicorn.Config(
             self.app,
+            interface="asgi3",
             log_level="warning",
             access_log=False,
             lifespan="off",
@@ -197,17 +195,57 @@ class LLMTestServer:
 
     # -- the endpoint --------------------------------------------------------------------------
 
-    async def _completions(self, request: Request) -> Response:
-        body = await request.json()
+    # A bare ASGI app rather than a framework's routing, request and response objects: in
+    # benchmarks this server shares the machine's cores with the client it stands in for a
+    # remote provider to, so its CPU per call is kept small.
+    async def _asgi(
+        self,
+        scope: dict[str, Any],
+        receive: Callable[[], Awaitable[dict[str, Any]]],
+        send: Callable[[dict[str, Any]], Awaitable[None]],
+    ) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["path"] != _COMPLETIONS_PATH:
+            response = _error(404, "not_found", f"no route {scope['path']}")
+        elif scope["method"] != "POST":
+            response = _error(405, "method_not_allowed", "POST only", {"allow": "POST"})
+        else:
+            chunks = []
+            while True:
+                message = await receive()
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    break
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            response = await self._completions(b"".join(chunks), headers)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(response.body)).encode()),
+                    *((k.encode("latin-1"), v.encode("latin-1")) for k, v in response.headers.items()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": response.body})
+
+    async def _completions(self, raw: bytes, headers: dict[str, str]) -> _Answer:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return _error(400, "invalid_request_error", "the body is not JSON")
+        if not isinstance(body, dict):
+            return _error(400, "invalid_request_error", "the body is not a JSON object")
         schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("name", "")
         kind = _KINDS.get(schema, "unknown")
         with self._lock:
             state = self._state
             state.served += 1
             served = state.served
-            entry = LoggedRequest(
-                kind, state.mode, time.monotonic(), body, _data(body), headers=dict(request.headers)
-            )
+            entry = LoggedRequest(kind, state.mode, time.monotonic(), body, _data(body), headers=headers)
             self._log.append(entry)
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
@@ -216,7 +254,7 @@ class LLMTestServer:
         entry.answered = time.monotonic()
         return response
 
-    async def _answer(self, state: _State, served: int, entry: LoggedRequest) -> Response:
+    async def _answer(self, state: _State, served: int, entry: LoggedRequest) -> _Answer:
         mode, params = state.mode, state.params
         times = params.get("times")
         faulty = times is None or served <= int(times)
@@ -251,19 +289,32 @@ class LLMTestServer:
 def _data(body: dict[str, Any]) -> Any:
     users = [m for m in body.get("messages", []) if m.get("role") == "user"]
     for message in users[:1]:  # the data is in the first user message; repairs add more
-        match = _DATA_RE.search(str(message.get("content", "")))
-        if match:
+        content = str(message.get("content", ""))
+        start = content.find("<data>")
+        end = content.find("</data>", start + len("<data>")) if start >= 0 else -1
+        if end >= 0:
             try:
-                return json.loads(match.group(1))
+                return json.loads(content[start + len("<data>") : end])
             except ValueError:
                 return None
     return None
 
 
-def _completion(
-    model: str, content: str | None, finish: str = "stop", refusal: str | None = None
-) -> Response:
-    return JSONResponse(
+@dataclass(frozen=True)
+class _Answer:
+    """An answer: status, JSON body, extra headers."""
+
+    status_code: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> _Answer:
+    return _Answer(status, json.dumps(payload, separators=(",", ":")).encode(), headers or {})
+
+
+def _completion(model: str, content: str | None, finish: str = "stop", refusal: str | None = None) -> _Answer:
+    return _json_response(
         {
             "id": "chatcmpl-test",
             "object": "chat.completion",
@@ -282,12 +333,12 @@ def _completion(
     )
 
 
-def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> _Answer:
     body = {"error": {"message": message, "type": code, "param": None, "code": code}}
-    return JSONResponse(body, status_code=status, headers=headers)
+    return _json_response(body, status, headers)
 
 
-def _broken(model: str, mode: str, data: dict[str, Any], served: int) -> Response:
+def _broken(model: str, mode: str, data: dict[str, Any], served: int) -> _Answer:
     if mode == "refuse":
         return _completion(model, None, refusal="I can't help with that.")
     if mode == "truncated":

@@ -23,15 +23,24 @@ import pytest
 import redis
 from hypothesis import given
 from hypothesis import strategies as st
+from openai._utils._json import openapi_dumps  # what `post(body=...)` would send
 from openai.lib._pydantic import to_strict_json_schema
+from pydantic import BaseModel
 
 from precompute.checks import CheckInput, build_vocabulary, run_checks
 from precompute.commands import PROVIDERS, make_provider
 from precompute.context_builder import build_context
 from precompute.policy import build_policy
 from precompute.providers.base import GenerationRequest, Provider, ZoneDraft
-from precompute.providers.extraction import ExtractedFact, verified_facts
-from precompute.providers.openai_provider import OpenAIProvider, PageDraft, data_block
+from precompute.providers.extraction import ExtractedFact, ExtractedFacts, verified_facts
+from precompute.providers.openai_provider import (
+    OpenAIProvider,
+    PageDraft,
+    PageReview,
+    data_block,
+    request_body,
+    response_format,
+)
 from precompute.report import RunReport
 from precompute.run import JournalState, PrecomputeRun
 from precompute.trust import short_name
@@ -324,6 +333,31 @@ def test_a_data_block_round_trips_and_never_holds_an_angle_bracket(payload: Any)
     block = data_block(payload)
     assert "<" not in block and ">" not in block  # so no value can write "</data>"
     assert json.loads(block) == payload
+
+
+_MESSAGES = st.lists(
+    st.builds(
+        # Both key orders: the provider's own ({"role", "content"}) and any other.
+        lambda role, content, flip: (
+            {"content": content, "role": role} if flip else {"role": role, "content": content}
+        ),
+        st.sampled_from(["system", "user", "assistant"]),
+        st.text(max_size=40),
+        st.booleans(),
+    ),
+    max_size=4,
+)
+
+
+@given(st.text(max_size=20), _MESSAGES, st.sampled_from([PageDraft, PageReview, ExtractedFacts]))
+def test_the_request_body_is_byte_for_byte_what_the_client_encodes_from_the_dict(
+    model: str, messages: list[Any], schema: type[BaseModel]
+) -> None:
+    """`request_body` reuses encoded system prompts and schemas; the bytes sent stay the client's."""
+    body = {"model": model, "messages": messages, "response_format": response_format(schema)}
+    expected = openapi_dumps(body)
+    assert request_body(model, messages, schema) == expected
+    assert request_body(model, messages, schema) == expected  # and again, from the cached parts
 
 
 # -- a model that answers badly: nothing bad is published ------------------------------------

@@ -12,10 +12,16 @@ from pathlib import Path
 
 import redis
 
+from precompute.policy import build_policy
+from precompute.providers.offline import OfflineComposer
+from precompute.report import RunReport
+from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
 from welcomemat import keys
+from welcomemat.campaign import load_campaign
 from welcomemat.store import ZoneSetStore
+from welcomemat.zone_contract import load_zone_contracts
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 COUNT = 3000
@@ -64,3 +70,36 @@ def test_kill_mid_run_then_resume_finishes_without_duplicates(
     assert len(ids) == COUNT
     versions = {zs.version for zs in store.get_many("acme", "q4-pipeline", ids).values() if zs}
     assert versions == {1}, "an account was published twice"
+
+
+def test_resume_journals_an_account_published_just_before_its_journal_entry(
+    tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    """Killed between writing a zone set and its journal entry: --resume keeps it and says so."""
+    zones = dict(load_zone_contracts(REPO_ROOT / "zones"))
+    campaign = load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones)
+    accounts = write_example_accounts(tmp_path / "accounts.jsonl", 40)
+
+    def run(*, resume: bool) -> RunReport:
+        return PrecomputeRun(
+            client=redis_client,
+            campaign=campaign,
+            zones=zones,
+            policy=build_policy(campaign, None),
+            provider=OfflineComposer(),
+            resume=resume,
+        ).run(accounts)
+
+    first = run(resume=False)
+    assert first.published == 40
+    journal = keys.journal_key("acme", "q4-pipeline")
+    caught = sorted(journal_states(redis_client))[:5]
+    for account_id in caught:  # as the kill left them: zone set written, journal still `accepted`
+        redis_client.hset(journal, account_id, json.dumps({"state": "accepted", "at": "2026-11-30T00:00:00"}))
+
+    again = run(resume=True)
+
+    assert again.resumed == 35 and again.unchanged == 5 and again.published == 0
+    assert set(journal_states(redis_client).values()) == {"published"}
+    entries = redis_client.hmget(journal, caught)
+    assert all(json.loads(e)["version"] == 1 for e in entries if e is not None)  # type: ignore[arg-type]

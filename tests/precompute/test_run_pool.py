@@ -18,7 +18,7 @@ from precompute.context_builder import build_context
 from precompute.policy import build_policy
 from precompute.providers.base import GenerationRequest, GenerationResult, ProviderUsage
 from precompute.providers.offline import OfflineComposer
-from precompute.run import CHUNK_SIZE, PrecomputeRun
+from precompute.run import CHUNK_SIZE, PUBLISH_BATCH, PrecomputeRun
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
 from welcomemat.accounts import Account, read_accounts
@@ -97,3 +97,64 @@ def test_a_stalled_account_does_not_stop_the_next_chunk_from_being_written(
     assert all(published[a.account_id] is not None for a in accounts)
     held_set = published[held]
     assert held_set is not None and any(z.rung is Rung.PERSONAL for z in held_set.zones)
+
+
+class WaitsForPublication(GatedComposer):
+    """The offline composer, except that `held` waits until `watched`'s zone set is in Redis."""
+
+    def __init__(self, held: str, watched: str, store: ZoneSetStore, tenant: str, campaign: str) -> None:
+        super().__init__(held, set())
+        self.watched = watched
+        self.store = store
+        self.where = (tenant, campaign)
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        if request.context.account.account_id == self.held:
+            self.released_in_time = self._published_in_time()
+        return self._inner.generate(request)
+
+    def _published_in_time(self) -> bool:
+        deadline = threading.Event()
+        timer = threading.Timer(GATE_TIMEOUT_S, deadline.set)
+        timer.start()
+        try:
+            while not deadline.is_set():
+                if self.store.get(*self.where, self.watched) is not None:
+                    return True
+                deadline.wait(0.01)
+            return False
+        finally:
+            timer.cancel()
+
+
+def test_a_chunks_first_accounts_are_published_while_its_last_is_still_being_written(
+    redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """Publishing goes in batches of PUBLISH_BATCH as they are assembled, not once per chunk."""
+    zones = dict(load_zone_contracts(REPO_ROOT / "zones"))
+    campaign = load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones)
+    policy = build_policy(campaign, None)
+    accounts = read_accounts(
+        write_example_accounts(tmp_path / "pool.jsonl", 3 * PUBLISH_BATCH, NOW.date())
+    ).accounts
+    assert len(accounts) < CHUNK_SIZE  # one chunk
+    generated = [a.account_id for a in accounts if build_context(a, campaign, policy, NOW.date()).facts]
+    held, watched = generated[-1], accounts[0].account_id
+    path = tmp_path / "accounts.jsonl"
+    path.write_text("".join(a.model_dump_json() + "\n" for a in accounts))
+    store = ZoneSetStore(redis_client)
+    provider = WaitsForPublication(held, watched, store, campaign.tenant, campaign.campaign)
+
+    report = PrecomputeRun(
+        client=redis_client,
+        campaign=campaign,
+        zones=zones,
+        policy=policy,
+        provider=provider,
+        concurrency=4,
+        now=NOW,
+    ).run(path)
+
+    assert accounts.index(next(a for a in accounts if a.account_id == held)) >= PUBLISH_BATCH
+    assert provider.released_in_time is True  # the first batch was in Redis before the chunk ended
+    assert report.failed == [] and report.published == len(accounts)

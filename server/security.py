@@ -5,7 +5,9 @@ endpoints, which load balancers and orchestrators probe by IP address. No www re
 a redirect built from the Host header is exactly what the renderer never does.
 
 Every response gets a Content-Security-Policy with a fresh nonce (`csp_nonce(scope)`
-hands it to the page that renders a `<script nonce=…>`), `X-Content-Type-Options:
+hands it to the page that renders a `<script nonce=…>`); the JSON API under `/v1/` gets
+the strictest one instead, `default-src 'none'` and `frame-ancestors`, with no nonce to
+draw (nothing there is a document). Every response also gets `X-Content-Type-Options:
 nosniff`, `Referrer-Policy: strict-origin-when-cross-origin` (an email link's `?wm=`
 token never leaves in a Referer to another origin) and `frame-ancestors` from
 configuration. Styles only from our own origin: zones reserve their space with classes,
@@ -24,14 +26,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from server.random_ids import url_token
 
 __all__ = [
+    "API_PREFIX",
     "OPS_PATHS",
     "SecurityMiddleware",
+    "api_content_security_policy",
     "content_security_policy",
     "csp_nonce",
     "host_allowed",
 ]
 
 OPS_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+# The JSON API (`/v1/...`): no document, no script, so no nonce: the strictest policy.
+API_PREFIX = "/v1/"
 _NONCE_KEY = "welcomemat.csp_nonce"
 _BAD_HOST_BODY = b"Invalid host header"
 _HOST_VERDICTS = 256
@@ -41,6 +47,11 @@ def csp_nonce(scope: Scope) -> str:
     """This request's CSP nonce (set by `SecurityMiddleware`)."""
     nonce = scope.get(_NONCE_KEY)
     return nonce if isinstance(nonce, str) else ""
+
+
+def api_content_security_policy(frame_ancestors: str) -> str:
+    """The policy of JSON answers: nothing may load, nothing may frame them but `frame_ancestors`."""
+    return f"default-src 'none'; frame-ancestors {frame_ancestors}"
 
 
 def content_security_policy(nonce: str, frame_ancestors: str) -> str:
@@ -103,6 +114,7 @@ class SecurityMiddleware:
         # The policy around its nonce, encoded once: a request only joins three byte strings.
         head, tail = content_security_policy("\0", frame_ancestors).encode().split(b"\0")
         self._csp_head, self._csp_tail = head, tail
+        self._api_csp = api_content_security_policy(frame_ancestors).encode()
         # Host header -> verdict: a site is reached under a handful of names. Bounded
         # (cleared when full), so random Host headers cannot grow it.
         self._host_verdicts: dict[bytes | None, bool] = {}
@@ -120,9 +132,12 @@ class SecurityMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        nonce = url_token(18)
-        scope[_NONCE_KEY] = nonce
-        policy = self._csp_head + nonce.encode("ascii") + self._csp_tail
+        if scope["path"].startswith(API_PREFIX):
+            policy = self._api_csp  # csp_nonce(scope) is "" there: nothing renders a script
+        else:
+            nonce = url_token(18)
+            scope[_NONCE_KEY] = nonce
+            policy = self._csp_head + nonce.encode("ascii") + self._csp_tail
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

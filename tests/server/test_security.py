@@ -32,6 +32,15 @@ def test_every_response_has_the_security_headers(client: TestClient, path: str) 
     assert "unsafe-inline" not in response.headers["content-security-policy"]
 
 
+@pytest.mark.parametrize("path", [f"/v1/zones?campaign={CAMPAIGN}", "/v1/zones", "/v1/nowhere"])
+def test_json_api_answers_get_the_strictest_policy(client: TestClient, path: str) -> None:
+    """Nothing under /v1/ is a document: no nonce, nothing may load, framing as configured."""
+    response = client.get(path)
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["referrer-policy"] == "strict-origin-when-cross-origin"
+    assert response.headers["content-security-policy"] == "default-src 'none'; frame-ancestors 'none'"
+
+
 def test_nonce_is_fresh_per_response(client: TestClient) -> None:
     nonces = {csp(client.get(f"/c/{CAMPAIGN}").headers)["script-src"] for _ in range(5)}
     assert len(nonces) == 5

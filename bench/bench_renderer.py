@@ -29,7 +29,8 @@ use depresses every figure; ratios remain comparable). With two or more CPUs and
 `taskset`, the server under test is pinned to CPU 0, and wrk (one thread) and Redis to
 CPU 1 (in production Redis is another machine), so neither steals the server's core. The
 apps are measured in alternation, `--rounds` times; ratios are taken within each round,
-and medians and the spread (min–max over rounds) reported.
+and medians and the spread (min–max over rounds) reported, with the server process's CPU
+per request (from /proc: steadier than req/s when neighbours load the machine).
 
 Memory: a fresh renderer process with the production cache sizes; its RSS (from /proc)
 after start-up and a warm-up, then after each of `--memory-steps` steps of `--distinct`

@@ -73,6 +73,7 @@ from welcomemat.zone_contract import ZoneContract, load_zone_contracts
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from bench_workers import machine_ceiling  # noqa: E402
+from proc_stats import cpu_seconds  # noqa: E402
 
 from tests.example_accounts import write_example_accounts  # noqa: E402
 from tests.llm_server import LLMTestServer  # noqa: E402
@@ -90,15 +91,6 @@ def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     )
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far (Linux /proc; 0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def make_client(base_url: str, concurrency: int, *, pooled: bool = False) -> openai.OpenAI:

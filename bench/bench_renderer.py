@@ -67,6 +67,9 @@ from welcomemat.campaign import load_campaign  # noqa: E402
 from welcomemat.embedded_redis import temporary_redis  # noqa: E402
 from welcomemat.zone_contract import load_zone_contracts  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from proc_stats import cpu_seconds  # noqa: E402
+
 SECRET = "bench-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 TENANT, CAMPAIGN = "acme", "q4-pipeline"
 PATH = f"/c/{CAMPAIGN}"
@@ -440,15 +443,6 @@ async def drive(port: int, requests: list[tuple[str, dict[str, str]]], connectio
 
     await asyncio.gather(*(connection() for _ in range(connections)))
     return failures
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far, all threads (Linux /proc; 0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mib(pid: int) -> float:

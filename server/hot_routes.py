@@ -19,16 +19,15 @@ Starlette's own matcher.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 
 from starlette.requests import Request
-from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["HOT_PATHS", "HotRoutes", "hot_route"]
+from server.faults import Endpoint
 
-Endpoint = Callable[[Request], Awaitable[Response]]
+__all__ = ["HOT_PATHS", "HotRoutes", "hot_route"]
 
 LANDING, CONTINUATION, ZONES = "/c/{campaign}", "/c/{campaign}/continue", "/v1/zones"
 HOT_PATHS = (LANDING, CONTINUATION, ZONES)

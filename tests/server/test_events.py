@@ -7,6 +7,8 @@ import time
 
 import pytest
 import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from server.events import EngagementEvent, EventType, EventWriter, new_event_id
 from server.metrics import RendererMetrics
@@ -164,3 +166,51 @@ def test_beacon_keys_live_under_the_tenant_hash_tag() -> None:
     for bad in ("a:b", "{x}", "", "x*"):
         with pytest.raises(ValueError):
             keys.beacon_event_key("acme", bad)
+
+
+_ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,20}", fullmatch=True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    kind=st.sampled_from(list(EventType)),
+    ts_ms=st.integers(0, 2**53),
+    optional=st.fixed_dictionaries(
+        {},
+        optional={
+            "arm": _ids,
+            "account": _ids,
+            "contact": _ids,
+            "zone": _ids,
+            "rung": _ids,
+            "zone_set_version": st.integers(1, 2**53),
+            "identified_by": _ids,
+        },
+    ),
+)
+def test_the_stream_entry_holds_exactly_the_known_fields(
+    redis_client: redis.Redis, kind: EventType, ts_ms: int, optional: dict[str, object]
+) -> None:
+    """Entries travel positionally (the write script names the fields): whatever subset of
+    the optional fields an event has, the stream holds exactly those, under their names, and
+    numbers as the decimal digits Python writes (the script never formats one)."""
+    redis_client.delete(keys.events_stream_key("acme"))
+    w = writer(redis_client, autostart=False)
+    sent = EngagementEvent(
+        type=kind,
+        tenant="acme",
+        campaign="q4",
+        view_id="v1",
+        ts_ms=ts_ms,
+        **optional,  # type: ignore[arg-type]
+    )
+    w.emit(sent)
+    assert w.flush_once() == 1
+    [(_, stored)] = redis_client.xrange(keys.events_stream_key("acme"))
+    expected = {"event_id": sent.event_id, "type": kind.value, "tenant": "acme", "campaign": "q4"}
+    expected |= {"view_id": "v1", "ts": str(ts_ms)}
+    names = {"zone_set_version": "version"}
+    expected |= {names.get(name, name): str(value) for name, value in optional.items()}
+    assert {k.decode(): v.decode() for k, v in stored.items()} == expected
+    pairs = sent.stream_entry()
+    assert dict(zip(pairs[::2], pairs[1::2], strict=True)) == expected

@@ -8,7 +8,7 @@ the snippet's gzipped size; the renderer's memory with 100,000 zone sets publish
 Starts its own embedded Redis in a temp folder and publishes the example campaign and
 `--accounts` personal zone sets (five zones each, written with `ZoneSetStore.publish_many`
 in batches of 1,000: precompute, at ~1,100-1,350 accounts/s, would take 75-90 s), then
-starts four uvicorn processes (one worker each, no access log, same settings) and
+starts five uvicorn processes (one worker each, no access log, same settings) and
 measures five loads in alternation:
 
 - bare: a Starlette app answering `/c/{campaign}` with a constant HTML page as large as the
@@ -17,9 +17,14 @@ measures five loads in alternation:
   page's own headers: what the HTTP layer charges for the header set every renderer page
   carries (CSP with a nonce, nosniff, referrer policy, no-store), before any renderer work;
 - personal: the renderer, visitor identified by cookie, zone set and page cached (the steady
-  state of an email campaign's traffic), page view queued for the event stream;
+  state of an email campaign's traffic), page view queued for the event stream; a visitor
+  seen before, so answered from the returning-visitor cache (`server.known_visitors`);
+- first: the same, in a renderer with the returning-visitor cache off: every view takes the
+  full path (token memo, arm, zone-set cache, variant, page cache), as a visitor's first
+  view does;
 - zones: the same renderer process answering `GET /v1/zones?campaign=…&wm=<link token>`
-  with an `Origin` header, as the snippet asks cross-origin (no cookie), payload cached;
+  with an `Origin` header, as the snippet asks cross-origin (no cookie), payload cached
+  (the same link tokens again: returning visitors);
 - miss: the renderer with a one-entry zone-set and page cache, each request a different
   account: cookie check, Redis read, Jinja2 render, view event (the cold path).
 
@@ -36,7 +41,7 @@ Memory: a fresh renderer process with the production cache sizes; its RSS (from 
 after start-up and a warm-up, then after each of `--memory-steps` steps of `--distinct`
 new accounts (each one landing page by cookie and one `/v1/zones` by link token); and
 Redis `used_memory`. The in-process caches are bounded (zone sets, rendered pages,
-payloads, verified tokens), so RSS should level off.
+payloads, verified tokens, returning visitors), so RSS should level off.
 """
 
 from __future__ import annotations
@@ -77,7 +82,7 @@ ZONES_PATH = f"/v1/zones?campaign={CAMPAIGN}&wm="
 # A snippet origin of the example campaign: the snippet's requests are cross-origin.
 ORIGIN = "https://www.acmerevenue.example"
 PUBLISH_BATCH = 1_000
-KINDS = ("bare", "headers", "personal", "zones", "miss")
+KINDS = ("bare", "headers", "personal", "first", "zones", "miss")
 
 
 # -- the server processes -------------------------------------------------------------------------
@@ -119,11 +124,12 @@ def serve(kind: str, port: int, redis_url: str, page_bytes: int) -> None:
         from server.tuning import RendererTuning
         from welcomemat.settings import Settings
 
-        tuning = (
-            RendererTuning(zone_cache_entries=1, render_cache_entries=1)
-            if kind == "miss"
-            else RendererTuning()
-        )
+        if kind == "miss":
+            tuning = RendererTuning(zone_cache_entries=1, render_cache_entries=1)
+        elif kind == "first":  # nothing remembered per visitor: every view takes the full path
+            tuning = RendererTuning(known_visitor_entries=0)
+        else:
+            tuning = RendererTuning()
         settings = Settings.from_env(
             {"WELCOMEMAT_SECRET": SECRET, "REDIS_URL": redis_url, "WELCOMEMAT_ALLOWED_HOSTS": "127.0.0.1"}
         )
@@ -482,6 +488,7 @@ def throughput(
         processes["bare"] = start("bare", redis_url, page_bytes)
         processes["headers"] = start("headers", redis_url, page_bytes)
         processes["miss"] = start("miss", redis_url, page_bytes)
+        processes["first"] = start("first", redis_url, page_bytes)
         assert abs(len(httpx.get(processes["bare"][1] + PATH).content) - page_bytes) <= 1
         same = httpx.get(processes["headers"][1] + PATH)
         assert abs(len(same.content) - page_bytes) <= 1
@@ -492,6 +499,7 @@ def throughput(
             "headers": Request(PATH, visitors.cookies[:1], "Cookie", cookie),
             # a handful of accounts, all cached
             "personal": Request(PATH, visitors.cookies[:32], "Cookie", cookie),
+            "first": Request(PATH, visitors.cookies[:32], "Cookie", cookie),
             "zones": Request(ZONES_PATH, visitors.links[:32], fixed=(("Origin", ORIGIN),)),
             # every request a new account
             "miss": Request(PATH, visitors.cookies, "Cookie", cookie),
@@ -533,6 +541,7 @@ def throughput(
         "bare": "bare Starlette, constant page",
         "headers": "bare + the renderer's headers",
         "personal": "personal page (cookie, cached)",
+        "first": "personal page, first view (cached)",
         "zones": "/v1/zones (?wm= token, cached)",
         "miss": "cache miss (Redis read + render)",
     }
@@ -608,7 +617,9 @@ def main() -> None:
     parser.add_argument("--memory-steps", type=int, default=3, help="memory steps of --distinct accounts")
     parser.add_argument("--skip-memory", action="store_true", help="throughput only")
     parser.add_argument("--skip-throughput", action="store_true", help="memory only")
-    parser.add_argument("--serve", choices=["bare", "headers", "personal", "miss"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--serve", choices=["bare", "headers", "personal", "first", "miss"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--redis", help=argparse.SUPPRESS)
     parser.add_argument("--page-bytes", type=int, default=0, help=argparse.SUPPRESS)

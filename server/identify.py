@@ -173,6 +173,15 @@ class Identifier:
         self._memo[key] = (claims, time.monotonic())
         return claims
 
+    def trust(self, kind: TokenKind, token: str, *, tenant: str, campaign: str) -> tuple[float, int] | None:
+        """For a token `verify` accepted and still remembers: (monotonic time its memo entry
+        stops being trusted, the token's `expires_at`); else None. Nothing is verified here."""
+        memo = self._memo.get((kind, tenant, campaign, token))
+        if memo is None:
+            return None
+        claims, verified_at = memo
+        return verified_at + _MEMO_TTL_S, claims.expires_at
+
     def identify(
         self,
         *,

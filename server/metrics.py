@@ -39,6 +39,8 @@ class PageStats(Collector):
         self.identifications: dict[str, int] = {}
         self.zone_cache = {"hit": 0, "miss": 0}
         self.render_cache = {"hit": 0, "miss": 0}
+        # Token-bearing requests answered from `server.known_visitors` (hit) or not (miss).
+        self.known_visitors = {"hit": 0, "miss": 0}
         # route -> per-bucket (not cumulative) counts, the last one for +Inf; and sums
         self._latency: dict[str, list[int]] = {}
         self._latency_sum: dict[str, float] = {}
@@ -95,6 +97,12 @@ class PageStats(Collector):
             "Rendered-page cache lookups, by result (hit, miss).",
             "result",
             self.render_cache,
+        )
+        yield self._family(
+            "welcomemat_known_visitor_cache",
+            "Requests with a token answered from the returning-visitor cache, by result (hit, miss).",
+            "result",
+            self.known_visitors,
         )
         latency = HistogramMetricFamily(
             "welcomemat_render_seconds", "Time to build a page response, by route.", labels=["route"]

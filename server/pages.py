@@ -3,6 +3,8 @@
 A request: find the campaign ▸ identify the visitor ▸ assign the arm ▸ get the zone set
 (cache, else one guarded Redis read) ▸ render (cache, else Jinja2) ▸ log a `view`
 event (queued) ▸ set the identification cookie if a link just identified the visitor.
+A returning visitor's tokens skip the middle steps while nothing they depend on has
+changed (`server.known_visitors`).
 
 Nothing here can turn a Redis fault into an error: a campaign that cannot be loaded is
 the plain page (200), a zone set that cannot be read is the fallback copy. An unknown
@@ -18,21 +20,21 @@ from collections.abc import Mapping
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from server.campaigns import CampaignState
-from server.cookies import set_identity_cookie, tracking_refused
+from server.campaigns import CampaignView
+from server.cookies import identity_cookie, set_identity_cookie, tracking_refused
 from server.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
-from server.identify import IdentityMethod
+from server.identify import Identity, IdentityMethod
 from server.random_ids import url_token
 from server.redis_guard import RedisUnavailable
-from server.render import PLAIN_RUNG
+from server.render import PLAIN_RUNG, RenderedPage
 from server.renderer import Renderer
 from server.security import csp_nonce
-from server.visitor import Visitor, identify_visitor
+from server.visitor import identify_visitor
 from welcomemat.arms import Arm
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
-from welcomemat.tokens import DEFAULT_COOKIE_TTL_S
+from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenClaims
 
 __all__ = ["PageResponse", "continuation_page", "landing_page", "new_view_id"]
 
@@ -118,27 +120,44 @@ async def _page(request: Request, page_id: str, route: str) -> Response:
             return _plain(renderer, request, route, started)
         if state is None:
             return _not_found(renderer, "No such campaign.")
-    if state.view.page(page_id) is None:
+    view = state.view
+    if view.page(page_id) is None:
         return _not_found(renderer, "This campaign has no such page.")
     link_token = request.query_params.get("wm") if request.scope["query_string"] else None
-    visitor = await identify_visitor(renderer, request, state, link_token)
-    return _respond(renderer, request, state, visitor, page_id, route, started)
+    cookie_token = identity_cookie(request, campaign_id)
+    key = None
+    if link_token is not None or cookie_token is not None:
+        key = (campaign_id, page_id, link_token, cookie_token)
+        known = renderer.known_pages.get(key, view)
+        if known is not None:  # a returning visitor, and nothing changed since: the same page
+            renderer.metrics.pages.known_visitors["hit"] += 1
+            identity, cookie_claims, arm = known.identity, known.cookie_claims, known.arm
+            return _respond(
+                renderer, request, view, identity, cookie_claims, arm, known.result, route, started
+            )
+        renderer.metrics.pages.known_visitors["miss"] += 1
+    changes = renderer.zone_cache.changes  # read before any look-up: a change meanwhile voids the entry
+    visitor = await identify_visitor(renderer, request, state, link_token, cookie_token)
+    page = renderer.pages.render(view, page_id, visitor.arm, visitor.zone_set, renderer.now())
+    if key is not None:
+        renderer.known_pages.remember(key, view, changes, visitor, page, page.zone_set_version)
+    identity, cookie_claims, arm = visitor.identity, visitor.cookie_claims, visitor.arm
+    return _respond(renderer, request, view, identity, cookie_claims, arm, page, route, started)
 
 
 def _respond(
     renderer: Renderer,
     request: Request,
-    state: CampaignState,
-    visitor: Visitor,
-    page_id: str,
+    view: CampaignView,
+    identity: Identity,
+    cookie_claims: TokenClaims | None,
+    arm: Arm,
+    page: RenderedPage,
     route: str,
     started: float,
 ) -> Response:
-    view = state.view
     tenant, campaign_id = view.tenant, view.campaign_id
-    identity, cookie_claims, arm = visitor.identity, visitor.cookie_claims, visitor.arm
     arm_value, method_value = arm.value, identity.method.value
-    page = renderer.pages.render(view, page_id, arm, visitor.zone_set, renderer.now())
     view_id = new_view_id()
     response = PageResponse(page.finish(csp_nonce(request.scope), view_id))
 

@@ -20,9 +20,10 @@ import redis
 from server.campaigns import CampaignRegistry, CampaignState
 from server.events import EventWriter
 from server.identify import Identifier, TrustedProxies
+from server.known_visitors import KnownVisitors
 from server.metrics import RendererMetrics
 from server.redis_guard import FaultKind, RedisGuard
-from server.render import TEMPLATES_DIR, PageRenderer, template_environment
+from server.render import TEMPLATES_DIR, PageRenderer, RenderedPage, template_environment
 from server.tuning import RendererTuning
 from server.watcher import CampaignWatcher
 from server.zone_cache import ZoneSetCache
@@ -58,6 +59,7 @@ class Renderer:
             log.warning("WELCOMEMAT_SECRET is not set: links, QR codes and cookies identify no one")
         self.identifier = Identifier(
             self.signer,
+            clock=clock,
             on_reject=lambda kind, reason: metrics.token_rejections.labels(kind.value, reason).inc(),
         )
         self.proxies = TrustedProxies(settings.trusted_proxies)
@@ -71,6 +73,9 @@ class Renderer:
         self.zone_cache = ZoneSetCache(tuning.zone_cache_entries, tuning.zone_cache_ttl_s)
         self.zone_sets = ZoneSetResolver(client, self.zone_cache, self.guard, metrics)
         self.pages = PageRenderer(template_environment(templates_dir), tuning.render_cache_entries, metrics)
+        self.known_pages: KnownVisitors[RenderedPage] = KnownVisitors(
+            self.identifier, self.zone_cache, max_entries=tuning.known_visitor_entries, clock=clock
+        )
         self.campaigns = CampaignRegistry(
             client, self.guard, index_ttl_s=tuning.campaign_index_ttl_s, on_loaded=self._watch
         )

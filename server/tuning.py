@@ -23,6 +23,10 @@ class RendererTuning:
     zone_cache_ttl_s: float = 30.0
     # Rendered pages (a few KB each), keyed by campaign config, page, arm and zone-set version.
     render_cache_entries: int = 4_000
+    # Returning visitors' answers remembered by their tokens (`server.known_visitors`), for
+    # pages and for /v1/zones each. An entry is ~0.5 KB and may keep a page or payload alive
+    # after its own cache dropped it (~1-3 KB): at most ~40 MB for both together. 0: off.
+    known_visitor_entries: int = 10_000
     # The most a page request waits on Redis before it serves the fallback.
     redis_timeout_s: float = 0.25
     # Readiness probe budget: Redis must answer PING within this.

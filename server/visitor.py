@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from starlette.requests import Request
 
 from server.campaigns import CampaignState
-from server.cookies import identity_cookie
 from server.identify import Identity, client_address
 from server.renderer import Renderer
 from welcomemat.arms import Arm, assign_arm
@@ -31,8 +30,14 @@ class Visitor:
 
 
 async def identify_visitor(
-    renderer: Renderer, request: Request, state: CampaignState, link_token: str | None
+    renderer: Renderer,
+    request: Request,
+    state: CampaignState,
+    link_token: str | None,
+    cookie_token: str | None,
 ) -> Visitor:
+    """`cookie_token`: the campaign's cookie (`server.cookies.identity_cookie`), read by the
+    caller, which also keys `server.known_visitors` by it."""
     view = state.view
     tenant, campaign_id = view.tenant, view.campaign_id
     address = None
@@ -47,7 +52,7 @@ async def identify_visitor(
         tenant=tenant,
         campaign=campaign_id,
         link_token=link_token,
-        cookie_token=identity_cookie(request, campaign_id),
+        cookie_token=cookie_token,
         address=address,
         ip_index=state.ip_index,
     )

@@ -46,6 +46,8 @@ class ZoneSetCache:
         self._lock = threading.Lock()
         self._entries: OrderedDict[CacheKey, _Entry] = OrderedDict()
         self._epoch = 0
+        # Bumped by every invalidation and clear: what `server.known_visitors` checks.
+        self.changes = 0
         self._cleared: dict[tuple[str, str], int] = {}
         # key -> the lowest version a fetch in flight may store (0: any)
         self._inflight: dict[CacheKey, int] = {}
@@ -64,6 +66,20 @@ class ZoneSetCache:
                 return False, None
             self._entries.move_to_end(key)
             return True, entry.zone_set
+
+    def cached_until(self, key: CacheKey, zone_set: ZoneSet | None) -> float | None:
+        """When the entry for `key` expires (this cache's clock), if it holds exactly
+        `zone_set` (the same object) and is still served; else None."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if (
+                entry is None
+                or entry.zone_set is not zone_set
+                or entry.epoch < self._cleared.get(key[:2], 0)
+                or entry.expires_at <= self._clock()
+            ):
+                return None
+            return entry.expires_at
 
     def begin_fetch(self, key: CacheKey) -> int:
         """Call before reading Redis; pass the ticket to `put`."""
@@ -93,6 +109,7 @@ class ZoneSetCache:
     def invalidate(self, key: CacheKey, version: int) -> bool:
         """A change message announced `version`: drop the entry; True if one was cached."""
         with self._lock:
+            self.changes += 1
             if key in self._inflight:
                 self._inflight[key] = max(self._inflight[key], version)
             return self._entries.pop(key, None) is not None
@@ -100,5 +117,6 @@ class ZoneSetCache:
     def clear_campaign(self, tenant: str, campaign: str) -> None:
         """Forget every entry of a campaign (lazily: entries older than now stop hitting)."""
         with self._lock:
+            self.changes += 1
             self._epoch += 1
             self._cleared[(tenant, campaign)] = self._epoch

@@ -4,7 +4,9 @@ The same flow as a page: find the campaign ▸ identify the visitor (signed `wm`
 token ▸ signed cookie, if one arrives ▸ IP range ▸ anonymous) ▸ arm ▸ zone set (cache,
 else one guarded Redis read) ▸ `zone_resolution` (the pages' ladder) ▸ `zones_payload`
 (the one serializer), cached per (campaign config, arm, segment or zone-set version) like
-rendered pages ▸ a fresh view id and a signed view token the beacons send back.
+rendered pages ▸ a fresh view id and a signed view token the beacons send back. A
+returning visitor's tokens skip from the campaign to the payload while nothing it depends on
+has changed (`server.known_visitors`).
 
 No view event is logged here: the snippet sends its `view` beacon once it has shown the
 zones, so a view is counted once, and only when the page really showed them.
@@ -26,8 +28,11 @@ from urllib.parse import unquote_plus
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from server.campaigns import CampaignState
+from server.campaigns import CampaignState, CampaignView
+from server.cookies import identity_cookie
 from server.cors import VARY_ORIGIN, allowed_origins, cors_headers, preflight_response, request_origin
+from server.identify import Identity
+from server.known_visitors import KnownVisitors
 from server.pages import new_view_id
 from server.redis_guard import RedisUnavailable
 from server.renderer import Renderer
@@ -99,6 +104,12 @@ class ZonesApi:
         self.renderer = renderer
         self._max = cache_entries
         self._cache: OrderedDict[Hashable, ZonesPayload] = OrderedDict()
+        self._known: KnownVisitors[ZonesPayload] = KnownVisitors(
+            renderer.identifier,
+            renderer.zone_cache,
+            max_entries=renderer.tuning.known_visitor_entries,
+            clock=renderer.clock,
+        )
 
     async def preflight(self, request: Request) -> Response:
         """`OPTIONS /v1/zones?campaign=…`: the CORS grant for the campaign's origins only."""
@@ -186,19 +197,49 @@ class ZonesApi:
         renderer = self.renderer
         view = state.view
         tenant, campaign_id = view.tenant, view.campaign_id
-        visitor = await identify_visitor(renderer, request, state, link_token)
-        identity, arm = visitor.identity, visitor.arm
+        cookie_token = identity_cookie(request, campaign_id)
+        key = None
+        if link_token is not None or cookie_token is not None:
+            key = (campaign_id, ZONES_ROUTE, link_token, cookie_token)
+            known = self._known.get(key, view)
+            if known is not None:  # a returning visitor, and nothing changed since
+                renderer.metrics.pages.known_visitors["hit"] += 1
+                return self._answer(
+                    view, known.identity, known.arm, known.result, known.zone_set_version, extra, started
+                )
+            renderer.metrics.pages.known_visitors["miss"] += 1
+        changes = renderer.zone_cache.changes  # read before any look-up: a change meanwhile voids the entry
+        visitor = await identify_visitor(renderer, request, state, link_token, cookie_token)
+        arm = visitor.arm
         variant = choose_variant(arm, visitor.zone_set, renderer.now())
-        key = (tenant, campaign_id, view.fingerprint, *variant.key)
-        payload = self._cache.get(key)
+        cache_key = (tenant, campaign_id, view.fingerprint, *variant.key)
+        payload = self._cache.get(cache_key)
         if payload is None:
             zones = resolve_zones(view, view.campaign.page_zone_ids(), variant)
             payload = zones_payload(campaign_id, arm, zones, view.allowlist.hosts)
-            self._cache[key] = payload
+            self._cache[cache_key] = payload
             while len(self._cache) > self._max:
                 self._cache.popitem(last=False)
         else:
-            self._cache.move_to_end(key)
+            self._cache.move_to_end(cache_key)
+        version = variant.zone_set_version
+        if key is not None:
+            self._known.remember(key, view, changes, visitor, payload, version)
+        return self._answer(view, visitor.identity, arm, payload, version, extra, started)
+
+    def _answer(
+        self,
+        view: CampaignView,
+        identity: Identity,
+        arm: Arm,
+        payload: ZonesPayload,
+        zone_set_version: int | None,
+        extra: list[tuple[bytes, bytes]],
+        started: float,
+    ) -> Response:
+        """The payload with a fresh view id and its signed view token."""
+        renderer = self.renderer
+        tenant, campaign_id = view.tenant, view.campaign_id
         view_id = new_view_id()
         token = None
         if renderer.signer is not None:
@@ -210,7 +251,7 @@ class ZonesApi:
                 rung=payload.best_rung,
                 account=identity.account,
                 contact=identity.contact,
-                zone_set_version=variant.zone_set_version,
+                zone_set_version=zone_set_version,
             )
         renderer.metrics.pages.count_page(
             ZONES_ROUTE,

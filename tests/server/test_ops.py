@@ -71,9 +71,13 @@ def test_metrics_count_requests_arms_rungs_and_caches(client: TestClient, store:
     text = response.text
     assert 'welcomemat_page_requests_total{arm="personal",route="/c/{campaign}",rung="personal"} 3.0' in text
     assert 'welcomemat_page_requests_total{arm="anonymous",route="/c/{campaign}",rung="default"} 1.0' in text
-    assert 'welcomemat_zone_cache_total{result="hit"} 2.0' in text
+    # 1st: link only (cookie set); 2nd: link + cookie, full path, cache hits, remembered;
+    # 3rd: the same tokens, answered from the returning-visitor cache.
+    assert 'welcomemat_zone_cache_total{result="hit"} 1.0' in text
     assert 'welcomemat_zone_cache_total{result="miss"} 1.0' in text
-    assert 'welcomemat_render_cache_total{result="hit"} 2.0' in text
+    assert 'welcomemat_render_cache_total{result="hit"} 1.0' in text
+    assert 'welcomemat_known_visitor_cache_total{result="hit"} 1.0' in text
+    assert 'welcomemat_known_visitor_cache_total{result="miss"} 2.0' in text
     assert "welcomemat_render_seconds_bucket" in text
     assert 'welcomemat_identifications_total{method="link"} 3.0' in text
 

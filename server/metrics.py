@@ -8,13 +8,15 @@ ordinary `prometheus_client` counters: thread-safe, a few microseconds each. Wha
 page request counts (requests by route/arm/rung, zones by rung, identifications, cache
 hits, render latency) lives in `PageStats`: plain dict and list increments on the event
 loop (a fraction of a microsecond; `labels().inc()` costs a lock and a lookup, and a page
-counts seven things), turned into metric families only when `/metrics` is scraped.
+counts seven things), turned into metric families only when `/metrics` is scraped. A page
+is one increment of its (route, arm, rung, zones by rung, identification) combination,
+split into the series at scrape time: a campaign has a handful of such combinations.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -34,9 +36,10 @@ class PageStats(Collector):
     """Per-request counters, updated on the event loop only, exported at scrape time."""
 
     def __init__(self) -> None:
-        self.requests: dict[tuple[str, str, str], int] = {}
-        self.zones: dict[str, int] = {}
-        self.identifications: dict[str, int] = {}
+        # (route, arm, best rung, zone rungs, identified by) -> pages: one increment per
+        # request, split into the request, zone and identification series at scrape time.
+        self._pages: dict[tuple[str, str, str, tuple[tuple[str, int], ...], str | None], int] = {}
+        self._identifications: dict[str, int] = {}  # those counted apart from a page (QR scans)
         self.zone_cache = {"hit": 0, "miss": 0}
         self.render_cache = {"hit": 0, "miss": 0}
         # Token-bearing requests answered from `server.known_visitors` (hit) or not (miss).
@@ -46,23 +49,20 @@ class PageStats(Collector):
         self._latency_sum: dict[str, float] = {}
 
     def count_identification(self, method: str) -> None:
-        self.identifications[method] = self.identifications.get(method, 0) + 1
+        self._identifications[method] = self._identifications.get(method, 0) + 1
 
     def count_page(
         self,
         route: str,
         arm: str,
         best_rung: str,
-        zone_rungs: Iterable[tuple[str, int]],
+        zone_rungs: tuple[tuple[str, int], ...],
         identified_by: str | None,
         seconds: float,
     ) -> None:
-        key = (route, arm, best_rung)
-        self.requests[key] = self.requests.get(key, 0) + 1
-        for rung, count in zone_rungs:
-            self.zones[rung] = self.zones.get(rung, 0) + count
-        if identified_by is not None:
-            self.identifications[identified_by] = self.identifications.get(identified_by, 0) + 1
+        key = (route, arm, best_rung, zone_rungs, identified_by)
+        pages = self._pages
+        pages[key] = pages.get(key, 0) + 1
         buckets = self._latency.get(route)
         if buckets is None:
             buckets = self._latency[route] = [0] * (len(LATENCY_BUCKETS_S) + 1)
@@ -70,21 +70,36 @@ class PageStats(Collector):
         buckets[bisect_left(LATENCY_BUCKETS_S, seconds)] += 1
         self._latency_sum[route] += seconds
 
+    def counts(self) -> tuple[dict[tuple[str, str, str], int], dict[str, int], dict[str, int]]:
+        """(requests by route, arm and rung; zones by rung; identifications by method)."""
+        requests: dict[tuple[str, str, str], int] = {}
+        zones: dict[str, int] = {}
+        identifications = dict(self._identifications)
+        for (route, arm, best_rung, zone_rungs, identified_by), pages in list(self._pages.items()):
+            key = (route, arm, best_rung)
+            requests[key] = requests.get(key, 0) + pages
+            for rung, count in zone_rungs:
+                zones[rung] = zones.get(rung, 0) + count * pages
+            if identified_by is not None:
+                identifications[identified_by] = identifications.get(identified_by, 0) + pages
+        return requests, zones, identifications
+
     def collect(self) -> Iterator[Metric]:
+        counted, zones, identifications = self.counts()
         requests = CounterMetricFamily(
             "welcomemat_page_requests",
             "Pages served, by route, arm and the best rung among the page's zones (plain: fail closed).",
             labels=["route", "arm", "rung"],
         )
-        for (route, arm, rung), value in sorted(self.requests.items()):
+        for (route, arm, rung), value in sorted(counted.items()):
             requests.add_metric([route, arm, rung], value)
         yield requests
-        yield self._family("welcomemat_zones_served", "Zones served, by rung.", "rung", self.zones)
+        yield self._family("welcomemat_zones_served", "Zones served, by rung.", "rung", zones)
         yield self._family(
             "welcomemat_identifications",
             "How visitors were identified (link, qr, cookie, ip, anonymous).",
             "method",
-            self.identifications,
+            identifications,
         )
         yield self._family(
             "welcomemat_zone_cache",

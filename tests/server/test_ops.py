@@ -139,3 +139,32 @@ def test_slow_redis_costs_a_page_at_most_the_budget(redis_client: redis.Redis, p
         assert response.status_code == 200
         assert 'data-wm-rung="default"' in response.text
         assert elapsed < 1.0
+
+
+def test_page_stats_split_each_page_into_its_series() -> None:
+    """One increment per page at request time; at scrape time the requests, zones-by-rung and
+    identification series each add up exactly."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from server.metrics import PageStats
+
+    stats = PageStats()
+    personal = (("personal", 3), ("segment", 2))
+    for _ in range(4):
+        stats.count_page("/c/{campaign}", "personal", "personal", personal, "cookie", 0.0003)
+    stats.count_page("/c/{campaign}", "personal", "personal", personal, "link", 0.002)
+    stats.count_page("/v1/zones", "anonymous", "default", (("default", 5),), "anonymous", 0.0004)
+    stats.count_page("/c/{campaign}", "anonymous", "plain", (), None, 0.3)
+    stats.count_identification("qr")
+    registry = CollectorRegistry()
+    registry.register(stats)
+    text = generate_latest(registry).decode()
+    assert 'welcomemat_page_requests_total{arm="personal",route="/c/{campaign}",rung="personal"} 5.0' in text
+    assert 'welcomemat_page_requests_total{arm="anonymous",route="/c/{campaign}",rung="plain"} 1.0' in text
+    assert 'welcomemat_zones_served_total{rung="personal"} 15.0' in text
+    assert 'welcomemat_zones_served_total{rung="segment"} 10.0' in text
+    assert 'welcomemat_zones_served_total{rung="default"} 5.0' in text
+    for method, count in (("cookie", 4), ("link", 1), ("anonymous", 1), ("qr", 1)):
+        assert f'welcomemat_identifications_total{{method="{method}"}} {count}.0' in text
+    assert 'welcomemat_render_seconds_count{route="/c/{campaign}"} 6.0' in text
+    assert 'welcomemat_render_seconds_bucket{le="0.0005",route="/c/{campaign}"} 4.0' in text

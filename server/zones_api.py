@@ -23,12 +23,13 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from server.campaigns import CampaignState, CampaignView
+from server.campaigns import CampaignState
 from server.cookies import identity_cookie
 from server.cors import VARY_ORIGIN, allowed_origins, cors_headers, preflight_response, request_origin
 from server.identify import Identity
@@ -42,6 +43,7 @@ from server.zones_payload import ZonesPayload, zones_payload
 from welcomemat.arms import Arm
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
+from welcomemat.tokens import ViewTokenTemplate
 
 __all__ = ["ZONES_ROUTE", "ZonesApi", "ZonesResponse", "query_values"]
 
@@ -97,6 +99,14 @@ def query_values(query_string: bytes) -> dict[str, list[str]]:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """What a visitor's answers share: the payload, and their view token but for view id and time."""
+
+    payload: ZonesPayload
+    view_token: ViewTokenTemplate | None  # None: no secret configured, no view token
+
+
 class ZonesApi:
     """The `/v1/zones` endpoints of one app, with their payload cache."""
 
@@ -104,7 +114,7 @@ class ZonesApi:
         self.renderer = renderer
         self._max = cache_entries
         self._cache: OrderedDict[Hashable, ZonesPayload] = OrderedDict()
-        self._known: KnownVisitors[ZonesPayload] = KnownVisitors(
+        self._known: KnownVisitors[_Answer] = KnownVisitors(
             renderer.identifier,
             renderer.zone_cache,
             max_entries=renderer.tuning.known_visitor_entries,
@@ -204,9 +214,7 @@ class ZonesApi:
             known = self._known.get(key, view)
             if known is not None:  # a returning visitor, and nothing changed since
                 renderer.metrics.pages.known_visitors["hit"] += 1
-                return self._answer(
-                    view, known.identity, known.arm, known.result, known.zone_set_version, extra, started
-                )
+                return self._answer(known.identity, known.arm, known.result, extra, started)
             renderer.metrics.pages.known_visitors["miss"] += 1
         changes = renderer.zone_cache.changes  # read before any look-up: a change meanwhile voids the entry
         visitor = await identify_visitor(renderer, request, state, link_token, cookie_token)
@@ -222,38 +230,30 @@ class ZonesApi:
                 self._cache.popitem(last=False)
         else:
             self._cache.move_to_end(cache_key)
-        version = variant.zone_set_version
-        if key is not None:
-            self._known.remember(key, view, changes, visitor, payload, version)
-        return self._answer(view, visitor.identity, arm, payload, version, extra, started)
-
-    def _answer(
-        self,
-        view: CampaignView,
-        identity: Identity,
-        arm: Arm,
-        payload: ZonesPayload,
-        zone_set_version: int | None,
-        extra: list[tuple[bytes, bytes]],
-        started: float,
-    ) -> Response:
-        """The payload with a fresh view id and its signed view token."""
-        renderer = self.renderer
-        tenant, campaign_id = view.tenant, view.campaign_id
-        view_id = new_view_id()
-        token = None
+        view_token = None
         if renderer.signer is not None:
-            token = renderer.signer.sign_view(
+            view_token = renderer.signer.view_template(
                 tenant=tenant,
                 campaign=campaign_id,
-                view_id=view_id,
                 arm=arm,
                 rung=payload.best_rung,
-                account=identity.account,
-                contact=identity.contact,
-                zone_set_version=zone_set_version,
+                account=visitor.identity.account,
+                contact=visitor.identity.contact,
+                zone_set_version=variant.zone_set_version,
             )
-        renderer.metrics.pages.count_page(
+        answer = _Answer(payload, view_token)
+        if key is not None:
+            self._known.remember(key, view, changes, visitor, answer, variant.zone_set_version)
+        return self._answer(visitor.identity, arm, answer, extra, started)
+
+    def _answer(
+        self, identity: Identity, arm: Arm, answer: _Answer, extra: list[tuple[bytes, bytes]], started: float
+    ) -> Response:
+        """The payload with a fresh view id and its signed view token."""
+        payload = answer.payload
+        view_id = new_view_id()
+        token = answer.view_token.sign(view_id) if answer.view_token is not None else None
+        self.renderer.metrics.pages.count_page(
             ZONES_ROUTE,
             arm.value,
             payload.best_rung,

@@ -631,6 +631,47 @@ def test_view_token_survives_key_rotation(clock: Clock) -> None:
     )
 
 
+def test_a_view_template_signs_each_view_when_it_is_served(signer: TokenSigner, clock: Clock) -> None:
+    """A template (kept for a returning visitor) makes the token `sign_view` makes for the
+    same view at the same moment, and issues each one at the time it is signed."""
+    template = signer.view_template(
+        tenant=TENANT,
+        campaign=CAMPAIGN,
+        arm=Arm.PERSONAL,
+        rung="personal",
+        account=ACCOUNT,
+        zone_set_version=4,
+    )
+    first = template.sign("view-1")
+    assert first == signer.sign_view(
+        tenant=TENANT,
+        campaign=CAMPAIGN,
+        view_id="view-1",
+        arm=Arm.PERSONAL,
+        rung="personal",
+        account=ACCOUNT,
+        zone_set_version=4,
+    )
+    clock.now = T0 + DEFAULT_VIEW_TTL_S  # the first token has just expired
+    later = signer.verify_view(template.sign("view-2"), tenant=TENANT, campaign=CAMPAIGN)
+    assert (later.view_id, later.issued_at, later.expires_at) == (
+        "view-2",
+        T0 + DEFAULT_VIEW_TTL_S,
+        T0 + 2 * DEFAULT_VIEW_TTL_S,
+    )
+    assert (later.account, later.arm, later.rung, later.zone_set_version) == (
+        ACCOUNT,
+        Arm.PERSONAL,
+        "personal",
+        4,
+    )
+    with pytest.raises(TokenExpired):
+        signer.verify_view(first, tenant=TENANT, campaign=CAMPAIGN)
+    with pytest.raises(InputError) as caught:
+        template.sign("not a view id")
+    assert caught.value.field == "view_id"
+
+
 @pytest.mark.parametrize(
     "field, value",
     [

@@ -81,6 +81,7 @@ __all__ = [
     "TokenKind",
     "TokenSigner",
     "ViewClaims",
+    "ViewTokenTemplate",
     "claimed_scope",
 ]
 
@@ -223,6 +224,34 @@ def claimed_scope(token: str) -> tuple[str, str] | None:
         return None
     tenant, campaign = payload.get("t"), payload.get("c")
     return (tenant, campaign) if is_valid_id(tenant) and is_valid_id(campaign) else None
+
+
+class ViewTokenTemplate:
+    """A view token with its view id and times left open (`TokenSigner.view_template`);
+    `sign(view_id)` completes and signs it, issued now."""
+
+    __slots__ = ("_clock", "_head", "_mac", "_tail", "_ttl_s")
+
+    def __init__(
+        self, *, head: str, tail: str, ttl_s: int, mac: hmac.HMAC, clock: Callable[[], float]
+    ) -> None:
+        self._head, self._tail, self._ttl_s, self._mac, self._clock = head, tail, ttl_s, mac, clock
+
+    def sign(self, view_id: str) -> str:
+        """The token for `view_id` (1-64 URL-safe characters, else InputError), issued now."""
+        if not isinstance(view_id, str) or _VIEW_ID_RE.fullmatch(view_id) is None:
+            raise InputError(f"view id {view_id!r} is not 1-64 URL-safe characters", field="view_id")
+        issued_at = int(self._clock())
+        payload = f'{self._head}{view_id}{self._tail}{issued_at},"e":{issued_at + self._ttl_s}}}'
+        # Compact JSON, base64url, "." and the HMAC-SHA256 under the derived key: exactly
+        # what the view serializer's dumps makes for an uncompressed payload.
+        body = _b64url(payload.encode("ascii"))
+        mac = self._mac.copy()  # the key's prepared state, copied
+        mac.update(body)
+        token = (body + b"." + _b64url(mac.digest())).decode("ascii")
+        if len(token) > MAX_TOKEN_CHARS:  # pragma: no cover - the longest ids still fit (tested)
+            raise AssertionError(f"signed token is {len(token)} characters, over {MAX_TOKEN_CHARS}")
+        return token
 
 
 class TokenSigner:
@@ -368,25 +397,59 @@ class TokenSigner:
 
         Bad ids, arm, rung, version or TTL: InputError naming the field.
         """
+        template = self.view_template(
+            tenant=tenant,
+            campaign=campaign,
+            arm=arm,
+            rung=rung,
+            account=account,
+            contact=contact,
+            zone_set_version=zone_set_version,
+            ttl_s=ttl_s,
+        )
+        return template.sign(view_id)
+
+    def view_template(
+        self,
+        *,
+        tenant: str,
+        campaign: str,
+        arm: Arm,
+        rung: str,
+        account: str | None = None,
+        contact: str | None = None,
+        zone_set_version: int | None = None,
+        ttl_s: int = DEFAULT_VIEW_TTL_S,
+    ) -> ViewTokenTemplate:
+        """Everything of a view token but the view id and the times, checked once: a returning
+        visitor's answers (`server.known_visitors`) differ only in those. `sign_view` is
+        `view_template(...).sign(view_id)`.
+
+        Bad ids, arm, rung, version or TTL: InputError naming the field.
+        """
         tenant, campaign = _check_id("tenant", tenant), _check_id("campaign", campaign)
-        if not isinstance(view_id, str) or _VIEW_ID_RE.fullmatch(view_id) is None:
-            raise InputError(f"view id {view_id!r} is not 1-64 URL-safe characters", field="view_id")
         try:
             arm_value = arm.value if isinstance(arm, Arm) else Arm(arm).value
         except ValueError:
             raise InputError(f"{arm!r} is not an arm", field="arm") from None
         if rung not in VIEW_RUNGS:
             raise InputError(f"{rung!r} is not a rung ({', '.join(sorted(VIEW_RUNGS))})", field="rung")
-        # Every string below was just checked to be an id, a view id, an arm or a rung:
-        # letters, digits and `_ . -` only, nothing JSON escapes. So the compact JSON is
-        # written directly, in the key order and form `json.dumps(separators=(",", ":"))`
-        # gives (itsdangerous' format, what verify_view parses; tests compare the two),
-        # at a fraction of the encoder's cost: this runs for every /v1/zones answer.
-        parts = [f'{{"t":"{tenant}","c":"{campaign}","w":"{view_id}","m":"{arm_value}","r":"{rung}"']
+        if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not 0 < ttl_s <= MAX_TTL_S:
+            raise InputError(
+                f"TTL {ttl_s!r} must be a whole number of seconds from 1 to {MAX_TTL_S} (366 days)",
+                field="ttl_s",
+            )
+        # Every string below was just checked to be an id, an arm or a rung (the view id is
+        # checked by `sign`): letters, digits and `_ . -` only, nothing JSON escapes. So the
+        # compact JSON is written directly, in the key order and form
+        # `json.dumps(separators=(",", ":"))` gives (itsdangerous' format, what verify_view
+        # parses; tests compare the two), at a fraction of the encoder's cost: this runs for
+        # every /v1/zones answer.
+        rest = [f'","m":"{arm_value}","r":"{rung}"']
         if account is not None:
-            parts.append(f',"a":"{_check_id("account", account)}"')
+            rest.append(f',"a":"{_check_id("account", account)}"')
         if contact is not None:
-            parts.append(f',"p":"{_check_id("contact", contact)}"')
+            rest.append(f',"p":"{_check_id("contact", contact)}"')
         if zone_set_version is not None:
             if (
                 isinstance(zone_set_version, bool)
@@ -397,18 +460,15 @@ class TokenSigner:
                     f"zone-set version {zone_set_version!r} is not a positive integer",
                     field="zone_set_version",
                 )
-            parts.append(f',"v":{int(zone_set_version)}')
-        issued_at, expires_at = self._lifetime(ttl_s)
-        parts.append(f',"i":{issued_at},"e":{expires_at}}}')
-        # Compact JSON, base64url, "." and the HMAC-SHA256 under the derived key: exactly
-        # what the view serializer's dumps makes for an uncompressed payload.
-        body = _b64url("".join(parts).encode("ascii"))
-        mac = self._view_macs[0].copy()  # the newest key signs; its keyed state, copied
-        mac.update(body)
-        token = (body + b"." + _b64url(mac.digest())).decode("ascii")
-        if len(token) > MAX_TOKEN_CHARS:  # pragma: no cover - the longest ids still fit (tested)
-            raise AssertionError(f"signed token is {len(token)} characters, over {MAX_TOKEN_CHARS}")
-        return token
+            rest.append(f',"v":{int(zone_set_version)}')
+        rest.append(',"i":')
+        return ViewTokenTemplate(
+            head=f'{{"t":"{tenant}","c":"{campaign}","w":"',
+            tail="".join(rest),
+            ttl_s=ttl_s,
+            mac=self._view_macs[0],  # the newest key signs
+            clock=self._clock,
+        )
 
     def verify_view(self, token: str, *, tenant: str, campaign: str) -> ViewClaims:
         """The claims of a genuine view token for this tenant and campaign, issued not later

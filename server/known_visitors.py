@@ -18,7 +18,8 @@ inputs can have changed. An entry stops being used as soon as:
 Only answers where every token the request carried was verified are remembered, and only
 when the zone set served is the one the zone-set cache holds. So refused tokens cannot fill
 it, a Redis fault's fallback copy is never remembered, and an IP-identified or anonymous
-visitor (no token) always takes the full path. Bounded: the oldest entries go first.
+visitor (no token) always takes the full path. Bounded: the oldest entries go first, and
+entries whose time is up are dropped as new ones come in.
 
 Event-loop only (no lock): `ZoneSetCache.changes` is written by watcher threads, and reading
 an int is atomic.
@@ -75,6 +76,7 @@ class KnownVisitors(Generic[T]):
         *,
         max_entries: int,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_entries < 0:
             raise ValueError(f"max_entries must be >= 0, got {max_entries}")
@@ -82,6 +84,7 @@ class KnownVisitors(Generic[T]):
         self._zone_cache = zone_cache
         self._max = max_entries
         self._clock = clock
+        self._monotonic = monotonic  # the clock of the token memo's and zone cache's TTLs
         self._entries: dict[VisitorKey, Known[T]] = {}
 
     def __len__(self) -> int:
@@ -95,7 +98,7 @@ class KnownVisitors(Generic[T]):
         if (
             known.view is view
             and known.changes == self._zone_cache.changes
-            and time.monotonic() < known.until_monotonic
+            and self._monotonic() < known.until_monotonic
             and self._clock() < known.until_clock
         ):
             return known
@@ -147,10 +150,10 @@ class KnownVisitors(Generic[T]):
         if zone_set is not None and zone_set.valid_until is not None:
             # Personal copy stops at valid_until; for segment copy this is only early.
             until_clock = min(until_clock, zone_set.valid_until.timestamp())
-        if until_monotonic <= time.monotonic() or until_clock <= self._clock():
+        now = self._monotonic()
+        if until_monotonic <= now or until_clock <= self._clock():
             return
-        if len(self._entries) >= self._max:
-            del self._entries[next(iter(self._entries))]  # the oldest (insertion order)
+        self._prune(now)
         self._entries[key] = Known(
             identity=identity,
             cookie_claims=visitor.cookie_claims,
@@ -162,3 +165,16 @@ class KnownVisitors(Generic[T]):
             until_monotonic=until_monotonic,
             until_clock=until_clock,
         )
+
+    def _prune(self, now: float) -> None:
+        """Make room for one entry: drop the oldest while over size, and a couple of the
+        oldest once their time is up (entries live at most a TTL, ~30-60 s, and come in
+        insertion order), so memory follows the visitors of the last minute, not the cap."""
+        entries = self._entries
+        while len(entries) >= self._max:
+            del entries[next(iter(entries))]
+        for _ in range(2):
+            oldest = next(iter(entries), None)
+            if oldest is None or entries[oldest].until_monotonic > now:
+                break
+            del entries[oldest]

@@ -24,8 +24,9 @@ class RendererTuning:
     # Rendered pages (a few KB each), keyed by campaign config, page, arm and zone-set version.
     render_cache_entries: int = 4_000
     # Returning visitors' answers remembered by their tokens (`server.known_visitors`), for
-    # pages and for /v1/zones each. An entry is ~0.5 KB and may keep a page or payload alive
-    # after its own cache dropped it (~1-3 KB): at most ~40 MB for both together. 0: off.
+    # pages and for /v1/zones each. An entry lives at most ~30-60 s (its TTLs) and may keep
+    # a page or payload alive after its own cache dropped it: both full cost ~36 MiB of RSS
+    # (bench/README.md). 0: off.
     known_visitor_entries: int = 10_000
     # The most a page request waits on Redis before it serves the fallback.
     redis_timeout_s: float = 0.25

@@ -314,6 +314,27 @@ def test_the_cache_is_bounded_oldest_first() -> None:
     assert [known.get(key, view) is not None for key, view in keys] == [False, False, True, True, True]
 
 
+def test_entries_whose_time_is_up_make_way_for_new_ones() -> None:
+    """Memory follows the visitors of the last minute: entries past their TTLs are dropped
+    as new ones are remembered, even far below the size bound."""
+    mono = [time.monotonic()]
+    now = [time.time()]
+    identifier = Identifier(TokenSigner([SECRET]), clock=lambda: now[0])
+    zone_cache = ZoneSetCache(100, ttl_s=30, clock=lambda: mono[0])
+    known: KnownVisitors[str] = KnownVisitors(
+        identifier, zone_cache, max_entries=1000, clock=lambda: now[0], monotonic=lambda: mono[0]
+    )
+    for n in range(10):
+        _remembered(known, identifier, zone_cache, f"acct_old{n}")
+    assert len(known) == 10
+    mono[0] += 31  # past the zone-set cache TTL of every entry so far
+    for n in range(5):
+        _remembered(known, identifier, zone_cache, f"acct_new{n}")
+    assert len(known) == 5  # two old ones dropped per new one
+    key, view, _ = _remembered(known, identifier, zone_cache, "acct_new0")
+    assert known.get(key, view) is not None
+
+
 def test_a_size_of_zero_turns_it_off() -> None:
     known, identifier, zone_cache, _ = _parts(cache_size=0)
     _remembered(known, identifier, zone_cache, "acct_a")

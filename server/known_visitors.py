@@ -59,7 +59,6 @@ class Known(Generic[T]):
     cookie_claims: TokenClaims | None
     arm: Arm
     result: T
-    zone_set_version: int | None  # of the personal copy served, else None
     view: CampaignView
     changes: int
     until_monotonic: float
@@ -112,13 +111,11 @@ class KnownVisitors(Generic[T]):
         changes: int,
         visitor: Visitor,
         result: T,
-        zone_set_version: int | None,
     ) -> None:
         """Remember what the full path answered, when it may be (see the module docstring).
 
         `changes` is `ZoneSetCache.changes` read before the visitor was identified (a change
-        message arriving meanwhile then voids the entry); `zone_set_version` is the version
-        of the personal copy served (None: segment or default copy).
+        message arriving meanwhile then voids the entry).
         """
         if self._max == 0:
             return
@@ -159,7 +156,6 @@ class KnownVisitors(Generic[T]):
             cookie_claims=visitor.cookie_claims,
             arm=visitor.arm,
             result=result,
-            zone_set_version=zone_set_version,
             view=view,
             changes=changes,
             until_monotonic=until_monotonic,

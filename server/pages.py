@@ -140,7 +140,7 @@ async def _page(request: Request, page_id: str, route: str) -> Response:
     visitor = await identify_visitor(renderer, request, state, link_token, cookie_token)
     page = renderer.pages.render(view, page_id, visitor.arm, visitor.zone_set, renderer.now())
     if key is not None:
-        renderer.known_pages.remember(key, view, changes, visitor, page, page.zone_set_version)
+        renderer.known_pages.remember(key, view, changes, visitor, page)
     identity, cookie_claims, arm = visitor.identity, visitor.cookie_claims, visitor.arm
     return _respond(renderer, request, view, identity, cookie_claims, arm, page, route, started)
 

@@ -243,7 +243,7 @@ class ZonesApi:
             )
         answer = _Answer(payload, view_token)
         if key is not None:
-            self._known.remember(key, view, changes, visitor, answer, variant.zone_set_version)
+            self._known.remember(key, view, changes, visitor, answer)
         return self._answer(visitor.identity, arm, answer, extra, started)
 
     def _answer(

@@ -246,7 +246,7 @@ def _remembered(
     visitor = Visitor(Identity(IdentityMethod.COOKIE, account), claims, Arm.PERSONAL, zone_set)
     key = (CAMPAIGN, "landing", None, token)
     view = _view()
-    known.remember(key, view, zone_cache.changes, visitor, f"page of {account}", zone_set.version)
+    known.remember(key, view, zone_cache.changes, visitor, f"page of {account}")
     return key, view, zone_set
 
 
@@ -290,11 +290,11 @@ def test_what_the_zone_set_cache_does_not_hold_is_not_remembered() -> None:
     assert claims is not None
     served = make_zone_set("acct_b")
     visitor = Visitor(Identity(IdentityMethod.COOKIE, "acct_b"), claims, Arm.PERSONAL, None)
-    known.remember((CAMPAIGN, "landing", None, token), _view(), 0, visitor, "fallback", None)
+    known.remember((CAMPAIGN, "landing", None, token), _view(), 0, visitor, "fallback")
     ticket = zone_cache.begin_fetch((TENANT, CAMPAIGN, "acct_b"))
     zone_cache.put((TENANT, CAMPAIGN, "acct_b"), make_zone_set("acct_b"), ticket)
     visitor = Visitor(Identity(IdentityMethod.COOKIE, "acct_b"), claims, Arm.PERSONAL, served)
-    known.remember((CAMPAIGN, "landing", None, token), _view(), 0, visitor, "older", served.version)
+    known.remember((CAMPAIGN, "landing", None, token), _view(), 0, visitor, "older")
     assert len(known) == 0
 
 
@@ -303,7 +303,7 @@ def test_visitors_not_identified_by_a_token_are_not_remembered(method: IdentityM
     known, _, _, _ = _parts()
     account = "acct_ip" if method is IdentityMethod.IP else None
     visitor = Visitor(Identity(method, account), None, Arm.PERSONAL, None)
-    known.remember((CAMPAIGN, "landing", None, None), _view(), 0, visitor, "page", None)
+    known.remember((CAMPAIGN, "landing", None, None), _view(), 0, visitor, "page")
     assert len(known) == 0
 
 

@@ -189,6 +189,14 @@ def _check_id(field: str, value: object) -> str:
     return value
 
 
+def _check_ttl(ttl_s: object) -> None:
+    if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not 0 < ttl_s <= MAX_TTL_S:
+        raise InputError(
+            f"TTL {ttl_s!r} must be a whole number of seconds from 1 to {MAX_TTL_S} (366 days)",
+            field="ttl_s",
+        )
+
+
 def _is_canonical_b64(text: str) -> bool:
     """True if `text` is base64url that decodes and re-encodes to itself.
 
@@ -322,11 +330,7 @@ class TokenSigner:
 
     def _lifetime(self, ttl_s: int) -> tuple[int, int]:
         """(issued at, expires at) for a token living `ttl_s`; InputError on a bad TTL."""
-        if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not 0 < ttl_s <= MAX_TTL_S:
-            raise InputError(
-                f"TTL {ttl_s!r} must be a whole number of seconds from 1 to {MAX_TTL_S} (366 days)",
-                field="ttl_s",
-            )
+        _check_ttl(ttl_s)
         issued_at = int(self._clock())
         return issued_at, issued_at + ttl_s
 
@@ -434,11 +438,7 @@ class TokenSigner:
             raise InputError(f"{arm!r} is not an arm", field="arm") from None
         if rung not in VIEW_RUNGS:
             raise InputError(f"{rung!r} is not a rung ({', '.join(sorted(VIEW_RUNGS))})", field="rung")
-        if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not 0 < ttl_s <= MAX_TTL_S:
-            raise InputError(
-                f"TTL {ttl_s!r} must be a whole number of seconds from 1 to {MAX_TTL_S} (366 days)",
-                field="ttl_s",
-            )
+        _check_ttl(ttl_s)
         # Every string below was just checked to be an id, an arm or a rung (the view id is
         # checked by `sign`): letters, digits and `_ . -` only, nothing JSON escapes. So the
         # compact JSON is written directly, in the key order and form

@@ -18,13 +18,14 @@ from precompute.context_builder import build_context
 from precompute.policy import build_policy
 from precompute.providers.base import GenerationRequest, GenerationResult, ProviderUsage
 from precompute.providers.offline import OfflineComposer
+from precompute.report import RunReport
 from precompute.run import CHUNK_SIZE, PUBLISH_BATCH, PrecomputeRun
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
 from welcomemat.accounts import Account, read_accounts
-from welcomemat.campaign import load_campaign
+from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import load_zone_contracts
+from welcomemat.zone_contract import ZoneContract, load_zone_contracts
 from welcomemat.zoneset import Rung
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -58,6 +59,28 @@ class GatedComposer:
         return self._inner.generate(request)
 
 
+def run_concurrently(
+    redis_client: redis.Redis,
+    tmp_path: Path,
+    campaign: Campaign,
+    zones: dict[str, ZoneContract],
+    provider: GatedComposer,
+    accounts: list[Account],
+) -> RunReport:
+    """A run over `accounts` (written to a file, as a user's run reads them), four threads."""
+    path = tmp_path / "accounts.jsonl"
+    path.write_text("".join(a.model_dump_json() + "\n" for a in accounts))
+    return PrecomputeRun(
+        client=redis_client,
+        campaign=campaign,
+        zones=zones,
+        policy=build_policy(campaign, None),
+        provider=provider,
+        concurrency=4,
+        now=NOW,
+    ).run(path)
+
+
 def test_a_stalled_account_does_not_stop_the_next_chunk_from_being_written(
     redis_client: redis.Redis, tmp_path: Path
 ) -> None:
@@ -74,19 +97,8 @@ def test_a_stalled_account_does_not_stop_the_next_chunk_from_being_written(
     held = [a.account_id for a in first if generated(a)][-1]
     releasers = {a.account_id for a in second if generated(a)}
     assert releasers, "the second chunk needs accounts the provider writes for"
-    path = tmp_path / "accounts.jsonl"
-    path.write_text("".join(a.model_dump_json() + "\n" for a in accounts))
     provider = GatedComposer(held, releasers)
-
-    report = PrecomputeRun(
-        client=redis_client,
-        campaign=campaign,
-        zones=zones,
-        policy=policy,
-        provider=provider,
-        concurrency=4,
-        now=NOW,
-    ).run(path)
+    report = run_concurrently(redis_client, tmp_path, campaign, zones, provider, accounts)
 
     # The held account of chunk one was released by an account of chunk two: the second
     # chunk was being written while the first still waited for its slowest account.
@@ -140,20 +152,9 @@ def test_a_chunks_first_accounts_are_published_while_its_last_is_still_being_wri
     assert len(accounts) < CHUNK_SIZE  # one chunk
     generated = [a.account_id for a in accounts if build_context(a, campaign, policy, NOW.date()).facts]
     held, watched = generated[-1], accounts[0].account_id
-    path = tmp_path / "accounts.jsonl"
-    path.write_text("".join(a.model_dump_json() + "\n" for a in accounts))
     store = ZoneSetStore(redis_client)
     provider = WaitsForPublication(held, watched, store, campaign.tenant, campaign.campaign)
-
-    report = PrecomputeRun(
-        client=redis_client,
-        campaign=campaign,
-        zones=zones,
-        policy=policy,
-        provider=provider,
-        concurrency=4,
-        now=NOW,
-    ).run(path)
+    report = run_concurrently(redis_client, tmp_path, campaign, zones, provider, accounts)
 
     assert accounts.index(next(a for a in accounts if a.account_id == held)) >= PUBLISH_BATCH
     assert provider.released_in_time is True  # the first batch was in Redis before the chunk ended

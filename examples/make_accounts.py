@@ -4,12 +4,14 @@
     python examples/make_accounts.py [--today YYYY-MM-DD] [--count N] [--out PATH]
 
 The same `--today` and `--count` always give the same bytes. Dates are relative to
-`--today` (default: the day it runs), so the demo's signals stay fresh. The mix: about a
+`--today` (default: today's UTC date), so the demo's signals stay fresh. The mix: about a
 third of accounts carry a trusted signal (sourced, recent, about them, allowed on the
 web); the rest have stale, unsourced, low-confidence, off-surface, misattributed or
 future-dated facts, or none. Record 1 is Dymaxa: Joram, Head of Sales at an Amsterdam
-software company of ~60 people, with a Series A announced last Thursday and four open
-SDR roles in Amsterdam, each with its own URL.
+software company of ~60 people, with a Series A announced last Thursday (one to seven
+days ago) and four open SDR roles in Amsterdam posted in the weeks before (8 to 16 days
+ago), each with its own URL. The roles are always older than the round, so on every day of
+the week the round is Dymaxa's newest signal and opens its page.
 
 Addresses are from documentation ranges (RFC 5737, RFC 3849): they route nowhere.
 """
@@ -20,7 +22,7 @@ import argparse
 import json
 import random
 import sys
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 SEED = 20261129
@@ -155,6 +157,9 @@ TITLES = [
 FREEMAIL = ["gmail.com", "outlook.com", "yahoo.com", "hotmail.com", "proton.me"]
 ROLES = [("Sales Development Representative", "SDR", "SDRs"), ("Account Executive", "AE", "AEs")]
 ROUNDS = ["seed round", "Series A", "Series B", "Series C"]
+# Ages of Dymaxa's four SDR postings. All older than "last Thursday" can be (7 days): were one
+# newer than the round, the hiring fact would open Dymaxa's page on some weekdays and not others.
+ROLE_AGES_DAYS = (8, 10, 13, 16)
 
 
 def last_thursday(today: date) -> date:
@@ -165,7 +170,7 @@ def last_thursday(today: date) -> date:
 def dymaxa(today: date) -> dict[str, object]:
     announced = last_thursday(today)
     roles = []
-    for n, days_ago in enumerate([4, 6, 9, 12], start=1):
+    for n, days_ago in enumerate(ROLE_AGES_DAYS, start=1):
         roles.append(
             {
                 "id": f"dymaxa-sdr-{n}",
@@ -394,7 +399,8 @@ def write(out: Path, today: date, count: int = DEFAULT_COUNT) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--today", type=date.fromisoformat, default=date.today())
+    # The UTC date, as precompute's `as_of`: the local date can be a day off it.
+    parser.add_argument("--today", type=date.fromisoformat, default=datetime.now(UTC).date())
     parser.add_argument("--count", type=int, default=DEFAULT_COUNT)
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("accounts.jsonl"))
     args = parser.parse_args(argv)

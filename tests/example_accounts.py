@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import importlib.util
-from datetime import date
+import json
+from datetime import UTC, date, datetime, timedelta
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 
 from tests.corpora import REPO_ROOT
 
 
+@cache
 def generator() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
         "make_accounts", REPO_ROOT / "examples" / "make_accounts.py"
@@ -21,6 +24,19 @@ def generator() -> ModuleType:
 
 
 def write_example_accounts(path: Path, count: int, today: date | None = None) -> Path:
-    """`count` example accounts dated from `today` (default: the real today, so signals are fresh)."""
-    generator().write(path, today or date.today(), count)
+    """`count` example accounts dated from `today` (default: today's UTC date, precompute's `as_of`)."""
+    generator().write(path, today or datetime.now(UTC).date(), count)
     return path
+
+
+def committed_today(record: dict[str, object] | None = None) -> date:
+    """The day `examples/accounts.jsonl` (or Dymaxa's `record` from it) was generated for.
+
+    Read off Dymaxa's first SDR posting, whose age on that day the generator fixes.
+    """
+    if record is None:
+        record = json.loads((REPO_ROOT / "examples" / "accounts.jsonl").read_text().split("\n", 1)[0])
+    facts = record["facts"]
+    assert isinstance(facts, list)
+    sdr = next(f for f in facts if f["id"] == "dymaxa-sdr-1")
+    return date.fromisoformat(sdr["published_at"]) + timedelta(days=generator().ROLE_AGES_DAYS[0])

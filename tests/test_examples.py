@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import json
-from datetime import date, timedelta
+from datetime import date
 
 from tests.corpora import REPO_ROOT
-from tests.example_accounts import generator
+from tests.example_accounts import committed_today, generator
 from welcomemat.accounts import read_accounts
 from welcomemat.campaign import load_campaign
 from welcomemat.urlgate import browser_view
 
 ACCOUNTS = REPO_ROOT / "examples" / "accounts.jsonl"
-
-
-def committed_today() -> date:
-    """The day the committed file was generated for: Dymaxa's first SDR role is 4 days old."""
-    first = json.loads(ACCOUNTS.read_text().splitlines()[0])
-    role = next(f for f in first["facts"] if f["id"] == "dymaxa-sdr-1")
-    return date.fromisoformat(role["published_at"]) + timedelta(days=4)
 
 
 def test_committed_file_is_what_the_script_makes() -> None:

@@ -41,19 +41,20 @@ def test_readme_lists_every_core_module() -> None:
         assert f"`{name}`" in README, f"README's core table misses {name}"
 
 
-def test_the_test_command_installs_the_browser_before_running_the_tests() -> None:
+def test_the_test_command_installs_the_system_packages_before_running_the_tests() -> None:
     command = command_after("test-command")
-    install = command.find("sh scripts/install-browser.sh")
-    assert install >= 0, "the test command must install Chromium for tests/browser/"
-    assert install < command.find("pytest"), "Chromium is installed before the tests run"
-    assert (REPO_ROOT / "scripts" / "install-browser.sh").is_file()
+    install = command.find("sh scripts/install-test-deps.sh")
+    assert install >= 0, "the test command must install Chromium and faketime for the tests"
+    assert install < command.find("pytest"), "they are installed before the tests run"
+    script = (REPO_ROOT / "scripts" / "install-test-deps.sh").read_text()
+    assert "chromium:/usr/bin/chromium" in script and "faketime:/usr/bin/faketime" in script
 
 
-def test_the_browser_install_script_does_nothing_when_chromium_is_there() -> None:
-    script = REPO_ROOT / "scripts" / "install-browser.sh"
+def test_the_install_script_does_nothing_when_everything_is_there() -> None:
+    script = REPO_ROOT / "scripts" / "install-test-deps.sh"
     syntax = subprocess.run(["sh", "-n", str(script)], capture_output=True, text=True, check=False)
     assert syntax.returncode == 0, syntax.stderr
-    if not Path("/usr/bin/chromium").exists():
-        pytest.skip("Chromium is not installed here (tests/browser/ fail and say so)")
+    if not (Path("/usr/bin/chromium").exists() and Path("/usr/bin/faketime").exists()):
+        pytest.skip("Chromium or faketime is not installed here (the tests that need them fail and say so)")
     again = subprocess.run(["sh", str(script)], capture_output=True, text=True, check=False)
     assert (again.returncode, again.stdout, again.stderr) == (0, "", "")

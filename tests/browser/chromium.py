@@ -8,7 +8,7 @@ a header) and evaluation in the page regardless of its CSP. It works with Debian
 Chromium 15x as packaged. Selenium with chromium-driver would need a second package
 pinned to the browser's version and still lacks response headers; raw CDP would mean
 writing that client here. `playwright install` (a browser download) is never run: the
-browser is Debian's, installed by `scripts/install-browser.sh`.
+browser is Debian's, installed by `scripts/install-test-deps.sh`.
 
 When Chromium is missing the browser tests fail with a message naming the install script
 (they are part of the suite CI runs, so they must never skip silently); a developer
@@ -38,6 +38,6 @@ CHROMIUM_ARGS = [
 
 MISSING_MESSAGE = (
     f"Chromium not found at {CHROMIUM}: the browser tests drive Debian's chromium package. "
-    "Install it with `sh scripts/install-browser.sh` (apt-get; sudo when not root), "
+    "Install it with `sh scripts/install-test-deps.sh` (apt-get; sudo when not root), "
     'or run the other tests with `-m "not browser"`.'
 )

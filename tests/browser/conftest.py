@@ -35,7 +35,7 @@ document.addEventListener('securitypolicyviolation', (e) => {
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "browser: drives headless Chromium (scripts/install-browser.sh)")
+    config.addinivalue_line("markers", "browser: drives headless Chromium (scripts/install-test-deps.sh)")
 
 
 @dataclass

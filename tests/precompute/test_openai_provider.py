@@ -45,6 +45,7 @@ from precompute.report import RunReport
 from precompute.run import JournalState, PrecomputeRun
 from precompute.trust import short_name
 from tests.corpora import REPO_ROOT
+from tests.example_accounts import committed_today
 from tests.llm_server import BROKEN_MODES, HOSTILE_STRINGS, LLMTestServer
 from welcomemat import keys
 from welcomemat.accounts import Account, Fact, Source
@@ -101,7 +102,7 @@ def example_rows(today: date = TODAY) -> list[dict[str, Any]]:
     lines = (REPO_ROOT / "examples" / "accounts.jsonl").read_text().splitlines()[:10]
     records = {r["account_id"]: r for r in map(json.loads, lines)}
     dymaxa = records["acct_dymaxa"]
-    shift = today - (date.fromisoformat(dymaxa["facts"][1]["published_at"]) + timedelta(days=4))
+    shift = today - committed_today(dymaxa)
     rows = []
     for account_id in ACCOUNT_IDS:
         record = records[account_id]

@@ -17,6 +17,7 @@ from precompute.qa import run_qa
 from precompute.review import decide, list_queue
 from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
+from tests.example_accounts import committed_today
 from welcomemat import keys
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.markup import render_text
@@ -45,7 +46,7 @@ def dymaxa(today: date = TODAY, *, funding_age: int | None = None, tier: int = 1
     record: dict[str, Any] = json.loads(
         (REPO_ROOT / "examples" / "accounts.jsonl").read_text().splitlines()[0]
     )
-    shift = today - (date.fromisoformat(record["facts"][1]["published_at"]) + timedelta(days=4))
+    shift = today - committed_today(record)
     for fact in record["facts"]:
         fact["published_at"] = (date.fromisoformat(fact["published_at"]) + shift).isoformat()
     if funding_age is not None:

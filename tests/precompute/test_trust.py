@@ -25,6 +25,7 @@ from precompute.identity import resolve_identity
 from precompute.policy import build_policy
 from precompute.trust import decide_facts, names_match, short_name
 from tests.corpora import REPO_ROOT
+from tests.example_accounts import committed_today
 from welcomemat.accounts import Account, parse_account_line, read_accounts
 from welcomemat.campaign import Campaign, Confidence, load_campaign
 
@@ -60,9 +61,8 @@ def dymaxa_record() -> dict[str, Any]:
 
 
 def dymaxa_as_of(record: dict[str, Any]) -> date:
-    """The day the example data was made for: four days after the first SDR opening."""
-    sdr = next(f for f in record["facts"] if f["id"] == "dymaxa-sdr-1")
-    return date.fromisoformat(sdr["published_at"]) + timedelta(days=4)
+    """The day the example data was made for."""
+    return committed_today(record)
 
 
 def fact(**overrides: Any) -> dict[str, Any]:

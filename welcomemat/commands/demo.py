@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 from collections import Counter
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -181,7 +181,9 @@ def run_demo(
         print("Welcomemat demo")
         print(f"  Redis     {info.get('redis_version')} — {target.describe()} (AOF {aof_text})")
 
-        accounts_path = _fresh_accounts(folder, settings.home / "demo" / "accounts.jsonl", date.today())
+        # Dated from the UTC day, the day precompute's `as_of` is: the local date can differ by one.
+        today = datetime.now(UTC).date()
+        accounts_path = _fresh_accounts(folder, settings.home / "demo" / "accounts.jsonl", today)
         report = load_inputs(folder / "campaign.yaml", accounts_path, zones=str(folder.parent / "zones"))
         c = report.campaign
         print(f"  Zones     {len(report.zones)} contracts: {', '.join(sorted(report.zones))}")

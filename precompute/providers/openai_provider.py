@@ -103,7 +103,10 @@ __all__ = [
 
 # Part of the fingerprint, hence of every account's input hash: bump it whenever the
 # provider's output for the same model and prompts could change, so zone sets are redone.
-PROVIDER_VERSION = "openai-provider/3"  # 2: compact JSON in the data block; 3: declines say why
+# Not bumped when only a declined zone's reason code changed: the page text is the same, and
+# redoing every account would pay for every model call again. Sets published before keep
+# the legacy reason "declined" until their inputs change (read as an unknown code, shown as is).
+PROVIDER_VERSION = "openai-provider/2"  # 2: compact JSON in the data block
 
 PROMPTS_DIR = Path(__file__).with_name("prompts")
 PROMPT_FILES = ("generate_system.txt", "generate_user.txt", "review_system.txt", "extract_system.txt")

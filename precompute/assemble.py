@@ -4,21 +4,24 @@ For one account: build the governed context, ask the provider for drafts (one ca
 page, only when the account has a trusted fact and its identity allows claims), check
 every draft, and keep each zone's personal draft only if every check passes. Anything
 else takes the segment's human-written copy, or the campaign default when the segment
-has none. Every zone records its rung and the reason for it.
+has none. Every zone records its rung and the reason for it (`welcomemat.reasons`), and a
+zone the provider wrote no draft for keeps the provider's `Decline` (its note is for `explain`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time
 
 from precompute.checks import ApprovedVocabulary, CheckFailure, CheckInput, run_checks
 from precompute.context import EffectivePolicy, GovernedContext
 from precompute.context_builder import build_context
 from precompute.providers.base import (
+    Decline,
     FactExtractor,
     GenerationRequest,
+    GenerationResult,
     Provider,
     ProviderUnavailable,
     ZoneDraft,
@@ -26,6 +29,7 @@ from precompute.providers.base import (
 from welcomemat.accounts import Account, Fact
 from welcomemat.campaign import Campaign, ZoneCopy
 from welcomemat.markup import CleanedMarkup, clean_inline, markup_to_text
+from welcomemat.reasons import UNKNOWN_SEGMENT, ZoneReason, zone_reason
 from welcomemat.urlgate import LinkAllowlist, gate_link
 from welcomemat.zone_contract import ZoneContract, ZoneFallback
 from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode, ZoneSetStatus
@@ -39,11 +43,15 @@ class FallbackCopyError(Exception):
 
 @dataclass(frozen=True)
 class ZoneOutcome:
-    """What happened to one zone: the content served and, if a draft was tried, why it failed."""
+    """What happened to one zone: the content served and, if a draft was tried, why it failed.
+
+    `decline`: the provider was asked and wrote no draft for the zone, and said why.
+    """
 
     content: ZoneContent
     draft: ZoneDraft | None
     failures: tuple[CheckFailure, ...]
+    decline: Decline | None = None
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,7 @@ class Assembler:
             href=href,
             cta_id=copy.cta if contract.link else None,
             rung=rung,
-            reason="pending",
+            reason="pending",  # placeholder: `_fallback` always sets the zone's own reason
             markup=markup,
         )
 
@@ -131,7 +139,7 @@ class Assembler:
         segment = self._segment_content.get((account.segment, zone_id))
         if segment is not None and contract.fallback is ZoneFallback.SEGMENT:
             return segment.model_copy(update={"reason": reason})
-        why = reason if segment is not None else f"{reason};unknown_segment"
+        why = reason if segment is not None else f"{reason};{UNKNOWN_SEGMENT}"
         return self._default_content[zone_id].model_copy(update={"reason": why})
 
     # -- personal drafts -----------------------------------------------------------------------
@@ -185,12 +193,12 @@ class Assembler:
             href=href,
             cta_id=draft.cta_id if contract.link else None,
             rung=Rung.PERSONAL,
-            reason="personal:" + ("+".join(types) or "library"),
+            reason=zone_reason(ZoneReason.PERSONAL, "+".join(types) or "library"),
             facts=tuple(cited),
             markup=markup,
         )
 
-    def _drafts(self, ctx: GovernedContext) -> tuple[dict[str, ZoneDraft], int, int, int]:
+    def _generate(self, ctx: GovernedContext) -> GenerationResult:
         """One provider call per account for every zone its pages show (in page order).
 
         One call rather than one per page: the pages tell one story (the continuation page
@@ -212,7 +220,8 @@ class Assembler:
             for zone_id, draft in result.drafts.items()
             if zone_id in self.zones and draft.zone_id == zone_id
         }
-        return drafts, result.model_calls, result.tokens, result.retries
+        declined = {z: d for z, d in result.declined.items() if z in self.zones and z not in drafts}
+        return replace(result, drafts=drafts, declined=declined)
 
     # -- one account ---------------------------------------------------------------------------
 
@@ -231,42 +240,44 @@ class Assembler:
         return account.model_copy(update={"facts": [*account.facts, *extra]})
 
     def assemble(self, account: Account, input_hash: str) -> AccountOutcome:
-        drafts: dict[str, ZoneDraft] = {}
-        calls = tokens = retries = 0
+        result = GenerationResult(drafts={})
         deferred = False
         try:
             account = self._with_extracted_facts(account)
         except ProviderUnavailable:
             deferred = True
         ctx = build_context(account, self.campaign, self.policy, self.as_of)
+        # Why a zone has no draft, unless the provider said why (its `Decline`).
         if deferred:
-            no_draft_reason = "provider_unavailable"
+            no_draft_reason = zone_reason(ZoneReason.PROVIDER_UNAVAILABLE)
         elif not ctx.identity.claims_allowed:
-            no_draft_reason = f"identity:{ctx.identity.reason}"
+            no_draft_reason = zone_reason(ZoneReason.IDENTITY, ctx.identity.reason.value)
         elif not ctx.facts:
-            no_draft_reason = "no_trusted_fact"
+            no_draft_reason = zone_reason(ZoneReason.NO_TRUSTED_FACT)
         else:
-            no_draft_reason = "declined"
+            # A provider that drops a zone without a word has given no answer for it.
+            no_draft_reason = zone_reason(ZoneReason.NO_ANSWER)
             try:
-                drafts, calls, tokens, retries = self._drafts(ctx)
+                result = self._generate(ctx)
             except ProviderUnavailable:
-                no_draft_reason, deferred = "provider_unavailable", True
+                no_draft_reason, deferred = zone_reason(ZoneReason.PROVIDER_UNAVAILABLE), True
 
         outcomes: list[ZoneOutcome] = []
         valid_until: date | None = None
         for zone_id in self.zone_ids:
             contract = self.zones[zone_id]
-            draft = drafts.get(zone_id)
+            draft = result.drafts.get(zone_id)
+            decline = result.declined.get(zone_id) if draft is None else None
             failures: tuple[CheckFailure, ...] = ()
             content: ZoneContent | None = None
-            reason = no_draft_reason
+            reason = zone_reason(decline.reason) if decline is not None else no_draft_reason
             if draft is not None:
                 failures = run_checks(self._check_input(draft, contract, ctx, personal=True))
                 if failures:
-                    reason = f"check:{failures[0].reason}"
+                    reason = zone_reason(ZoneReason.CHECK, failures[0].reason)
                 else:
                     content = self._personal(draft, contract, ctx)
-                    reason = "cta_link_refused" if content is None else reason
+                    reason = zone_reason(ZoneReason.CTA_LINK_REFUSED) if content is None else reason
             if content is None:
                 content = self._fallback(account, zone_id, reason)
             else:
@@ -275,7 +286,7 @@ class Assembler:
                     ends.append(draft.valid_until)
                 for end in ends:
                     valid_until = end if valid_until is None or end < valid_until else valid_until
-            outcomes.append(ZoneOutcome(content=content, draft=draft, failures=failures))
+            outcomes.append(ZoneOutcome(content=content, draft=draft, failures=failures, decline=decline))
 
         personal = sum(1 for o in outcomes if o.content.rung is Rung.PERSONAL)
         mode = (
@@ -305,8 +316,8 @@ class Assembler:
             context=ctx,
             zone_set=zone_set,
             zones=tuple(outcomes),
-            model_calls=calls,
-            tokens=tokens,
-            retries=retries,
+            model_calls=result.model_calls,
+            tokens=result.tokens,
+            retries=result.retries,
             deferred=deferred,
         )

@@ -180,6 +180,8 @@ def print_qa(report: QaReport) -> None:
         f"  personal attempts {report.personal_attempts}, failed checks {report.check_failed} "
         f"({report.check_failure_rate:.1%}, max {report.thresholds.get('max_check_failure_rate', 0):.0%})"
     )
+    if report.fallback_reasons:
+        print("  fallback reasons: " + ", ".join(f"{k} {v}" for k, v in report.fallback_reasons.items()))
     if report.findings_by_code:
         print("  findings: " + ", ".join(f"{k} {v}" for k, v in report.findings_by_code.items()))
     blockers = [f for f in report.findings if f.severity == "blocker"][:10]

@@ -2,6 +2,8 @@
 
 The record is written next to the zone set at publish time (internal: never served
 publicly) so `welcomemat explain` and the admin pages explain what was actually published.
+A zone the provider wrote no draft for carries the provider's `note` (the self-review's
+own words, the malformed answer's problem, ...) beside its reason code.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from precompute.assemble import AccountOutcome
+from welcomemat.reasons import parse_reason
 
 __all__ = ["explain_record", "format_explain"]
 
@@ -77,6 +80,7 @@ def explain_record(outcome: AccountOutcome, *, version: int | None) -> dict[str,
                 "draft": z.draft.text if z.draft is not None else None,
                 "draft_facts": list(z.draft.fact_ids) if z.draft is not None else [],
                 "checks": [{"check": f.check, "reason": f.reason, "detail": f.detail} for f in z.failures],
+                "note": (z.decline.note or None) if z.decline is not None else None,
             }
             for z in outcome.zones
         ],
@@ -108,6 +112,11 @@ def format_explain(record: dict[str, Any]) -> str:
         cites = f" cites {', '.join(zone['facts'])}" if zone["facts"] else ""
         lines.append(f"    {zone['zone_id']}: {zone['rung']} ({zone['reason']}){cites}")
         lines.append(f"      “{zone['text']}”" + (f" -> {zone['href']}" if zone["href"] else ""))
+        doc = parse_reason(zone["reason"]).doc  # None for a code this version does not know
+        if doc is not None and zone["rung"] != "personal":
+            lines.append(f"      why: {doc}")
+        if zone.get("note"):  # records written before notes were kept lack it
+            lines.append(f"      note: {zone['note']}")
         if zone["checks"] and zone["draft"]:
             lines.append(f"      draft was: “{zone['draft']}”")
         for check in zone["checks"]:

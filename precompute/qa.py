@@ -3,6 +3,8 @@
 QA does not trust the precompute job: it re-checks every published zone set against the
 hard invariants (links on the allowlist, personal claims citing dated, sourced facts,
 plain zones free of markup, limits kept) and counts rungs, reasons and check failures.
+Reasons are counted as stored (`welcomemat.reasons`: `check:low_confidence`, `no_answer`);
+a code an older version wrote (`declined`) is counted under its own name.
 Verdict, from the campaign's thresholds:
 
 - NO GO: any invariant broken, or the check-failure or fallback rate over its threshold;
@@ -25,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from welcomemat.campaign import Campaign
 from welcomemat.errors import StoredValueError
 from welcomemat.markup import render_text
+from welcomemat.reasons import ZoneReason, parse_reason
 from welcomemat.store import ZoneSetStore
 from welcomemat.urlgate import browser_view, gate_link
 from welcomemat.zone_contract import ZoneContract
@@ -207,7 +210,7 @@ def run_qa(
                 report.personal_attempts += 1
             else:
                 reasons[zone.reason] += 1
-                if zone.reason.startswith("check:"):
+                if parse_reason(zone.reason).code is ZoneReason.CHECK:
                     report.personal_attempts += 1
                     report.check_failed += 1
         strata.setdefault(f"{zs.segment or '-'}/{zs.mode.value}", []).append(zs)

@@ -74,6 +74,8 @@ class CheckFailure(_Stored):
 
 
 class ExplainZone(_Stored):
+    """One zone's rung and reason code; `note`: why the provider wrote no draft, in its words."""
+
     zone_id: str
     rung: str
     reason: str | None = None
@@ -83,6 +85,7 @@ class ExplainZone(_Stored):
     draft: str | None = None
     draft_facts: tuple[str, ...] = ()
     checks: tuple[CheckFailure, ...] = ()
+    note: str | None = None
 
     @field_validator("href", mode="before")
     @classmethod

@@ -5,7 +5,9 @@ Which copy each zone shows is never decided here: the renderer renders the page
 reads the answer back from the page itself — every zone element carries `data-wm-zone`
 and `data-wm-rung` (DESIGN.md). So the preview cannot drift from the ladder a visitor
 gets. Provenance comes from the published zone set (cited facts with source and date)
-and the explain record (rung reason, checks, the draft that failed them).
+and the explain record (rung reason, checks, the draft that failed them, the provider's
+note on a zone it wrote no draft for); each reason code is shown with its one-line meaning
+(`welcomemat.reasons`), a code it does not know as it is.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from html.parser import HTMLParser
 
 from server.admin_payloads import CheckFailure, ExplainPayload
 from welcomemat.arms import Arm
+from welcomemat.reasons import parse_reason
 from welcomemat.urlgate import source_href
 from welcomemat.zoneset import ZoneSet, ZoneSetStatus
 
@@ -100,6 +103,8 @@ class ZoneProvenance:
     zone: PageZone
     published_rung: str | None  # the zone set's rung for this zone (None: not in the zone set)
     reason: str | None
+    reason_doc: str | None  # the reason code's one-line meaning; None for a code not known here
+    note: str | None  # why the provider wrote no draft, in its words (e.g. the self-review's)
     sources: tuple[CitedSource, ...]
     checks: tuple[CheckFailure, ...]
     draft: str | None
@@ -128,11 +133,14 @@ def zone_provenance(
                     published_at=cited.published_at.isoformat(),
                 )
             )
+        reason = content.reason if content is not None else (explained.reason if explained else None)
         rows.append(
             ZoneProvenance(
                 zone=zone,
                 published_rung=content.rung.value if content is not None else None,
-                reason=content.reason if content is not None else (explained.reason if explained else None),
+                reason=reason,
+                reason_doc=parse_reason(reason).doc if reason is not None else None,
+                note=explained.note if explained is not None else None,
                 sources=tuple(sources),
                 checks=explained.checks if explained is not None else (),
                 draft=explained.draft if explained is not None and explained.checks else None,

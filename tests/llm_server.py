@@ -28,8 +28,12 @@ of `response_format` (`PageDraft`: generation, `PageReview`: self-review,
     hang            never answers until `reset()` or shutdown
 
 Output modes (hallucinate ... refuse) apply to generation only; reviews say ok. Params for
-any mode: `review_reject=[zone ids]` (the review says not ok), `paraphrase=[source ids]`
-(extraction rewords that source's evidence), `extract_type` (default "expansion").
+any mode: `review_reject=[zone ids]` (the review says not ok, giving `review_note`),
+`review_omit=[zone ids]` (the review gives no verdict for them), `review_broken=True` (the
+review answers JSON of the wrong shape), `decline=[zone ids]` (generation answers them with
+empty text), `omit=[zone ids]` (generation leaves them out), `cta_id` (generation chooses
+this id in link zones), `paraphrase=[source ids]` (extraction rewords that source's
+evidence), `extract_type` (default "expansion").
 `latency_s` delays every answer (benchmarks). Every request is logged with its headers (`requests()`).
 """
 
@@ -273,6 +277,8 @@ class LLMTestServer:
             return _error(503, "gone", "released")
         model = str(entry.body.get("model", "test-model"))
         if entry.kind == "review":
+            if params.get("review_broken"):
+                return _completion(model, '{"zones": "all fine"}')
             return _completion(model, json.dumps(_review(entry.data, params)))
         if entry.kind == "extract":
             return _completion(model, json.dumps(_extract(entry.data, mode, params)))
@@ -415,7 +421,13 @@ def _hostile(text: str, name: str, i: int, mode: str, params: dict[str, Any]) ->
 
 
 def _write(data: dict[str, Any], mode: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    zones = _well(data)
+    omit, decline = set(params.get("omit", ())), set(params.get("decline", ()))
+    zones = [z for z in _well(data) if z["zone_id"] not in omit]
+    for zone in zones:
+        if zone["zone_id"] in decline:
+            zone.update(text="", fact_ids=[], cta_id=None)
+        elif "cta_id" in params and zone["cta_id"]:
+            zone["cta_id"] = params["cta_id"]
     name = str((data.get("account") or {}).get("name", ""))
     if mode == "injection":
         planted = _planted(data)
@@ -446,16 +458,18 @@ def _planted(data: dict[str, Any]) -> tuple[str, str | None] | None:
 
 
 def _review(data: Any, params: dict[str, Any]) -> dict[str, Any]:
-    reject = set(params.get("review_reject", ()))
+    reject, omit = set(params.get("review_reject", ())), set(params.get("review_omit", ()))
+    note = str(params.get("review_note", "implies more than the facts say"))
     zones = data.get("zones", []) if isinstance(data, dict) else []
     return {
         "zones": [
             {
                 "zone_id": z["zone_id"],
                 "ok": z["zone_id"] not in reject,
-                "reason": "implies more than the facts say" if z["zone_id"] in reject else "fine",
+                "reason": note if z["zone_id"] in reject else "fine",
             }
             for z in zones
+            if z["zone_id"] not in omit
         ]
     }
 

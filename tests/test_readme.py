@@ -1,4 +1,5 @@
-"""README: the two set-up commands are what CI runs; its links point at files that exist."""
+"""README: the two set-up commands are what CI runs; its links point at files that exist; its
+tables say what the code says."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.corpora import REPO_ROOT
+from welcomemat.reasons import REASON_DOCS
 
 README = (REPO_ROOT / "README.md").read_text()
 
@@ -58,3 +60,10 @@ def test_the_install_script_does_nothing_when_everything_is_there() -> None:
         pytest.skip("Chromium or faketime is not installed here (the tests that need them fail and say so)")
     again = subprocess.run(["sh", str(script)], capture_output=True, text=True, check=False)
     assert (again.returncode, again.stdout, again.stderr) == (0, "", "")
+
+
+def test_the_zone_reason_table_is_the_enum_with_its_docs() -> None:
+    block = README.split("<!-- zone-reasons -->", 1)[1].split("<!-- /zone-reasons -->", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \| (.+) \|$", block, flags=re.MULTILINE)
+    assert len(rows) == len({code for code, _ in rows}), "a code is listed twice"
+    assert dict(rows) == {code.value: doc for code, doc in REASON_DOCS.items()}

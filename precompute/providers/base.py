@@ -3,8 +3,9 @@
 A provider only writes. It receives the governed context (trusted facts only) and the
 zones it should write personal versions of; it returns, per zone, `text`, the `fact_ids`
 it relies on, the `cta_id` chosen from the campaign's CTAs (never a URL) and a
-self-reported `confidence`. Everything it returns goes through the same deterministic
-checks, whichever provider wrote it.
+self-reported `confidence`, or a `Decline` saying why it wrote none (a reason code from
+`welcomemat.reasons` and, for a person, a note). Everything it returns goes through the
+same deterministic checks, whichever provider wrote it.
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from precompute.context import EffectivePolicy, GovernedContext
 from welcomemat.accounts import Account
 from welcomemat.campaign import Campaign
+from welcomemat.reasons import PROVIDER_DECLINES, ZoneReason
 from welcomemat.zone_contract import ZoneContract
 
 __all__ = [
+    "NOTE_CHARS",
+    "Decline",
     "FactExtractor",
     "GenerationRequest",
     "GenerationResult",
@@ -30,6 +34,9 @@ __all__ = [
     "ProviderUsage",
     "ZoneDraft",
 ]
+
+
+NOTE_CHARS = 300  # a decline's note is one line for a terminal or an admin page, not a transcript
 
 
 class ProviderUnavailable(Exception):
@@ -55,6 +62,32 @@ class ZoneDraft(BaseModel):
     valid_until: date | None = None
 
 
+class Decline(BaseModel):
+    """Why a provider wrote no draft for a zone: a reason code, and the specifics for a person.
+
+    The note may quote the model (the self-review's own words): it is made one printable
+    line here, so no control character reaches a terminal through `welcomemat explain`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reason: ZoneReason
+    note: str = ""
+
+    @field_validator("reason")
+    @classmethod
+    def _a_provider_code(cls, value: ZoneReason) -> ZoneReason:
+        if value not in PROVIDER_DECLINES:
+            raise ValueError(f"{value.value!r} is not a reason a provider gives for a missing draft")
+        return value
+
+    @field_validator("note")
+    @classmethod
+    def _one_printable_line(cls, value: str) -> str:
+        line = "".join(c for c in " ".join(value.split()) if c.isprintable())
+        return line if len(line) <= NOTE_CHARS else line[: NOTE_CHARS - 1] + "…"
+
+
 @dataclass(frozen=True)
 class GenerationRequest:
     """One account: the zones its pages show, and everything they may be built from.
@@ -71,9 +104,14 @@ class GenerationRequest:
 
 @dataclass(frozen=True)
 class GenerationResult:
-    """Drafts by zone id (a zone the provider declined is simply absent) and what it cost."""
+    """Drafts by zone id, why each requested zone without one has none, and what it cost.
+
+    A zone in neither mapping is counted as `no_answer`. `notes` are for a person reading
+    a log (a repair call and why); nothing decides on them.
+    """
 
     drafts: Mapping[str, ZoneDraft]
+    declined: Mapping[str, Decline] = field(default_factory=dict)
     model_calls: int = 0
     tokens: int = 0
     retries: int = 0

@@ -4,8 +4,9 @@ It fills the campaign's human-written patterns (`campaign.patterns`: fact type -
 -> patterns with `{slots}`) with values taken only from trusted fact fields, the account's
 short name and date arithmetic on `as_of`. It never invents: a pattern whose slots cannot
 all be filled from trusted data is skipped, and a zone with no pattern left is declined
-(absent from the drafts) so the pipeline serves the segment copy. Its output goes through
-the same deterministic checks as a model's.
+(`no_pattern_filled`; a link zone no trusted fact supports: `no_cta_support`) so the
+pipeline serves the segment copy. Its output goes through the same deterministic checks
+as a model's.
 
 Why a composer and not just segment copy: most of the value of a personal page is one
 true, dated, specific line ("Congrats on the Series A on Thursday, Dymaxa"), and a human
@@ -36,8 +37,9 @@ from datetime import MAXYEAR, date, timedelta
 from functools import lru_cache
 
 from precompute.context import GovernedContext, TrustedFact
-from precompute.providers.base import GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
+from precompute.providers.base import Decline, GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
 from welcomemat.campaign import Campaign
+from welcomemat.reasons import ZoneReason
 from welcomemat.zone_contract import ZoneContract
 
 __all__ = [
@@ -56,7 +58,7 @@ __all__ = [
 
 # Part of the provider fingerprint, hence of every account's input hash: bump it whenever
 # the composer's output for the same input could change, so published zone sets are redone.
-COMPOSER_VERSION = "offline-composer/1"
+COMPOSER_VERSION = "offline-composer/2"  # 2: a declined zone says why (its reason code)
 
 # Among facts of equal recency, the order in which fact types make the better opening line.
 TYPE_PRIORITY: tuple[str, ...] = ("funding", "expansion", "hiring", "leadership", "product_launch")
@@ -324,19 +326,38 @@ def _fact_draft(
     return None
 
 
+def _no_pattern(
+    contract: ZoneContract, campaign: Campaign, units: Mapping[str, list[_Unit]], *, library: bool
+) -> Decline:
+    """Why no pattern was filled: no pattern for the zone, no trusted fact for one, or none fits."""
+    types = sorted(t for t in contract.fact_types if contract.id in campaign.patterns.get(t, {}))
+    have = [t for t in types if units.get(t)]
+    if not types:
+        note = "the campaign has no pattern for this zone"
+    elif not have:
+        note = f"no trusted fact of a type with a pattern here ({', '.join(types)})"
+    else:
+        note = f"no {', '.join(have)} pattern fits the trusted facts and the zone's limits"
+    if library:
+        note += "; no proof library item fits either"
+    return Decline(reason=ZoneReason.NO_PATTERN_FILLED, note=note)
+
+
 def _cta_draft(
     contract: ZoneContract, campaign: Campaign, units: Mapping[str, list[_Unit]]
-) -> ZoneDraft | None:
-    """The campaign's first CTA when a trusted fact supports the zone; else None (segment copy)."""
+) -> ZoneDraft | Decline:
+    """The campaign's first CTA when a trusted fact supports the zone; else why not (segment copy)."""
     # A zone naming no fact types (the example's `cta`) is supported by any type the campaign
     # writes patterns for: the campaign's first CTA is its ask for accounts with a live signal.
     supporting = contract.fact_types or frozenset(campaign.patterns)
     ordered = _ordered_types(units, sorted(supporting), set())
     if not ordered:
-        return None
+        note = f"no trusted fact of a supporting type ({', '.join(sorted(supporting)) or 'none'})"
+        return Decline(reason=ZoneReason.NO_CTA_SUPPORT, note=note)
     cta = campaign.ctas[0]
     if not contract.fits(cta.label):
-        return None
+        note = f"the label of CTA {cta.id!r} does not fit the zone's limits"
+        return Decline(reason=ZoneReason.NO_CTA_SUPPORT, note=note)
     unit = units[ordered[0]][0]
     return ZoneDraft(
         zone_id=contract.id, text=cta.label, fact_ids=unit.fact_ids, cta_id=cta.id, confidence=CTA_CONFIDENCE
@@ -373,28 +394,27 @@ class OfflineComposer:
         units = _units_by_type(context, wanted)
         account_id = context.account.account_id
         drafts: dict[str, ZoneDraft] = {}
-        notes: list[str] = []
+        declined: dict[str, Decline] = {}
         used: set[str] = set()  # fact types already stated on this page, in zone order
         for contract in request.zones:
-            if contract.id in drafts:
+            if contract.id in drafts or contract.id in declined:
                 continue
-            draft: ZoneDraft | None = None
+            outcome: ZoneDraft | Decline | None
             if contract.link:
-                draft = _cta_draft(contract, campaign, units)
+                outcome = _cta_draft(contract, campaign, units)
             else:
                 found = _fact_draft(contract, campaign, units, used, account_id)
+                outcome = None
                 if found is not None:
-                    draft, fact_type = found
+                    outcome, fact_type = found
                     used.add(fact_type)
-                elif contract.id == PROOF_ZONE_ID and not contract.requires_fact:
-                    draft = _library_draft(contract, campaign, context.account.segment)
-            if draft is None:
-                why = (
-                    "no trusted fact supports a CTA"
-                    if contract.link
-                    else "no pattern filled from trusted facts"
-                )
-                notes.append(f"{contract.id}: declined ({why})")
+                library = contract.id == PROOF_ZONE_ID and not contract.requires_fact
+                if outcome is None and library:
+                    outcome = _library_draft(contract, campaign, context.account.segment)
+                if outcome is None:
+                    outcome = _no_pattern(contract, campaign, units, library=library)
+            if isinstance(outcome, Decline):
+                declined[contract.id] = outcome
             else:
-                drafts[contract.id] = draft
-        return GenerationResult(drafts=drafts, model_calls=0, tokens=0, notes=tuple(notes))
+                drafts[contract.id] = outcome
+        return GenerationResult(drafts=drafts, declined=declined, model_calls=0, tokens=0)

@@ -16,17 +16,22 @@ Why it is built this way:
   text those checks refuse).
 * Malformed output (JSON that does not validate, a refusal, a reply cut off at
   `finish_reason == "length"`) gets at most one repair call per request, which quotes the
-  problem; after that the page's zones are declined (absent), never published unchecked.
+  problem; after that the page's zones are declined (`malformed_output`, or `model_refused`
+  for a refusal), never published unchecked.
 * Self-review (`self_review=True`, the default): a second call per request judges every draft
   against the zone's purpose and the supplied facts (wrong entity, unsupported implication,
-  tone) and answers `ok` per zone. It can only REMOVE a zone (a draft judged not ok, or not
-  judged at all, is declined and takes the fallback); it never adds, rewrites or rescues
-  one, and whatever it approves still goes through every deterministic check.
+  tone) and answers `ok` per zone. It can only REMOVE a zone (a draft judged not ok,
+  `self_review_rejected` with the reviewer's note, or not judged at all,
+  `self_review_no_verdict`, is declined and takes the fallback); it never adds, rewrites or
+  rescues one, and whatever it approves still goes through every deterministic check.
+* Every zone without a draft says why, as a `Decline` (reason code from `welcomemat.reasons`
+  and a note): `explain`, QA and the admin preview show it.
 * Faults: one retry layer, ours. The client is built with `max_retries=0` and every HTTP
   call goes through `ResilientCaller.call` (breaker, backoff with jitter, Retry-After up to
   a cap, per-call timeout capped by the job's deadline). 429, 5xx, timeouts and connection
-  errors are `RetryableError`; any other HTTP error declines the page. `ProviderUnavailable`
-  propagates: the account gets the fallback now and is journalled `deferred`.
+  errors are `RetryableError`; any other HTTP error declines the page (`endpoint_error`).
+  `ProviderUnavailable` propagates: the account gets the fallback now and is journalled
+  `deferred`.
 * Research extraction (`OpenAIProvider.extract_facts`): dated facts from an account's raw
   `sources`, kept only when their `evidence` is a verbatim substring of the source text
   (whitespace aside, see `precompute.providers.extraction`); kept facts then face the
@@ -65,7 +70,7 @@ from openai.lib._pydantic import to_strict_json_schema  # what `.parse()` itself
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from precompute.context import TrustedFact
-from precompute.providers.base import GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
+from precompute.providers.base import Decline, GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
 from precompute.providers.extraction import MAX_SOURCE_CHARS, MAX_SOURCES, ExtractedFacts, verified_facts
 from precompute.providers.http_transport import ThreadConnectionTransport
 from precompute.providers.offline import OfflineComposer
@@ -73,6 +78,7 @@ from precompute.resilience import Deadline, ResilientCaller, RetryableError
 from welcomemat.accounts import Account
 from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError
+from welcomemat.reasons import ZoneReason
 from welcomemat.settings import Settings
 from welcomemat.zone_contract import ZoneContract
 
@@ -97,6 +103,9 @@ __all__ = [
 
 # Part of the fingerprint, hence of every account's input hash: bump it whenever the
 # provider's output for the same model and prompts could change, so zone sets are redone.
+# Not bumped when only a declined zone's reason code changed: the page text is the same, and
+# redoing every account would pay for every model call again. Sets published before keep
+# the legacy reason "declined" until their inputs change (read as an unknown code, shown as is).
 PROVIDER_VERSION = "openai-provider/2"  # 2: compact JSON in the data block
 
 PROMPTS_DIR = Path(__file__).with_name("prompts")
@@ -284,6 +293,7 @@ class _Reply(Generic[M]):
     parsed: M | None
     problem: str = ""
     content: str | None = None
+    refused: bool = False  # the problem is a refusal or a content filter, not a malformed answer
 
 
 @dataclass
@@ -294,6 +304,13 @@ class _Tally:
     attempts: int = 0
     tokens: int = 0
     notes: list[str] = field(default_factory=list)
+    declined: dict[str, Decline] = field(default_factory=dict)
+
+    def decline(self, zone_ids: Iterable[str], reason: ZoneReason, note: str = "") -> None:
+        """The first reason given for a zone stands: a later step failing does not hide it."""
+        for zone_id in zone_ids:
+            if zone_id not in self.declined:
+                self.declined[zone_id] = Decline(reason=reason, note=note)
 
 
 class _Declined(Exception):
@@ -420,6 +437,7 @@ class OpenAIProvider:
     def generate(self, request: GenerationRequest) -> GenerationResult:
         tally = _Tally()
         drafts: dict[str, ZoneDraft] = {}
+        every_zone = [z.id for z in request.zones]
         try:
             messages = self._generation_messages(request)
             reply = self._ask(messages, PageDraft, tally)
@@ -427,16 +445,18 @@ class OpenAIProvider:
             if reply.parsed is None:
                 reply = self._ask(self._repair(messages, reply, tally, "generation"), PageDraft, tally)
             if reply.parsed is None:
-                tally.notes.append(f"page {request.page_id}: declined after one repair ({reply.problem})")
+                why = ZoneReason.MODEL_REFUSED if reply.refused else ZoneReason.MALFORMED_OUTPUT
+                tally.decline(every_zone, why, f"after one repair: {reply.problem}")
             else:
                 drafts = self._drafts(request, reply.parsed, tally)
                 if self.self_review and drafts:
                     drafts = self._review(request, drafts, tally, repair_left=not repaired)
         except _Declined as exc:
-            tally.notes.append(f"page {request.page_id}: declined ({exc})")
+            tally.decline(every_zone, ZoneReason.ENDPOINT_ERROR, str(exc))
             drafts = {}
         return GenerationResult(
             drafts=drafts,
+            declined={k: v for k, v in tally.declined.items() if k not in drafts},
             model_calls=tally.calls,
             tokens=tally.tokens,
             retries=tally.attempts - tally.calls,
@@ -529,11 +549,10 @@ class OpenAIProvider:
         if finish == "length":
             return _Reply(None, "the answer was cut off (finish_reason length): answer more briefly", content)
         if finish == "content_filter":
-            return _Reply(None, "the answer was stopped by a content filter", content)
+            return _Reply(None, "the answer was stopped by a content filter", content, refused=True)
         if message.get("refusal"):
-            return _Reply(
-                None, _clip(f"the answer is a refusal: {message['refusal']}", _PROBLEM_CHARS), content
-            )
+            problem = _clip(f"the answer is a refusal: {message['refusal']}", _PROBLEM_CHARS)
+            return _Reply(None, problem, content, refused=True)
         if not isinstance(content, str) or not content.strip():
             return _Reply(None, "the answer is empty", content if isinstance(content, str) else None)
         try:
@@ -633,15 +652,17 @@ class OpenAIProvider:
             text = item.text.strip()
             cta_id: str | None = None
             if contract.link:
-                cta = request.campaign.cta(item.cta_id) if item.cta_id else None
+                if not item.cta_id:  # choosing no CTA is how the model leaves a link zone out
+                    tally.decline([contract.id], ZoneReason.MODEL_DECLINED, "no cta_id chosen")
+                    continue
+                cta = request.campaign.cta(item.cta_id)
                 if cta is None:
-                    tally.notes.append(
-                        f"{contract.id}: declined (cta_id {item.cta_id!r} is not a campaign CTA)"
-                    )
+                    note = f"cta_id {_clip(item.cta_id, 80)!r} is not a campaign CTA"
+                    tally.decline([contract.id], ZoneReason.UNKNOWN_CTA, note)
                     continue
                 text, cta_id = cta.label, cta.id  # the approved label, never the model's words
             if not text:
-                tally.notes.append(f"{contract.id}: declined by the model")
+                tally.decline([contract.id], ZoneReason.MODEL_DECLINED)
                 continue
             fact_ids = tuple(dict.fromkeys(item.fact_ids))
             cited = [f for f in (ctx.fact(i) for i in fact_ids) if f is not None]
@@ -653,9 +674,8 @@ class OpenAIProvider:
                 confidence=item.confidence,
                 valid_until=_valid_until(text, cited, ctx.as_of),
             )
-        for zone_id in wanted.keys() - drafts.keys():
-            if not any(n.startswith(f"{zone_id}:") for n in tally.notes):
-                tally.notes.append(f"{zone_id}: declined (no answer for the zone)")
+            tally.declined.pop(contract.id, None)  # declined by an earlier entry, drafted by this one
+        tally.decline(sorted(wanted.keys() - drafts.keys()), ZoneReason.NO_ANSWER)
         return drafts
 
     # -- self-review ---------------------------------------------------------------------------
@@ -696,9 +716,7 @@ class OpenAIProvider:
         if reply.parsed is None and repair_left:
             reply = self._ask(self._repair(messages, reply, tally, "self-review"), PageReview, tally)
         if reply.parsed is None:
-            tally.notes.append(
-                f"page {request.page_id}: self-review unusable ({reply.problem}); zones declined"
-            )
+            tally.decline(drafts, ZoneReason.SELF_REVIEW_UNUSABLE, reply.problem)
             return {}
         verdicts: dict[str, ZoneVerdict] = {}
         for judged in reply.parsed.zones:
@@ -708,7 +726,8 @@ class OpenAIProvider:
             verdict = verdicts.get(zone_id)
             if verdict is not None and verdict.ok:
                 kept[zone_id] = draft
+            elif verdict is not None:
+                tally.decline([zone_id], ZoneReason.SELF_REVIEW_REJECTED, verdict.reason)
             else:
-                why = _clip(verdict.reason, 120) if verdict is not None else "not judged"
-                tally.notes.append(f"{zone_id}: declined by self-review ({why})")
+                tally.decline([zone_id], ZoneReason.SELF_REVIEW_NO_VERDICT)
         return kept

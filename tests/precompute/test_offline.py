@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from precompute.context import (
     EffectivePolicy,
@@ -23,7 +24,7 @@ from precompute.context import (
     TrustedFact,
 )
 from precompute.providers import offline
-from precompute.providers.base import GenerationRequest, GenerationResult, Provider
+from precompute.providers.base import NOTE_CHARS, Decline, GenerationRequest, GenerationResult, Provider
 from precompute.providers.offline import (
     OfflineComposer,
     count_word,
@@ -33,6 +34,7 @@ from precompute.providers.offline import (
 from tests.corpora import REPO_ROOT
 from welcomemat.accounts import Account
 from welcomemat.campaign import Campaign, Confidence, load_campaign
+from welcomemat.reasons import ZoneReason
 from welcomemat.zone_contract import load_zone_contracts
 
 ZONES = load_zone_contracts(REPO_ROOT / "zones")
@@ -193,10 +195,64 @@ def test_no_usable_fact_declines_personal_zones_and_uses_the_proof_library(claim
     assert proof.text == CAMPAIGN.proof_library[0].text  # the saas-mid item comes first
     assert proof.fact_ids == ()
     assert proof.confidence == 0.8
-    assert any(n.startswith("hero_headline: declined") for n in result.notes)
-    assert any(n.startswith("cta: declined") for n in result.notes)
+    reasons = {zone_id: d.reason for zone_id, d in result.declined.items()}
+    assert reasons == {
+        "hero_headline": ZoneReason.NO_PATTERN_FILLED,
+        "hero_support": ZoneReason.NO_PATTERN_FILLED,
+        "cta": ZoneReason.NO_CTA_SUPPORT,
+    }
+    assert result.declined["hero_headline"].note.startswith("no trusted fact of a type with a pattern here")
+    assert result.declined["cta"].note.startswith("no trusted fact of a supporting type (expansion, funding")
     continuation = generate(context(record, facts, claims_allowed=claims_allowed), page="continuation")
     assert continuation.drafts == {}
+    assert set(continuation.declined) == {"continuation_headline", "hero_support", "cta"}
+
+
+def test_a_fact_no_pattern_can_state_is_no_pattern_filled_yet_supports_the_cta() -> None:
+    """A funding fact without its round: no funding pattern fills, but the fact still backs the ask."""
+    record = dymaxa_record()
+    roundless = trusted({k: v for k, v in record["facts"][0].items() if k != "round"})
+    result = generate(context(record, (roundless,)))
+    assert result.drafts["cta"].fact_ids == ("dymaxa-series-a",)
+    headline = result.declined["hero_headline"]
+    assert headline.reason is ZoneReason.NO_PATTERN_FILLED
+    assert headline.note == "no funding pattern fits the trusted facts and the zone's limits"
+    assert "hero_support" in result.drafts  # its funding pattern names no round
+    assert result.drafts["proof"].fact_ids == ()  # no hiring fact: the proof library's copy
+
+
+def test_a_cta_label_over_the_zone_limits_is_no_cta_support() -> None:
+    tight = {**ZONES, "cta": ZONES["cta"].model_copy(update={"max_chars": 5})}
+    req = request(context(dymaxa_record()))
+    req = GenerationRequest(
+        context=req.context,
+        campaign=req.campaign,
+        policy=req.policy,
+        page_id=req.page_id,
+        zones=tuple(tight[z.id] for z in req.zones),
+    )
+    result = COMPOSER.generate(req)
+    assert "cta" not in result.drafts
+    assert result.declined["cta"].reason is ZoneReason.NO_CTA_SUPPORT
+    assert result.declined["cta"].note == "the label of CTA 'book_ramp_review' does not fit the zone's limits"
+
+
+def test_a_decline_takes_only_a_provider_code_and_keeps_its_note_to_one_printable_line() -> None:
+    with pytest.raises(ValidationError, match="not a reason a provider gives"):
+        Decline(reason=ZoneReason.PERSONAL)
+    with pytest.raises(ValidationError):
+        Decline(reason="declined")  # type: ignore[arg-type]  # an old code is read, never written
+    note = Decline(reason=ZoneReason.SELF_REVIEW_REJECTED, note="too\n\x1b[2J  bold\tclaim " * 50).note
+    assert note.startswith("too [2J bold claim too") and note.isprintable() and len(note) == NOTE_CHARS
+    assert Decline(reason="no_answer").reason is ZoneReason.NO_ANSWER  # type: ignore[arg-type]
+
+
+def test_every_requested_zone_is_drafted_or_declined_never_both() -> None:
+    for facts in (None, ()):
+        for page in CAMPAIGN.pages:
+            result = generate(context(dymaxa_record(), facts), page=page)
+            assert not set(result.drafts) & set(result.declined)
+            assert set(result.drafts) | set(result.declined) == set(CAMPAIGN.pages[page].zones)
 
 
 def test_proof_library_falls_back_to_an_item_for_every_segment() -> None:

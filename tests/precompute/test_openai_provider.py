@@ -30,8 +30,9 @@ from pydantic import BaseModel
 from precompute.checks import CheckInput, build_vocabulary, run_checks
 from precompute.commands import PROVIDERS, make_provider
 from precompute.context_builder import build_context
+from precompute.explain import format_explain
 from precompute.policy import build_policy
-from precompute.providers.base import GenerationRequest, Provider, ZoneDraft
+from precompute.providers.base import GenerationRequest, GenerationResult, Provider, ZoneDraft
 from precompute.providers.extraction import ExtractedFact, ExtractedFacts, verified_facts
 from precompute.providers.openai_provider import (
     OpenAIProvider,
@@ -41,6 +42,7 @@ from precompute.providers.openai_provider import (
     request_body,
     response_format,
 )
+from precompute.qa import run_qa
 from precompute.report import RunReport
 from precompute.run import JournalState, PrecomputeRun
 from precompute.trust import short_name
@@ -51,6 +53,7 @@ from welcomemat import keys
 from welcomemat.accounts import Account, Fact, Source
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.errors import ConfigError
+from welcomemat.reasons import ZoneReason
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
 from welcomemat.zone_contract import ZoneContract, load_zone_contracts
@@ -421,7 +424,8 @@ def test_malformed_output_gets_one_repair_then_the_page_is_declined(
     report = ran.report
     published = assert_nothing_bad_published(redis_client, campaign, zones, rows)
     assert not personal(published) and not report.check_failures and report.deferred == 0
-    assert all(z.reason == "declined" for zs in published.values() for z in zs)
+    expected = "model_refused" if mode == "refuse" else "malformed_output"
+    assert all(z.reason == expected for zs in published.values() for z in zs)
     generated = server.requests("generate")
     assert len(generated) == 2 * PAGES and not server.requests("review")  # one repair per page, no more
     repairs = [r for r in generated if "could not be used" in r.last_user_message]
@@ -484,7 +488,7 @@ def test_self_review_can_only_remove_zones(
     assert not any(z == "hero_support" for _, z in chosen)
     assert ("acct_dymaxa", "hero_headline") in chosen and ("acct_dymaxa", "cta") in chosen
     support = next(z for z in published["acct_dymaxa"] if z.zone_id == "hero_support")
-    assert support.rung is Rung.SEGMENT and support.reason == "declined"
+    assert support.rung is Rung.SEGMENT and support.reason == "self_review_rejected"
     assert report.model_calls == 2 * PAGES
 
 
@@ -504,6 +508,139 @@ def test_without_self_review_one_call_per_page_and_another_fingerprint(
     reviewing = providers()
     assert provider.fingerprint() != reviewing.fingerprint()
     assert reviewing.fingerprint() == providers(timeout_s=9.0).fingerprint()
+
+
+# -- why a zone has no draft -----------------------------------------------------------------
+
+EVERY_ZONE = None  # the case declines every zone of the request
+# case -> (server mode, its params, the zone declined (or EVERY_ZONE), the reason, text in the note)
+DECLINE_CASES: dict[str, tuple[str, dict[str, Any], str | None, ZoneReason, str]] = {
+    "empty text": ("well", {"decline": ["hero_support"]}, "hero_support", ZoneReason.MODEL_DECLINED, ""),
+    "no cta chosen": ("well", {"decline": ["cta"]}, "cta", ZoneReason.MODEL_DECLINED, "no cta_id"),
+    "zone left out": ("well", {"omit": ["proof"]}, "proof", ZoneReason.NO_ANSWER, ""),
+    "made-up cta": ("well", {"cta_id": "book_now"}, "cta", ZoneReason.UNKNOWN_CTA, "'book_now'"),
+    "review rejects": (
+        "well",
+        {"review_reject": ["hero_support"], "review_note": "Says ramp twice"},
+        "hero_support",
+        ZoneReason.SELF_REVIEW_REJECTED,
+        "Says ramp twice",
+    ),
+    "review skips": (
+        "well",
+        {"review_omit": ["hero_support"]},
+        "hero_support",
+        ZoneReason.SELF_REVIEW_NO_VERDICT,
+        "",
+    ),
+    "review broken": ("well", {"review_broken": True}, EVERY_ZONE, ZoneReason.SELF_REVIEW_UNUSABLE, "schema"),
+    "malformed": ("malformed", {}, EVERY_ZONE, ZoneReason.MALFORMED_OUTPUT, "after one repair"),
+    "truncated": ("truncated", {}, EVERY_ZONE, ZoneReason.MALFORMED_OUTPUT, "finish_reason length"),
+    "refusal": ("refuse", {}, EVERY_ZONE, ZoneReason.MODEL_REFUSED, "I can't help with that."),
+    "http 400": ("client_error", {}, EVERY_ZONE, ZoneReason.ENDPOINT_ERROR, "HTTP 400"),
+}
+
+
+def dymaxa_request(campaign: Campaign, zones: dict[str, ZoneContract]) -> GenerationRequest:
+    """Dymaxa's request as the pipeline makes it: every zone of both pages, in page order."""
+    policy = build_policy(campaign, None)
+    return GenerationRequest(
+        context=build_context(Account.model_validate(example_rows()[0]), campaign, policy, TODAY),
+        campaign=campaign,
+        policy=policy,
+        page_id="+".join(campaign.pages),
+        zones=tuple(zones[z] for z in campaign.page_zone_ids()),
+    )
+
+
+@pytest.mark.parametrize("case", sorted(DECLINE_CASES))
+def test_every_zone_without_a_draft_says_why(
+    case: str,
+    server: LLMTestServer,
+    providers: Callable[..., OpenAIProvider],
+    campaign: Campaign,
+    zones: dict[str, ZoneContract],
+) -> None:
+    mode, params, zone_id, reason, note = DECLINE_CASES[case]
+    server.set_mode(mode, **params)
+    request = dymaxa_request(campaign, zones)
+    result: GenerationResult = providers().generate(request)
+    requested = {z.id for z in request.zones}
+    assert set(result.drafts) | set(result.declined) == requested  # every zone: a draft or a why
+    assert not set(result.drafts) & set(result.declined)
+    declined = requested if zone_id is EVERY_ZONE else {zone_id}
+    assert set(result.declined) == declined, result.declined
+    for decline in result.declined.values():
+        assert decline.reason is reason and note in decline.note, decline
+    if zone_id is not EVERY_ZONE:  # the other zones are written as usual
+        assert set(result.drafts) == requested - declined
+
+
+def test_the_review_note_is_one_printable_line_and_a_later_answer_does_not_hide_an_earlier_why(
+    server: LLMTestServer,
+    providers: Callable[..., OpenAIProvider],
+    campaign: Campaign,
+    zones: dict[str, ZoneContract],
+) -> None:
+    # A made-up CTA, then a broken review: the CTA zone keeps the first reason it was given.
+    server.set_mode(
+        "well", cta_id="book_now", review_reject=["hero_support"], review_note="a\x1b[31m\nb " * 200
+    )
+    result = providers().generate(dymaxa_request(campaign, zones))
+    assert result.declined["cta"].reason is ZoneReason.UNKNOWN_CTA
+    note = result.declined["hero_support"].note
+    assert note.startswith("a[31m b a[31m b") and note.isprintable() and len(note) <= 300
+    server.set_mode("well", cta_id="book_now", review_broken=True)
+    result = providers().generate(dymaxa_request(campaign, zones))
+    assert result.declined["cta"].reason is ZoneReason.UNKNOWN_CTA
+    assert result.declined["hero_headline"].reason is ZoneReason.SELF_REVIEW_UNUSABLE
+
+
+def test_the_self_review_note_reaches_explain_and_qa(
+    tmp_path: Path,
+    redis_url: str,
+    redis_client: redis.Redis,
+    server: LLMTestServer,
+    providers: Callable[..., OpenAIProvider],
+    campaign: Campaign,
+    zones: dict[str, ZoneContract],
+) -> None:
+    rows = example_rows()
+    note = "Implies the Series A paid for the SDRs; the facts do not say so"
+    server.set_mode("well", review_reject=["hero_support"], review_note=note, omit=["proof"])
+    run(redis_client, campaign, zones, tmp_path, providers(), rows)
+    published = assert_nothing_bad_published(redis_client, campaign, zones, rows)
+    support = next(z for z in published["acct_dymaxa"] if z.zone_id == "hero_support")
+    assert (support.rung, support.reason) == (Rung.SEGMENT, "self_review_rejected")
+
+    record = json.loads(
+        redis_client.get(keys.explain_key(campaign.tenant, campaign.campaign, "acct_dymaxa")) or b""
+    )
+    explained = {z["zone_id"]: z for z in record["zones"]}
+    assert explained["hero_support"]["note"] == note
+    assert explained["proof"]["reason"] == "no_answer" and explained["proof"]["note"] is None
+    text = format_explain(record)
+    assert "hero_support: segment (self_review_rejected)" in text
+    assert f"note: {note}" in text and f"why: {ZoneReason.SELF_REVIEW_REJECTED.doc}" in text
+
+    qa = run_qa(ZoneSetStore(redis_client), campaign, zones, now=NOW)
+    assert qa.fallback_reasons["self_review_rejected"] == len(rows)
+    assert qa.fallback_reasons["no_answer"] == len(rows)
+
+    # As a user runs them: `explain` (text and JSON) and `qa`.
+    env = {**os.environ, "REDIS_URL": redis_url, "WELCOMEMAT_HOME": str(tmp_path / "home")}
+
+    def cli(*args: str) -> str:
+        done = subprocess.run(
+            [WORKER, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode in (0, 1), done.stderr
+        return done.stdout
+
+    assert f"note: {note}" in cli("explain", campaign.campaign, "acct_dymaxa")
+    as_json = json.loads(cli("explain", campaign.campaign, "acct_dymaxa", "--json"))
+    assert {z["zone_id"]: z["note"] for z in as_json["zones"]}["hero_support"] == note
+    assert f"self_review_rejected {len(rows)}" in cli("qa", campaign.campaign)
 
 
 # -- faults ----------------------------------------------------------------------------------
@@ -592,7 +729,8 @@ def test_a_client_error_declines_the_page_without_retrying_or_opening_the_breake
     assert report.deferred == 0 and report.retries == 0 and report.breaker_openings == 0
     assert report.model_calls == PAGES == len(server.requests())
     published = assert_nothing_bad_published(redis_client, campaign, zones, rows)
-    assert not personal(published) and all(z.reason == "declined" for zs in published.values() for z in zs)
+    assert not personal(published)
+    assert all(z.reason == "endpoint_error" for zs in published.values() for z in zs)
 
 
 def test_a_slow_model_times_out_and_the_accounts_are_deferred(

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import redis
 
+from precompute.explain import format_explain
 from precompute.policy import build_policy
 from precompute.providers.base import GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
 from precompute.providers.offline import OfflineComposer
@@ -21,6 +22,7 @@ from tests.example_accounts import committed_today
 from welcomemat import keys
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.markup import render_text
+from welcomemat.reasons import ZoneReason
 from welcomemat.store import ZoneSetStore
 from welcomemat.zone_contract import ZoneContract, load_zone_contracts
 from welcomemat.zoneset import Rung, ZoneSetMode, ZoneSetStatus
@@ -265,6 +267,58 @@ def test_qa_says_no_go_when_a_published_link_is_off_the_allowlist(
     assert qa.findings_by_code["link_off_allowlist"] == 1
 
 
+def test_a_zone_the_composer_cannot_write_says_why_in_the_zone_set_explain_and_qa(
+    tmp_path: Path, redis_client: redis.Redis, campaign: Campaign, zones: dict[str, ZoneContract]
+) -> None:
+    record = dymaxa(tier=2)
+    record["facts"] = [record["facts"][0]]  # the Series A only ...
+    record["facts"][0].pop("round")  # ... without the round its headline pattern names
+    run(redis_client, campaign, zones, write(tmp_path, [record]))
+    zs = ZoneSetStore(redis_client).get("acme", "q4-pipeline", "acct_dymaxa")
+    assert zs is not None
+    reasons = {z.zone_id: z.reason for z in zs.zones if z.rung is not Rung.PERSONAL}
+    assert reasons == {"hero_headline": "no_pattern_filled", "continuation_headline": "no_pattern_filled"}
+    explain = json.loads(redis_client.get(keys.explain_key("acme", "q4-pipeline", "acct_dymaxa")) or b"{}")
+    headline = next(z for z in explain["zones"] if z["zone_id"] == "hero_headline")
+    assert headline["note"] == "no funding pattern fits the trusted facts and the zone's limits"
+    assert next(z for z in explain["zones"] if z["zone_id"] == "cta")["note"] is None  # personal
+    text = format_explain(explain)
+    assert "hero_headline: segment (no_pattern_filled)" in text
+    assert f"why: {ZoneReason.NO_PATTERN_FILLED.doc}" in text
+    assert "note: no funding pattern fits" in text
+    qa = run_qa(ZoneSetStore(redis_client), campaign, zones, now=NOW)
+    assert qa.fallback_reasons == {"no_pattern_filled": 2}
+
+
+def test_a_reason_written_by_an_older_version_is_read_and_shown_as_it_is(
+    tmp_path: Path, redis_client: redis.Redis, campaign: Campaign, zones: dict[str, ZoneContract]
+) -> None:
+    record = dymaxa(tier=2)
+    record["facts"] = [record["facts"][0]]
+    record["facts"][0].pop("round")
+    run(redis_client, campaign, zones, write(tmp_path, [record]))
+    # What an older version stored: "declined" for every missing draft, and no notes.
+    key = keys.zone_set_key("acme", "q4-pipeline", "acct_dymaxa")
+    data = json.loads(redis_client.get(key) or b"{}")
+    for zone in data["zones"]:
+        if zone["reason"] == "no_pattern_filled":
+            zone["reason"] = "declined"
+    redis_client.set(key, json.dumps(data))
+    explain_key = keys.explain_key("acme", "q4-pipeline", "acct_dymaxa")
+    explain = json.loads(redis_client.get(explain_key) or b"{}")
+    for zone in explain["zones"]:
+        zone.pop("note")
+        zone["reason"] = "declined" if zone["reason"] == "no_pattern_filled" else zone["reason"]
+
+    zs = ZoneSetStore(redis_client).get("acme", "q4-pipeline", "acct_dymaxa")
+    assert zs is not None and zs.zone("hero_headline") is not None
+    qa = run_qa(ZoneSetStore(redis_client), campaign, zones, now=NOW)
+    assert qa.fallback_reasons == {"declined": 2}
+    text = format_explain(explain)
+    assert "hero_headline: segment (declined)" in text
+    assert "why:" not in text and "note:" not in text  # an unknown code has no meaning to show
+
+
 class InlineMarkupWriter:
     """A provider whose draft uses the inline markup the zone contract allows."""
 
@@ -304,3 +358,5 @@ def test_allowed_inline_markup_is_published_beside_plain_text_and_renders(
     assert support.text == "Onboarding four new SDRs is a lot of work."  # plain, for JSON and exports
     rendered = str(render_text(support.text, support.markup, zones["hero_support"].markup))
     assert rendered == "Onboarding <em>four</em> new SDRs is a lot of work."
+    # The writer left the other zones out without a word: no answer for them.
+    assert {z.reason for z in zs.zones if z.zone_id != "hero_support"} == {"no_answer"}

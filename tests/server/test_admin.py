@@ -27,6 +27,8 @@ from server.redis_guard import renderer_redis_client
 from server.render import template_environment
 from server.tuning import RendererTuning
 from tests.corpora import corpus_lines
+from tests.llm_server import LLMTestServer
+from tests.precompute.test_openai_provider import example_rows, provider_for
 from tests.precompute.test_pipeline import NOW, dymaxa
 from tests.server.conftest import (
     BASE_URL,
@@ -44,6 +46,7 @@ from welcomemat import keys
 from welcomemat.arms import Arm
 from welcomemat.errors import StoredValueError
 from welcomemat.markup import render_text
+from welcomemat.reasons import ZoneReason
 from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import TokenKind
 from welcomemat.zoneset import Rung, ZoneSetStatus
@@ -284,6 +287,68 @@ def test_preview_of_a_holdout_account_and_its_personal_copy(redis_client: redis.
     assert "text/html" in bad.headers["content-type"]
 
 
+def test_preview_shows_what_a_reason_means_and_the_self_reviews_note(
+    tmp_path: Path, redis_client: redis.Redis, llm_server: LLMTestServer
+) -> None:
+    """Dymaxa through the model; its self-review rejects the support line, in its own words."""
+    campaign, zone_contracts = example_inputs()
+    note = "Implies <b>growth</b> the facts do not state"
+    llm_server.reset()
+    llm_server.set_mode("well", review_reject=["hero_support"], review_note=note)
+    accounts = tmp_path / "accounts.jsonl"
+    accounts.write_text(json.dumps(example_rows(NOW.date())[0]) + "\n")
+    provider = provider_for(llm_server)
+    try:
+        PrecomputeRun(
+            client=redis_client,
+            campaign=campaign,
+            zones=zone_contracts,
+            policy=build_policy(campaign, None),
+            provider=provider,
+            now=NOW,
+        ).run(accounts)
+    finally:
+        provider.close()
+    with TestClient(_app(redis_client), base_url=BASE_URL) as client:
+        _, seen = _preview(client)
+        explained = client.get(f"/admin/explain/{CAMPAIGN}/{DYMAXA}", headers=AUTH).json()
+    assert seen["page"]["hero_support"].rung == "segment" and seen["page"]["hero_headline"].rung == "personal"
+    row = seen["rows"]["hero_support"]
+    shown = " ".join(text_of(row).split())
+    assert f"Reason: self_review_rejected — {ZoneReason.SELF_REVIEW_REJECTED.doc}" in shown
+    assert f"Provider's note: “{note}”" in shown  # as text: the model's markup is not markup here
+    assert not [e for e in row.iter() if e.tag == "b"]
+    assert "Provider's note" not in text_of(seen["rows"]["hero_headline"])
+    zone = next(z for z in explained["zones"] if z["zone_id"] == "hero_support")
+    assert (zone["reason"], zone["note"]) == ("self_review_rejected", note)
+
+
+def test_preview_of_a_reason_an_older_version_wrote_shows_it_as_it_is(redis_client: redis.Redis) -> None:
+    campaign, zone_contracts = example_inputs()
+    publish_config(redis_client, campaign, zone_contracts)
+    from tests.server.conftest import PERSONAL_ACCOUNT
+
+    zone_set = make_zone_set(PERSONAL_ACCOUNT)
+    legacy = zone_set.zones[0].model_copy(
+        update={"rung": Rung.SEGMENT, "reason": "declined;unknown_segment", "facts": ()}
+    )
+    ZoneSetStore(redis_client).publish(zone_set.model_copy(update={"zones": (legacy,)}))
+    record = {
+        "account_id": PERSONAL_ACCOUNT,
+        "zones": [{"zone_id": "hero_headline", "rung": "segment", "reason": "declined;unknown_segment"}],
+    }
+    redis_client.set(keys.explain_key(TENANT, CAMPAIGN, PERSONAL_ACCOUNT), json.dumps(record))
+    with TestClient(_app(redis_client), base_url=BASE_URL) as client:
+        _, seen = _preview(client, PERSONAL_ACCOUNT)
+        explained = client.get(f"/admin/explain/{CAMPAIGN}/{PERSONAL_ACCOUNT}", headers=AUTH).json()
+    shown = " ".join(text_of(seen["rows"]["hero_headline"]).split())
+    assert "Reason: declined;unknown_segment" in shown and " — " not in shown and "note" not in shown
+    assert (
+        explained["zones"][0]["reason"] == "declined;unknown_segment"
+        and explained["zones"][0]["note"] is None
+    )
+
+
 XSS = corpus_lines("xss/IntrudersXSS.txt")[:40] + corpus_lines("xss/XSS_Polyglots.txt")[:10]
 
 
@@ -306,6 +371,7 @@ def test_nothing_from_records_reaches_the_admin_page_unescaped(redis_client: red
                 "reason": payload,
                 "draft": payload,
                 "checks": [{"check": payload, "reason": payload, "detail": payload}],
+                "note": payload,
             }
         ],
     }

@@ -1,0 +1,175 @@
+"""Zone reason codes: why a published zone shows the rung it shows, each with one line of docs.
+
+Every zone of a zone set records a reason (`ZoneContent.reason`), written as
+
+    <code>[:<detail>][;unknown_segment]
+
+`detail` narrows the code: the fact types a personal zone cites (`personal:funding+hiring`),
+the identity reason (`identity:freemail`), the failed check's reason (`check:low_confidence`).
+`;unknown_segment` marks a fallback zone that took the campaign default because the
+account's segment has no copy. The codes live here, in the core, because the renderer's
+admin pages and the precompute job's QA and `explain` all read the same stored reasons.
+
+Zone sets and explain records written by older versions may hold a code this module no
+longer knows (`declined`, before declines were told apart): `parse_reason` reads it as an
+unknown code, shown as it is, never an error.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+__all__ = [
+    "PROVIDER_DECLINES",
+    "REASON_DOCS",
+    "UNKNOWN_SEGMENT",
+    "ParsedReason",
+    "ZoneReason",
+    "parse_reason",
+    "zone_reason",
+]
+
+UNKNOWN_SEGMENT = "unknown_segment"  # the suffix after `;`
+
+
+class ZoneReason(enum.StrEnum):
+    """Why a zone is on its rung (see `REASON_DOCS` for each one's meaning)."""
+
+    PERSONAL = "personal"
+    IDENTITY = "identity"
+    NO_TRUSTED_FACT = "no_trusted_fact"
+    PROVIDER_UNAVAILABLE = "provider_unavailable"
+    NO_PATTERN_FILLED = "no_pattern_filled"
+    NO_CTA_SUPPORT = "no_cta_support"
+    ENDPOINT_ERROR = "endpoint_error"
+    MALFORMED_OUTPUT = "malformed_output"
+    MODEL_REFUSED = "model_refused"
+    NO_ANSWER = "no_answer"
+    MODEL_DECLINED = "model_declined"
+    UNKNOWN_CTA = "unknown_cta"
+    SELF_REVIEW_REJECTED = "self_review_rejected"
+    SELF_REVIEW_NO_VERDICT = "self_review_no_verdict"
+    SELF_REVIEW_UNUSABLE = "self_review_unusable"
+    CHECK = "check"
+    CTA_LINK_REFUSED = "cta_link_refused"
+
+    @property
+    def doc(self) -> str:
+        return REASON_DOCS[self]
+
+
+# One line each: README.md's reason table repeats these word for word (a test compares them).
+REASON_DOCS: Mapping[ZoneReason, str] = MappingProxyType(
+    {
+        ZoneReason.PERSONAL: (
+            "personal copy that passed every check; the detail lists the cited fact types "
+            "(library: approved proof copy, no fact)"
+        ),
+        ZoneReason.IDENTITY: (
+            "the account's identity allows no account-specific claims; the detail is the identity reason"
+        ),
+        ZoneReason.NO_TRUSTED_FACT: (
+            "no fact of the account passed the trust policy, so no provider was asked"
+        ),
+        ZoneReason.PROVIDER_UNAVAILABLE: (
+            "the provider could not write now (circuit open, deadline passed, retries used up); "
+            "generated again on the next run"
+        ),
+        ZoneReason.NO_PATTERN_FILLED: (
+            "offline composer: no pattern for the zone could be filled from trusted facts within its limits"
+        ),
+        ZoneReason.NO_CTA_SUPPORT: (
+            "offline composer: no trusted fact supports the link zone's CTA, "
+            "or the CTA's label does not fit the zone"
+        ),
+        ZoneReason.ENDPOINT_ERROR: (
+            "the model endpoint answered with an HTTP error not worth a retry (400, 401, 404 ...)"
+        ),
+        ZoneReason.MALFORMED_OUTPUT: (
+            "the model's answer did not match the schema (unreadable, cut off, empty), even after one repair"
+        ),
+        ZoneReason.MODEL_REFUSED: (
+            "the model refused the request, or a content filter stopped it, even after one repair"
+        ),
+        ZoneReason.NO_ANSWER: "the provider's answer had no entry for the zone",
+        ZoneReason.MODEL_DECLINED: "the model answered the zone with no text (a link zone: with no cta_id)",
+        ZoneReason.UNKNOWN_CTA: (
+            "link zone: the model chose a cta_id that is not one of the campaign's CTAs"
+        ),
+        ZoneReason.SELF_REVIEW_REJECTED: (
+            "the model's self-review judged the draft not ok; its note is kept for explain"
+        ),
+        ZoneReason.SELF_REVIEW_NO_VERDICT: (
+            "the self-review gave no verdict for the zone, so its draft was dropped"
+        ),
+        ZoneReason.SELF_REVIEW_UNUSABLE: (
+            "the self-review's answer could not be used (malformed or refused), "
+            "so every draft it was to judge was dropped"
+        ),
+        ZoneReason.CHECK: (
+            "the draft failed a deterministic check; the detail is the check's reason code "
+            "(e.g. low_confidence)"
+        ),
+        ZoneReason.CTA_LINK_REFUSED: (
+            "the draft's CTA link failed the URL gate (not https, or its host not on the allowlist)"
+        ),
+    }
+)
+
+# The codes a provider gives for a zone it wrote no draft for (`providers.base.Decline`);
+# the others are decided around it (before the call, by the checks, by the URL gate).
+PROVIDER_DECLINES: frozenset[ZoneReason] = frozenset(
+    {
+        ZoneReason.NO_PATTERN_FILLED,
+        ZoneReason.NO_CTA_SUPPORT,
+        ZoneReason.ENDPOINT_ERROR,
+        ZoneReason.MALFORMED_OUTPUT,
+        ZoneReason.MODEL_REFUSED,
+        ZoneReason.NO_ANSWER,
+        ZoneReason.MODEL_DECLINED,
+        ZoneReason.UNKNOWN_CTA,
+        ZoneReason.SELF_REVIEW_REJECTED,
+        ZoneReason.SELF_REVIEW_NO_VERDICT,
+        ZoneReason.SELF_REVIEW_UNUSABLE,
+    }
+)
+
+
+def zone_reason(code: ZoneReason, detail: str | None = None) -> str:
+    """The stored form: `code`, or `code:detail`."""
+    return code.value if detail is None else f"{code.value}:{detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedReason:
+    """A stored reason taken apart. `code` is None for a code this version does not know."""
+
+    raw: str
+    code: ZoneReason | None
+    name: str  # the code as written, known or not (`declined` from an older version)
+    detail: str | None
+    unknown_segment: bool
+
+    @property
+    def doc(self) -> str | None:
+        return self.code.doc if self.code is not None else None
+
+
+def parse_reason(raw: str) -> ParsedReason:
+    """Any stored reason, read without failing (an unknown code is kept by name)."""
+    head, _, suffix = raw.partition(";")
+    name, colon, detail = head.partition(":")
+    try:
+        code: ZoneReason | None = ZoneReason(name)
+    except ValueError:
+        code = None
+    return ParsedReason(
+        raw=raw,
+        code=code,
+        name=name,
+        detail=detail if colon else None,
+        unknown_segment=suffix == UNKNOWN_SEGMENT,
+    )

@@ -23,16 +23,16 @@ Zone contracts (the lowest level) only add limits of their own at check time.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from precompute.claims import KNOWN_CLAIM_CLASSES
 from precompute.context import EffectivePolicy
 from welcomemat.campaign import MAX_SIGNAL_WINDOW_DAYS, Campaign, Confidence
 from welcomemat.errors import ContractError
-from welcomemat.ids import OpaqueId
-from welcomemat.yamlfile import FieldProblem, line_of_field, load_yaml_model
+
+# The tenant.yaml format is the core's, with the other input formats; re-exported here, where
+# the precedence it takes part in lives.
+from welcomemat.tenant_policy import TenantPolicy, load_tenant_policy
+from welcomemat.yamlfile import line_of_field
 
 __all__ = [
     "HARD_BANNED_PHRASES",
@@ -60,42 +60,6 @@ HARD_PROHIBITED_CLAIMS: tuple[str, ...] = ("customer_status",)
 _DEFAULT_TENANT_FILE = "tenant.yaml"
 _DEFAULT_CAMPAIGN_FILE = "campaign.yaml"
 _TIGHTEN_ONLY = "a campaign may tighten tenant policy, never loosen it"
-
-
-class TenantPolicy(BaseModel):
-    """``tenant.yaml``: the brand's rules every campaign of the tenant inherits."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    tenant: OpaqueId
-    banned_phrases: tuple[str, ...] = ()
-    banned_openers: tuple[str, ...] = ()
-    prohibited_claims: tuple[str, ...] = ()
-    max_signal_windows_days: dict[str, int] = Field(default_factory=dict)
-    min_confidence: Confidence | None = None
-
-    @field_validator("banned_phrases", "banned_openers", "prohibited_claims")
-    @classmethod
-    def _no_blank_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if any(not entry.strip() for entry in value):
-            raise ValueError("entries must not be blank")
-        return value
-
-    @field_validator("max_signal_windows_days")
-    @classmethod
-    def _windows_sane(cls, value: dict[str, int]) -> dict[str, int]:
-        for fact_type, days in value.items():
-            if not 1 <= days <= HARD_MAX_SIGNAL_WINDOW_DAYS:
-                raise FieldProblem(
-                    ("max_signal_windows_days", fact_type),
-                    f"maximum window {days} days is outside 1..{HARD_MAX_SIGNAL_WINDOW_DAYS} (hard rule)",
-                )
-        return value
-
-
-def load_tenant_policy(path: str | Path) -> TenantPolicy:
-    """Load ``tenant.yaml``; a bad file is a ContractError naming file, line and field."""
-    return load_yaml_model(path, TenantPolicy)
 
 
 def _refuse(message: str, loc: tuple[int | str, ...], campaign_file: str | None) -> ContractError:

@@ -39,19 +39,35 @@ MAX_LINE_BYTES = 1_000_000  # 1 MB: a line longer than this is a broken export, 
 
 
 class Contact(BaseModel):
-    """A person at the account. Unknown fields kept."""
+    """A person at the account."""
 
     model_config = ConfigDict(extra="allow", str_strip_whitespace=True)
 
-    contact_id: OpaqueId
-    email: str | None = None
-    first_name: str | None = None
-    last_name: str | None = None
-    title: str | None = None
+    contact_id: OpaqueId = Field(
+        description="The person's id: a personal link may carry it (`welcomemat link --contact`); one "
+        "sequencer export row each.",
+        examples=["c_joram"],
+    )
+    email: str | None = Field(
+        default=None,
+        description="Work address; its domain is compared with the account's to confirm who the account is "
+        "(a free-mail address says nothing). Empty: none.",
+        examples=["joram@dymaxa.com"],
+    )
+    first_name: str | None = Field(
+        default=None, description="For the sequencer export (`there` when missing).", examples=["Joram"]
+    )
+    last_name: str | None = Field(
+        default=None, description="For the sequencer export.", examples=["de Vries"]
+    )
+    title: str | None = Field(
+        default=None, description="Job title, for the sequencer export.", examples=["Head of Sales"]
+    )
 
     @field_validator("email")
     @classmethod
     def _email_shape(cls, value: str | None) -> str | None:
+        """`email`, when not empty, looks like an address: `local@domain.tld`, no spaces."""
         if value is None or value == "":
             return None
         local, sep, domain = value.rpartition("@")
@@ -61,19 +77,69 @@ class Contact(BaseModel):
 
 
 class Fact(BaseModel):
-    """A research answer: a statement, its link and its date, as the file states them."""
+    """A research answer: a statement, its link and its date, as the file states them.
+
+    The trust policy decides per fact whether it may be built on; an untrusted fact costs
+    only itself. Other string fields (`round`, `role`, `role_plural`, `location`...) are
+    kept and fill the campaign's pattern slots of the same name.
+    """
 
     model_config = ConfigDict(extra="allow", str_strip_whitespace=True)
 
-    id: str = Field(min_length=1, max_length=128)
-    type: str = Field(min_length=1, max_length=64)
-    statement: str = Field(min_length=1, max_length=2_000)
-    subject: str | None = None
-    source_url: str | None = None
-    published_at: str | None = None
-    confidence: str | None = None
-    surfaces: list[str] = Field(default_factory=list)
-    evidence: str | None = None
+    id: str = Field(
+        min_length=1,
+        max_length=128,
+        description="The fact's id within the account; zone sets and `explain` cite it.",
+        examples=["dymaxa-series-a"],
+    )
+    type: str = Field(
+        min_length=1,
+        max_length=64,
+        description="The kind of signal: picks its window in `signal_windows_days` (no window: never "
+        "trusted), the zones that may cite it and the patterns that use it.",
+        examples=["funding"],
+    )
+    statement: str = Field(
+        min_length=1,
+        max_length=2_000,
+        description="The fact in one sentence, about the account.",
+        examples=["Dymaxa raised a Series A"],
+    )
+    subject: str | None = Field(
+        default=None,
+        description="The company the fact is about; it must name the account (legal form, case, accents "
+        "aside). Missing: the statement must contain the account's short name.",
+        examples=["Dymaxa"],
+    )
+    source_url: str | None = Field(
+        default=None,
+        description="Where it was published: https, a registrable domain, no IP, port or userinfo. Missing "
+        "or otherwise: not trusted.",
+        examples=["https://dymaxa.com/press/series-a"],
+    )
+    published_at: str | None = Field(
+        default=None,
+        description="Publish date, `YYYY-MM-DD` or an ISO datetime; missing, unreadable, in the future or "
+        "past its type's window: not trusted.",
+        examples=["2026-11-26"],
+    )
+    confidence: str | None = Field(
+        default=None,
+        description="`low`, `medium` or `high`; below the campaign's `min_confidence`, missing or other: not "
+        "trusted.",
+        examples=["high"],
+    )
+    surfaces: list[str] = Field(
+        default_factory=list,
+        description="Where the fact may be used; without `web` it never reaches a page.",
+        examples=[["web", "email", "seller"]],
+    )
+    evidence: str | None = Field(
+        default=None,
+        description="The source passage the fact rests on; its numbers, dates and names support a personal "
+        "line that cites the fact.",
+        examples=["Dymaxa today announced its Series A to grow its sales team."],
+    )
 
 
 class Source(BaseModel):
@@ -81,32 +147,124 @@ class Source(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    url: str
-    published_at: str | None = None
-    text: str = ""
+    url: str = Field(
+        description="Where the document is; facts extracted from it carry this as `source_url`.",
+        examples=["https://dymaxa.com/press/series-a"],
+    )
+    published_at: str | None = Field(
+        default=None,
+        description="The document's date; facts extracted from it carry it as `published_at`.",
+        examples=["2026-11-26"],
+    )
+    text: str = Field(
+        default="",
+        description="The document's text; an extracted fact's evidence must be quoted from it verbatim "
+        "(whitespace aside), or the fact is dropped. Read by the `openai` provider only.",
+        examples=["Amsterdam, 26 November 2026 - Dymaxa today announced its Series A."],
+    )
 
 
 class Account(BaseModel):
-    """One account record. Unknown fields kept."""
+    """One account record, one line of `accounts.jsonl`.
+
+    Beyond these fields, `city` supports a city named in a personal line, and anything else
+    (`crm_owner`...) is carried along. Text is stripped of surrounding whitespace.
+    """
 
     model_config = ConfigDict(extra="allow", str_strip_whitespace=True)
 
-    account_id: OpaqueId
-    name: str = Field(min_length=1, max_length=300)
-    domain: str = Field(min_length=1, max_length=253)
-    segment: str = Field(min_length=1, max_length=64)
-    tier: int = Field(default=3, ge=1, le=5)
-    industry: str | None = None
-    country: str | None = None
-    employee_count: int | None = Field(default=None, ge=0)
-    ip_ranges: list[str] = Field(default_factory=list)
-    contacts: list[Contact] = Field(default_factory=list)
-    facts: list[Fact] = Field(default_factory=list)
-    sources: list[Source] = Field(default_factory=list)
+    account_id: OpaqueId = Field(
+        description="The account's id, unique in the file (a repeat is skipped): in links, tokens, Redis "
+        "keys and commands.",
+        examples=["acct_dymaxa"],
+    )
+    name: str = Field(
+        min_length=1,
+        max_length=300,
+        description="The company's name; without its legal form it is the `{account}` slot, and what a "
+        "fact must be about.",
+        examples=["Dymaxa B.V."],
+    )
+    domain: str = Field(
+        min_length=1,
+        max_length=253,
+        description="The company's web domain, no scheme or path; its registrable domain is who the account "
+        "is, and contacts' mail domains must agree.",
+        examples=["dymaxa.com"],
+    )
+    segment: str = Field(
+        min_length=1,
+        max_length=64,
+        description="A key of the campaign's `segments`: the copy the account falls back to (none: the "
+        "campaign default).",
+        examples=["saas-mid"],
+    )
+    tier: int = Field(
+        default=3,
+        ge=1,
+        le=5,
+        description="Account tier, 1 the most important; `approval.review_tiers` names the tiers a person "
+        "approves.",
+        examples=[1],
+    )
+    industry: str | None = Field(
+        default=None,
+        description="The company's industry; checked for plausibility (`explain` says when it is hidden).",
+        examples=["software"],
+    )
+    country: str | None = Field(
+        default=None,
+        description="ISO 3166-1 alpha-2 code; supports the country named in a personal line.",
+        examples=["NL"],
+    )
+    employee_count: int | None = Field(
+        default=None,
+        ge=0,
+        description="Headcount; hidden (see `explain`) when missing, absurd, or contradicting a size in the "
+        "segment's name (`-smb`, `-mid`, `-enterprise`).",
+        examples=[60],
+    )
+    ip_ranges: list[str] = Field(
+        default_factory=list,
+        description="The company's networks (CIDR, IPv4 or IPv6; host bits are dropped); a visitor from one "
+        "is identified as the account.",
+        examples=[["203.0.113.0/24", "2001:db8:d1a::/48"]],
+    )
+    contacts: list[Contact] = Field(
+        default_factory=list,
+        description="People at the account.",
+        examples=[[{"contact_id": "c_joram", "email": "joram@dymaxa.com", "first_name": "Joram"}]],
+    )
+    facts: list[Fact] = Field(
+        default_factory=list,
+        description="Research answers: dated, sourced facts.",
+        examples=[
+            [
+                {
+                    "id": "dymaxa-series-a",
+                    "type": "funding",
+                    "statement": "Dymaxa raised a Series A",
+                    "round": "Series A",
+                    "source_url": "https://dymaxa.com/press/series-a",
+                    "published_at": "2026-11-26",
+                    "confidence": "high",
+                    "surfaces": ["web"],
+                }
+            ]
+        ],
+    )
+    sources: list[Source] = Field(
+        default_factory=list,
+        description="Raw documents the `openai` provider may extract further facts from.",
+        examples=[
+            [{"url": "https://dymaxa.com/press/series-a", "published_at": "2026-11-26", "text": "..."}]
+        ],
+    )
 
     @field_validator("domain")
     @classmethod
     def _domain_lower(cls, value: str) -> str:
+        """`domain` is stored lower-case without a trailing dot; it has a dot and no `/`, `@` or space."""
         value = value.lower().rstrip(".")
         if "/" in value or "@" in value or " " in value or "." not in value:
             raise ValueError(f"not a domain name: {value!r}")
@@ -115,6 +273,7 @@ class Account(BaseModel):
     @field_validator("ip_ranges")
     @classmethod
     def _ip_ranges_parse(cls, values: list[str]) -> list[str]:
+        """Every `ip_ranges` entry parses as an IP network."""
         out = []
         for i, raw in enumerate(values):
             try:

@@ -17,10 +17,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from welcomemat.errors import ContractError
 from welcomemat.ids import OpaqueId
@@ -47,6 +50,8 @@ MAX_SIGNAL_WINDOW_DAYS = 730  # two years: older than that is history, not a sig
 
 
 class Confidence(enum.StrEnum):
+    """How sure the research is of a fact: `low`, `medium` or `high`."""
+
     LOW = "low"
     MEDIUM = "medium"
     HIGH = "high"
@@ -63,62 +68,146 @@ class Cta(BaseModel):
     """A call to action the campaign approves. Models choose one by id; they never write URLs."""
 
     model_config = _STRICT
-    id: OpaqueId
-    label: str = Field(min_length=1, max_length=80)
-    href: str
+    id: OpaqueId = Field(description="The id copy and models name the CTA by.", examples=["book_ramp_review"])
+    label: str = Field(
+        min_length=1,
+        max_length=80,
+        description="What a personal CTA zone shows (never a model's own words); segment and default copy "
+        "bring their own `text`.",
+        examples=["Book a 20-minute ramp review"],
+    )
+    href: str = Field(
+        description="Where the CTA goes: https, its host on `link_allowlist`.",
+        examples=["https://meet.acmerevenue.example/ramp-review"],
+    )
 
 
 class ZoneCopy(BaseModel):
-    """Human-written copy for one zone; a link zone names its CTA."""
+    """Human-written copy for one zone: a plain string, or `{text, cta}` where a link zone names its CTA."""
 
     model_config = _STRICT
-    text: str = Field(min_length=1)
-    cta: OpaqueId | None = None
+    text: str = Field(
+        min_length=1,
+        description="The copy, within the zone's word and character limits.",
+        examples=["New sellers, productive in weeks, not quarters"],
+    )
+    cta: OpaqueId | None = Field(
+        default=None,
+        description="Id of one of the campaign's `ctas`; required in a zone whose contract has `link: true`.",
+        examples=["talk_to_sales"],
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _from_plain_string(cls, value: Any) -> Any:
+        """A plain string is short for `{text: ...}` with no CTA."""
         return {"text": value} if isinstance(value, str) else value
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        # The schema says what the loader accepts: the plain-string shorthand too.
+        mapping = handler.resolve_ref_schema(handler(core_schema))
+        head: dict[str, Any] = {key: mapping[key] for key in ("title", "description") if key in mapping}
+        return {**head, "anyOf": [{"type": "string", "minLength": 1}, mapping]}
 
 
 class SegmentCopy(BaseModel):
     """A segment's copy for every zone a page shows."""
 
     model_config = _STRICT
-    label: str = Field(min_length=1)
-    zones: dict[OpaqueId, ZoneCopy]
+    label: str = Field(
+        min_length=1,
+        description="What the segment is, in words; given to a model provider as the account's segment.",
+        examples=["SaaS, 50 to 500 people"],
+    )
+    zones: dict[OpaqueId, ZoneCopy] = Field(
+        description="Copy per zone id; every zone a page shows needs one.",
+        examples=[{"hero_headline": "Scaling the sales team? Ramp every hire faster"}],
+    )
 
 
 class ProofItem(BaseModel):
     """An approved proof point (customer story, figure) and the segments it suits."""
 
     model_config = _STRICT
-    id: OpaqueId
-    text: str = Field(min_length=1)
-    segments: tuple[str, ...] = ()  # empty: every segment
+    id: OpaqueId = Field(description="Unique within the library.", examples=["proof_ramp_half"])
+    text: str = Field(
+        min_length=1,
+        description="The proof point as it may appear on a page; its numbers and names count as approved.",
+        examples=["Mid-size SaaS teams cut SDR ramp time from 90 to 45 days with Acme Revenue."],
+    )
+    segments: tuple[str, ...] = Field(
+        default=(),
+        description="Segments it suits, preferred for their accounts; empty: it suits every segment.",
+        examples=[["saas-mid", "saas-enterprise"]],
+    )
 
 
 class PageSpec(BaseModel):
+    """One page: the template that lays it out and the zones it shows."""
+
     model_config = _STRICT
-    template: str = Field(pattern=r"^[a-z0-9_]+\.html$")
-    zones: tuple[OpaqueId, ...] = Field(min_length=1)
+    template: str = Field(
+        pattern=r"^[a-z0-9_]+\.html$",
+        description="A file in `templates/`.",
+        examples=["landing.html"],
+    )
+    zones: tuple[OpaqueId, ...] = Field(
+        min_length=1,
+        description="Zone ids in page order; each needs a zone contract and copy in `default_copy` and "
+        "every segment.",
+        examples=[["hero_headline", "hero_support", "proof", "cta"]],
+    )
 
 
 class ApprovalPolicy(BaseModel):
     """Which account tiers a person must approve before their pages go live."""
 
     model_config = _STRICT
-    review_tiers: tuple[int, ...] = ()
-    sample_rate: float = Field(default=0.02, ge=0.0, le=1.0)
+    review_tiers: tuple[int, ...] = Field(
+        default=(),
+        description="Account tiers whose personal zone sets wait as `pending_review` until a person "
+        "approves them (`welcomemat review`); accounts served only fallback copy never wait.",
+        examples=[[1]],
+    )
+    sample_rate: float = Field(
+        default=0.02,
+        ge=0.0,
+        le=1.0,
+        description="Fraction of the published (live) accounts queued for a person to read afterwards: "
+        "per segment and mode, at least one each.",
+        examples=[0.02],
+    )
 
 
 class QaThresholds(BaseModel):
     """Population QA verdict thresholds (fractions of published accounts)."""
 
     model_config = _STRICT
-    max_check_failure_rate: float = Field(default=0.05, ge=0.0, le=1.0)
-    max_fallback_rate: float = Field(default=0.85, ge=0.0, le=1.0)
-    fixes_margin: float = Field(default=0.05, ge=0.0, le=1.0)
+    max_check_failure_rate: float = Field(
+        default=0.05,
+        ge=0.0,
+        le=1.0,
+        description="QA says NO GO above this share of personal attempts (zones written for an account) "
+        "that failed a check.",
+        examples=[0.05],
+    )
+    max_fallback_rate: float = Field(
+        default=0.85,
+        ge=0.0,
+        le=1.0,
+        description="QA says NO GO above this share of accounts with no personal zone at all.",
+        examples=[0.85],
+    )
+    fixes_margin: float = Field(
+        default=0.05,
+        ge=0.0,
+        le=1.0,
+        description="A rate within this margin of its maximum makes the verdict GO WITH FIXES.",
+        examples=[0.05],
+    )
 
 
 # Hosts whose http:// origins a campaign may list, for local development and tests: traffic
@@ -144,34 +233,158 @@ class Campaign(BaseModel):
 
     model_config = _STRICT
 
-    tenant: OpaqueId
-    campaign: OpaqueId
-    name: str = Field(min_length=1)
-    guideline_version: str = Field(min_length=1)
-    site_base_url: str
-    link_allowlist: tuple[str, ...] = Field(min_length=1)
-    snippet_origins: tuple[str, ...] = ()
-    holdout_fraction: float = Field(ge=0.0, le=0.5)
-    min_confidence: Confidence = Confidence.MEDIUM
-    signal_windows_days: dict[str, int] = Field(min_length=1)
-    banned_phrases: tuple[str, ...] = ()
-    banned_openers: tuple[str, ...] = ()
-    prohibited_claims: tuple[str, ...] = ()
-    vocabulary: tuple[str, ...] = ()
-    voice: str = ""
-    approval: ApprovalPolicy = ApprovalPolicy()
-    qa: QaThresholds = QaThresholds()
-    pages: dict[OpaqueId, PageSpec] = Field(min_length=1)
-    default_copy: dict[OpaqueId, ZoneCopy]
-    segments: dict[OpaqueId, SegmentCopy] = Field(min_length=1)
-    proof_library: tuple[ProofItem, ...] = ()
-    ctas: tuple[Cta, ...] = Field(min_length=1)
-    # fact type -> zone id -> human-written patterns with {slots} (the offline composer's)
-    patterns: dict[str, dict[OpaqueId, tuple[str, ...]]] = {}
+    tenant: OpaqueId = Field(
+        description="The brand the campaign belongs to: part of its Redis keys and tokens; must match "
+        "`tenant.yaml`'s `tenant` when the precompute job reads one.",
+        examples=["acme"],
+    )
+    campaign: OpaqueId = Field(
+        description="The campaign id: in page URLs (`/c/{campaign}`), tokens and Redis keys.",
+        examples=["q4-pipeline"],
+    )
+    name: str = Field(
+        min_length=1,
+        description="The campaign's name, for people and the model provider.",
+        examples=["Q4 pipeline"],
+    )
+    guideline_version: str = Field(
+        min_length=1,
+        description="Version of the writing guidelines the copy follows; stored on every zone set. Quote a "
+        'date (`"2026-11-01"`): unquoted, YAML reads a date, which is refused.',
+        examples=["2026-11-01"],
+    )
+    site_base_url: str = Field(
+        description="The customer's site: https, its host on `link_allowlist`; the sequencer export's link "
+        "when a link zone has none.",
+        examples=["https://www.acmerevenue.example/"],
+    )
+    link_allowlist: tuple[str, ...] = Field(
+        min_length=1,
+        description="Plain host names a rendered link may point to (exact match, https only; unicode or "
+        "punycode); checked at precompute and again at render.",
+        examples=[["www.acmerevenue.example", "meet.acmerevenue.example"]],
+    )
+    snippet_origins: tuple[str, ...] = Field(
+        default=(),
+        description="Origins of the sites that embed the snippet (CORS): `https://host[:port]`, no path; "
+        "`http://` only for 127.0.0.1, localhost or [::1].",
+        examples=[["https://www.acmerevenue.example"]],
+    )
+    holdout_fraction: float = Field(
+        ge=0.0,
+        le=0.5,
+        description="Share of accounts held out (shown segment copy, to measure lift), chosen by a stable "
+        "hash of tenant, campaign and account.",
+        examples=[0.1],
+    )
+    min_confidence: Confidence = Field(
+        default=Confidence.MEDIUM,
+        description="Lowest fact `confidence` the trust policy accepts. A `tenant.yaml` `min_confidence` is "
+        "a floor: stating a lower value here is refused; leaving this out inherits a higher floor.",
+        examples=["medium"],
+    )
+    signal_windows_days: dict[str, int] = Field(
+        min_length=1,
+        description="Per fact type, how many days after its `published_at` a fact stays usable; facts of a "
+        "type not listed are never trusted.",
+        examples=[{"funding": 30, "hiring": 45}],
+        json_schema_extra={
+            "additionalProperties": {"type": "integer", "minimum": 1, "maximum": MAX_SIGNAL_WINDOW_DAYS}
+        },
+    )
+    banned_phrases: tuple[str, ...] = Field(
+        default=(),
+        description="Phrases zone text may not contain (case, spacing and punctuation aside), personal, "
+        "segment and default copy alike, in zones that list the `banned_phrases` check; added to "
+        "`tenant.yaml`'s and the hard-coded ones.",
+        examples=[["game-changer", "synergy"]],
+    )
+    banned_openers: tuple[str, ...] = Field(
+        default=(),
+        description="Words zone text may not start with (the `banned_phrases` check); added to "
+        "`tenant.yaml`'s.",
+        examples=[["Did you know"]],
+    )
+    prohibited_claims: tuple[str, ...] = Field(
+        default=(),
+        description="Claim classes no zone text may make, added to `tenant.yaml`'s and the hard "
+        "`customer_status`: `customer_status`, `partnership` or `guaranteed_outcome` (the precompute job "
+        "refuses any other).",
+        examples=[["partnership", "guaranteed_outcome"]],
+    )
+    vocabulary: tuple[str, ...] = Field(
+        default=(),
+        description="The campaign's own terms (product names, acronyms, rounds): names the checks accept "
+        "without a fact to support them, and words given to the model provider.",
+        examples=[["Acme Revenue", "SDR", "Series A"]],
+    )
+    voice: str = Field(
+        default="",
+        description="How the copy should sound, in plain words; given to the model provider (the offline "
+        "composer does not use it).",
+        examples=["Plain, specific and warm. Short sentences."],
+    )
+    approval: ApprovalPolicy = Field(
+        default=ApprovalPolicy(),
+        description="Which accounts a person approves or reads: see `ApprovalPolicy`.",
+        examples=[{"review_tiers": [1], "sample_rate": 0.02}],
+    )
+    qa: QaThresholds = Field(
+        default=QaThresholds(),
+        description="The population QA verdict's thresholds: see `QaThresholds`.",
+        examples=[{"max_check_failure_rate": 0.05, "max_fallback_rate": 0.85, "fixes_margin": 0.05}],
+    )
+    pages: dict[OpaqueId, PageSpec] = Field(
+        min_length=1,
+        description="Pages by id: `landing` is served at `/c/{campaign}`, `continuation` at "
+        "`/c/{campaign}/continue` (where a QR scan lands).",
+        examples=[{"landing": {"template": "landing.html", "zones": ["hero_headline", "cta"]}}],
+    )
+    default_copy: dict[OpaqueId, ZoneCopy] = Field(
+        description="The campaign default rung: copy per zone for anonymous visitors, accounts whose segment "
+        "has no copy, and zones whose contract says `fallback: default`. Covers every zone a page shows.",
+        examples=[{"hero_headline": "New sellers, productive in weeks, not quarters"}],
+    )
+    segments: dict[OpaqueId, SegmentCopy] = Field(
+        min_length=1,
+        description="Copy per segment id (an account's `segment`), each covering every zone a page shows: "
+        "the fallback when a zone has no personal version, and what the holdout sees.",
+        examples=[
+            {"saas-mid": {"label": "SaaS, 50 to 500 people", "zones": {"hero_headline": "Ramp faster"}}}
+        ],
+    )
+    proof_library: tuple[ProofItem, ...] = Field(
+        default=(),
+        description="Approved proof points: the offline composer fills a `proof` zone with the first that "
+        "suits the account's segment and fits the zone.",
+        examples=[[{"id": "proof_first_meeting", "text": "New SDRs book a first meeting in week two."}]],
+    )
+    ctas: tuple[Cta, ...] = Field(
+        min_length=1,
+        description="The approved calls to action; copy and models name one by id, never by URL.",
+        examples=[
+            [
+                {
+                    "id": "talk_to_sales",
+                    "label": "Talk to our team",
+                    "href": "https://www.acmerevenue.example/contact",
+                }
+            ]
+        ],
+    )
+    patterns: dict[str, dict[OpaqueId, tuple[str, ...]]] = Field(
+        default={},
+        description="The offline composer's human-written lines: fact type → zone id → patterns whose "
+        "`{slots}` are filled from a trusted fact's fields (`{round}`, `{location}`...), `{account}`, "
+        "`{when}` (the fact's date in words) and, for hiring, `{role_count}`; a pattern with a slot it "
+        "cannot fill is skipped.",
+        examples=[{"funding": {"hero_headline": ["Congrats on the {round} {when}, {account}"]}}],
+    )
 
     @field_validator("signal_windows_days")
     @classmethod
     def _windows_sane(cls, value: dict[str, int]) -> dict[str, int]:
+        """Every window is between 1 day and the hard maximum, `MAX_SIGNAL_WINDOW_DAYS`."""
         for fact_type, days in value.items():
             if not 1 <= days <= MAX_SIGNAL_WINDOW_DAYS:
                 raise FieldProblem(
@@ -182,6 +395,17 @@ class Campaign(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> Campaign:
+        """Across fields, and against the zone contracts when they are given (`validate`, `precompute`):
+
+        - every `link_allowlist` entry is a plain host name;
+        - `site_base_url` and every CTA `href` pass the link gate: https, host on `link_allowlist`;
+        - every `snippet_origins` entry is an https origin (http only for a loopback host);
+        - CTA ids are unique, and so are proof ids;
+        - `default_copy` and every segment have copy for every zone a page shows, and a copy's `cta` is
+          one of the campaign's CTAs;
+        - with the zone contracts: every zone a page or a pattern names has a contract, copy fits its
+          zone's word and character limits, and copy for a zone with `link: true` names a `cta`.
+        """
         allowlist = self._allowlist_or_problem()
         base = gate_link(self.site_base_url, allowlist)
         if not base.allowed:

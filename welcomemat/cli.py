@@ -90,6 +90,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
 
+    # Kinds mirror welcomemat.reference.FORMATS (not imported here: `--help` stays fast).
+    schema = sub.add_parser(
+        "schema",
+        help="print the JSON Schema of an input format, for editors that validate as you type",
+        description="The JSON Schema (draft 2020-12) of campaign.yaml, tenant.yaml, a zone contract or one "
+        "line of accounts.jsonl, built from the models the loaders use. Save it "
+        "(`welcomemat schema campaign > campaign.schema.json`) and point the YAML file at it with "
+        "`# yaml-language-server: $schema=./campaign.schema.json`; docs/campaign.md documents every field.",
+    )
+    schema.add_argument("kind", choices=["campaign", "tenant", "zone", "accounts"], help="the input format")
+
     pre = sub.add_parser("precompute", help="build, check and publish every account's zone set; QA verdict")
     pre.add_argument("campaign", help="path to campaign.yaml")
     pre.add_argument("accounts", help="path to accounts.jsonl")
@@ -301,6 +312,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from welcomemat.commands.validate import run_validate
 
             return run_validate(args.campaign, args.accounts, zones=args.zones, as_json=args.json)
+        if args.command == "schema":
+            from welcomemat.reference import print_schema
+
+            return print_schema(args.kind)
         if args.command == "precompute":
             from precompute.commands import run_precompute
 

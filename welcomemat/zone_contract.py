@@ -6,11 +6,12 @@ import enum
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic.config import JsonDict
 
 from welcomemat.errors import ContractError
 from welcomemat.ids import OpaqueId
-from welcomemat.markup import validate_markup_allowed
+from welcomemat.markup import INLINE_TAGS_MAX, validate_markup_allowed
 from welcomemat.yamlfile import load_yaml_model
 
 __all__ = [
@@ -39,6 +40,10 @@ KNOWN_CHECKS: frozenset[str] = frozenset(
 )
 
 
+# The schema lists the check names, so an editor completes them and flags a misspelt one.
+_CHECK_NAMES_SCHEMA: JsonDict = {"items": {"type": "string", "enum": list[JsonValue](sorted(KNOWN_CHECKS))}}
+
+
 class ZoneFallback(enum.StrEnum):
     """Where the ladder starts when the personal version is not used."""
 
@@ -51,20 +56,65 @@ class ZoneContract(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: OpaqueId
-    purpose: str = Field(min_length=1)
-    max_words: int = Field(ge=1, le=200)
-    max_chars: int = Field(ge=1, le=2_000)
-    markup: frozenset[str] = frozenset()
-    link: bool = Field(default=False, description="the zone carries a CTA link")
-    fact_types: frozenset[str] = frozenset()
-    requires_fact: bool = Field(default=True, description="a personal version must cite a fact")
-    checks: tuple[str, ...] = ()
-    fallback: ZoneFallback = ZoneFallback.SEGMENT
+    id: OpaqueId = Field(
+        description="The zone's id, the file's name without `.yaml`; pages, copy and templates "
+        "(`data-wm-zone`) name the zone by it.",
+        examples=["hero_headline"],
+    )
+    purpose: str = Field(
+        min_length=1,
+        description="The zone's job in one sentence; given to the model provider.",
+        examples=["Open with the single most recent, sourced fact about the account and why it matters now."],
+    )
+    max_words: int = Field(
+        ge=1, le=200, description="Most words any copy for the zone may have.", examples=[12]
+    )
+    max_chars: int = Field(
+        ge=1, le=2_000, description="Most characters any copy for the zone may have.", examples=[80]
+    )
+    markup: frozenset[str] = Field(
+        default=frozenset(),
+        description="Inline tags the zone's text may keep, cleaned when the zone set is written: at most "
+        f"{', '.join(f'`{tag}`' for tag in sorted(INLINE_TAGS_MAX))} (any case), never an attribute. "
+        "Empty: plain text.",
+        examples=[["em", "strong"]],
+    )
+    link: bool = Field(
+        default=False,
+        description="The zone is a call to action: its copy names a `cta`, and it renders that CTA's link.",
+        examples=[True],
+    )
+    fact_types: frozenset[str] = Field(
+        default=frozenset(),
+        description="Fact types a personal version may cite; citing another type fails the "
+        "`cited_facts_trusted` check.",
+        examples=[["funding", "hiring"]],
+    )
+    requires_fact: bool = Field(
+        default=True,
+        description="A personal version must cite a trusted fact; false lets one go without a citation "
+        "(a proof point or CTA chosen for the account).",
+        examples=[False],
+    )
+    checks: tuple[str, ...] = Field(
+        default=(),
+        description="Deterministic checks every draft for the zone must pass. `empty`, `no_markup_or_links`, "
+        "`cited_facts_trusted`, `prohibited_claims` (and `cta_allowed` in a link zone) run whether listed "
+        "or not.",
+        examples=[["empty", "length", "banned_phrases", "one_question"]],
+        json_schema_extra=_CHECK_NAMES_SCHEMA,
+    )
+    fallback: ZoneFallback = Field(
+        default=ZoneFallback.SEGMENT,
+        description="Where the ladder starts when the personal version is not used: `segment` (the "
+        "account's segment copy, else the campaign default) or `default` (straight to the default).",
+        examples=["segment"],
+    )
 
     @field_validator("markup", mode="before")
     @classmethod
     def _markup_within_ceiling(cls, value: object) -> frozenset[str]:
+        """`markup` is a list, and every tag in it is one of the inline ceiling's."""
         if not isinstance(value, list | tuple | set | frozenset):
             raise ValueError("markup must be a list of tag names")
         try:
@@ -75,6 +125,7 @@ class ZoneContract(BaseModel):
     @field_validator("checks")
     @classmethod
     def _checks_known(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Every entry of `checks` is a check the precompute job implements."""
         unknown = sorted(set(value) - KNOWN_CHECKS)
         if unknown:
             raise ValueError(f"unknown checks {unknown}; known: {sorted(KNOWN_CHECKS)}")
@@ -82,6 +133,7 @@ class ZoneContract(BaseModel):
 
     @model_validator(mode="after")
     def _personal_needs_facts(self) -> ZoneContract:
+        """`requires_fact: true` needs at least one of `fact_types`."""
         if self.requires_fact and not self.fact_types:
             raise ValueError("requires_fact is true but fact_types is empty")
         return self

@@ -1,0 +1,92 @@
+"""`tenant.yaml`: the brand's rules every campaign of the tenant inherits.
+
+The format lives in the core with the other input formats, so the reference and the
+JSON Schema (`welcomemat.reference`) are built from it like the rest. How the levels
+combine (hard rules ▸ tenant ▸ campaign, tighten only) is the precompute job's:
+`precompute/policy.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from welcomemat.campaign import MAX_SIGNAL_WINDOW_DAYS, Confidence
+from welcomemat.ids import OpaqueId
+from welcomemat.yamlfile import FieldProblem, load_yaml_model
+
+__all__ = [
+    "TenantPolicy",
+    "load_tenant_policy",
+]
+
+
+class TenantPolicy(BaseModel):
+    """`tenant.yaml`: the brand's rules every campaign of the tenant inherits."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant: OpaqueId = Field(
+        description="The tenant these rules govern; a campaign whose `tenant` differs is refused.",
+        examples=["acme"],
+    )
+    banned_phrases: tuple[str, ...] = Field(
+        default=(),
+        description="Phrases the zone text of every campaign of the tenant may not contain (the "
+        "`banned_phrases` check); added to the campaign's own and the hard-coded ones.",
+        examples=[["Unlock your potential", "game-changer"]],
+    )
+    banned_openers: tuple[str, ...] = Field(
+        default=(),
+        description="Words zone text may not start with (the `banned_phrases` check); added to the "
+        "campaign's own.",
+        examples=[["Hey there"]],
+    )
+    prohibited_claims: tuple[str, ...] = Field(
+        default=(),
+        description="Claim classes no zone text may make, added to the campaign's own and to the hard "
+        "`customer_status`. Classes with a detector: `customer_status`, `partnership`, "
+        "`guaranteed_outcome`; another name is accepted but checks nothing.",
+        examples=[["partnership", "guaranteed_outcome"]],
+    )
+    max_signal_windows_days: dict[str, int] = Field(
+        default_factory=dict,
+        description="Per fact type, the longest signal window (days) a campaign may set; a campaign "
+        "window above it is refused. Types not listed are capped only by the hard maximum.",
+        examples=[{"funding": 150, "hiring": 60}],
+        json_schema_extra={
+            "additionalProperties": {"type": "integer", "minimum": 1, "maximum": MAX_SIGNAL_WINDOW_DAYS}
+        },
+    )
+    min_confidence: Confidence | None = Field(
+        default=None,
+        description="The lowest fact confidence any campaign may use. A campaign stating a lower "
+        "`min_confidence` is refused; one that leaves it out inherits this.",
+        examples=["medium"],
+    )
+
+    @field_validator("banned_phrases", "banned_openers", "prohibited_claims")
+    @classmethod
+    def _no_blank_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """`banned_phrases`, `banned_openers` and `prohibited_claims` entries are not blank."""
+        if any(not entry.strip() for entry in value):
+            raise ValueError("entries must not be blank")
+        return value
+
+    @field_validator("max_signal_windows_days")
+    @classmethod
+    def _windows_sane(cls, value: dict[str, int]) -> dict[str, int]:
+        """Every maximum window is between 1 day and the hard maximum, `MAX_SIGNAL_WINDOW_DAYS`."""
+        for fact_type, days in value.items():
+            if not 1 <= days <= MAX_SIGNAL_WINDOW_DAYS:
+                raise FieldProblem(
+                    ("max_signal_windows_days", fact_type),
+                    f"maximum window {days} days is outside 1..{MAX_SIGNAL_WINDOW_DAYS} (hard rule)",
+                )
+        return value
+
+
+def load_tenant_policy(path: str | Path) -> TenantPolicy:
+    """Load `tenant.yaml`; a bad file is a ContractError naming file, line and field."""
+    return load_yaml_model(path, TenantPolicy)

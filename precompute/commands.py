@@ -16,7 +16,7 @@ from pathlib import Path
 
 import redis
 
-from precompute.policy import TenantPolicy, build_policy, load_tenant_policy
+from precompute.inputs import load_campaign_inputs
 from precompute.providers.base import Provider
 from precompute.qa import QaReport, run_qa
 from precompute.report import MalformedRow, RunReport
@@ -24,18 +24,16 @@ from precompute.review import decide, list_queue, show
 from precompute.run import PrecomputeRun, progress_bar
 from welcomemat import keys
 from welcomemat.accounts import read_accounts
-from welcomemat.campaign import Campaign, load_campaign
-from welcomemat.commands.validate import find_zones_folder
+from welcomemat.campaign import Campaign
 from welcomemat.connection import connect, connect_for_blocking_reads, resolve_redis
 from welcomemat.errors import InputError
 from welcomemat.ids import is_valid_id
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import ZoneContract, load_zone_contracts
+from welcomemat.zone_contract import ZoneContract
 
 __all__ = [
     "PROVIDERS",
-    "load_campaign_inputs",
     "make_provider",
     "print_qa",
     "print_run_report",
@@ -73,26 +71,14 @@ def make_provider(
     raise InputError(f"unknown provider {name!r}; available: {', '.join(PROVIDERS)}", field="--provider")
 
 
-def load_campaign_inputs(
-    campaign_path: Path, zones_dir: str | None, tenant_file: str | None
-) -> tuple[Campaign, dict[str, ZoneContract], TenantPolicy | None, str | None]:
-    zones = dict(load_zone_contracts(find_zones_folder(campaign_path, zones_dir)))
-    campaign = load_campaign(campaign_path, zones)
-    tenant_path = Path(tenant_file) if tenant_file else campaign_path.parent / "tenant.yaml"
-    if tenant_file and not tenant_path.is_file():
-        raise InputError("tenant policy file not found", file=tenant_path)
-    tenant = load_tenant_policy(tenant_path) if tenant_path.is_file() else None
-    return campaign, zones, tenant, str(tenant_path) if tenant else None
-
-
 def resolve_campaign(
     arg: str, client: redis.Redis, zones_dir: str | None = None
 ) -> tuple[Campaign, dict[str, ZoneContract]]:
     """CAMPAIGN as a campaign.yaml path, `tenant/campaign`, or a campaign id published before."""
     path = Path(arg)
     if path.suffix in (".yaml", ".yml") or path.is_file():
-        campaign, zones, _, _ = load_campaign_inputs(path, zones_dir, None)
-        return campaign, zones
+        inputs = load_campaign_inputs(path, zones_dir, None)
+        return inputs.campaign, inputs.zones
     raw_index: dict[bytes, bytes] = client.hgetall(keys.campaigns_index_key())  # type: ignore[assignment]
     index = {k.decode(): v.decode() for k, v in raw_index.items()}
     matches = [k for k in index if k == arg or k.split("/", 1)[1] == arg]
@@ -211,8 +197,8 @@ def run_precompute(
     accounts_path = Path(accounts)
     if not accounts_path.is_file():
         raise InputError("accounts file not found", file=accounts_path)
-    loaded, zone_contracts, tenant_policy, tenant_file = load_campaign_inputs(Path(campaign), zones, tenant)
-    policy = build_policy(loaded, tenant_policy, campaign_file=campaign, tenant_file=tenant_file)
+    inputs = load_campaign_inputs(Path(campaign), zones, tenant)
+    loaded, zone_contracts, policy = inputs.campaign, inputs.zones, inputs.policy
     writer = make_provider(
         provider, settings, concurrency=concurrency, deadline_s=deadline_s, self_review=self_review
     )

@@ -27,11 +27,11 @@ from collections.abc import Iterable
 from precompute.claims import KNOWN_CLAIM_CLASSES
 from precompute.context import EffectivePolicy
 from welcomemat.campaign import MAX_SIGNAL_WINDOW_DAYS, Campaign, Confidence
-from welcomemat.errors import ContractError
+from welcomemat.errors import ContractError, ContractProblems
 
 # The tenant.yaml format is the core's, with the other input formats; re-exported here, where
 # the precedence it takes part in lives.
-from welcomemat.tenant_policy import TenantPolicy, load_tenant_policy
+from welcomemat.tenant_policy import TenantPolicy, check_tenant_policy, load_tenant_policy
 from welcomemat.yamlfile import line_of_field
 
 __all__ = [
@@ -41,7 +41,9 @@ __all__ = [
     "HARD_RULE",
     "TenantPolicy",
     "build_policy",
+    "check_tenant_policy",
     "load_tenant_policy",
+    "policy_problems",
 ]
 
 HARD_RULE = "hard rule"  # the source named for rules that live in code
@@ -67,11 +69,11 @@ def _refuse(message: str, loc: tuple[int | str, ...], campaign_file: str | None)
     return ContractError(message, file=campaign_file, line=line_of_field(campaign_file, loc), field=field)
 
 
-def _check_claim_classes(campaign: Campaign, campaign_file: str | None) -> None:
+def _check_claim_classes(campaign: Campaign, campaign_file: str | None) -> Iterable[ContractError]:
     """A claim class no rule can detect would be a prohibition that checks nothing: refuse it."""
     for i, claim in enumerate(campaign.prohibited_claims):
         if claim not in KNOWN_CLAIM_CLASSES:
-            raise _refuse(
+            yield _refuse(
                 f"prohibited claim class {claim!r} is unknown; known classes: "
                 f"{', '.join(sorted(KNOWN_CLAIM_CLASSES))}",
                 ("prohibited_claims", i),
@@ -79,9 +81,11 @@ def _check_claim_classes(campaign: Campaign, campaign_file: str | None) -> None:
             )
 
 
-def _check_tenant_id(campaign: Campaign, tenant: TenantPolicy, campaign_file: str | None, tfile: str) -> None:
+def _check_tenant_id(
+    campaign: Campaign, tenant: TenantPolicy, campaign_file: str | None, tfile: str
+) -> Iterable[ContractError]:
     if campaign.tenant != tenant.tenant:
-        raise _refuse(
+        yield _refuse(
             f"campaign tenant {campaign.tenant!r} does not match the tenant policy's {tenant.tenant!r} "
             f"({tfile} tenant): a campaign is governed by its own tenant's policy only",
             ("tenant",),
@@ -91,19 +95,20 @@ def _check_tenant_id(campaign: Campaign, tenant: TenantPolicy, campaign_file: st
 
 def _check_windows(
     campaign: Campaign, tenant: TenantPolicy | None, campaign_file: str | None, tfile: str
-) -> None:
+) -> Iterable[ContractError]:
     for fact_type, days in campaign.signal_windows_days.items():
         loc = ("signal_windows_days", fact_type)
         if days > HARD_MAX_SIGNAL_WINDOW_DAYS:
-            raise _refuse(
+            yield _refuse(
                 f"{fact_type} window of {days} days exceeds the hard maximum of "
                 f"{HARD_MAX_SIGNAL_WINDOW_DAYS} days: older than that is history, not a signal",
                 loc,
                 campaign_file,
             )
+            continue
         ceiling = tenant.max_signal_windows_days.get(fact_type) if tenant is not None else None
         if ceiling is not None and days > ceiling:
-            raise _refuse(
+            yield _refuse(
                 f"{fact_type} window of {days} days exceeds the tenant's maximum of {ceiling} days "
                 f"({tfile} max_signal_windows_days.{fact_type}): {_TIGHTEN_ONLY}",
                 loc,
@@ -111,21 +116,28 @@ def _check_windows(
             )
 
 
-def _min_confidence(
+def _check_min_confidence(
     campaign: Campaign, tenant: TenantPolicy | None, campaign_file: str | None, tfile: str
-) -> tuple[Confidence, str]:
-    """The effective minimum fact confidence and the file it comes from."""
+) -> Iterable[ContractError]:
     floor = tenant.min_confidence if tenant is not None else None
     own = campaign.min_confidence
-    if floor is None or own.rank >= floor.rank:
-        return own, campaign_file or _DEFAULT_CAMPAIGN_FILE
-    if "min_confidence" in campaign.model_fields_set:
-        raise _refuse(
+    if floor is not None and own.rank < floor.rank and "min_confidence" in campaign.model_fields_set:
+        yield _refuse(
             f"min_confidence {own} is below the tenant's minimum of {floor} ({tfile} min_confidence): "
             f"{_TIGHTEN_ONLY}",
             ("min_confidence",),
             campaign_file,
         )
+
+
+def _min_confidence(
+    campaign: Campaign, tenant: TenantPolicy | None, campaign_file: str | None, tfile: str
+) -> tuple[Confidence, str]:
+    """The effective minimum fact confidence and the file it comes from (precedence checked)."""
+    floor = tenant.min_confidence if tenant is not None else None
+    own = campaign.min_confidence
+    if floor is None or own.rank >= floor.rank:
+        return own, campaign_file or _DEFAULT_CAMPAIGN_FILE
     return floor, tfile  # the campaign left it at the default: it inherits the tenant's
 
 
@@ -147,6 +159,25 @@ def _union(
     return tuple(seen.values())
 
 
+def policy_problems(
+    campaign: Campaign,
+    tenant: TenantPolicy | None,
+    *,
+    campaign_file: str | None = None,
+    tenant_file: str | None = None,
+) -> list[ContractError]:
+    """Every way the campaign loosens a higher level (file = ``campaign_file``, with line and field)."""
+    tfile = tenant_file or _DEFAULT_TENANT_FILE
+    problems: list[ContractError] = []
+    if tenant is not None:
+        problems += _check_tenant_id(campaign, tenant, campaign_file, tfile)
+    problems += _check_claim_classes(campaign, campaign_file)
+    problems += _check_windows(campaign, tenant, campaign_file, tfile)
+    problems += _check_min_confidence(campaign, tenant, campaign_file, tfile)
+    problems.sort(key=lambda p: p.line or 0)
+    return problems
+
+
 def build_policy(
     campaign: Campaign,
     tenant: TenantPolicy | None,
@@ -156,14 +187,14 @@ def build_policy(
 ) -> EffectivePolicy:
     """Combine hard rules, tenant policy and campaign; refuse a campaign that loosens a higher level.
 
-    Raises ContractError (file = ``campaign_file``, with line and field) naming the rule.
+    Raises ContractProblems (reading as the first: file = ``campaign_file``, with line and
+    field) naming each rule broken; ``policy_problems`` lists them without raising.
     """
+    problems = policy_problems(campaign, tenant, campaign_file=campaign_file, tenant_file=tenant_file)
+    if problems:
+        raise ContractProblems(problems)
     tfile = tenant_file or _DEFAULT_TENANT_FILE
     cfile = campaign_file or _DEFAULT_CAMPAIGN_FILE
-    if tenant is not None:
-        _check_tenant_id(campaign, tenant, campaign_file, tfile)
-    _check_claim_classes(campaign, campaign_file)
-    _check_windows(campaign, tenant, campaign_file, tfile)
     minimum, minimum_source = _min_confidence(campaign, tenant, campaign_file, tfile)
     sources: dict[str, str] = {"min_confidence": minimum_source}
     sources.update({f"signal_windows_days.{t}": cfile for t in campaign.signal_windows_days})

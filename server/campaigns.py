@@ -33,6 +33,7 @@ from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.markup import clean_inline, markup_to_text, render_text
 from welcomemat.urlgate import LinkAllowlist, safe_href
+from welcomemat.yamlfile import FieldProblems
 from welcomemat.zone_contract import ZoneContract, ZoneFallback
 from welcomemat.zoneset import Rung
 
@@ -116,7 +117,8 @@ def build_campaign_view(tenant: str, campaign_id: str, raw: bytes) -> CampaignVi
         config = json.loads(raw)
         zones = {k: ZoneContract.model_validate(v) for k, v in config["zones"].items()}
         campaign = Campaign.model_validate(config["campaign"], context={"zones": zones})
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # ValidationError is a ValueError
+    # ValidationError is a ValueError; FieldProblems: the campaign's cross-field checks.
+    except (ValueError, KeyError, TypeError, AttributeError, FieldProblems) as exc:
         raise StoredValueError(key, f"campaign config does not decode: {exc}") from exc
     if (campaign.tenant, campaign.campaign) != (tenant, campaign_id):
         raise StoredValueError(

@@ -6,24 +6,33 @@ first key of `WELCOMEMAT_SECRET`. No secret: exit 2 before anything else happens
 `--qr-image FILE` (implies `--qr`) also writes the QR code, SVG or PNG by the file's
 suffix, with segno. The image is written whole or not at all (a temporary file renamed
 into place), so a print shop never picks up half a code.
+
+A QR code is printed once and scanned for months, so `--qr` is refused (exit 2) for a
+campaign without a continuation page, where every scan would land on a 404: checked in
+campaign.yaml when CAMPAIGN is that file, else in the campaign as published, when a Redis
+that holds it already runs (this command never starts one just to look).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 
 from welcomemat import keys
-from welcomemat.errors import InputError
+from welcomemat.campaign import CONTINUATION_PAGE_ID
+from welcomemat.errors import ContractError, InputError, StoreError
 from welcomemat.ids import is_valid_id
 from welcomemat.settings import Settings
 from welcomemat.tokens import DEFAULT_TTL_S, MAX_TTL_S, TokenKind, TokenSigner
 
 __all__ = [
     "QR_IMAGE_KINDS",
+    "check_qr_continuation",
     "check_qr_image_path",
+    "published_pages",
     "resolve_campaign_ref",
     "run_link",
     "signed_url",
@@ -38,10 +47,15 @@ QR_SCALE = 10
 QR_BORDER = 4
 
 
+def _is_campaign_file(ref: str) -> bool:
+    path = Path(ref)
+    return path.suffix in (".yaml", ".yml") or path.is_file()
+
+
 def resolve_campaign_ref(ref: str, settings: Settings) -> tuple[str, str]:
     """(tenant, campaign) from `tenant/campaign`, a campaign.yaml, or an id published before."""
     path = Path(ref)
-    if path.suffix in (".yaml", ".yml") or path.is_file():
+    if _is_campaign_file(ref):
         from welcomemat.campaign import load_campaign
 
         campaign = load_campaign(path)
@@ -69,6 +83,59 @@ def resolve_campaign_ref(ref: str, settings: Settings) -> tuple[str, str]:
     if len(tenants) > 1:
         raise InputError(f"campaign id {ref!r} is published by {', '.join(tenants)}; use tenant/campaign")
     return tenants[0], ref
+
+
+def published_pages(settings: Settings, tenant: str, campaign: str) -> frozenset[str] | None:
+    """The page ids of the campaign as published; None when not published or no Redis runs.
+
+    `REDIS_URL`, else the embedded server only if it already runs: a QR check is not worth
+    leaving a Redis server behind.
+    """
+    import redis
+
+    from welcomemat.connection import RedisTarget, connect
+    from welcomemat.embedded_redis import EmbeddedRedis
+
+    if settings.redis_url:
+        target = RedisTarget(settings.redis_url, embedded=False)
+    else:
+        status = EmbeddedRedis().status(settings.home)
+        if not status.running:
+            return None
+        target = RedisTarget(status.url, embedded=True)
+    try:
+        client = connect(target)
+    except StoreError:
+        return None
+    try:
+        raw = client.get(keys.campaign_config_key(tenant, campaign))
+    except redis.RedisError:  # a Redis that stops answering now: nothing to check against
+        return None
+    finally:
+        client.close()
+    try:
+        pages = json.loads(raw)["campaign"]["pages"] if isinstance(raw, bytes) else None
+    except (ValueError, KeyError, TypeError):
+        return None
+    return frozenset(pages) if isinstance(pages, dict) else None
+
+
+def check_qr_continuation(ref: str, tenant: str, campaign: str, settings: Settings) -> None:
+    """Refuse (InputError, exit 2) a QR code for a campaign with no continuation page to land on."""
+    why = f"no {CONTINUATION_PAGE_ID!r} page, so a QR scan would land on a 404"
+    fix = f"add pages.{CONTINUATION_PAGE_ID} (template continuation.html), or leave out --qr"
+    if _is_campaign_file(ref):
+        from welcomemat.campaign import load_campaign
+        from welcomemat.yamlfile import line_of_field
+
+        if not load_campaign(ref).issues_qr_links():
+            raise ContractError(f"{why}: {fix}", file=ref, line=line_of_field(ref, ("pages",)), field="pages")
+        return
+    pages = published_pages(settings, tenant, campaign)
+    if pages is not None and CONTINUATION_PAGE_ID not in pages:
+        raise InputError(
+            f"{tenant}/{campaign} as published has {why}: {fix}, and precompute again", field="CAMPAIGN"
+        )
 
 
 def signed_url(
@@ -141,6 +208,8 @@ def run_link(
     if ttl_s > MAX_TTL_S:
         raise InputError(f"--ttl {ttl_days} days is over the maximum of {MAX_TTL_S // _DAY_S}", field="--ttl")
     tenant, campaign_id = resolve_campaign_ref(campaign, settings)
+    if qr:
+        check_qr_continuation(campaign, tenant, campaign_id, settings)
     url = signed_url(
         signer,
         settings.public_url,

@@ -182,15 +182,16 @@ def test_validate_exit_codes(tmp_path: Path) -> None:
         '{"account_id": "a1", "name": "A", "domain": "a.com", "segment": "saas-mid"}\n{oops\n'
     )
     some_bad = run("validate", "examples/campaign.yaml", str(accounts), home=tmp_path)
-    assert some_bad.returncode == 1
-    assert f"{accounts}:2" in some_bad.stderr and "not valid JSON" in some_bad.stderr
+    assert some_bad.returncode == 2  # a bad accounts line is bad input, like any other
+    assert f"{accounts}:2: not valid JSON" in some_bad.stderr
+    assert "1 read, 1 lines skipped" in some_bad.stdout
 
     campaign = tmp_path / "campaign.yaml"
     text = (REPO_ROOT / "examples" / "campaign.yaml").read_text()
     campaign.write_text(text.replace("https://meet.acmerevenue.example/ramp-review", "https://evil.example/"))
     refused = run("validate", str(campaign), "--zones", "zones", home=tmp_path)
     assert refused.returncode == 2
-    assert f"{campaign}:" in refused.stderr and "ctas.0.href" in refused.stderr
+    assert f"{campaign}:" in refused.stderr and ": ctas.0.href: CTA 'book_ramp_review'" in refused.stderr
 
 
 @pytest.mark.parametrize("missing", ["nope.yaml"])

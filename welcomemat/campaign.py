@@ -3,7 +3,11 @@
 A campaign is refused at load, with file, line and field, when it could later put an
 unsafe or broken page in front of a visitor: a CTA link off its own allowlist, a segment
 whose copy misses a zone a page shows, copy over a zone's limits, a zone no contract
-defines. Checking here means the renderer never has to guess.
+defines, a pattern slot no fact fills. Checking here means the renderer never has to guess.
+
+Every problem is reported, not the first: the cross-field checks collect what they find,
+and when some fields fail on their own, the checks that read only valid fields still run
+(`check_campaign`), so one `welcomemat validate` shows the whole list.
 """
 
 from __future__ import annotations
@@ -11,27 +15,29 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
     ValidationInfo,
-    field_validator,
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from welcomemat.errors import ContractError
+from welcomemat.errors import ContractError, ContractProblems
 from welcomemat.ids import OpaqueId
+from welcomemat.patterns import pattern_problems, unknown_fact_type_problem
 from welcomemat.urlgate import LinkAllowlist, browser_view, gate_link
-from welcomemat.yamlfile import FieldProblem, load_yaml_model
+from welcomemat.yamlfile import FieldProblem, FieldProblems, check_yaml_model, valid_fields
 from welcomemat.zone_contract import ZoneContract
 
 __all__ = [
+    "CONTINUATION_PAGE_ID",
     "MAX_SIGNAL_WINDOW_DAYS",
     "ApprovalPolicy",
     "Campaign",
@@ -42,11 +48,24 @@ __all__ = [
     "QaThresholds",
     "SegmentCopy",
     "ZoneCopy",
+    "check_campaign",
     "is_snippet_origin",
     "load_campaign",
 ]
 
 MAX_SIGNAL_WINDOW_DAYS = 730  # two years: older than that is history, not a signal
+# The page a direct-mail QR scan lands on (`/q/{token}` redirects to `/c/{campaign}/continue`):
+# a campaign without it cannot issue QR links.
+CONTINUATION_PAGE_ID = "continuation"
+
+
+def _window_in_range(days: int) -> int:
+    if not 1 <= days <= MAX_SIGNAL_WINDOW_DAYS:
+        raise ValueError(f"window {days} days is outside 1..{MAX_SIGNAL_WINDOW_DAYS}")
+    return days
+
+
+SignalWindowDays = Annotated[int, AfterValidator(_window_in_range)]
 
 
 class Confidence(enum.StrEnum):
@@ -283,7 +302,7 @@ class Campaign(BaseModel):
         "a floor: stating a lower value here is refused; leaving this out inherits a higher floor.",
         examples=["medium"],
     )
-    signal_windows_days: dict[str, int] = Field(
+    signal_windows_days: dict[str, SignalWindowDays] = Field(
         min_length=1,
         description="Per fact type, how many days after its `published_at` a fact stays usable; facts of a "
         "type not listed are never trusted.",
@@ -381,18 +400,6 @@ class Campaign(BaseModel):
         examples=[{"funding": {"hero_headline": ["Congrats on the {round} {when}, {account}"]}}],
     )
 
-    @field_validator("signal_windows_days")
-    @classmethod
-    def _windows_sane(cls, value: dict[str, int]) -> dict[str, int]:
-        """Every window is between 1 day and the hard maximum, `MAX_SIGNAL_WINDOW_DAYS`."""
-        for fact_type, days in value.items():
-            if not 1 <= days <= MAX_SIGNAL_WINDOW_DAYS:
-                raise FieldProblem(
-                    ("signal_windows_days", fact_type),
-                    f"window {days} days is outside 1..{MAX_SIGNAL_WINDOW_DAYS}",
-                )
-        return value
-
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> Campaign:
         """Across fields, and against the zone contracts when they are given (`validate`, `precompute`):
@@ -406,81 +413,152 @@ class Campaign(BaseModel):
         - with the zone contracts: every zone a page or a pattern names has a contract, copy fits its
           zone's word and character limits, and copy for a zone with `link: true` names a `cta`.
         """
-        allowlist = self._allowlist_or_problem()
-        base = gate_link(self.site_base_url, allowlist)
-        if not base.allowed:
-            raise FieldProblem(("site_base_url",), f"site_base_url refused ({base.reason})")
-        for i, origin in enumerate(self.snippet_origins):
-            if not is_snippet_origin(origin):
-                raise FieldProblem(
+        context = info.context or {}
+        problems = self.cross_field_problems(
+            context.get("zones"),
+            usable=frozenset(Campaign.model_fields),
+            unreadable=context.get("unreadable"),
+        )
+        if problems:
+            raise FieldProblems(problems)
+        return self
+
+    def cross_field_problems(
+        self,
+        zones: Mapping[str, ZoneContract] | None,
+        *,
+        usable: frozenset[str],
+        unreadable: frozenset[str] | None = None,
+    ) -> list[FieldProblem]:
+        """Every problem between fields, looking only at the `usable` fields (the others failed on
+        their own and are reported as such). `unreadable`: zone ids whose contract file is refused,
+        so the campaign is not also blamed for naming them."""
+        out: list[FieldProblem] = []
+        allowlist = self._allowlist(out) if "link_allowlist" in usable else None
+        if allowlist is not None and "site_base_url" in usable:
+            base = gate_link(self.site_base_url, allowlist)
+            if not base.allowed:
+                out.append(FieldProblem(("site_base_url",), f"site_base_url refused ({base.reason})"))
+        if "snippet_origins" in usable:
+            out += [
+                FieldProblem(
                     ("snippet_origins", i),
                     f"{origin!r} is not an https origin (scheme://host[:port], no path); "
                     "http:// only for a loopback host (127.0.0.1, localhost, [::1])",
                 )
-        cta_ids = set()
-        for i, cta in enumerate(self.ctas):
-            decision = gate_link(cta.href, allowlist)
-            if not decision.allowed:
-                raise FieldProblem(
-                    ("ctas", i, "href"),
-                    f"CTA {cta.id!r} link {cta.href!r} is refused ({decision.reason}); "
-                    "CTA links must be https and on the campaign's link_allowlist",
-                )
-            if cta.id in cta_ids:
-                raise FieldProblem(("ctas", i, "id"), f"duplicate CTA id {cta.id!r}")
-            cta_ids.add(cta.id)
-        proof_ids = [p.id for p in self.proof_library]
-        if len(proof_ids) != len(set(proof_ids)):
-            raise FieldProblem(("proof_library",), "duplicate proof ids")
-        zones: Mapping[str, ZoneContract] | None = (info.context or {}).get("zones")
+                for i, origin in enumerate(self.snippet_origins)
+                if not is_snippet_origin(origin)
+            ]
+        cta_ids = self._check_ctas(allowlist, out) if "ctas" in usable else None
+        if "proof_library" in usable:
+            seen: set[str] = set()
+            for i, item in enumerate(self.proof_library):
+                if item.id in seen:
+                    out.append(FieldProblem(("proof_library", i, "id"), f"duplicate proof id {item.id!r}"))
+                seen.add(item.id)
         if zones is not None:
-            self._check_zones_exist(zones)
-        self._check_copy(("default_copy",), self.default_copy, cta_ids, zones)
-        for name, segment in self.segments.items():
-            self._check_copy(("segments", name, "zones"), segment.zones, cta_ids, zones)
-        return self
+            self._check_zones_exist(zones, unreadable or frozenset(), usable, out)
+        known_zones = None if zones is None else {**zones, **dict.fromkeys(unreadable or ())}
+        shown = self.page_zone_ids() if "pages" in usable else None
+        if "default_copy" in usable:
+            self._check_copy(("default_copy",), self.default_copy, shown, cta_ids, known_zones, out)
+        if "segments" in usable:
+            for name, segment in self.segments.items():
+                self._check_copy(("segments", name, "zones"), segment.zones, shown, cta_ids, known_zones, out)
+        if "patterns" in usable:
+            self._check_patterns(out)
+        return out
 
-    def _allowlist_or_problem(self) -> LinkAllowlist:
+    def _allowlist(self, out: list[FieldProblem]) -> LinkAllowlist | None:
         try:
             return LinkAllowlist.from_hosts(self.link_allowlist)
         except ContractError as exc:
-            raise FieldProblem(("link_allowlist",), exc.message) from None
+            out.append(FieldProblem(("link_allowlist",), exc.message))
+            return None
+
+    def _check_ctas(self, allowlist: LinkAllowlist | None, out: list[FieldProblem]) -> set[str]:
+        cta_ids: set[str] = set()
+        for i, cta in enumerate(self.ctas):
+            decision = gate_link(cta.href, allowlist) if allowlist is not None else None
+            if decision is not None and not decision.allowed:
+                out.append(
+                    FieldProblem(
+                        ("ctas", i, "href"),
+                        f"CTA {cta.id!r} link {cta.href!r} is refused ({decision.reason}); "
+                        "CTA links must be https and on the campaign's link_allowlist",
+                    )
+                )
+            if cta.id in cta_ids:
+                out.append(FieldProblem(("ctas", i, "id"), f"duplicate CTA id {cta.id!r}"))
+            cta_ids.add(cta.id)
+        return cta_ids
 
     def _check_copy(
         self,
         where: tuple[str, ...],
         copy: Mapping[str, ZoneCopy],
-        cta_ids: set[str],
-        zones: Mapping[str, ZoneContract] | None,
+        shown: tuple[str, ...] | None,
+        cta_ids: set[str] | None,
+        zones: Mapping[str, ZoneContract | None] | None,
+        out: list[FieldProblem],
     ) -> None:
-        for zone_id in self.page_zone_ids():
+        for zone_id in shown or ():
             if zone_id not in copy:
-                raise FieldProblem(where, f"no copy for zone {zone_id!r}, which a page shows")
+                out.append(FieldProblem(where, f"no copy for zone {zone_id!r}, which a page shows"))
         for zone_id, item in copy.items():
             loc = (*where, zone_id)
-            if item.cta is not None and item.cta not in cta_ids:
-                raise FieldProblem(loc, f"CTA {item.cta!r} is not one of the campaign's CTAs")
+            if cta_ids is not None and item.cta is not None and item.cta not in cta_ids:
+                out.append(FieldProblem(loc, f"CTA {item.cta!r} is not one of the campaign's CTAs"))
             contract = zones.get(zone_id) if zones is not None else None
             if contract is None:
                 continue
             if contract.link and item.cta is None:
-                raise FieldProblem(loc, f"zone {zone_id!r} carries a link: its copy must name a cta")
+                out.append(FieldProblem(loc, f"zone {zone_id!r} carries a link: its copy must name a cta"))
             if not contract.fits(item.text):
-                raise FieldProblem(
-                    loc,
-                    f"copy is over zone {zone_id!r} limits "
-                    f"({contract.max_words} words, {contract.max_chars} characters)",
+                out.append(
+                    FieldProblem(
+                        loc,
+                        f"copy is over zone {zone_id!r} limits "
+                        f"({contract.max_words} words, {contract.max_chars} characters)",
+                    )
                 )
 
-    def _check_zones_exist(self, zones: Mapping[str, ZoneContract]) -> None:
-        for page_id, page in self.pages.items():
-            for i, zone_id in enumerate(page.zones):
-                if zone_id not in zones:
-                    raise FieldProblem(("pages", page_id, "zones", i), f"no zone contract for {zone_id!r}")
+    def _check_zones_exist(
+        self,
+        zones: Mapping[str, ZoneContract],
+        unreadable: frozenset[str],
+        usable: frozenset[str],
+        out: list[FieldProblem],
+    ) -> None:
+        known = zones.keys() | unreadable
+        if "pages" in usable:
+            for page_id, page in self.pages.items():
+                for i, zone_id in enumerate(page.zones):
+                    if zone_id not in known:
+                        out.append(
+                            FieldProblem(("pages", page_id, "zones", i), f"no zone contract for {zone_id!r}")
+                        )
+        if "patterns" in usable:
+            for fact_type, by_zone in self.patterns.items():
+                for zone_id in by_zone:
+                    if zone_id not in known:
+                        out.append(
+                            FieldProblem(
+                                ("patterns", fact_type, zone_id), f"no zone contract for {zone_id!r}"
+                            )
+                        )
+
+    def _check_patterns(self, out: list[FieldProblem]) -> None:
+        """Each pattern parses and names only slots its fact type fills (welcomemat/fact_types.py)."""
         for fact_type, by_zone in self.patterns.items():
-            for zone_id in by_zone:
-                if zone_id not in zones:
-                    raise FieldProblem(("patterns", fact_type, zone_id), f"no zone contract for {zone_id!r}")
+            unknown = unknown_fact_type_problem(fact_type)
+            if unknown is not None:
+                out.append(FieldProblem(("patterns", fact_type), unknown))
+                continue
+            for zone_id, patterns in by_zone.items():
+                for i, pattern in enumerate(patterns):
+                    loc = ("patterns", fact_type, zone_id, i)
+                    out += [FieldProblem(loc, problem) for problem in pattern_problems(fact_type, pattern)]
 
     def page_zone_ids(self) -> tuple[str, ...]:
         """Every zone some page shows, in first-seen order."""
@@ -489,6 +567,10 @@ class Campaign(BaseModel):
             seen.update(dict.fromkeys(page.zones))
         return tuple(seen)
 
+    def issues_qr_links(self) -> bool:
+        """Whether a QR code may point at this campaign: only with a continuation page to land on."""
+        return CONTINUATION_PAGE_ID in self.pages
+
     def allowlist(self) -> LinkAllowlist:
         return LinkAllowlist.from_hosts(self.link_allowlist)
 
@@ -496,6 +578,44 @@ class Campaign(BaseModel):
         return next((c for c in self.ctas if c.id == cta_id), None)
 
 
+def _context(
+    zones: Mapping[str, ZoneContract] | None, unreadable: frozenset[str] | None
+) -> dict[str, Any] | None:
+    if zones is None:
+        return None
+    return {"zones": zones, "unreadable": unreadable or frozenset()}
+
+
+def check_campaign(
+    path: str | Path,
+    zones: Mapping[str, ZoneContract] | None = None,
+    *,
+    unreadable_zones: frozenset[str] | None = None,
+) -> tuple[Campaign | None, list[ContractError]]:
+    """The campaign (None if refused) and every problem with it, each with file, line and field.
+
+    With `zones`, it is also checked against the zone contracts; `unreadable_zones` are ids
+    whose contract file is itself refused (reported there, not here).
+    """
+    context = _context(zones, unreadable_zones)
+
+    def partial(data: dict[str, Any], failing: frozenset[str]) -> list[FieldProblem]:
+        values = valid_fields(Campaign, data, failing, context)
+        # Fields left out of the file keep their defaults: they are as usable as valid ones.
+        defaults = {n for n, f in Campaign.model_fields.items() if not f.is_required() and n not in data}
+        usable = frozenset(values) | frozenset(defaults)
+        draft = Campaign.model_construct(**values)
+        return draft.cross_field_problems(zones, usable=usable, unreadable=unreadable_zones)
+
+    return check_yaml_model(path, Campaign, context, partial=partial)
+
+
 def load_campaign(path: str | Path, zones: Mapping[str, ZoneContract] | None = None) -> Campaign:
-    """Load and check a campaign; with `zones`, also check it against the zone contracts."""
-    return load_yaml_model(path, Campaign, context={"zones": zones} if zones is not None else None)
+    """Load and check a campaign; with `zones`, also check it against the zone contracts.
+
+    ContractProblems (reading as the first) lists every problem.
+    """
+    campaign, problems = check_campaign(path, zones)
+    if problems or campaign is None:
+        raise ContractProblems(problems)
+    return campaign

@@ -82,13 +82,22 @@ def _parser() -> argparse.ArgumentParser:
         help="keep serving until Ctrl-C after the checks (default: only when stdout is a terminal)",
     )
 
-    validate = sub.add_parser("validate", help="check a campaign, its zone contracts and an accounts file")
+    validate = sub.add_parser(
+        "validate",
+        help="check a campaign, its zone contracts, tenant policy and accounts: every problem at once",
+        description="Loads the inputs exactly as `welcomemat precompute` does (zone contracts, campaign, "
+        "tenant.yaml, policy precedence), then reads every accounts line. Prints every problem, one per "
+        "line on stderr as `file:line: field: message`. Exit 0 when nothing is wrong, 2 when anything is.",
+    )
     validate.add_argument("campaign", help="path to campaign.yaml")
     validate.add_argument("accounts", nargs="?", help="path to accounts.jsonl")
     validate.add_argument(
         "--zones", default=None, help="zone contracts folder (default: zones/ beside the campaign's parent)"
     )
-    validate.add_argument("--json", action="store_true", help="print the report as JSON")
+    validate.add_argument(
+        "--tenant-policy", default=None, help="tenant.yaml (default: tenant.yaml beside the campaign)"
+    )
+    validate.add_argument("--json", action="store_true", help="print the report (and its problems) as JSON")
 
     # Kinds mirror welcomemat.reference.FORMATS (not imported here: `--help` stays fast).
     schema = sub.add_parser(
@@ -311,7 +320,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "validate":
             from welcomemat.commands.validate import run_validate
 
-            return run_validate(args.campaign, args.accounts, zones=args.zones, as_json=args.json)
+            return run_validate(
+                args.campaign,
+                args.accounts,
+                zones=args.zones,
+                tenant_policy=args.tenant_policy,
+                as_json=args.json,
+            )
         if args.command == "schema":
             from welcomemat.reference import print_schema
 

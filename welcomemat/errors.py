@@ -3,6 +3,7 @@
     WelcomematError
     ├── InputError            bad user input: names the file, line (if any) and field
     │   └── ContractError     a campaign / zone / tenant contract refused at load
+    │       └── ContractProblems  every problem found at once; reads as the first
     ├── ConfigError           a setting missing or malformed (names the variable)
     ├── TokenError            a token that must not be honoured
     │   ├── TokenMalformed    not a token of ours (truncated, bad encoding, bad payload)
@@ -18,11 +19,13 @@ Messages name the bad value and where it came from.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = [
     "ConfigError",
     "ContractError",
+    "ContractProblems",
     "EmbeddedRedisError",
     "InputError",
     "StoreError",
@@ -75,6 +78,26 @@ class InputError(WelcomematError):
 
 class ContractError(InputError):
     """A campaign, zone or tenant contract that is refused at load."""
+
+
+class ContractProblems(ContractError):
+    """Inputs refused for every problem found in one pass (each an InputError of its own).
+
+    It reads as the first problem (file, line, field, message), followed by how many more
+    there are, so a command that stops at the first still points at the rest.
+    """
+
+    def __init__(self, problems: Sequence[InputError]) -> None:
+        if not problems:
+            raise ValueError("ContractProblems needs at least one problem")
+        self.problems: tuple[InputError, ...] = tuple(problems)
+        first = self.problems[0]
+        more = len(self.problems) - 1
+        message = first.message
+        if more:
+            noun = "problem" if more == 1 else "problems"
+            message += f" (and {more} more {noun}: `welcomemat validate` lists them all)"
+        super().__init__(message, file=first.file, line=first.line, field=first.field)
 
 
 class ConfigError(WelcomematError):

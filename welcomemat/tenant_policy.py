@@ -9,17 +9,27 @@ combine (hard rules ▸ tenant ▸ campaign, tighten only) is the precompute job
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from welcomemat.campaign import MAX_SIGNAL_WINDOW_DAYS, Confidence
+from welcomemat.errors import ContractError
 from welcomemat.ids import OpaqueId
-from welcomemat.yamlfile import FieldProblem, load_yaml_model
+from welcomemat.yamlfile import check_yaml_model, load_yaml_model
 
 __all__ = [
     "TenantPolicy",
+    "check_tenant_policy",
     "load_tenant_policy",
 ]
+
+
+def _ceiling_in_range(days: int) -> int:
+    # A plain ValueError, not a FieldProblem: pydantic then reports it at its own key, among all the others.
+    if not 1 <= days <= MAX_SIGNAL_WINDOW_DAYS:
+        raise ValueError(f"maximum window {days} days is outside 1..{MAX_SIGNAL_WINDOW_DAYS} (hard rule)")
+    return days
 
 
 class TenantPolicy(BaseModel):
@@ -50,7 +60,7 @@ class TenantPolicy(BaseModel):
         "`guaranteed_outcome`; another name is accepted but checks nothing.",
         examples=[["partnership", "guaranteed_outcome"]],
     )
-    max_signal_windows_days: dict[str, int] = Field(
+    max_signal_windows_days: dict[str, Annotated[int, AfterValidator(_ceiling_in_range)]] = Field(
         default_factory=dict,
         description="Per fact type, the longest signal window (days) a campaign may set; a campaign "
         "window above it is refused. Types not listed are capped only by the hard maximum.",
@@ -74,17 +84,10 @@ class TenantPolicy(BaseModel):
             raise ValueError("entries must not be blank")
         return value
 
-    @field_validator("max_signal_windows_days")
-    @classmethod
-    def _windows_sane(cls, value: dict[str, int]) -> dict[str, int]:
-        """Every maximum window is between 1 day and the hard maximum, `MAX_SIGNAL_WINDOW_DAYS`."""
-        for fact_type, days in value.items():
-            if not 1 <= days <= MAX_SIGNAL_WINDOW_DAYS:
-                raise FieldProblem(
-                    ("max_signal_windows_days", fact_type),
-                    f"maximum window {days} days is outside 1..{MAX_SIGNAL_WINDOW_DAYS} (hard rule)",
-                )
-        return value
+
+def check_tenant_policy(path: str | Path) -> tuple[TenantPolicy | None, list[ContractError]]:
+    """`tenant.yaml` (None if refused) and every problem with it, each naming file, line and field."""
+    return check_yaml_model(path, TenantPolicy)
 
 
 def load_tenant_policy(path: str | Path) -> TenantPolicy:

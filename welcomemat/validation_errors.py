@@ -1,4 +1,4 @@
-"""Turn a pydantic ValidationError into the (field path, message) a user can act on."""
+"""Turn a pydantic ValidationError into the (field path, message) pairs a user can act on."""
 
 from __future__ import annotations
 
@@ -6,15 +6,25 @@ from pydantic import ValidationError
 
 __all__ = [
     "dotted",
+    "every_problem",
     "first_problem",
 ]
 
+Loc = tuple[int | str, ...]
 
-def first_problem(error: ValidationError) -> tuple[tuple[int | str, ...], str]:
+
+def _plain(message: str) -> str:
+    return message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+
+
+def every_problem(error: ValidationError) -> list[tuple[Loc, str]]:
+    """Every failing field's location and message, in pydantic's order, without its prefixes."""
+    return [(tuple(e["loc"]), _plain(e["msg"])) for e in error.errors()]
+
+
+def first_problem(error: ValidationError) -> tuple[Loc, str]:
     """The first failing field's location and message, without pydantic's prefixes."""
-    first = error.errors()[0]
-    message = first["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    return tuple(first["loc"]), message
+    return every_problem(error)[0]
 
 
 def dotted(loc: tuple[int | str, ...]) -> str | None:

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.config import JsonDict
 
-from welcomemat.errors import ContractError
+from welcomemat.errors import ContractError, ContractProblems
 from welcomemat.ids import OpaqueId
 from welcomemat.markup import INLINE_TAGS_MAX, validate_markup_allowed
-from welcomemat.yamlfile import load_yaml_model
+from welcomemat.yamlfile import check_yaml_model, line_of_field
 
 __all__ = [
     "KNOWN_CHECKS",
     "ZoneContract",
+    "ZoneContractsCheck",
     "ZoneFallback",
+    "check_zone_contract",
+    "check_zone_contracts",
     "load_zone_contract",
     "load_zone_contracts",
 ]
@@ -143,20 +147,63 @@ class ZoneContract(BaseModel):
         return len(text) <= self.max_chars and len(text.split()) <= self.max_words
 
 
-def load_zone_contract(path: str | Path) -> ZoneContract:
+def check_zone_contract(path: str | Path) -> tuple[ZoneContract | None, list[ContractError]]:
+    """The contract (None if refused) and every problem with it (file, line, field)."""
     path = Path(path)
-    contract = load_yaml_model(path, ZoneContract)
-    if contract.id != path.stem:
-        raise ContractError(f"zone id {contract.id!r} differs from the file name", file=path, field="id")
+    contract, problems = check_yaml_model(path, ZoneContract)
+    if contract is not None and contract.id != path.stem:
+        problem = ContractError(
+            f"zone id {contract.id!r} differs from the file name",
+            file=path,
+            line=line_of_field(path, ("id",)),
+            field="id",
+        )
+        return None, [problem]
+    return contract, problems
+
+
+def load_zone_contract(path: str | Path) -> ZoneContract:
+    contract, problems = check_zone_contract(path)
+    if problems or contract is None:
+        raise ContractProblems(problems)
     return contract
 
 
-def load_zone_contracts(folder: str | Path) -> Mapping[str, ZoneContract]:
-    """Every `*.yaml` in the folder, keyed by zone id."""
+@dataclass(frozen=True)
+class ZoneContractsCheck:
+    """Every zone contract of a folder: those that load, every problem, and the ids refused."""
+
+    contracts: Mapping[str, ZoneContract]
+    problems: tuple[ContractError, ...]
+    unreadable: frozenset[str]  # file stems (zone ids) whose contract is refused
+
+
+def check_zone_contracts(folder: str | Path) -> ZoneContractsCheck:
+    """Every `*.yaml` in the folder, checked; a bad file costs its own zone only."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise ContractError("zone contract folder not found", file=folder)
-    contracts = {c.id: c for c in (load_zone_contract(p) for p in sorted(folder.glob("*.yaml")))}
-    if not contracts:
-        raise ContractError("no zone contracts (*.yaml) in folder", file=folder)
-    return contracts
+        return ZoneContractsCheck(
+            {}, (ContractError("zone contract folder not found", file=folder),), frozenset()
+        )
+    contracts: dict[str, ZoneContract] = {}
+    problems: list[ContractError] = []
+    unreadable: set[str] = set()
+    files = sorted(folder.glob("*.yaml"))
+    for path in files:
+        contract, found = check_zone_contract(path)
+        problems += found
+        if contract is None:
+            unreadable.add(path.stem)
+        else:
+            contracts[contract.id] = contract
+    if not files:
+        problems.append(ContractError("no zone contracts (*.yaml) in folder", file=folder))
+    return ZoneContractsCheck(contracts, tuple(problems), frozenset(unreadable))
+
+
+def load_zone_contracts(folder: str | Path) -> Mapping[str, ZoneContract]:
+    """Every `*.yaml` in the folder, keyed by zone id. ContractProblems lists every problem."""
+    checked = check_zone_contracts(folder)
+    if checked.problems:
+        raise ContractProblems(checked.problems)
+    return checked.contracts

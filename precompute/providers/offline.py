@@ -29,16 +29,16 @@ depend on the machine's locale.
 from __future__ import annotations
 
 import hashlib
-import string
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import MAXYEAR, date, timedelta
-from functools import lru_cache
 
 from precompute.context import GovernedContext, TrustedFact
 from precompute.providers.base import Decline, GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
 from welcomemat.campaign import Campaign
+from welcomemat.fact_types import COMPUTED_SLOTS
+from welcomemat.patterns import parse_pattern
 from welcomemat.reasons import ZoneReason
 from welcomemat.zone_contract import ZoneContract
 
@@ -91,15 +91,11 @@ _MONTHS = (
 )
 _COUNT_WORDS = tuple("one two three four five six seven eight nine ten eleven twelve".split())
 
-# Slots the composer computes; a fact field of the same name must not shadow them.
-_COMPUTED_SLOTS = frozenset({"account", "when", "role_count"})
 # Computed slots that produce an ordinary lowercase word, capitalised when they open the text.
 _SENTENCE_OPENERS = frozenset({"when", "role_count"})
 # Characters that mean a value is markup or a template, not a name: refused, never stripped,
 # because "scriptalert(1)/script" on a page is as wrong as the script.
 _REFUSED_CHARS = frozenset("<>{}")
-
-_FORMATTER = string.Formatter()
 
 
 # -- the `when` phrase ----------------------------------------------------------------------
@@ -180,7 +176,8 @@ def _unit(fact_type: str, facts: Sequence[TrustedFact], account: str | None, as_
     slots: dict[str, str] = {}
     # Only fields every fact of the unit agrees on: a group's slot must be true of each member.
     for key, value in ordered[0].fields.items():
-        if key in _COMPUTED_SLOTS or not key.isidentifier():
+        # COMPUTED_SLOTS (welcomemat/fact_types.py, per fact type there): never shadowed by a field.
+        if key in COMPUTED_SLOTS or not key.isidentifier():
             continue
         if others and any(f.fields.get(key) != value for f in others):
             continue
@@ -246,25 +243,15 @@ def _ordered_types(units: Mapping[str, list[_Unit]], types: Iterable[str], used:
 # -- patterns -------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=4096)
 def _pattern_shape(pattern: str) -> tuple[frozenset[str], bool] | None:
     """The slot names a pattern uses and whether it opens with a sentence-opener slot, or None if unusable."""
-    # Only plain `{name}` slots: attribute or index access, conversions and format specs could
-    # reach into Python objects or reshape a value, so such a pattern is never filled.
-    names: set[str] = set()
+    # Only plain `{name}` slots (welcomemat/patterns.py, the parser the campaign loader uses):
+    # a campaign loaded from a file never gets here with another; a hand-built one is skipped.
     try:
-        parsed = list(_FORMATTER.parse(pattern))
+        shape = parse_pattern(pattern)
     except ValueError:
         return None
-    for _literal, name, spec, conversion in parsed:
-        if name is None:
-            continue
-        if not name.isidentifier() or spec or conversion is not None:
-            return None
-        names.add(name)
-    first = parsed[0] if parsed else ("", None, "", None)
-    opens_with = first[0] == "" and first[1] in _SENTENCE_OPENERS
-    return frozenset(names), opens_with
+    return shape.slots, shape.opening_slot in _SENTENCE_OPENERS
 
 
 def _fill(pattern: str, unit: _Unit) -> tuple[str, bool] | None:

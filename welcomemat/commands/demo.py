@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 import redis
 
-from welcomemat.commands.validate import load_inputs, print_problems
+from welcomemat.accounts import read_accounts
+from welcomemat.commands.validate import print_problems
 from welcomemat.connection import connect, resolve_redis
 from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.errors import InputError
@@ -94,22 +95,18 @@ def _precompute(client: redis.Redis, folder: Path, accounts_path: Path, site_ori
     `--site-port` moved it off the one examples/campaign.yaml names). Dymaxa is tier 1, so
     it waits for a person: the demo approves it as a reviewer would, and says so.
     """
-    from precompute.commands import load_campaign_inputs, print_qa, print_run_report
+    from precompute.commands import print_qa, print_run_report
     from precompute.explain import format_explain
-    from precompute.policy import build_policy
+    from precompute.inputs import load_campaign_inputs
     from precompute.providers.offline import OfflineComposer
     from precompute.qa import run_qa
     from precompute.review import decide, show
     from precompute.run import PrecomputeRun
 
-    campaign, zones, tenant, tenant_file = load_campaign_inputs(
-        folder / "campaign.yaml", str(folder.parent / "zones"), None
-    )
+    inputs = load_campaign_inputs(folder / "campaign.yaml", str(folder.parent / "zones"), None)
+    campaign, zones, policy = inputs.campaign, inputs.zones, inputs.policy
     if site_origin not in campaign.snippet_origins:
         campaign = campaign.model_copy(update={"snippet_origins": (*campaign.snippet_origins, site_origin)})
-    policy = build_policy(
-        campaign, tenant, campaign_file=str(folder / "campaign.yaml"), tenant_file=tenant_file
-    )
     report = PrecomputeRun(
         client=client, campaign=campaign, zones=zones, policy=policy, provider=OfflineComposer()
     ).run(accounts_path)
@@ -184,15 +181,16 @@ def run_demo(
         # Dated from the UTC day, the day precompute's `as_of` is: the local date can differ by one.
         today = datetime.now(UTC).date()
         accounts_path = _fresh_accounts(folder, settings.home / "demo" / "accounts.jsonl", today)
-        report = load_inputs(folder / "campaign.yaml", accounts_path, zones=str(folder.parent / "zones"))
-        c = report.campaign
-        print(f"  Zones     {len(report.zones)} contracts: {', '.join(sorted(report.zones))}")
+        from precompute.inputs import load_campaign_inputs
+
+        inputs = load_campaign_inputs(folder / "campaign.yaml", str(folder.parent / "zones"), None)
+        c = inputs.campaign
+        print(f"  Zones     {len(inputs.zones)} contracts: {', '.join(sorted(inputs.zones))}")
         print(
             f"  Campaign  {c.tenant}/{c.campaign} “{c.name}”: {len(c.pages)} pages, "
             f"{len(c.segments)} segments, {len(c.ctas)} CTAs, holdout {c.holdout_fraction:.0%}"
         )
-        acc = report.accounts
-        assert acc is not None
+        acc = read_accounts(accounts_path)
         facts = [f for a in acc.accounts for f in a.facts]
         print(f"  Accounts  {len(acc.accounts)} read from {accounts_path} ({acc.skipped} lines skipped)")
         by_segment = Counter(a.segment for a in acc.accounts)
@@ -203,7 +201,7 @@ def run_demo(
             f"{'':12}{with_facts} accounts carry {len(facts)} research facts; {linked} have a link and a date"
         )
         if acc.problems:
-            print_problems(acc)
+            print_problems(acc.problems, limit=20)
 
         dymaxa = next((a for a in acc.accounts if a.account_id == DEMO_ACCOUNT), None)
         if dymaxa is None:

@@ -1,67 +1,99 @@
-"""`welcomemat validate`: load a campaign, its zone contracts and accounts; report what is wrong."""
+"""`welcomemat validate`: every problem with a campaign's inputs, in one run, as precompute sees them.
+
+Zone contracts, the campaign, ``tenant.yaml`` and policy precedence are loaded by
+precompute's own loader (`precompute/inputs.py`), so passing here means `precompute`
+will not refuse them; then every line of the accounts file is read. Each problem is one
+line on stderr, `file:line: field: message`; `--json` prints the report, problems as a
+list of {file, line, field, message}, on stdout. Exit 0 when nothing is wrong, 2 when
+anything is (bad input, as everywhere in the CLI). Notes (segments without copy, no QR
+continuation page) are facts about the inputs, not problems: they never change the exit.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from precompute.inputs import InputsCheck, check_campaign_inputs
 from welcomemat.accounts import AccountsReport, read_accounts
-from welcomemat.campaign import Campaign, load_campaign
+from welcomemat.campaign import CONTINUATION_PAGE_ID, Campaign
+from welcomemat.cli import EXIT_BAD_INPUT, EXIT_OK
 from welcomemat.errors import InputError
-from welcomemat.zone_contract import ZoneContract, load_zone_contracts
+
+__all__ = [
+    "ValidationReport",
+    "format_problem",
+    "print_problems",
+    "run_validate",
+    "unknown_segments",
+    "validate_inputs",
+]
 
 
-@dataclass
-class InputsReport:
-    campaign: Campaign
-    zones: dict[str, ZoneContract]
+@dataclass(frozen=True)
+class ValidationReport:
+    """The campaign inputs as precompute's loader found them, the accounts read, every problem."""
+
+    check: InputsCheck
     accounts: AccountsReport | None
+    problems: tuple[InputError, ...]  # the campaign inputs' (by file, then line), then the accounts'
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def notes(self) -> list[str]:
+        campaign = self.check.campaign
+        if campaign is None:
+            return []
+        out = []
+        if CONTINUATION_PAGE_ID not in campaign.pages:
+            out.append(
+                f"no {CONTINUATION_PAGE_ID!r} page: this campaign cannot issue QR links "
+                "(`welcomemat link --qr` refuses it: a scan would land on a 404)"
+            )
+        if self.accounts is not None:
+            for segment, n in sorted(unknown_segments(self.accounts, campaign).items()):
+                out.append(f"{n} accounts in segment {segment!r}, which has no copy: they get the default")
+        return out
 
     def as_dict(self) -> dict[str, object]:
+        campaign = self.check.campaign
         out: dict[str, object] = {
-            "campaign": {
-                "tenant": self.campaign.tenant,
-                "campaign": self.campaign.campaign,
-                "pages": list(self.campaign.pages),
-                "segments": list(self.campaign.segments),
-                "ctas": [c.id for c in self.campaign.ctas],
-            },
-            "zones": sorted(self.zones),
+            "ok": self.ok,
+            "problems": [
+                {"file": p.file, "line": p.line, "field": p.field, "message": p.message}
+                for p in self.problems
+            ],
+            "campaign": None,
+            "zones": sorted(self.check.zones or ()),
+            "tenant_policy": self.check.tenant_file,
+            "notes": self.notes(),
         }
+        if campaign is not None:
+            out["campaign"] = {
+                "tenant": campaign.tenant,
+                "campaign": campaign.campaign,
+                "pages": list(campaign.pages),
+                "segments": list(campaign.segments),
+                "ctas": [c.id for c in campaign.ctas],
+                "qr_links": CONTINUATION_PAGE_ID in campaign.pages,
+            }
         if self.accounts is not None:
             acc = self.accounts
             out["accounts"] = {
                 "read": len(acc.accounts),
                 "skipped": acc.skipped,
                 "by_segment": dict(sorted(Counter(a.segment for a in acc.accounts).items())),
-                "segments_without_copy": dict(unknown_segments(acc, self.campaign)),
-                "problems": [
-                    {"file": p.file, "line": p.line, "field": p.field, "message": p.message}
-                    for p in acc.problems
-                ],
+                "segments_without_copy": dict(unknown_segments(acc, campaign))
+                if campaign is not None
+                else {},
             }
         return out
-
-
-def find_zones_folder(campaign_path: Path, zones: str | None) -> Path:
-    if zones is not None:
-        return Path(zones)
-    for candidate in (Path("zones"), campaign_path.parent / "zones", campaign_path.parent.parent / "zones"):
-        if candidate.is_dir():
-            return candidate
-    raise InputError("no zone contracts folder found; pass --zones DIR", file=campaign_path)
-
-
-def load_inputs(campaign: str | Path, accounts: str | Path | None, zones: str | None = None) -> InputsReport:
-    """Zone contracts, then the campaign checked against them, then the accounts."""
-    campaign_path = Path(campaign)
-    contracts = dict(load_zone_contracts(find_zones_folder(campaign_path, zones)))
-    loaded = load_campaign(campaign_path, contracts)
-    report = read_accounts(accounts) if accounts is not None else None
-    return InputsReport(campaign=loaded, zones=contracts, accounts=report)
 
 
 def unknown_segments(report: AccountsReport, campaign: Campaign) -> Counter[str]:
@@ -69,27 +101,73 @@ def unknown_segments(report: AccountsReport, campaign: Campaign) -> Counter[str]
     return Counter(a.segment for a in report.accounts if a.segment not in campaign.segments)
 
 
-def print_problems(report: AccountsReport, limit: int = 20) -> None:
-    for problem in report.problems[:limit]:
-        print(f"  {problem}", file=sys.stderr)
-    if len(report.problems) > limit:
-        print(f"  ... and {len(report.problems) - limit} more", file=sys.stderr)
+def validate_inputs(
+    campaign: str | Path, accounts: str | Path | None, *, zones: str | None, tenant_policy: str | None
+) -> ValidationReport:
+    """Check every input; nothing is raised for bad input, every problem is in the report."""
+    campaign_path = Path(campaign)
+    check = check_campaign_inputs(campaign_path, zones, tenant_policy)
+    problems = list(check.problems)
+    report = None
+    if accounts is not None:
+        try:
+            report = read_accounts(accounts)
+        except InputError as exc:  # the file itself (missing): its lines cannot be read
+            problems.append(exc)
+        else:
+            problems += report.problems
+    return ValidationReport(check=check, accounts=report, problems=tuple(problems))
 
 
-def run_validate(campaign: str, accounts: str | None, *, zones: str | None, as_json: bool) -> int:
-    report = load_inputs(campaign, accounts, zones)
+def format_problem(problem: InputError) -> str:
+    """`file:line: field: message`; the parts a problem does not have are left out."""
+    where = problem.file or ""
+    if problem.line is not None:
+        where = f"{where}:{problem.line}"
+    parts = [part for part in (where, problem.field, problem.message) if part]
+    return ": ".join(parts)
+
+
+def print_problems(problems: Sequence[InputError], limit: int | None = None) -> None:
+    """Each problem on its own line on stderr (the first `limit`, then how many more)."""
+    shown = problems if limit is None else problems[:limit]
+    for problem in shown:
+        print(format_problem(problem), file=sys.stderr)
+    if len(problems) > len(shown):
+        print(f"... and {len(problems) - len(shown)} more", file=sys.stderr)
+
+
+def _print_summary(report: ValidationReport) -> None:
+    campaign, check = report.check.campaign, report.check
+    if campaign is not None:
+        state = "ok" if check.inputs is not None else "loads, with problems below"
+        zones = ", ".join(sorted(check.zones or ()))
+        print(
+            f"campaign {campaign.tenant}/{campaign.campaign}: {state} ({len(campaign.pages)} pages, "
+            f"{len(campaign.segments)} segments, {len(campaign.ctas)} CTAs; zones: {zones})"
+        )
+    if check.tenant_file is not None:
+        print(f"tenant policy: {check.tenant_file}")
+    if report.accounts is not None:
+        acc = report.accounts
+        print(f"accounts: {len(acc.accounts)} read, {acc.skipped} lines skipped")
+    for note in report.notes():
+        print(f"  note: {note}")
+
+
+def run_validate(
+    campaign: str, accounts: str | None, *, zones: str | None, tenant_policy: str | None, as_json: bool
+) -> int:
+    report = validate_inputs(campaign, accounts, zones=zones, tenant_policy=tenant_policy)
     if as_json:
         print(json.dumps(report.as_dict(), indent=2))
     else:
-        c = report.campaign
-        print(
-            f"campaign {c.tenant}/{c.campaign}: ok ({len(c.pages)} pages, {len(c.segments)} segments, "
-            f"{len(c.ctas)} CTAs; zones: {', '.join(sorted(report.zones))})"
-        )
-        if report.accounts is not None:
-            acc = report.accounts
-            print(f"accounts: {len(acc.accounts)} read, {acc.skipped} lines skipped")
-            print_problems(acc)
-            for segment, n in sorted(unknown_segments(acc, c).items()):
-                print(f"  note: {n} accounts in segment {segment!r}, which has no copy: they get the default")
-    return 1 if report.accounts is not None and report.accounts.problems else 0
+        _print_summary(report)
+        print_problems(report.problems)
+        if report.problems:
+            files = len({p.file for p in report.problems})
+            noun = "problem" if len(report.problems) == 1 else "problems"
+            print(
+                f"{len(report.problems)} {noun} in {files} file{'s' if files != 1 else ''}", file=sys.stderr
+            )
+    return EXIT_OK if report.ok else EXIT_BAD_INPUT

@@ -1,0 +1,124 @@
+"""The campaign inputs a run reads, loaded one way for `precompute` and `welcomemat validate`.
+
+Zone contracts ▸ the campaign, checked against them ▸ ``tenant.yaml`` (``--tenant-policy``,
+else the one beside the campaign, if any) ▸ policy precedence (a campaign may tighten the
+tenant policy, never loosen it). `check_campaign_inputs` finds every problem in one pass;
+`load_campaign_inputs` refuses with them. Both commands call these two functions, so
+`welcomemat validate` passing means `precompute` will not refuse the same inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from precompute.context import EffectivePolicy
+from precompute.policy import TenantPolicy, build_policy, check_tenant_policy, policy_problems
+from welcomemat.campaign import Campaign, check_campaign
+from welcomemat.errors import ContractProblems, InputError
+from welcomemat.zone_contract import ZoneContract, check_zone_contracts
+
+__all__ = [
+    "TENANT_FILE_NAME",
+    "CampaignInputs",
+    "InputsCheck",
+    "check_campaign_inputs",
+    "find_zones_folder",
+    "load_campaign_inputs",
+    "tenant_policy_path",
+]
+
+TENANT_FILE_NAME = "tenant.yaml"  # looked for beside campaign.yaml when --tenant-policy is not given
+
+
+@dataclass(frozen=True)
+class CampaignInputs:
+    """Everything a run needs besides the accounts, checked together."""
+
+    campaign: Campaign
+    zones: dict[str, ZoneContract]
+    tenant: TenantPolicy | None
+    tenant_file: str | None
+    policy: EffectivePolicy
+
+
+@dataclass(frozen=True)
+class InputsCheck:
+    """What checking found: the inputs when nothing is wrong, else every problem (by file, then line)."""
+
+    inputs: CampaignInputs | None
+    problems: tuple[InputError, ...]
+    campaign: Campaign | None = None  # the campaign itself, when it loads (for a summary)
+    zones: dict[str, ZoneContract] | None = None  # the zone contracts that load
+    tenant_file: str | None = None  # the tenant.yaml read, if there is one
+
+
+def find_zones_folder(campaign_path: Path, zones: str | None) -> Path:
+    """`--zones`, else `zones/` here, beside the campaign, or beside the campaign's folder."""
+    if zones is not None:
+        return Path(zones)
+    for candidate in (Path("zones"), campaign_path.parent / "zones", campaign_path.parent.parent / "zones"):
+        if candidate.is_dir():
+            return candidate
+    raise InputError("no zone contracts folder found; pass --zones DIR", file=campaign_path)
+
+
+def tenant_policy_path(campaign_path: Path, tenant_file: str | None) -> Path:
+    return Path(tenant_file) if tenant_file else campaign_path.parent / TENANT_FILE_NAME
+
+
+def _in_file_order(problems: list[InputError]) -> tuple[InputError, ...]:
+    """Grouped by file in the order the files were read, each file's problems by line."""
+    order: dict[str | None, int] = {}
+    for problem in problems:
+        order.setdefault(problem.file, len(order))
+    return tuple(sorted(problems, key=lambda p: (order[p.file], p.line or 0)))
+
+
+def check_campaign_inputs(campaign_path: Path, zones_dir: str | None, tenant_file: str | None) -> InputsCheck:
+    """Load zone contracts, campaign, tenant policy and precedence; every problem, none raised."""
+    problems: list[InputError] = []
+    zones: dict[str, ZoneContract] | None = None
+    unreadable: frozenset[str] = frozenset()
+    try:
+        folder = find_zones_folder(campaign_path, zones_dir)
+    except InputError as exc:
+        problems.append(exc)
+    else:
+        checked = check_zone_contracts(folder)
+        problems += checked.problems
+        zones, unreadable = dict(checked.contracts), checked.unreadable
+        if not zones and not unreadable:
+            zones = None  # no folder or no files: already reported; check the campaign on its own
+
+    campaign, found = check_campaign(campaign_path, zones, unreadable_zones=unreadable)
+    problems += found
+
+    tenant_path = tenant_policy_path(campaign_path, tenant_file)
+    tenant: TenantPolicy | None = None
+    if tenant_path.is_file():
+        tenant, found = check_tenant_policy(tenant_path)
+        problems += found
+    elif tenant_file:
+        problems.append(InputError("tenant policy file not found", file=tenant_path, field="--tenant-policy"))
+    tfile = str(tenant_path) if tenant is not None else None
+    read_tenant = str(tenant_path) if tenant_path.is_file() else None
+
+    if campaign is not None:
+        # With a tenant.yaml that is itself refused, the hard rules are still checked.
+        problems += policy_problems(campaign, tenant, campaign_file=str(campaign_path), tenant_file=tfile)
+    if problems or campaign is None or zones is None:
+        return InputsCheck(None, _in_file_order(problems), campaign, zones, read_tenant)
+    policy = build_policy(campaign, tenant, campaign_file=str(campaign_path), tenant_file=tfile)
+    inputs = CampaignInputs(campaign=campaign, zones=zones, tenant=tenant, tenant_file=tfile, policy=policy)
+    return InputsCheck(inputs, (), campaign, zones, read_tenant)
+
+
+def load_campaign_inputs(
+    campaign_path: Path, zones_dir: str | None, tenant_file: str | None
+) -> CampaignInputs:
+    """The checked inputs; ContractProblems (reading as the first problem) when anything is wrong."""
+    checked = check_campaign_inputs(campaign_path, zones_dir, tenant_file)
+    if checked.inputs is None:
+        raise ContractProblems(checked.problems)
+    return checked.inputs

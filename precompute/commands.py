@@ -31,6 +31,7 @@ from welcomemat.errors import InputError
 from welcomemat.ids import is_valid_id
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
+from welcomemat.theme import ThemeCheck, load_campaign_theme
 from welcomemat.zone_contract import ZoneContract, load_zone_contracts
 
 __all__ = [
@@ -204,12 +205,15 @@ def run_precompute(
     enqueue: bool = False,
     self_review: bool = True,
     deadline_s: float | None = None,
+    check_theme: ThemeCheck | None = None,
 ) -> int:
+    """`check_theme`: the renderer's checks of the campaign's theme (the CLI passes them in)."""
     settings = Settings.from_env()
     accounts_path = Path(accounts)
     if not accounts_path.is_file():
         raise InputError("accounts file not found", file=accounts_path)
     loaded, zone_contracts, tenant_policy, tenant_file = load_campaign_inputs(Path(campaign), zones, tenant)
+    theme = load_campaign_theme(loaded, Path(campaign), zone_contracts, check_theme)
     policy = build_policy(loaded, tenant_policy, campaign_file=campaign, tenant_file=tenant_file)
     writer = make_provider(
         provider, settings, concurrency=concurrency, deadline_s=deadline_s, self_review=self_review
@@ -226,6 +230,7 @@ def run_precompute(
         concurrency=concurrency,
         resume=resume,
         progress=advance,
+        theme=theme,
     )
     if enqueue:
         close()

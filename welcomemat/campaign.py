@@ -168,6 +168,18 @@ class Campaign(BaseModel):
     ctas: tuple[Cta, ...] = Field(min_length=1)
     # fact type -> zone id -> human-written patterns with {slots} (the offline composer's)
     patterns: dict[str, dict[OpaqueId, tuple[str, ...]]] = {}
+    theme: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description=(
+            "The campaign's own branding: a folder, relative to this file, holding its own "
+            "base.html (header, logo, footer) and the stylesheets, images and fonts it links. "
+            "It overrides base.html only, never the pages or zone partials; welcomemat validate "
+            "refuses a theme that breaks a rule, naming the file and line (README: Own branding)."
+        ),
+        examples=["./theme"],
+    )
 
     @field_validator("signal_windows_days")
     @classmethod

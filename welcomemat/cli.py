@@ -303,6 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_validate(args.campaign, args.accounts, zones=args.zones, as_json=args.json)
         if args.command == "precompute":
             from precompute.commands import run_precompute
+            from server.render import check_campaign_theme
 
             return run_precompute(
                 args.campaign,
@@ -316,6 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 self_review=args.self_review,
                 deadline_s=args.deadline,
                 enqueue=args.enqueue,
+                check_theme=check_campaign_theme,
             )
         if args.command == "worker":
             from precompute.commands import run_worker

@@ -29,6 +29,7 @@ from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.errors import InputError
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
+from welcomemat.theme import load_campaign_theme
 from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
 
 if TYPE_CHECKING:
@@ -105,13 +106,14 @@ def _precompute(client: redis.Redis, folder: Path, accounts_path: Path, site_ori
     campaign, zones, tenant, tenant_file = load_campaign_inputs(
         folder / "campaign.yaml", str(folder.parent / "zones"), None
     )
+    theme = load_campaign_theme(campaign, folder / "campaign.yaml", zones)  # validated before, in full
     if site_origin not in campaign.snippet_origins:
         campaign = campaign.model_copy(update={"snippet_origins": (*campaign.snippet_origins, site_origin)})
     policy = build_policy(
         campaign, tenant, campaign_file=str(folder / "campaign.yaml"), tenant_file=tenant_file
     )
     report = PrecomputeRun(
-        client=client, campaign=campaign, zones=zones, policy=policy, provider=OfflineComposer()
+        client=client, campaign=campaign, zones=zones, policy=policy, provider=OfflineComposer(), theme=theme
     ).run(accounts_path)
     print_run_report(report)
     print()
@@ -191,6 +193,9 @@ def run_demo(
             f"  Campaign  {c.tenant}/{c.campaign} “{c.name}”: {len(c.pages)} pages, "
             f"{len(c.segments)} segments, {len(c.ctas)} CTAs, holdout {c.holdout_fraction:.0%}"
         )
+        if report.theme is not None:
+            files = ", ".join(["base.html", *sorted(report.theme.files)])
+            print(f"  Theme     {c.theme}: {files} (own branding; zones and their rules unchanged)")
         acc = report.accounts
         assert acc is not None
         facts = [f for a in acc.accounts for f in a.facts]
@@ -224,6 +229,7 @@ def run_demo(
             contact.contact_id if contact else None,
             renderer_origin,
             site_origin,
+            themed=c.theme is not None,
         )
         return _serve_and_check(
             settings, links, renderer_sock, site_sock, verdict_failed=verdict == "NO GO", serve=serve
@@ -236,7 +242,14 @@ def run_demo(
 
 
 def _links(
-    settings: Settings, tenant: str, campaign: str, contact: str | None, renderer: str, site: str
+    settings: Settings,
+    tenant: str,
+    campaign: str,
+    contact: str | None,
+    renderer: str,
+    site: str,
+    *,
+    themed: bool,
 ) -> DemoLinks:
     from server.link import signed_url
     from welcomemat.commands.demo_serve import DemoLinks
@@ -267,6 +280,7 @@ def _links(
         anonymous=f"{renderer}/c/{campaign}",
         site_personal=f"{site}/?wm={token}",
         admin_token=_demo_admin_token(settings),
+        themed=themed,
     )
 
 

@@ -1,4 +1,8 @@
-"""`welcomemat validate`: load a campaign, its zone contracts and accounts; report what is wrong."""
+"""`welcomemat validate`: load a campaign, its zone contracts, theme and accounts; report what is wrong.
+
+A theme gets every check the renderer makes (`server.render.check_campaign_theme`), so a
+theme that validates is one the renderer serves.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from pathlib import Path
 from welcomemat.accounts import AccountsReport, read_accounts
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.errors import InputError
+from welcomemat.theme import Theme, load_campaign_theme
 from welcomemat.zone_contract import ZoneContract, load_zone_contracts
 
 
@@ -19,6 +24,7 @@ class InputsReport:
     campaign: Campaign
     zones: dict[str, ZoneContract]
     accounts: AccountsReport | None
+    theme: Theme | None = None
 
     def as_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -31,6 +37,8 @@ class InputsReport:
             },
             "zones": sorted(self.zones),
         }
+        if self.theme is not None:
+            out["theme"] = {"folder": self.campaign.theme, "files": ["base.html", *sorted(self.theme.files)]}
         if self.accounts is not None:
             acc = self.accounts
             out["accounts"] = {
@@ -56,12 +64,15 @@ def find_zones_folder(campaign_path: Path, zones: str | None) -> Path:
 
 
 def load_inputs(campaign: str | Path, accounts: str | Path | None, zones: str | None = None) -> InputsReport:
-    """Zone contracts, then the campaign checked against them, then the accounts."""
+    """Zone contracts, then the campaign checked against them, its theme, then the accounts."""
+    from server.render import check_campaign_theme
+
     campaign_path = Path(campaign)
     contracts = dict(load_zone_contracts(find_zones_folder(campaign_path, zones)))
     loaded = load_campaign(campaign_path, contracts)
+    theme = load_campaign_theme(loaded, campaign_path, contracts, check_campaign_theme)
     report = read_accounts(accounts) if accounts is not None else None
-    return InputsReport(campaign=loaded, zones=contracts, accounts=report)
+    return InputsReport(campaign=loaded, zones=contracts, accounts=report, theme=theme)
 
 
 def unknown_segments(report: AccountsReport, campaign: Campaign) -> Counter[str]:
@@ -86,6 +97,9 @@ def run_validate(campaign: str, accounts: str | None, *, zones: str | None, as_j
             f"campaign {c.tenant}/{c.campaign}: ok ({len(c.pages)} pages, {len(c.segments)} segments, "
             f"{len(c.ctas)} CTAs; zones: {', '.join(sorted(report.zones))})"
         )
+        if report.theme is not None:
+            files = ", ".join(["base.html", *sorted(report.theme.files)])
+            print(f"theme {c.theme}: ok ({files})")
         if report.accounts is not None:
             acc = report.accounts
             print(f"accounts: {len(acc.accounts)} read, {acc.skipped} lines skipped")

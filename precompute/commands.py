@@ -30,6 +30,7 @@ from welcomemat.errors import InputError
 from welcomemat.ids import is_valid_id
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
+from welcomemat.theme import ThemeCheck
 from welcomemat.zone_contract import ZoneContract
 
 __all__ = [
@@ -192,12 +193,14 @@ def run_precompute(
     enqueue: bool = False,
     self_review: bool = True,
     deadline_s: float | None = None,
+    check_theme: ThemeCheck | None = None,
 ) -> int:
+    """`check_theme`: the renderer's checks of the campaign's theme (the CLI passes them in)."""
     settings = Settings.from_env()
     accounts_path = Path(accounts)
     if not accounts_path.is_file():
         raise InputError("accounts file not found", file=accounts_path)
-    inputs = load_campaign_inputs(Path(campaign), zones, tenant)
+    inputs = load_campaign_inputs(Path(campaign), zones, tenant, check_theme)
     loaded, zone_contracts, policy = inputs.campaign, inputs.zones, inputs.policy
     writer = make_provider(
         provider, settings, concurrency=concurrency, deadline_s=deadline_s, self_review=self_review
@@ -214,6 +217,7 @@ def run_precompute(
         concurrency=concurrency,
         resume=resume,
         progress=advance,
+        theme=inputs.theme,
     )
     if enqueue:
         close()

@@ -15,7 +15,8 @@ from pathlib import Path
 from precompute.context import EffectivePolicy
 from precompute.policy import TenantPolicy, build_policy, check_tenant_policy, policy_problems
 from welcomemat.campaign import Campaign, check_campaign
-from welcomemat.errors import ContractProblems, InputError
+from welcomemat.errors import ContractError, ContractProblems, InputError
+from welcomemat.theme import Theme, ThemeCheck, load_campaign_theme
 from welcomemat.zone_contract import ZoneContract, check_zone_contracts
 
 __all__ = [
@@ -40,6 +41,7 @@ class CampaignInputs:
     tenant: TenantPolicy | None
     tenant_file: str | None
     policy: EffectivePolicy
+    theme: Theme | None = None  # the campaign's own branding, checked (README: Own branding)
 
 
 @dataclass(frozen=True)
@@ -51,13 +53,18 @@ class InputsCheck:
     campaign: Campaign | None = None  # the campaign itself, when it loads (for a summary)
     zones: dict[str, ZoneContract] | None = None  # the zone contracts that load
     tenant_file: str | None = None  # the tenant.yaml read, if there is one
+    theme: Theme | None = None  # the campaign's theme, when it names one and it passes
 
 
 def find_zones_folder(campaign_path: Path, zones: str | None) -> Path:
-    """`--zones`, else `zones/` here, beside the campaign, or beside the campaign's folder."""
+    """`--zones`, else `zones/` beside the campaign, here, or beside the campaign's folder.
+
+    The campaign's own folder first: a campaign made by `welcomemat init` carries its contracts,
+    and validating it from a clone of the repository must not check it against the repository's.
+    """
     if zones is not None:
         return Path(zones)
-    for candidate in (Path("zones"), campaign_path.parent / "zones", campaign_path.parent.parent / "zones"):
+    for candidate in (campaign_path.parent / "zones", Path("zones"), campaign_path.parent.parent / "zones"):
         if candidate.is_dir():
             return candidate
     raise InputError("no zone contracts folder found; pass --zones DIR", file=campaign_path)
@@ -75,8 +82,14 @@ def _in_file_order(problems: list[InputError]) -> tuple[InputError, ...]:
     return tuple(sorted(problems, key=lambda p: (order[p.file], p.line or 0)))
 
 
-def check_campaign_inputs(campaign_path: Path, zones_dir: str | None, tenant_file: str | None) -> InputsCheck:
-    """Load zone contracts, campaign, tenant policy and precedence; every problem, none raised."""
+def check_campaign_inputs(
+    campaign_path: Path, zones_dir: str | None, tenant_file: str | None, check_theme: ThemeCheck | None = None
+) -> InputsCheck:
+    """Load zone contracts, campaign, its theme, tenant policy and precedence; every problem, none raised.
+
+    `check_theme`: the renderer's checks of a theme's template (the CLI passes them in: this
+    layer does not render pages); without it a theme gets the file checks only.
+    """
     problems: list[InputError] = []
     zones: dict[str, ZoneContract] | None = None
     unreadable: frozenset[str] = frozenset()
@@ -93,6 +106,12 @@ def check_campaign_inputs(campaign_path: Path, zones_dir: str | None, tenant_fil
 
     campaign, found = check_campaign(campaign_path, zones, unreadable_zones=unreadable)
     problems += found
+    theme: Theme | None = None
+    if campaign is not None and zones is not None:
+        try:
+            theme = load_campaign_theme(campaign, campaign_path, zones, check_theme)
+        except ContractError as exc:
+            problems.append(exc)
 
     tenant_path = tenant_policy_path(campaign_path, tenant_file)
     tenant: TenantPolicy | None = None
@@ -108,17 +127,19 @@ def check_campaign_inputs(campaign_path: Path, zones_dir: str | None, tenant_fil
         # With a tenant.yaml that is itself refused, the hard rules are still checked.
         problems += policy_problems(campaign, tenant, campaign_file=str(campaign_path), tenant_file=tfile)
     if problems or campaign is None or zones is None:
-        return InputsCheck(None, _in_file_order(problems), campaign, zones, read_tenant)
+        return InputsCheck(None, _in_file_order(problems), campaign, zones, read_tenant, theme)
     policy = build_policy(campaign, tenant, campaign_file=str(campaign_path), tenant_file=tfile)
-    inputs = CampaignInputs(campaign=campaign, zones=zones, tenant=tenant, tenant_file=tfile, policy=policy)
-    return InputsCheck(inputs, (), campaign, zones, read_tenant)
+    inputs = CampaignInputs(
+        campaign=campaign, zones=zones, tenant=tenant, tenant_file=tfile, policy=policy, theme=theme
+    )
+    return InputsCheck(inputs, (), campaign, zones, read_tenant, theme)
 
 
 def load_campaign_inputs(
-    campaign_path: Path, zones_dir: str | None, tenant_file: str | None
+    campaign_path: Path, zones_dir: str | None, tenant_file: str | None, check_theme: ThemeCheck | None = None
 ) -> CampaignInputs:
     """The checked inputs; ContractProblems (reading as the first problem) when anything is wrong."""
-    checked = check_campaign_inputs(campaign_path, zones_dir, tenant_file)
+    checked = check_campaign_inputs(campaign_path, zones_dir, tenant_file, check_theme)
     if checked.inputs is None:
         raise ContractProblems(checked.problems)
     return checked.inputs

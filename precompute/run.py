@@ -50,6 +50,7 @@ from welcomemat.campaign import Campaign, Confidence
 from welcomemat.errors import StoredValueError
 from welcomemat.records import write_profile
 from welcomemat.store import ZoneSetStore
+from welcomemat.theme import Theme
 from welcomemat.zone_contract import ZoneContract
 from welcomemat.zoneset import Rung, ZoneSet, ZoneSetStatus
 
@@ -112,8 +113,13 @@ def publish_campaign_config(
     zones: dict[str, ZoneContract],
     policy: EffectivePolicy,
     accounts: Sequence[Account] | None = None,
+    theme: Theme | None = None,
 ) -> None:
-    """Store what the renderer, QA and review read: contracts, IP ranges; index the campaign id.
+    """Store what the renderer, QA and review read: contracts, theme, IP ranges; index the campaign id.
+
+    The campaign's theme (its base.html and files, checked at load) travels inside the config:
+    the renderer reads no campaign files, and one value keeps the theme and the campaign it
+    was checked against in step.
 
     With `accounts`, the campaign's IP-range map (account id -> CIDRs, the renderer's IP
     identification index) is replaced whole, in the same transaction as the contracts.
@@ -125,6 +131,8 @@ def publish_campaign_config(
         "zones": {k: v.model_dump(mode="json") for k, v in zones.items()},
         "policy": json.loads(json.dumps(asdict(policy), default=str)),
     }
+    if theme is not None:
+        config["theme"] = theme.model_dump(mode="json")
     tenant, campaign_id = campaign.tenant, campaign.campaign
     pipe = client.pipeline(transaction=True)
     pipe.set(
@@ -223,6 +231,7 @@ class PrecomputeRun:
         now: datetime | None = None,
         progress: Callable[[int], None] | None = None,
         other_companies: frozenset[str] | None = None,
+        theme: Theme | None = None,
     ) -> None:
         self.client = client
         self.store = ZoneSetStore(client)
@@ -235,6 +244,9 @@ class PrecomputeRun:
         self.now = now or datetime.now(UTC)
         self.progress = progress
         self.other_companies = other_companies
+        # Published with the config; no part of the fingerprint: a new look is no reason to
+        # write any zone again.
+        self.theme = theme
         self._assembler: Assembler | None = None
         self._pool: ThreadPoolExecutor | None = None  # see `_assembly_pool`
         self.fingerprint = campaign_fingerprint(campaign, zones, policy, provider.fingerprint())
@@ -271,7 +283,7 @@ class PrecomputeRun:
 
     def prepare(self, accounts: Sequence[Account]) -> None:
         """Once per run, before any `process`: publish the contracts, journal every account `accepted`."""
-        publish_campaign_config(self.client, self.campaign, self.zones, self.policy, accounts)
+        publish_campaign_config(self.client, self.campaign, self.zones, self.policy, accounts, self.theme)
         self._journal_accepted(accounts)
 
     def process(self, accounts: Sequence[Account], report: RunReport) -> list[SampleCandidate]:

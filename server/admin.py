@@ -68,9 +68,10 @@ MAX_BODY_BYTES = 1024
 RETRY_AFTER_S = "5"
 _NO_STORE = {"cache-control": "no-store"}
 # Admin pages run no script at all (default-src 'none' covers script-src); the preview's page
-# is shown in a sandboxed srcdoc frame, which may load only our stylesheet.
+# is shown in a sandboxed srcdoc frame, which may load only our stylesheets, images and fonts
+# (a campaign's theme files included).
 ADMIN_CSP = (
-    "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-src 'self'; "
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; font-src 'self'; frame-src 'self'; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 _HTML_HEADERS = {**_NO_STORE, "content-security-policy": ADMIN_CSP}

@@ -37,6 +37,7 @@ from server.render import TEMPLATES_DIR
 from server.renderer import Renderer
 from server.security import SecurityMiddleware
 from server.snippet import snippet_routes
+from server.theme_assets import THEME_ROUTE, theme_file
 from server.tuning import RendererTuning
 from welcomemat.settings import Settings
 
@@ -98,6 +99,7 @@ def create_app(
     routes = [
         Route("/c/{campaign}", landing_page, methods=["GET", "HEAD"]),
         Route("/c/{campaign}/continue", continuation_page, methods=["GET", "HEAD"]),
+        Route(THEME_ROUTE, theme_file, methods=["GET", "HEAD"]),
         Route("/q/{token}", qr_entry, methods=["GET"]),
         *snippet_routes(renderer, templates_dir),
         Route("/healthz", healthz, methods=["GET"]),

@@ -6,7 +6,9 @@ The renderer finds the tenant of a URL's campaign id in that index, loads the co
 once, and builds everything a page needs that does not depend on the visitor: the
 allowlist, and every segment's and the default copy as resolved zones (text through
 `markup.render_text`, CTA links through the URL gate). Cleaning allowed inline markup
-with bleach happens here, at load, never per request.
+with bleach happens here, at load, never per request. So does decoding the campaign's
+theme (`welcomemat.theme.Theme`, its file rules checked again) and preparing its files for
+`server.theme_assets`; its templates are built once per config version by `server.render`.
 
 A campaign id published by two tenants is ambiguous from a URL alone: it is served by
 neither (404, logged), rather than one tenant's page on the other's link.
@@ -27,11 +29,14 @@ import redis
 from server.ip_index import IpRangeIndex, parse_ip_ranges
 from server.redis_guard import RedisGuard
 from server.singleflight import SingleFlight
+from server.theme_assets import ThemeFile, theme_files
 from welcomemat import keys
 from welcomemat.campaign import Campaign, PageSpec, ZoneCopy
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.markup import clean_inline, markup_to_text, render_text
+from welcomemat.theme import Theme
+from welcomemat.theme_rules import ThemeProblem
 from welcomemat.urlgate import LinkAllowlist, safe_href
 from welcomemat.yamlfile import FieldProblems
 from welcomemat.zone_contract import ZoneContract, ZoneFallback
@@ -43,6 +48,7 @@ __all__ = [
     "CampaignView",
     "ResolvedZone",
     "build_campaign_view",
+    "campaign_view",
     "load_ip_index",
 ]
 
@@ -73,6 +79,9 @@ class CampaignView:
     fingerprint: str
     default_zones: Mapping[str, ResolvedZone]
     segment_zones: Mapping[str, Mapping[str, ResolvedZone]]
+    # The campaign's own branding, if it published one, and its files ready to serve.
+    theme: Theme | None = None
+    theme_files: Mapping[str, ThemeFile] = field(default_factory=dict)
 
     def page(self, page_id: str) -> PageSpec | None:
         return self.campaign.pages.get(page_id)
@@ -108,7 +117,7 @@ def _resolve_copy(
 
 
 def build_campaign_view(tenant: str, campaign_id: str, raw: bytes) -> CampaignView:
-    """Decode and check a stored config (the same checks as loading campaign.yaml).
+    """Decode and check a stored config (the same checks as loading campaign.yaml and its theme).
 
     Raises `StoredValueError` naming the key when it does not decode or names another campaign.
     """
@@ -117,13 +126,30 @@ def build_campaign_view(tenant: str, campaign_id: str, raw: bytes) -> CampaignVi
         config = json.loads(raw)
         zones = {k: ZoneContract.model_validate(v) for k, v in config["zones"].items()}
         campaign = Campaign.model_validate(config["campaign"], context={"zones": zones})
+        stored_theme = config.get("theme")
+        theme = Theme.model_validate(stored_theme) if stored_theme is not None else None
     # ValidationError is a ValueError; FieldProblems: the campaign's cross-field checks.
     except (ValueError, KeyError, TypeError, AttributeError, FieldProblems) as exc:
         raise StoredValueError(key, f"campaign config does not decode: {exc}") from exc
+    except ThemeProblem as problem:
+        raise StoredValueError(key, f"the campaign's theme breaks a rule: theme/{problem}") from None
     if (campaign.tenant, campaign.campaign) != (tenant, campaign_id):
         raise StoredValueError(
             key, f"holds {campaign.tenant}/{campaign.campaign}, not {tenant}/{campaign_id}"
         )
+    fingerprint = hashlib.sha256(raw).hexdigest()[:16]
+    return campaign_view(tenant, campaign_id, campaign, zones, theme, fingerprint)
+
+
+def campaign_view(
+    tenant: str,
+    campaign_id: str,
+    campaign: Campaign,
+    zones: Mapping[str, ZoneContract],
+    theme: Theme | None,
+    fingerprint: str,
+) -> CampaignView:
+    """A view of checked inputs: fallback copy resolved, theme files prepared."""
     zone_ids = set(campaign.page_zone_ids())
     default_zones = {
         z: _resolve_copy(z, copy, Rung.DEFAULT, zones.get(z), campaign)
@@ -144,9 +170,11 @@ def build_campaign_view(tenant: str, campaign_id: str, raw: bytes) -> CampaignVi
         campaign=campaign,
         zones=zones,
         allowlist=campaign.allowlist(),
-        fingerprint=hashlib.sha256(raw).hexdigest()[:16],
+        fingerprint=fingerprint,
         default_zones=default_zones,
         segment_zones=segment_zones,
+        theme=theme,
+        theme_files=theme_files(theme) if theme is not None else {},
     )
 
 

@@ -9,23 +9,38 @@ throughput), and its result depends only on (campaign config, page, arm, segment
 zone-set version), so rendered pages are kept in a bounded LRU. Per-request values (the
 CSP nonce, the view id) are written into the cached text through placeholders that are
 random per process, so no stored text can contain one.
+
+A campaign with a theme renders in the theme's environment (`server.theme_templates`): built
+once per campaign config version, after the theme's template rules and a render of each of
+the campaign's pages for each arm have shown every zone in place. A stored theme that fails
+them (a renderer upgrade changed a page, or a config written by hand) is logged and counted,
+and the campaign's pages use the built-in `base.html`: a plain page beats a broken one.
+`check_campaign_theme` runs the same checks for `welcomemat validate` and precompute.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import jinja2
 
-from server.campaigns import CampaignView, ResolvedZone
+from server.campaigns import CampaignView, ResolvedZone, campaign_view
 from server.metrics import RendererMetrics
+from server.theme_assets import theme_url
+from server.theme_templates import check_rendered_page, check_theme_template, theme_environment
 from server.zone_resolution import PLAIN_RUNG, RUNG_ORDER, best_rung, choose_variant, resolve_zones
 from welcomemat.arms import Arm
+from welcomemat.campaign import Campaign
+from welcomemat.errors import ContractError
+from welcomemat.theme import Theme
+from welcomemat.theme_rules import THEME_TEMPLATE
+from welcomemat.zone_contract import ZoneContract
 from welcomemat.zoneset import ZoneSet
 
 __all__ = [
@@ -33,11 +48,16 @@ __all__ = [
     "TEMPLATES_DIR",
     "PageRenderer",
     "RenderedPage",
+    "check_campaign_theme",
     "template_environment",
 ]
 
+log = logging.getLogger(__name__)
+
 TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 STYLESHEET_PATH = "/static/welcomemat.css"
+# Theme environments kept (one per campaign config version with a theme): a handful are live.
+_THEMED_ENVIRONMENTS = 64
 
 
 def template_environment(directory: Path = TEMPLATES_DIR) -> jinja2.Environment:
@@ -74,11 +94,20 @@ class RenderedPage:
 
 
 class PageRenderer:
-    def __init__(self, env: jinja2.Environment, max_entries: int, metrics: RendererMetrics) -> None:
+    def __init__(
+        self,
+        env: jinja2.Environment,
+        max_entries: int,
+        metrics: RendererMetrics,
+        templates_dir: Path = TEMPLATES_DIR,
+    ) -> None:
         self._env = env
         self._max = max_entries
         self._metrics = metrics
+        self._templates_dir = templates_dir
         self._cache: OrderedDict[Hashable, RenderedPage] = OrderedDict()
+        # campaign config fingerprint -> the environment its pages render in
+        self._themed: dict[str, jinja2.Environment] = {}
         # Random per process: cannot be guessed, so no zone text can smuggle one in.
         self._nonce_slot = f"wmnonce{secrets.token_hex(12)}"
         self._view_slot = f"wmview{secrets.token_hex(12)}"
@@ -100,18 +129,71 @@ class PageRenderer:
         self._metrics.pages.render_cache["miss"] += 1
         spec = view.page(page_id)
         zones = resolve_zones(view, spec.zones, variant) if spec is not None else []
-        page = self._render_page(view, page_id, arm, zones, variant.zone_set_version)
+        env = self._environment(view)
+        page = self._render_page(env, view, page_id, arm, zones, variant.zone_set_version)
         self._cache[key] = page
         while len(self._cache) > self._max:
             self._cache.popitem(last=False)
         return page
 
+    def _environment(self, view: CampaignView) -> jinja2.Environment:
+        """The built-in environment, or the campaign's theme's (built and checked once per config)."""
+        if view.theme is None:
+            return self._env
+        env = self._themed.get(view.fingerprint)
+        if env is None:
+            try:
+                env = self.themed_environment(view, where="theme")
+            except ContractError as exc:
+                self._metrics.stored_value_errors.inc()
+                log.error(
+                    "campaign %s/%s: theme refused, its pages use the built-in base.html: %s",
+                    view.tenant,
+                    view.campaign_id,
+                    exc,
+                )
+                env = self._env
+            if len(self._themed) >= _THEMED_ENVIRONMENTS:
+                self._themed.clear()
+            self._themed[view.fingerprint] = env
+        return env
+
+    def themed_environment(self, view: CampaignView, *, where: Path | str) -> jinja2.Environment:
+        """The theme's environment, once its template keeps the rules and every page shows every zone.
+
+        Raises ContractError naming `where`/base.html (and the line) otherwise.
+        """
+        theme = view.theme
+        if theme is None:
+            return self._env
+        env = theme_environment(theme, self._templates_dir)
+        check_theme_template(theme, env, view.allowlist, where=where)
+        for page_id, spec in view.campaign.pages.items():
+            zones = [view.default_zones[z] for z in spec.zones if z in view.default_zones]
+            for arm in Arm:
+                try:
+                    page = self._render_page(env, view, page_id, arm, zones, None)
+                except jinja2.TemplateError as exc:  # the sandbox's refusals included
+                    line = getattr(exc, "lineno", None)
+                    file = Path(where) / THEME_TEMPLATE
+                    raise ContractError(
+                        f"the {page_id} page does not render: {exc}", file=file, line=line
+                    ) from None
+                check_rendered_page(page.html, page_id, spec.zones, STYLESHEET_PATH, where=where)
+        return env
+
     def _render_page(
-        self, view: CampaignView, page_id: str, arm: Arm, zones: list[ResolvedZone], version: int | None
+        self,
+        env: jinja2.Environment,
+        view: CampaignView,
+        page_id: str,
+        arm: Arm,
+        zones: list[ResolvedZone],
+        version: int | None,
     ) -> RenderedPage:
         spec = view.page(page_id)
         names = [spec.template] if spec is not None else []
-        template = self._env.select_template([*names, f"{page_id}.html", "landing.html"])
+        template = env.select_template([*names, f"{page_id}.html", "landing.html"])
         title_zone = next((z for z in zones if z.zone_id.endswith("headline")), zones[0] if zones else None)
         html = template.render(
             page_id=page_id,
@@ -120,6 +202,7 @@ class PageRenderer:
             zones=zones,
             title=title_zone.text if title_zone is not None else "",
             stylesheet=STYLESHEET_PATH,
+            theme_url=theme_url(view.campaign_id),
             csp_nonce=self._nonce_slot,
             view_id=self._view_slot,
         )
@@ -145,3 +228,16 @@ class PageRenderer:
         """An error page: `{status}.html` if there is one, else `error.html`."""
         template = self._env.select_template([f"{status}.html", "error.html"])
         return template.render(status=status, message=message, stylesheet=STYLESHEET_PATH)
+
+
+def check_campaign_theme(
+    theme: Theme, folder: Path, campaign: Campaign, zones: Mapping[str, ZoneContract]
+) -> None:
+    """The renderer's checks of a theme for a campaign, before it is published (a `ThemeCheck`).
+
+    The same code the renderer runs when it loads the config: ContractError names the file
+    in `folder` and the line.
+    """
+    view = campaign_view(campaign.tenant, campaign.campaign, campaign, zones, theme, theme.digest())
+    renderer = PageRenderer(template_environment(), 1, RendererMetrics())
+    renderer.themed_environment(view, where=folder)

@@ -72,7 +72,9 @@ class Renderer:
         )
         self.zone_cache = ZoneSetCache(tuning.zone_cache_entries, tuning.zone_cache_ttl_s)
         self.zone_sets = ZoneSetResolver(client, self.zone_cache, self.guard, metrics)
-        self.pages = PageRenderer(template_environment(templates_dir), tuning.render_cache_entries, metrics)
+        self.pages = PageRenderer(
+            template_environment(templates_dir), tuning.render_cache_entries, metrics, templates_dir
+        )
         self.known_pages: KnownVisitors[RenderedPage] = KnownVisitors(
             self.identifier, self.zone_cache, max_entries=tuning.known_visitor_entries, clock=clock
         )

@@ -93,6 +93,9 @@ def test_demo_precomputes_serves_checks_every_printed_link_and_stops(tmp_path: P
     assert f"303  QR link            -> {base}/c/q4-pipeline/continue" in checks["QR"]
     assert "continuation_headline (personal)" in checks["QR"]
     assert "200  customer site" in checks["customer"]
+    # The example campaign's theme: its stylesheet and logo served, its footer on the page.
+    assert "200  theme" in checks["theme"] and "a footer" in checks["theme"]
+    assert "acme.css (200 text/css)" in checks["theme"] and "logo.svg (200 image/svg+xml)" in checks["theme"]
     assert "200  admin" in checks["admin"] and "(personal)" in checks["admin"]
     # The snippet as the customer site's browser fetches it, and its zones for Dymaxa's visitor.
     assert "200  snippet.js" in checks["snippet.js"]

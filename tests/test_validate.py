@@ -32,7 +32,7 @@ class Inputs:
 
 
 def write_inputs(root: Path, *, campaign: str = EXAMPLE_CAMPAIGN, tenant: str | None = None) -> Inputs:
-    """A copy of the examples: campaign/campaign.yaml (+ tenant.yaml), zones/, accounts.jsonl."""
+    """A copy of the examples: campaign/campaign.yaml (+ tenant.yaml, theme/), zones/, accounts.jsonl."""
     (root / "campaign").mkdir()
     inputs = Inputs(
         root / "campaign" / "campaign.yaml",
@@ -44,6 +44,7 @@ def write_inputs(root: Path, *, campaign: str = EXAMPLE_CAMPAIGN, tenant: str | 
     if tenant is not None:
         inputs.tenant.write_text(tenant)
     shutil.copytree(REPO_ROOT / "zones", inputs.zones)
+    shutil.copytree(REPO_ROOT / "examples" / "theme", root / "campaign" / "theme")
     inputs.accounts.write_text("\n".join(EXAMPLE_ACCOUNTS[:3]) + "\n")
     return inputs
 

@@ -399,6 +399,18 @@ class Campaign(BaseModel):
         "cannot fill is skipped.",
         examples=[{"funding": {"hero_headline": ["Congrats on the {round} {when}, {account}"]}}],
     )
+    theme: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description=(
+            "The campaign's own branding: a folder, relative to this file, holding its own "
+            "base.html (header, logo, footer) and the stylesheets, images and fonts it links. "
+            "It overrides base.html only, never the pages or zone partials; welcomemat validate "
+            "refuses a theme that breaks a rule, naming the file and line (README: Own branding)."
+        ),
+        examples=["./theme"],
+    )
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> Campaign:

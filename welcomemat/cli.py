@@ -333,6 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return print_schema(args.kind)
         if args.command == "precompute":
             from precompute.commands import run_precompute
+            from server.render import check_campaign_theme
 
             return run_precompute(
                 args.campaign,
@@ -346,6 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 self_review=args.self_review,
                 deadline_s=args.deadline,
                 enqueue=args.enqueue,
+                check_theme=check_campaign_theme,
             )
         if args.command == "worker":
             from precompute.commands import run_worker

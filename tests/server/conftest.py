@@ -1,7 +1,7 @@
 """Renderer test helpers: the example campaign published as precompute publishes it, zone sets, apps.
 
 The campaign config is written in the shape `precompute.run.publish_campaign_config`
-writes (`{"campaign": ..., "zones": ...}` under `keys.campaign_config_key`, indexed in
+writes (`{"campaign": ..., "zones": ..., "theme"?: ...}` under `keys.campaign_config_key`, indexed in
 `keys.campaigns_index_key`); the renderer tests do not run precompute.
 """
 
@@ -25,6 +25,7 @@ from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
+from welcomemat.theme import Theme
 from welcomemat.tokens import TokenKind, TokenSigner
 from welcomemat.zone_contract import ZoneContract, load_zone_contracts
 from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode, ZoneSetStatus
@@ -44,16 +45,21 @@ def example_inputs() -> tuple[Campaign, dict[str, ZoneContract]]:
 
 
 def publish_config(
-    client: redis.Redis, campaign: Campaign | Mapping[str, Any], zones: Mapping[str, Any]
+    client: redis.Redis,
+    campaign: Campaign | Mapping[str, Any],
+    zones: Mapping[str, Any],
+    theme: Theme | Mapping[str, Any] | None = None,
 ) -> None:
-    """Write a campaign config and index entry as precompute does."""
+    """Write a campaign config (with its theme, if given) and index entry as precompute does."""
     data = campaign.model_dump(mode="json") if isinstance(campaign, Campaign) else dict(campaign)
-    config = {
+    config: dict[str, Any] = {
         "campaign": data,
         "zones": {
             k: v.model_dump(mode="json") if isinstance(v, ZoneContract) else v for k, v in zones.items()
         },
     }
+    if theme is not None:
+        config["theme"] = theme.model_dump(mode="json") if isinstance(theme, Theme) else dict(theme)
     tenant, campaign_id = data["tenant"], data["campaign"]
     client.set(keys.campaign_config_key(tenant, campaign_id), json.dumps(config).encode())
     client.hset(keys.campaigns_index_key(), f"{tenant}/{campaign_id}", campaign_id)

@@ -12,6 +12,8 @@ from server.app import create_app
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import BASE_URL, CAMPAIGN, renderer_settings
 from welcomemat.campaign import Campaign
+from welcomemat.theme import Theme
+from welcomemat.theme_rules import ThemeProblem
 
 
 def csp(response_headers: object) -> dict[str, str]:
@@ -96,6 +98,13 @@ FORBIDDEN = [
 ]
 
 
+# Campaign themes (a folder a campaign.yaml names) are held to the same rules: the example's,
+# and any other theme folder under examples/.
+THEME_FOLDERS = sorted(
+    p for p in (REPO_ROOT / "examples").rglob("*") if p.is_dir() and (p / "base.html").is_file()
+)
+
+
 def scanned_files() -> list[str]:
     files = sorted(
         str(p.relative_to(REPO_ROOT))
@@ -103,8 +112,15 @@ def scanned_files() -> list[str]:
         for p in (REPO_ROOT / folder).rglob("*")
         if p.is_file() and p.suffix in (".html", ".py", ".js", ".txt", ".j2")
     )
+    themes = sorted(
+        str(p.relative_to(REPO_ROOT))
+        for folder in THEME_FOLDERS
+        for p in folder.iterdir()
+        if p.is_file() and p.suffix in (".html", ".css", ".svg")
+    )
     assert "templates/_zone.html" in files and "server/render.py" in files
-    return files
+    assert "examples/theme/base.html" in themes and "examples/theme/logo.svg" in themes
+    return files + themes
 
 
 @pytest.mark.parametrize("relative", scanned_files())
@@ -116,10 +132,28 @@ def test_nothing_marks_text_safe(relative: str) -> None:
             pytest.fail(f"{relative}:{line}: {what} is not allowed ({match.group(0)!r})")
 
 
+SCAN_SAMPLES = [
+    "{{ x|safe }}",
+    "{{ x | safe }}",
+    "Markup(text)",
+    "{% autoescape false %}",
+    "autoescape=False",
+    "{{ x.__html__() }}",
+    '<p style="color: red">',
+]
+
+
 def test_the_scan_catches_what_it_should() -> None:
-    samples = ["{{ x|safe }}", "{{ x | safe }}", "Markup(text)", "{% autoescape false %}", "autoescape=False"]
-    for sample in samples:
+    for sample in SCAN_SAMPLES:
         assert any(p.search(sample) for p, _ in FORBIDDEN), sample
+
+
+@pytest.mark.parametrize("sample", SCAN_SAMPLES)
+def test_a_theme_loaded_anywhere_is_refused_for_what_the_scan_refuses(sample: str) -> None:
+    """The scan guards the repository; the theme rules guard what a campaign brings at load."""
+    base = (REPO_ROOT / "examples" / "theme" / "base.html").read_text()
+    with pytest.raises(ThemeProblem, match=r"^base\.html:\d+: "):
+        Theme.of(base.replace("<main", f"{sample}\n<main"), {})
 
 
 def test_jinja_autoescape_is_on_for_every_template(app: object) -> None:

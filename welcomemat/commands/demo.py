@@ -33,6 +33,7 @@ from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
 
 if TYPE_CHECKING:
+    from precompute.inputs import CampaignInputs
     from welcomemat.commands.demo_serve import DemoLinks
 
 __all__ = ["DEFAULT_PORT", "run_demo"]
@@ -88,7 +89,7 @@ def _demo_admin_token(settings: Settings) -> str:
     return settings.admin_token or _kept_under_home(settings, "admin-token")
 
 
-def _precompute(client: redis.Redis, folder: Path, accounts_path: Path, site_origin: str) -> str:
+def _precompute(client: redis.Redis, inputs: CampaignInputs, accounts_path: Path, site_origin: str) -> str:
     """Precompute the examples with the offline composer; print the run, QA and Dymaxa's page.
 
     The campaign lists the demo customer site's origin in `snippet_origins` (added here when
@@ -97,18 +98,16 @@ def _precompute(client: redis.Redis, folder: Path, accounts_path: Path, site_ori
     """
     from precompute.commands import print_qa, print_run_report
     from precompute.explain import format_explain
-    from precompute.inputs import load_campaign_inputs
     from precompute.providers.offline import OfflineComposer
     from precompute.qa import run_qa
     from precompute.review import decide, show
     from precompute.run import PrecomputeRun
 
-    inputs = load_campaign_inputs(folder / "campaign.yaml", str(folder.parent / "zones"), None)
-    campaign, zones, policy = inputs.campaign, inputs.zones, inputs.policy
+    campaign, zones, policy, theme = inputs.campaign, inputs.zones, inputs.policy, inputs.theme
     if site_origin not in campaign.snippet_origins:
         campaign = campaign.model_copy(update={"snippet_origins": (*campaign.snippet_origins, site_origin)})
     report = PrecomputeRun(
-        client=client, campaign=campaign, zones=zones, policy=policy, provider=OfflineComposer()
+        client=client, campaign=campaign, zones=zones, policy=policy, provider=OfflineComposer(), theme=theme
     ).run(accounts_path)
     print_run_report(report)
     print()
@@ -182,14 +181,20 @@ def run_demo(
         today = datetime.now(UTC).date()
         accounts_path = _fresh_accounts(folder, settings.home / "demo" / "accounts.jsonl", today)
         from precompute.inputs import load_campaign_inputs
+        from server.render import check_campaign_theme
 
-        inputs = load_campaign_inputs(folder / "campaign.yaml", str(folder.parent / "zones"), None)
+        inputs = load_campaign_inputs(
+            folder / "campaign.yaml", str(folder.parent / "zones"), None, check_campaign_theme
+        )
         c = inputs.campaign
         print(f"  Zones     {len(inputs.zones)} contracts: {', '.join(sorted(inputs.zones))}")
         print(
             f"  Campaign  {c.tenant}/{c.campaign} “{c.name}”: {len(c.pages)} pages, "
             f"{len(c.segments)} segments, {len(c.ctas)} CTAs, holdout {c.holdout_fraction:.0%}"
         )
+        if inputs.theme is not None:
+            files = ", ".join(["base.html", *sorted(inputs.theme.files)])
+            print(f"  Theme     {c.theme}: {files} (own branding; zones and their rules unchanged)")
         acc = read_accounts(accounts_path)
         facts = [f for a in acc.accounts for f in a.facts]
         print(f"  Accounts  {len(acc.accounts)} read from {accounts_path} ({acc.skipped} lines skipped)")
@@ -212,7 +217,7 @@ def run_demo(
         for fact in dymaxa.facts:
             print(f"            {fact.published_at}  {fact.statement}  <{fact.source_url}>")
         print()
-        verdict = _precompute(client, folder, accounts_path, site_origin)
+        verdict = _precompute(client, inputs, accounts_path, site_origin)
         client.close()
 
         links = _links(
@@ -222,6 +227,7 @@ def run_demo(
             contact.contact_id if contact else None,
             renderer_origin,
             site_origin,
+            themed=c.theme is not None,
         )
         return _serve_and_check(
             settings, links, renderer_sock, site_sock, verdict_failed=verdict == "NO GO", serve=serve
@@ -234,7 +240,14 @@ def run_demo(
 
 
 def _links(
-    settings: Settings, tenant: str, campaign: str, contact: str | None, renderer: str, site: str
+    settings: Settings,
+    tenant: str,
+    campaign: str,
+    contact: str | None,
+    renderer: str,
+    site: str,
+    *,
+    themed: bool,
 ) -> DemoLinks:
     from server.link import signed_url
     from welcomemat.commands.demo_serve import DemoLinks
@@ -265,6 +278,7 @@ def _links(
         anonymous=f"{renderer}/c/{campaign}",
         site_personal=f"{site}/?wm={token}",
         admin_token=_demo_admin_token(settings),
+        themed=themed,
     )
 
 

@@ -101,6 +101,7 @@ class DemoLinks:
     anonymous: str
     site_personal: str
     admin_token: str
+    themed: bool = False  # the campaign has its own theme: its pages must show it
 
     @property
     def admin_preview(self) -> str:
@@ -184,6 +185,29 @@ def check_links(links: DemoLinks, renderer_app: Starlette) -> list[LinkCheck]:
         return LinkCheck("QR link", ok, response.status_code, f"-> {location}: {_describe(zone)}")
 
     attempt("QR link", qr)
+
+    if links.themed:
+
+        def theme(client: httpx.Client) -> LinkCheck:
+            response = client.get(links.anonymous)
+            prefix = f"/c/{links.campaign}/theme/"
+            found = re.findall(r'(?:href|src)="(' + re.escape(prefix) + r'[^"]+)"', response.text)
+            files = sorted(set(found))
+            served = []
+            for path in files:
+                answer = client.get(links.renderer + path)
+                kind = answer.headers.get("content-type", "").split(";")[0]
+                served.append((path.removeprefix(prefix), answer.status_code, kind))
+            stylesheet = any(kind == "text/css" and status == 200 for _, status, kind in served)
+            ok = response.status_code == 200 and stylesheet and "<footer" in response.text
+            ok = ok and all(status == 200 for _, status, _ in served)
+            shown = (
+                ", ".join(f"{name} ({status} {kind})" for name, status, kind in served) or "no theme files"
+            )
+            footer = "a footer" if "<footer" in response.text else "no footer"
+            return LinkCheck("theme", ok, response.status_code, f"page links {shown}; {footer}")
+
+        attempt("theme", theme)
 
     def site(client: httpx.Client) -> LinkCheck:
         response = client.get(links.site_personal)

@@ -7,6 +7,9 @@ line on stderr, `file:line: field: message`; `--json` prints the report, problem
 list of {file, line, field, message}, on stdout. Exit 0 when nothing is wrong, 2 when
 anything is (bad input, as everywhere in the CLI). Notes (segments without copy, no QR
 continuation page) are facts about the inputs, not problems: they never change the exit.
+
+A theme gets every check the renderer makes (`server.render.check_campaign_theme`), so a
+theme that validates is one the renderer serves.
 """
 
 from __future__ import annotations
@@ -83,6 +86,9 @@ class ValidationReport:
                 "ctas": [c.id for c in campaign.ctas],
                 "qr_links": CONTINUATION_PAGE_ID in campaign.pages,
             }
+        theme = self.check.theme
+        if theme is not None and campaign is not None:
+            out["theme"] = {"folder": campaign.theme, "files": ["base.html", *sorted(theme.files)]}
         if self.accounts is not None:
             acc = self.accounts
             out["accounts"] = {
@@ -106,7 +112,9 @@ def validate_inputs(
 ) -> ValidationReport:
     """Check every input; nothing is raised for bad input, every problem is in the report."""
     campaign_path = Path(campaign)
-    check = check_campaign_inputs(campaign_path, zones, tenant_policy)
+    from server.render import check_campaign_theme
+
+    check = check_campaign_inputs(campaign_path, zones, tenant_policy, check_campaign_theme)
     problems = list(check.problems)
     report = None
     if accounts is not None:
@@ -146,6 +154,8 @@ def _print_summary(report: ValidationReport) -> None:
             f"campaign {campaign.tenant}/{campaign.campaign}: {state} ({len(campaign.pages)} pages, "
             f"{len(campaign.segments)} segments, {len(campaign.ctas)} CTAs; zones: {zones})"
         )
+    if check.theme is not None and campaign is not None:
+        print(f"theme {campaign.theme}: ok ({', '.join(['base.html', *sorted(check.theme.files)])})")
     if check.tenant_file is not None:
         print(f"tenant policy: {check.tenant_file}")
     if report.accounts is not None:

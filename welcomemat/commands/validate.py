@@ -47,9 +47,14 @@ class InputsReport:
 
 
 def find_zones_folder(campaign_path: Path, zones: str | None) -> Path:
+    """`--zones`, else zones/ beside the campaign, else ./zones, else zones/ beside its folder.
+
+    The campaign's own folder comes first: a folder `welcomemat init` wrote carries its own
+    contracts, and running from a repository clone must not swap in the clone's `zones/`.
+    """
     if zones is not None:
         return Path(zones)
-    for candidate in (Path("zones"), campaign_path.parent / "zones", campaign_path.parent.parent / "zones"):
+    for candidate in (campaign_path.parent / "zones", Path("zones"), campaign_path.parent.parent / "zones"):
         if candidate.is_dir():
             return candidate
     raise InputError("no zone contracts folder found; pass --zones DIR", file=campaign_path)

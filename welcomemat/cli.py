@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from welcomemat import __version__
 from welcomemat.errors import ConfigError, InputError, WelcomematError
@@ -82,6 +83,16 @@ def _parser() -> argparse.ArgumentParser:
         help="keep serving until Ctrl-C after the checks (default: only when stdout is a terminal)",
     )
 
+    init = sub.add_parser(
+        "init",
+        help="scaffold a new campaign folder: commented campaign.yaml, tenant.yaml, zones/, sample accounts",
+        description="Write a campaign to start from into DIR (new, or an empty folder; never overwrites): "
+        "campaign.yaml with every section commented, tenant.yaml, the zone contracts it uses in zones/, and "
+        "five sample accounts dated from today, each showing a different outcome. Prints what it wrote and "
+        "the commands to run next.",
+    )
+    init.add_argument("directory", metavar="DIR", help="the folder to create (must not exist, or be empty)")
+
     validate = sub.add_parser(
         "validate",
         help="check a campaign, its zone contracts, tenant policy and accounts: every problem at once",
@@ -92,7 +103,9 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("campaign", help="path to campaign.yaml")
     validate.add_argument("accounts", nargs="?", help="path to accounts.jsonl")
     validate.add_argument(
-        "--zones", default=None, help="zone contracts folder (default: zones/ beside the campaign's parent)"
+        "--zones",
+        default=None,
+        help="zone contracts folder (default: zones/ beside the campaign, else ./zones, else its parent's)",
     )
     validate.add_argument(
         "--tenant-policy", default=None, help="tenant.yaml (default: tenant.yaml beside the campaign)"
@@ -131,7 +144,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="model providers: stop calling the model after this long; the rest get the fallback (deferred)",
     )
-    pre.add_argument("--zones", default=None, help="zone contracts folder (default: zones/)")
+    pre.add_argument(
+        "--zones",
+        default=None,
+        help="zone contracts folder (default: zones/ beside the campaign, else ./zones, else its parent's)",
+    )
     pre.add_argument(
         "--tenant-policy", default=None, help="tenant.yaml (default: tenant.yaml beside the campaign)"
     )
@@ -317,6 +334,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 site_port=args.site_port,
                 serve=args.serve,
             )
+        if args.command == "init":
+            from welcomemat.commands.init import run_init
+
+            # The one place the clock is read: the sample accounts are dated from this day.
+            return run_init(args.directory, today=datetime.now(UTC).date())
         if args.command == "validate":
             from welcomemat.commands.validate import run_validate
 

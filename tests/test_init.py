@@ -86,7 +86,8 @@ def test_init_then_validate_precompute_and_explain_the_funding_account(home: Pat
     folder = work / "my-campaign"
     written = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     zone_files = sorted(f"zones/{p.name}" for p in (SCAFFOLD / "zones").glob("*.yaml"))
-    assert written == sorted(["accounts.jsonl", "campaign.yaml", "tenant.yaml", *zone_files])
+    theme_files = ["theme/base.html", "theme/site.css"]
+    assert written == sorted(["accounts.jsonl", "campaign.yaml", "tenant.yaml", *zone_files, *theme_files])
     for name in ("my-campaign/campaign.yaml", "my-campaign/tenant.yaml", "my-campaign/accounts.jsonl"):
         assert name in made.stdout
     assert "welcomemat precompute my-campaign/campaign.yaml my-campaign/accounts.jsonl" in made.stdout

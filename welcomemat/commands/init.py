@@ -30,6 +30,7 @@ __all__ = ["SCAFFOLD_FILES", "run_init", "write_scaffold"]
 SCAFFOLD_FILES = ("campaign.yaml", "tenant.yaml")
 _ACCOUNTS_FILE = "accounts.jsonl"
 _ZONES_DIR = "zones"
+_THEME_DIR = "theme"
 # The account whose page the printed next steps open: the one with a personal headline.
 _SHOWCASE_ACCOUNT = "acct_brightwave"
 
@@ -59,8 +60,10 @@ def write_scaffold(target: Path, today: date) -> list[Path]:
     zones = sorted(
         (f for f in (scaffold / _ZONES_DIR).iterdir() if f.name.endswith(".yaml")), key=lambda f: f.name
     )
+    theme = sorted((f for f in (scaffold / _THEME_DIR).iterdir() if f.is_file()), key=lambda f: f.name)
     target.mkdir(parents=True, exist_ok=True)
     (target / _ZONES_DIR).mkdir()
+    (target / _THEME_DIR).mkdir()
     written: list[Path] = []
     for name in SCAFFOLD_FILES:
         written.append(target / name)
@@ -68,6 +71,9 @@ def write_scaffold(target: Path, today: date) -> list[Path]:
     for contract in zones:
         written.append(target / _ZONES_DIR / contract.name)
         written[-1].write_bytes(contract.read_bytes())
+    for part in theme:
+        written.append(target / _THEME_DIR / part.name)
+        written[-1].write_bytes(part.read_bytes())
     written.append(target / _ACCOUNTS_FILE)
     written[-1].write_text(sample_accounts_jsonl(today), encoding="utf-8")
     return written
@@ -88,6 +94,10 @@ def _print_summary(target: Path, today: date, written: list[Path]) -> None:
             "your brand's rules, inherited by every campaign (a campaign may only tighten them)",
         ),
         (d / _ZONES_DIR, f"the zone contracts: each page zone's limits and checks ({len(zones)} files)"),
+        (
+            d / _THEME_DIR,
+            "your pages' frame: base.html (header, footer) and site.css; zones stay as they are",
+        ),
         (
             d / _ACCOUNTS_FILE,
             f"five sample accounts dated from {today.isoformat()}; replace with your export",

@@ -10,7 +10,7 @@ zone the provider wrote no draft for keeps the provider's `Decline` (its note is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time
 
@@ -28,17 +28,36 @@ from precompute.providers.base import (
 )
 from welcomemat.accounts import Account, Fact
 from welcomemat.campaign import Campaign, ZoneCopy
+from welcomemat.errors import ContractError
 from welcomemat.markup import CleanedMarkup, clean_inline, markup_to_text
 from welcomemat.reasons import UNKNOWN_SEGMENT, ZoneReason, zone_reason
 from welcomemat.urlgate import LinkAllowlist, gate_link
 from welcomemat.zone_contract import ZoneContract, ZoneFallback
 from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode, ZoneSetStatus
 
-__all__ = ["AccountOutcome", "Assembler", "FallbackCopyError", "ZoneOutcome"]
+__all__ = [
+    "AccountOutcome",
+    "Assembler",
+    "FallbackCopyError",
+    "ZoneOutcome",
+    "fallback_copy_problems",
+    "neutral_context",
+]
 
 
-class FallbackCopyError(Exception):
-    """Human-written segment or default copy fails a check: the run must not start."""
+class FallbackCopyError(ContractError):
+    """Human-written segment or default copy fails a check: the run must not start.
+
+    `problems`: every failing copy, as (field path in campaign.yaml, message); the error
+    itself reads as the first.
+    """
+
+    def __init__(self, problems: Sequence[tuple[tuple[str, ...], str]]) -> None:
+        self.problems = tuple(problems)
+        loc, message = self.problems[0]
+        more = len(self.problems) - 1
+        suffix = f" (and {more} more: `welcomemat validate` lists them all)" if more else ""
+        super().__init__(message + suffix, field=".".join(loc))
 
 
 @dataclass(frozen=True)
@@ -103,26 +122,38 @@ class Assembler:
     # -- fallback copy -------------------------------------------------------------------------
 
     def prepare_fallbacks(self, neutral_context: GovernedContext) -> None:
-        """Build and check every segment and default copy; FallbackCopyError names the first bad one."""
+        """Build and check every segment and default copy; FallbackCopyError names every bad one."""
+        problems: list[tuple[tuple[str, ...], str]] = []
         for zone_id in self.zone_ids:
             contract = self.zones[zone_id]
-            self._default_content[zone_id] = self._copy_content(
-                contract, self.campaign.default_copy[zone_id], Rung.DEFAULT, "default", neutral_context
-            )
-            for segment_id, segment in self.campaign.segments.items():
-                self._segment_content[(segment_id, zone_id)] = self._copy_content(
-                    contract, segment.zones[zone_id], Rung.SEGMENT, f"segment:{segment_id}", neutral_context
-                )
+            copies: list[tuple[tuple[str, ...], ZoneCopy, Rung, str | None]] = [
+                (("default_copy", zone_id), self.campaign.default_copy[zone_id], Rung.DEFAULT, None)
+            ]
+            copies += [
+                (("segments", segment_id, "zones", zone_id), segment.zones[zone_id], Rung.SEGMENT, segment_id)
+                for segment_id, segment in self.campaign.segments.items()
+            ]
+            for loc, copy, rung, segment_id in copies:
+                content = self._copy_content(contract, copy, rung, neutral_context)
+                if isinstance(content, str):
+                    problems.append((loc, content))
+                elif segment_id is None:
+                    self._default_content[zone_id] = content
+                else:
+                    self._segment_content[(segment_id, zone_id)] = content
+        if problems:
+            raise FallbackCopyError(problems)
 
     def _copy_content(
-        self, contract: ZoneContract, copy: ZoneCopy, rung: Rung, where: str, ctx: GovernedContext
-    ) -> ZoneContent:
+        self, contract: ZoneContract, copy: ZoneCopy, rung: Rung, ctx: GovernedContext
+    ) -> ZoneContent | str:
+        """The copy as published content, or why it cannot be (its checks' failures)."""
         draft = ZoneDraft(zone_id=contract.id, text=copy.text, cta_id=copy.cta, confidence=1.0)
         failures = run_checks(self._check_input(draft, contract, ctx, personal=False))
         href = self._href(copy.cta) if contract.link else None
         if failures or (contract.link and href is None):
-            detail = failures[0].detail if failures else "CTA link refused by the URL gate"
-            raise FallbackCopyError(f"{where} copy for zone {contract.id!r} fails its checks: {detail}")
+            details = [f"{f.reason}: {f.detail}" for f in failures] or ["CTA link refused by the URL gate"]
+            return f"{rung.value} copy for zone {contract.id!r} fails its checks ({'; '.join(details)})"
         text, markup = self._text_and_markup(copy.text, contract)
         return ZoneContent(
             zone_id=contract.id,
@@ -321,3 +352,44 @@ class Assembler:
             retries=result.retries,
             deferred=deferred,
         )
+
+
+def neutral_context(campaign: Campaign, policy: EffectivePolicy, as_of: date) -> GovernedContext:
+    """The context segment and default copy are checked in: no account's facts, no claims."""
+    neutral = Account(
+        account_id="segment-copy",
+        name=campaign.tenant,
+        domain="example.com",
+        segment=next(iter(campaign.segments)),
+    )
+    return build_context(neutral, campaign, policy, as_of)
+
+
+def fallback_copy_problems(
+    campaign: Campaign,
+    zones: Mapping[str, ZoneContract],
+    policy: EffectivePolicy,
+    provider: Provider,
+    vocabulary: ApprovedVocabulary,
+    *,
+    now: datetime,
+) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """Every segment and default copy that fails its checks, as a run's start would find it.
+
+    (field path in campaign.yaml, message) each; empty when every copy passes. `validate` and
+    `precompute` ask this before a run, so a bad line of copy is an input error with its line.
+    """
+    assembler = Assembler(
+        campaign=campaign,
+        zones=zones,
+        policy=policy,
+        provider=provider,
+        vocabulary=vocabulary,
+        other_companies=frozenset(),
+        now=now,
+    )
+    try:
+        assembler.prepare_fallbacks(neutral_context(campaign, policy, assembler.as_of))
+    except FallbackCopyError as exc:
+        return exc.problems
+    return ()

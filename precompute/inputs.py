@@ -10,13 +10,18 @@ tenant policy, never loosen it). `check_campaign_inputs` finds every problem in 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
+from precompute.assemble import fallback_copy_problems
 from precompute.context import EffectivePolicy
 from precompute.policy import TenantPolicy, build_policy, check_tenant_policy, policy_problems
+from precompute.providers.offline import OfflineComposer
+from precompute.specifics import build_vocabulary
 from welcomemat.campaign import Campaign, check_campaign
 from welcomemat.errors import ContractError, ContractProblems, InputError
 from welcomemat.theme import Theme, ThemeCheck, load_campaign_theme
+from welcomemat.yamlfile import line_of_field
 from welcomemat.zone_contract import ZoneContract, check_zone_contracts
 
 __all__ = [
@@ -129,10 +134,32 @@ def check_campaign_inputs(
     if problems or campaign is None or zones is None:
         return InputsCheck(None, _in_file_order(problems), campaign, zones, read_tenant, theme)
     policy = build_policy(campaign, tenant, campaign_file=str(campaign_path), tenant_file=tfile)
+    copy_problems = _fallback_copy_problems(campaign_path, campaign, zones, policy)
+    if copy_problems:
+        return InputsCheck(None, _in_file_order(copy_problems), campaign, zones, read_tenant, theme)
     inputs = CampaignInputs(
         campaign=campaign, zones=zones, tenant=tenant, tenant_file=tfile, policy=policy, theme=theme
     )
     return InputsCheck(inputs, (), campaign, zones, read_tenant, theme)
+
+
+def _fallback_copy_problems(
+    campaign_path: Path, campaign: Campaign, zones: dict[str, ZoneContract], policy: EffectivePolicy
+) -> list[InputError]:
+    """Segment and default copy through the checks a run puts them through before it starts.
+
+    Human-written copy is what every visitor without a personal line sees: a banned phrase or
+    an unsupported claim in it is refused now, with its line, not when a run is under way.
+    """
+    # The policy's checks of copy do not depend on the day; any `now` gives the same answer.
+    found = fallback_copy_problems(
+        campaign, zones, policy, OfflineComposer(), build_vocabulary(campaign), now=datetime.now(UTC)
+    )
+    file = str(campaign_path)
+    return [
+        ContractError(message, file=file, line=line_of_field(file, loc), field=".".join(loc))
+        for loc, message in found
+    ]
 
 
 def load_campaign_inputs(

@@ -35,10 +35,9 @@ from typing import Any
 
 import redis
 
-from precompute.assemble import AccountOutcome, Assembler
+from precompute.assemble import AccountOutcome, Assembler, neutral_context
 from precompute.checks import build_vocabulary
 from precompute.context import EffectivePolicy
-from precompute.context_builder import build_context
 from precompute.explain import explain_record
 from precompute.hashing import account_input_hash, campaign_fingerprint
 from precompute.providers.base import Provider
@@ -350,13 +349,7 @@ class PrecomputeRun:
             other_companies=names,
             now=self.now,
         )
-        neutral = Account(
-            account_id="segment-copy",
-            name=self.campaign.tenant,
-            domain="example.com",
-            segment=next(iter(self.campaign.segments)),
-        )
-        assembler.prepare_fallbacks(build_context(neutral, self.campaign, self.policy, assembler.as_of))
+        assembler.prepare_fallbacks(neutral_context(self.campaign, self.policy, assembler.as_of))
         return assembler
 
     def _start_chunk(

@@ -222,6 +222,34 @@ def test_precompute_refuses_at_the_first_problem_and_says_how_many_more(tmp_path
     assert "(and 1 more problem: `welcomemat validate` lists them all)" in str(refused.value)
 
 
+def test_every_line_of_fallback_copy_that_fails_its_checks_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Segment and default copy go through the checks a run would put them through, all at once."""
+    campaign = replace(
+        EXAMPLE_CAMPAIGN,
+        "New sellers, productive in weeks",
+        "Revolutionary: new sellers, productive in weeks",
+    )
+    campaign = replace(
+        campaign, "Ramp sellers fast in a regulated market", "A game-changer in a regulated market"
+    )
+    inputs = write_inputs(tmp_path, campaign=campaign)
+    code, _, err = run_cli(capsys, str(inputs.campaign), "--zones", str(inputs.zones))
+    assert code == 2
+    default_line = line_of(inputs.campaign, "Revolutionary: new sellers")
+    segment_line = line_of(inputs.campaign, "A game-changer in")
+    assert f"{inputs.campaign}:{default_line}: default_copy.hero_headline: default copy" in err
+    assert f"{inputs.campaign}:{segment_line}: segments.fintech.zones.hero_headline: segment copy" in err
+    assert "banned_phrase" in err and "2 problems in 1 file" in err
+    with pytest.raises(ContractProblems) as refused:  # precompute refuses the same, before any work
+        load_campaign_inputs(inputs.campaign, str(inputs.zones), None)
+    assert [p.field for p in refused.value.problems] == [
+        "default_copy.hero_headline",
+        "segments.fintech.zones.hero_headline",
+    ]
+
+
 def test_a_problem_prints_as_file_line_field_message() -> None:
     assert format_problem(InputError("bad", file="c.yaml", line=3, field="a.b")) == "c.yaml:3: a.b: bad"
     assert format_problem(InputError("bad", file="c.yaml", line=3)) == "c.yaml:3: bad"
@@ -263,6 +291,8 @@ MUTATIONS: dict[str, tuple[Mutation, bool]] = {  # name -> (change, whether it i
     "tenant_other": (edit(tenant_file, "", "surprise: 1\n"), True),
     "campaign_name": (edit(campaign_file, "Q4 pipeline:", "Q4 pipeline, renamed:"), False),
     "tenant_phrase": (edit(tenant_file, "", "banned_phrases: [Unlock your potential]\n"), False),
+    "banned_copy": (edit(campaign_file, "Ramp sellers fast in", "A game-changer for sellers in"), True),
+    "tenant_bans_copy": (edit(tenant_file, "", "banned_phrases: [onboarding playbook]\n"), True),
     "no_continuation": (
         edit(
             campaign_file,

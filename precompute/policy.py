@@ -69,15 +69,19 @@ def _refuse(message: str, loc: tuple[int | str, ...], campaign_file: str | None)
     return ContractError(message, file=campaign_file, line=line_of_field(campaign_file, loc), field=field)
 
 
-def _check_claim_classes(campaign: Campaign, campaign_file: str | None) -> Iterable[ContractError]:
-    """A claim class no rule can detect would be a prohibition that checks nothing: refuse it."""
-    for i, claim in enumerate(campaign.prohibited_claims):
+def _check_claim_classes(claims: Iterable[str], file: str | None) -> Iterable[ContractError]:
+    """A claim class no rule can detect would be a prohibition that checks nothing: refuse it.
+
+    In `tenant.yaml` as in `campaign.yaml`: a brand rule that silently checks nothing is worse
+    than one refused with its line.
+    """
+    for i, claim in enumerate(claims):
         if claim not in KNOWN_CLAIM_CLASSES:
             yield _refuse(
                 f"prohibited claim class {claim!r} is unknown; known classes: "
                 f"{', '.join(sorted(KNOWN_CLAIM_CLASSES))}",
                 ("prohibited_claims", i),
-                campaign_file,
+                file,
             )
 
 
@@ -171,10 +175,12 @@ def policy_problems(
     problems: list[ContractError] = []
     if tenant is not None:
         problems += _check_tenant_id(campaign, tenant, campaign_file, tfile)
-    problems += _check_claim_classes(campaign, campaign_file)
+    problems += _check_claim_classes(campaign.prohibited_claims, campaign_file)
+    if tenant is not None:
+        problems += _check_claim_classes(tenant.prohibited_claims, tenant_file)
     problems += _check_windows(campaign, tenant, campaign_file, tfile)
     problems += _check_min_confidence(campaign, tenant, campaign_file, tfile)
-    problems.sort(key=lambda p: p.line or 0)
+    problems.sort(key=lambda p: (p.file != campaign_file, p.line or 0))
     return problems
 
 

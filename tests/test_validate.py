@@ -289,6 +289,7 @@ MUTATIONS: dict[str, tuple[Mutation, bool]] = {  # name -> (change, whether it i
     "zone_contract": (edit(lambda i: i.zones / "cta.yaml", "max_chars: 40", "max_chars: -1"), True),
     "tenant_window": (edit(tenant_file, "", "max_signal_windows_days:\n  hiring: 30\n"), True),
     "tenant_other": (edit(tenant_file, "", "surprise: 1\n"), True),
+    "tenant_claim_class": (edit(tenant_file, "", "prohibited_claims: [friendship]\n"), True),
     "campaign_name": (edit(campaign_file, "Q4 pipeline:", "Q4 pipeline, renamed:"), False),
     "tenant_phrase": (edit(tenant_file, "", "banned_phrases: [Unlock your potential]\n"), False),
     "banned_copy": (edit(campaign_file, "Ramp sellers fast in", "A game-changer for sellers in"), True),

@@ -57,7 +57,7 @@ class TenantPolicy(BaseModel):
         default=(),
         description="Claim classes no zone text may make, added to the campaign's own and to the hard "
         "`customer_status`. Classes with a detector: `customer_status`, `partnership`, "
-        "`guaranteed_outcome`; another name is accepted but checks nothing.",
+        "`guaranteed_outcome`; the precompute job refuses any other.",
         examples=[["partnership", "guaranteed_outcome"]],
     )
     max_signal_windows_days: dict[str, Annotated[int, AfterValidator(_ceiling_in_range)]] = Field(

@@ -26,7 +26,7 @@ TENANT_YAML = """\
 tenant: acme
 banned_phrases: ["Unlock your potential", "GAME-CHANGER"]
 banned_openers: ["Hey there"]
-prohibited_claims: [pricing]
+prohibited_claims: [partnership]
 max_signal_windows_days:
   funding: 150
   hiring: 60
@@ -72,13 +72,33 @@ def test_without_a_tenant_the_campaign_adds_to_the_hard_rules() -> None:
     assert policy.sources["signal_windows_days.hiring"] == "campaign.yaml"
 
 
+def test_an_unknown_claim_class_in_the_tenant_policy_is_refused_with_its_line(tmp_path: Path) -> None:
+    tenant_path = tmp_path / "tenant.yaml"
+    tenant_path.write_text(TENANT_YAML.replace("[partnership]", "[partnership, pricing]"))
+    campaign, campaign_file = write_campaign(tmp_path)
+    with pytest.raises(ContractError) as refused:
+        build_policy(
+            campaign,
+            load_tenant_policy(tenant_path),
+            campaign_file=campaign_file,
+            tenant_file=str(tenant_path),
+        )
+    assert (refused.value.file, refused.value.line, refused.value.field) == (
+        str(tenant_path),
+        4,
+        "prohibited_claims.1",
+    )
+    assert "prohibited claim class 'pricing' is unknown" in refused.value.message
+
+
 def test_tenant_rules_are_kept_even_when_the_campaign_omits_them(tmp_path: Path) -> None:
     tenant, tenant_file = write_tenant(tmp_path)
-    campaign, campaign_file = write_campaign(tmp_path)
+    campaign, campaign_file = write_campaign(tmp_path, replace=(r"^  - partnership .*\n", ""))
+    assert "partnership" not in campaign.prohibited_claims
     policy = build_policy(campaign, tenant, campaign_file=campaign_file, tenant_file=tenant_file)
     assert "Unlock your potential" in policy.banned_phrases
     assert "Hey there" in policy.banned_openers
-    assert "pricing" in policy.prohibited_claims
+    assert "partnership" in policy.prohibited_claims
     # Named by tenant and campaign in different case: listed once, credited to the tenant.
     assert [p for p in policy.banned_phrases if p.casefold() == "game-changer"] == ["GAME-CHANGER"]
     assert policy.sources["banned_phrases:GAME-CHANGER"] == tenant_file

@@ -26,11 +26,12 @@ from welcomemat import keys
 from welcomemat.accounts import read_accounts
 from welcomemat.campaign import Campaign
 from welcomemat.connection import connect, connect_for_blocking_reads, resolve_redis
-from welcomemat.errors import InputError
+from welcomemat.errors import InputError, StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
 from welcomemat.theme import ThemeCheck
+from welcomemat.yamlfile import FieldProblems
 from welcomemat.zone_contract import ZoneContract
 
 __all__ = [
@@ -94,14 +95,19 @@ def resolve_campaign(
             f"campaign id {arg!r} is ambiguous: {', '.join(matches)}; use tenant/campaign", field="CAMPAIGN"
         )
     tenant, campaign_id = matches[0].split("/", 1)
-    raw = client.get(keys.campaign_config_key(tenant, campaign_id))
+    key = keys.campaign_config_key(tenant, campaign_id)
+    raw = client.get(key)
     if raw is None:
         raise InputError(
             f"campaign {matches[0]!r} has expired from Redis; rerun `welcomemat precompute`", field="CAMPAIGN"
         )
-    config = json.loads(raw)
-    zones = {k: ZoneContract.model_validate(v) for k, v in config["zones"].items()}
-    return Campaign.model_validate(config["campaign"], context={"zones": zones}), zones
+    try:
+        config = json.loads(raw)
+        zones = {k: ZoneContract.model_validate(v) for k, v in config["zones"].items()}
+        return Campaign.model_validate(config["campaign"], context={"zones": zones}), zones
+    # ValidationError is a ValueError (so is a JSON error); FieldProblems: cross-field checks.
+    except (ValueError, KeyError, TypeError, AttributeError, FieldProblems) as exc:
+        raise StoredValueError(key, f"{exc}; rerun `welcomemat precompute` to store it again") from exc
 
 
 def _client(settings: Settings) -> redis.Redis:

@@ -309,7 +309,7 @@ def test_validate_and_precompute_refuse_on_the_command_line(tmp_path: Path) -> N
 def test_readme_refusals_are_what_validate_says(tmp_path: Path) -> None:
     """README's Own branding shows two refusals: each is reproduced on the example theme."""
     readme = (REPO_ROOT / "README.md").read_text()
-    shown = re.findall(r"^welcomemat: error: examples/theme/(\S+?):(\d+): (.+)$", readme, flags=re.MULTILINE)
+    shown = re.findall(r"^examples/theme/(\S+?):(\d+): (.+)$", readme, flags=re.MULTILINE)
     assert len(shown) == 2
     for name, line, message in shown:
         campaign, theme = themed_campaign(tmp_path / name)

@@ -159,7 +159,14 @@ def test_demo_serve_keeps_serving_until_ctrl_c_or_kill(tmp_path: Path, stop: sig
         assert queue.status_code == 200 and refused.status_code == 401
     finally:
         process.send_signal(stop)
-        rest, _ = process.communicate(timeout=30)
+        try:
+            rest, _ = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            # Kill it and read its pipes to the end, so a failure here leaves nothing behind
+            # for later tests (a stray server, unclosed pipes).
+            process.kill()
+            process.communicate()
+            raise
     assert process.returncode == 0 and "Stopping." in rest
     assert not EmbeddedRedis().status(home).running
 

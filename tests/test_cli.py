@@ -123,6 +123,9 @@ def test_demo_serve_keeps_serving_until_ctrl_c_or_kill(tmp_path: Path, stop: sig
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A shell running the tests in the background starts them with SIGINT ignored, and a
+        # Python child keeps an inherited "ignore": give the demo the default, as a terminal would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     lines: list[str] = []
     try:

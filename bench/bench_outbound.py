@@ -267,8 +267,9 @@ def export_in_process(client: redis.Redis, path: Path) -> tuple[float, int]:
     """Seconds for `export_rows` + `write_export` to a file (no interpreter start-up), and rows."""
     from datetime import UTC, datetime
 
-    from outbound.export import export_rows, load_campaign_view, write_export
-    from server.link import signed_url
+    from outbound.export import export_rows, write_export
+    from welcomemat.campaign_view import load_campaign_view
+    from welcomemat.links import signed_url
     from welcomemat.tokens import TokenSigner
 
     signer = TokenSigner([EXPORT_SECRET])

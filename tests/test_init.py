@@ -30,7 +30,6 @@ from precompute.inputs import load_campaign_inputs
 from precompute.policy import TenantPolicy
 from precompute.providers.offline import OfflineComposer
 from precompute.qa import run_qa
-from precompute.review import show
 from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from welcomemat.campaign import ApprovalPolicy, Campaign, QaThresholds
@@ -38,6 +37,7 @@ from welcomemat.commands.init import write_scaffold
 from welcomemat.commands.sample_accounts import sample_accounts, sample_accounts_jsonl
 from welcomemat.commands.validate import validate_inputs
 from welcomemat.embedded_redis import EmbeddedRedis
+from welcomemat.review import show
 from welcomemat.store import ZoneSetStore
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")

@@ -435,11 +435,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return run_export(args.campaign, args.format, args.out)
         if args.command == "report":
-            from outbound.lift import run_report_lift
+            from outbound.lift_report import run_report_lift
 
             return run_report_lift(args.campaign, as_json=args.json, types=args.type)
         if args.command == "conversions":
-            from outbound.conversions import run_conversions_import
+            from outbound.conversions_import import run_conversions_import
 
             return run_conversions_import(args.file)
     except (InputError, ConfigError) as exc:

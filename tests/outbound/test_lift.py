@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from outbound.lift import (
+from welcomemat.arms import Arm
+from welcomemat.lift import (
     MIN_EVENTS_PER_ARM,
     MIN_REACHED_PER_ARM,
     AccountOutcome,
@@ -20,7 +21,6 @@ from outbound.lift import (
     newcombe_difference,
     wilson_interval,
 )
-from welcomemat.arms import Arm
 
 Z95 = NormalDist().inv_cdf(0.975)  # 1.959963984540054
 

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from outbound.lift import AccountOutcome, LiftReport, Metric, build_lift_report
-from outbound.lift_chart import chart_data_uri, render_lift_chart
 from tests.outbound.test_lift import population
 from welcomemat.arms import Arm
+from welcomemat.lift import AccountOutcome, LiftReport, Metric, build_lift_report
+from welcomemat.lift_chart import chart_data_uri, render_lift_chart
 
 SVG = "{http://www.w3.org/2000/svg}"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

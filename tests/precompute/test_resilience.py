@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precompute.providers.base import ProviderUnavailable
-from precompute.resilience import Deadline, ResilientCaller, RetryableError
 from welcomemat.breaker import CircuitBreaker
+from welcomemat.errors import ProviderUnavailable
+from welcomemat.resilience import Deadline, ResilientCaller, RetryableError
 
 
 class FakeClock:

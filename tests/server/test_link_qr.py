@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import redis
 
-from server.link import check_qr_continuation, published_pages
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import CAMPAIGN, SECRET, TENANT, example_inputs, publish_config
 from tests.server.test_cli_server import run
 from welcomemat.errors import ContractError, InputError
+from welcomemat.links import check_qr_continuation, published_pages
 from welcomemat.settings import Settings
 
 CONTINUATION = (

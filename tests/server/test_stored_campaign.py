@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from server.campaigns import build_campaign_view
 from tests.server.conftest import CAMPAIGN, TENANT, example_inputs
+from welcomemat.campaign_view import build_campaign_view
 from welcomemat.errors import StoredValueError
 
 

@@ -100,8 +100,8 @@ def _precompute(client: redis.Redis, inputs: CampaignInputs, accounts_path: Path
     from precompute.explain import format_explain
     from precompute.providers.offline import OfflineComposer
     from precompute.qa import run_qa
-    from precompute.review import decide, show
     from precompute.run import PrecomputeRun
+    from welcomemat.review import decide, show
 
     campaign, zones, policy, theme = inputs.campaign, inputs.zones, inputs.policy, inputs.theme
     if site_origin not in campaign.snippet_origins:
@@ -249,8 +249,8 @@ def _links(
     *,
     themed: bool,
 ) -> DemoLinks:
-    from server.link import signed_url
     from welcomemat.commands.demo_serve import DemoLinks
+    from welcomemat.links import signed_url
 
     signer = TokenSigner.from_setting(_demo_secret(settings))
 

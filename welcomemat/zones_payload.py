@@ -6,7 +6,7 @@ so the snippet can check a link again before it sets one. Nothing of a zone's ev
 cited facts, reason codes, confidence or provider metadata: a `ResolvedZone` does not
 even carry them, and this module names every field it writes.
 
-Built from already-resolved zones (`server.zone_resolution.resolve_zones`), without
+Built from already-resolved zones (`welcomemat.zone_resolution.resolve_zones`), without
 Starlette: `zones_payload(campaign_id, arm, zones, links)` returns a `ZonesPayload`;
 `as_dict(view_id, view)` is the JSON object, `encode(view_id, view)` its UTF-8 bytes. The
 response depends on (campaign config, arm, segment or zone-set version) except for the
@@ -21,9 +21,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from server.campaigns import ResolvedZone
-from server.zone_resolution import RUNG_ORDER, best_rung
 from welcomemat.arms import Arm
+from welcomemat.campaign_view import ResolvedZone
+from welcomemat.zone_resolution import RUNG_ORDER, best_rung
 
 __all__ = ["ZonesPayload", "public_zone", "zones_payload"]
 

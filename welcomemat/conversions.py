@@ -8,7 +8,8 @@ retries is safe); posting different content under an id already used is refused
 (`ConversionConflict`), so a mistake in the CRM does not silently rewrite history.
 
 Both ways in share this module: `POST /v1/conversions` (server/conversions_api.py) and
-`welcomemat conversions import FILE.jsonl` (`import_conversions`).
+`welcomemat conversions import FILE.jsonl` (`import_conversions`, run by
+`outbound.conversions_import`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ __all__ = [
     "iter_conversions",
     "parse_conversion",
     "record_conversion",
-    "run_conversions_import",
 ]
 
 # A conversion is a handful of short fields; anything bigger is not one (HTTP body, JSONL line).
@@ -238,39 +238,3 @@ def import_conversions(
             else:
                 report.repeated += 1
     return report
-
-
-def run_conversions_import(path: str) -> int:
-    """`welcomemat conversions import FILE.jsonl`: exit 2 when any line was bad (the rest are recorded)."""
-    import functools
-    import sys
-
-    from outbound.export import load_campaign_view
-    from server.link import resolve_campaign_ref
-    from welcomemat.connection import connect, resolve_redis
-    from welcomemat.settings import Settings
-
-    settings = Settings.from_env()
-    client = connect(resolve_redis(settings))
-
-    @functools.cache
-    def target(campaign_id: str) -> tuple[str, float]:
-        try:
-            tenant, campaign = resolve_campaign_ref(campaign_id, settings)
-            view = load_campaign_view(client, tenant, campaign)
-        except InputError as exc:
-            raise InputError(exc.message, field="campaign") from None
-        return tenant, view.campaign.holdout_fraction
-
-    try:
-        report = import_conversions(client, Path(path), target, now=datetime.now(UTC))
-    finally:
-        client.close()
-    for problem in report.problems:
-        print(f"welcomemat: error: {problem}", file=sys.stderr)
-    print(
-        f"conversions {path}: {report.recorded} recorded, {report.repeated} already recorded, "
-        f"{len(report.problems)} bad lines skipped",
-        file=sys.stderr,
-    )
-    return 2 if report.problems else 0

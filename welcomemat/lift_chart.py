@@ -14,8 +14,8 @@ import base64
 import math
 import re
 
-from outbound.lift import LiftReport, RateEstimate
 from welcomemat.arms import Arm
+from welcomemat.lift import LiftReport, RateEstimate
 from welcomemat.markup import escape
 
 __all__ = ["CHART_WIDTH", "chart_data_uri", "render_lift_chart"]

@@ -12,7 +12,7 @@ disagree about a visitor's copy:
   fallback copy; a zone with no copy at all is left out (fail closed).
 
 Pure and synchronous: no Starlette, no Redis, no templates. Importable by anything that
-holds a `CampaignView` (`server.campaigns.build_campaign_view` builds one from the stored
+holds a `CampaignView` (`welcomemat.campaign_view.build_campaign_view` builds one from the stored
 config) and a zone set:
 
     variant = choose_variant(arm, zone_set, now)
@@ -25,8 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from server.campaigns import CampaignView, ResolvedZone
 from welcomemat.arms import Arm
+from welcomemat.campaign_view import CampaignView, ResolvedZone
 from welcomemat.markup import render_text
 from welcomemat.urlgate import safe_href
 from welcomemat.zoneset import Rung, ZoneSet

@@ -5,7 +5,7 @@ one `welcomemat.arms.assign_arm` gives it (personal or holdout, a stable hash), 
 arm the renderer, the sequencer export and the conversions API use. Per arm the report
 counts accounts in the population, accounts reached (at least one page view), visits
 (page views), CTA clicks (clicks on the campaign's link zones) and conversions (what the
-CRM posted, `outbound.conversions`). Three proportions are compared, each per account so
+CRM posted, `welcomemat.conversions`). Three proportions are compared, each per account so
 that one enthusiastic visitor cannot weigh like ten accounts:
 
 - reach: accounts reached / accounts in the population (the email's and the page's pull);
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import enum
 import math
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,11 +37,11 @@ from statistics import NormalDist
 import redis
 from pydantic import BaseModel, ConfigDict
 
-from outbound.conversions import ConversionType, conversion_counts
-from outbound.export import iter_published, load_campaign_view
-from server.campaigns import CampaignView
 from welcomemat.arms import Arm, assign_arm
+from welcomemat.campaign_view import CampaignView
+from welcomemat.conversions import ConversionType, conversion_counts
 from welcomemat.errors import StoredValueError
+from welcomemat.published import iter_published
 from welcomemat.records import iter_account_records
 from welcomemat.zone_contract import ZoneContract
 
@@ -64,9 +63,7 @@ __all__ = [
     "campaign_lift_report",
     "collect_outcomes",
     "cta_zone_ids",
-    "format_lift_report",
     "newcombe_difference",
-    "run_report_lift",
     "wilson_interval",
 ]
 
@@ -407,7 +404,7 @@ def collect_outcomes(
     """Every account with a published zone set, with its arm, visits, CTA clicks and conversions.
 
     Engagement comes from the shared account records (`welcomemat.records`), conversions
-    from `outbound.conversions` (of `types`; every type when None). A record or zone set
+    from `welcomemat.conversions` (of `types`; every type when None). A record or zone set
     that does not decode is skipped and described in `problems`.
     """
     sink: list[str] = problems if problems is not None else []
@@ -458,81 +455,6 @@ def campaign_lift_report(
         generated_at=now,
         conversion_types=[t.value for t in (types or ConversionType)],
     )
-
-
-# -- the command ---------------------------------------------------------------------------------
-
-
-def _pct(estimate: RateEstimate) -> str:
-    if estimate.rate is None:
-        return "n/a"
-    return f"{estimate.rate:6.1%} [{estimate.low:.1%}, {estimate.high:.1%}]"
-
-
-def format_lift_report(report: LiftReport) -> str:
-    """The report as the plain-text table `welcomemat report lift` prints."""
-    pct = f"{report.confidence:.0%}"
-    lines = [
-        f"lift {report.tenant}/{report.campaign} at {report.generated_at:%Y-%m-%d %H:%M} UTC "
-        f"(holdout {report.holdout_fraction:.0%}; conversions: {', '.join(report.conversion_types)})",
-        "",
-        f"{'arm':<10}{'accounts':>10}{'reached':>10}{'visits':>10}{'cta clicks':>12}{'conversions':>13}",
-    ]
-    for a in report.arms:
-        lines.append(
-            f"{a.arm.value:<10}{a.accounts:>10}{a.reached:>10}{a.visits:>10}{a.cta_clicks:>12}{a.conversions:>13}"
-        )
-    lines += ["", f"{'metric':<18}{'personal (' + pct + ' interval)':<34}{'holdout':<34}difference"]
-    for m in report.metrics:
-        diff = "n/a"
-        if m.difference is not None:
-            low, high = m.difference_low * 100, m.difference_high * 100
-            diff = f"{m.difference * 100:+.1f} pts [{low:+.1f}, {high:+.1f}]"
-        lines.append(f"{m.metric.value:<18}{_pct(m.personal):<34}{_pct(m.holdout):<34}{diff}")
-    lines += ["", *(m.conclusion for m in report.metrics)]
-    if report.warnings:
-        lines += ["", "Warnings:", *(f"  - {w}" for w in report.warnings)]
-    lines += [
-        "",
-        f"Rates per account; intervals: {report.interval_method}; difference: {report.difference_method}.",
-    ]
-    return "\n".join(lines)
-
-
-def run_report_lift(campaign_ref: str, *, as_json: bool, types: list[str] | None) -> int:
-    """`welcomemat report lift CAMPAIGN [--json] [--type T ...]`."""
-    from datetime import UTC
-
-    from server.link import resolve_campaign_ref
-    from welcomemat.connection import connect, resolve_redis
-    from welcomemat.errors import InputError
-    from welcomemat.settings import Settings
-
-    chosen: frozenset[ConversionType] | None = None
-    if types:
-        known = {t.value for t in ConversionType}
-        for t in types:
-            if t not in known:
-                raise InputError(
-                    f"unknown conversion type {t!r}; use {', '.join(sorted(known))}", field="--type"
-                )
-        chosen = frozenset(ConversionType(t) for t in types)
-    settings = Settings.from_env()
-    tenant, campaign = resolve_campaign_ref(campaign_ref, settings)
-    client = connect(resolve_redis(settings))
-    problems: list[str] = []
-    try:
-        view = load_campaign_view(client, tenant, campaign)
-        report = campaign_lift_report(client, view, now=datetime.now(UTC), types=chosen, problems=problems)
-    finally:
-        client.close()
-    if as_json:
-        print(report.model_dump_json(indent=2))
-    else:
-        print(format_lift_report(report))
-    for problem in problems:
-        print(f"welcomemat: skipped: {problem}", file=sys.stderr)
-    return 0
 
 
 def _accounts(count: int) -> str:

@@ -39,8 +39,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from precompute.providers.base import ProviderUnavailable
 from welcomemat.breaker import CircuitBreaker
+from welcomemat.errors import ProviderUnavailable
 
 __all__ = ["Deadline", "ResilientCaller", "RetryableError"]
 

@@ -301,7 +301,7 @@ def export_command(url: str, home: Path, out: Path) -> tuple[float, int]:
     env = {**os.environ, "REDIS_URL": url, "WELCOMEMAT_HOME": str(home), "WELCOMEMAT_SECRET": EXPORT_SECRET}
     code = (
         "import resource, sys\n"
-        "from welcomemat.cli import main\n"
+        "from cli.main import main\n"
         f"rc = main(['export', 'acme/q4-pipeline', '--out', {str(out)!r}])\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
         "sys.exit(rc)\n"

@@ -1,7 +1,7 @@
 """The precompute side of the CLI: `precompute` (local or `--enqueue`), `worker`,
 `precompute-status`, `qa`, `explain`, `review`.
 
-Imported lazily by `welcomemat.cli`. Each function prints for a person (or JSON with
+Imported lazily by `cli.commands`. Each function prints for a person (or JSON with
 `--json`) and returns the exit code: 0 success, 1 the job ran and its verdict is NO GO or
 it failed, 2 bad usage or input (raised as InputError / ContractError / ConfigError).
 """

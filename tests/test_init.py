@@ -26,6 +26,9 @@ import pytest
 import redis
 import yaml
 
+from cli.init import write_scaffold
+from cli.sample_accounts import sample_accounts, sample_accounts_jsonl
+from cli.validate import validate_inputs
 from precompute.inputs import load_campaign_inputs
 from precompute.policy import TenantPolicy
 from precompute.providers.offline import OfflineComposer
@@ -33,15 +36,12 @@ from precompute.qa import run_qa
 from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from welcomemat.campaign import ApprovalPolicy, Campaign, QaThresholds
-from welcomemat.commands.init import write_scaffold
-from welcomemat.commands.sample_accounts import sample_accounts, sample_accounts_jsonl
-from welcomemat.commands.validate import validate_inputs
 from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.review import show
 from welcomemat.store import ZoneSetStore
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
-SCAFFOLD = REPO_ROOT / "welcomemat" / "scaffold"
+SCAFFOLD = REPO_ROOT / "cli" / "scaffold"
 README = (REPO_ROOT / "README.md").read_text()
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 FUNDING_HEADLINE = re.compile(r"“Congrats on the Series A (yesterday|on [A-Z][a-z]+day), Brightwave”")
@@ -263,9 +263,9 @@ def test_the_scaffold_zone_contracts_are_the_repositorys() -> None:
 
 def test_a_non_editable_install_ships_every_scaffold_file() -> None:
     config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
-    globs = config["tool"]["setuptools"]["package-data"]["welcomemat"]
+    globs = config["tool"]["setuptools"]["package-data"]["cli"]
     for path in (p for p in SCAFFOLD.rglob("*") if p.is_file()):
-        file = PurePosixPath(path.relative_to(REPO_ROOT / "welcomemat").as_posix())
+        file = PurePosixPath(path.relative_to(REPO_ROOT / "cli").as_posix())
         assert any(len(file.parts) == len(PurePosixPath(g).parts) and file.match(g) for g in globs), file
 
 

@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
+from cli import main as cli
 from precompute.checks import ALWAYS_RUN
 from precompute.claims import KNOWN_CLAIM_CLASSES
 from tests.corpora import REPO_ROOT
-from welcomemat import cli
 from welcomemat.accounts import Account, parse_account_line
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.errors import InputError

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cli.main import main
+from cli.validate import format_problem, validate_inputs
 from precompute.inputs import load_campaign_inputs
 from tests.corpora import REPO_ROOT
-from welcomemat.cli import main
-from welcomemat.commands.validate import format_problem, validate_inputs
 from welcomemat.errors import ContractProblems, InputError
 
 EXAMPLE_CAMPAIGN = (REPO_ROOT / "examples" / "campaign.yaml").read_text()

@@ -15,7 +15,7 @@ import redis
 import zxingcpp
 from PIL import Image
 
-from server.link import write_qr_image
+from cli.link import write_qr_image
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import CAMPAIGN, SECRET, TENANT, example_inputs, publish_config
 from welcomemat.tokens import TokenKind, TokenSigner

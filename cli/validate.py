@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from precompute.inputs import InputsCheck, check_campaign_inputs
 from welcomemat.accounts import AccountsReport, read_accounts
 from welcomemat.campaign import CONTINUATION_PAGE_ID, Campaign
-from welcomemat.cli import EXIT_BAD_INPUT, EXIT_OK
 from welcomemat.errors import InputError
 
 __all__ = [

@@ -5,6 +5,8 @@ from __future__ import annotations
 from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.settings import Settings
 
+__all__ = ["run_redis"]
+
 
 def run_redis(action: str) -> int:
     settings = Settings.from_env()

@@ -7,7 +7,7 @@ The folder is self-contained, so it validates and runs wherever it is copied:
     DIR/zones/*.yaml     the zone contracts the campaign's pages use
     DIR/accounts.jsonl   five sample accounts dated back from today (sample_accounts.py)
 
-The YAML files ship inside the package (`welcomemat/scaffold/`, package data), because the
+The YAML files ship inside the package (`cli/scaffold/`, package data), because the
 repository's `zones/` and `examples/` are not installed. `init` never overwrites: a folder
 that exists and holds anything is refused before a byte is written, since the files in it
 are somebody's work.
@@ -21,7 +21,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from welcomemat.commands.sample_accounts import sample_accounts, sample_accounts_jsonl
+from cli.sample_accounts import sample_accounts, sample_accounts_jsonl
 from welcomemat.errors import InputError
 
 __all__ = ["SCAFFOLD_FILES", "run_init", "write_scaffold"]
@@ -36,7 +36,7 @@ _SHOWCASE_ACCOUNT = "acct_brightwave"
 
 
 def _scaffold() -> Traversable:
-    return resources.files("welcomemat") / "scaffold"
+    return resources.files("cli") / "scaffold"
 
 
 def _refuse_unless_empty(target: Path) -> None:

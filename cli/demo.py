@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 import redis
 
+from cli.validate import print_problems
 from welcomemat.accounts import read_accounts
-from welcomemat.commands.validate import print_problems
 from welcomemat.connection import connect, resolve_redis
 from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.errors import InputError
@@ -33,8 +33,8 @@ from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
 
 if TYPE_CHECKING:
+    from cli.demo_serve import DemoLinks
     from precompute.inputs import CampaignInputs
-    from welcomemat.commands.demo_serve import DemoLinks
 
 __all__ = ["DEFAULT_PORT", "run_demo"]
 
@@ -136,7 +136,7 @@ def _precompute(client: redis.Redis, inputs: CampaignInputs, accounts_path: Path
 
 
 def _bind_ports(port: int, site_port: int | None) -> tuple[socket.socket, socket.socket]:
-    from welcomemat.commands.demo_serve import bind_port
+    from cli.demo_serve import bind_port
 
     renderer = bind_port(port, "--port")
     try:
@@ -249,7 +249,7 @@ def _links(
     *,
     themed: bool,
 ) -> DemoLinks:
-    from welcomemat.commands.demo_serve import DemoLinks
+    from cli.demo_serve import DemoLinks
     from welcomemat.links import signed_url
 
     signer = TokenSigner.from_setting(_demo_secret(settings))
@@ -295,10 +295,10 @@ def _serve_and_check(
     verdict_failed: bool,
     serve: bool | None,
 ) -> int:
+    from cli.demo_serve import ThreadedServer, check_links
+    from cli.demo_site import customer_site
+    from cli.link import write_qr_image
     from server.app import create_app
-    from server.link import write_qr_image
-    from welcomemat.commands.demo_serve import ThreadedServer, check_links
-    from welcomemat.commands.demo_site import customer_site
 
     renderer_settings = Settings.from_env(
         secret=_demo_secret(settings),

@@ -151,8 +151,8 @@ class CampaignRegistry:
             view = build_campaign_view(tenant, campaign_id, raw)  # type: ignore[arg-type]
             return CampaignState(view=view, ip_index=load_ip_index(self._client, tenant, campaign_id))
 
-        # Loading validates the whole campaign (pydantic, URL gate, bleach for markup copy):
-        # a few ms once per campaign and process, so it gets a larger budget than a read.
+        # Loading validates the whole campaign (pydantic, URL gate, bleach for markup copy): far
+        # more work than a read, once per campaign and process, so it gets a larger budget.
         state = await self._guard.call("campaign_config", read, timeout_s=max(1.0, self._guard.timeout_s))
         if state is None:
             if len(self._missing) > 10_000:  # ids come from URLs: keep the map bounded

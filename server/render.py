@@ -31,13 +31,13 @@ from pathlib import Path
 import jinja2
 
 from server.metrics import RendererMetrics
-from server.theme_assets import theme_url
 from server.theme_templates import check_rendered_page, check_theme_template, theme_environment
 from welcomemat.arms import Arm
 from welcomemat.campaign import Campaign
 from welcomemat.campaign_view import CampaignView, ResolvedZone, campaign_view
 from welcomemat.errors import ContractError
 from welcomemat.theme import Theme
+from welcomemat.theme_files import theme_url
 from welcomemat.theme_rules import THEME_TEMPLATE
 from welcomemat.zone_contract import ZoneContract
 from welcomemat.zone_resolution import PLAIN_RUNG, RUNG_ORDER, best_rung, choose_variant, resolve_zones

@@ -30,8 +30,9 @@ from welcomemat.theme_rules import ASSET_TYPES
 if TYPE_CHECKING:
     from server.renderer import Renderer
 
-__all__ = ["THEME_ROUTE", "theme_file", "theme_url"]
+__all__ = ["THEME_ROUTE", "theme_file"]
 
+# Keep in step with welcomemat.theme_files.theme_url, which pages link the files with.
 THEME_ROUTE = "/c/{campaign}/theme/{file}"
 # An SVG opened as a document: nothing runs, nothing loads; its own inline styles may apply.
 _SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox; frame-ancestors 'none'"
@@ -41,11 +42,6 @@ def _not_found() -> Response:
     return Response(
         b"Not Found", status_code=404, media_type="text/plain", headers={"cache-control": "no-store"}
     )
-
-
-def theme_url(campaign_id: str) -> str:
-    """Where a campaign's theme files are served (`{{ theme_url }}name` in a theme's base.html)."""
-    return f"/c/{campaign_id}/theme/"
 
 
 async def theme_file(request: Request) -> Response:

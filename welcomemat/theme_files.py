@@ -6,7 +6,8 @@ view), so serving a file is a dictionary lookup. A stylesheet is wrapped in `@la
 renderer's look (in `@layer welcomemat`), and the renderer's unlayered rules, which
 reserve each zone's space, outrank the theme whatever its selectors. The Content-Type comes
 from the file's suffix (`welcomemat.theme_rules.ASSET_TYPES`; the bytes were checked to
-match at load).
+match at load). `theme_url` is where the renderer serves them (`server.theme_assets`), the
+prefix a theme's base.html links them with.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import PurePath
 from welcomemat.theme import Theme
 from welcomemat.theme_rules import ASSET_TYPES
 
-__all__ = ["ThemeFile", "theme_files"]
+__all__ = ["ThemeFile", "theme_files", "theme_url"]
 
 _CSS_HEAD = b"@layer welcomemat, theme;\n@layer theme {\n"
 _CSS_TAIL = b"\n}\n"
@@ -32,6 +33,11 @@ class ThemeFile:
     body: bytes
     content_type: str
     etag: str
+
+
+def theme_url(campaign_id: str) -> str:
+    """Where the renderer serves a campaign's theme files (`{{ theme_url }}name` in a theme's base.html)."""
+    return f"/c/{campaign_id}/theme/"
 
 
 def theme_files(theme: Theme) -> Mapping[str, ThemeFile]:

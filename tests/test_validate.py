@@ -293,7 +293,7 @@ MUTATIONS: dict[str, tuple[Mutation, bool]] = {  # name -> (change, whether it i
     "campaign_name": (edit(campaign_file, "Q4 pipeline:", "Q4 pipeline, renamed:"), False),
     "tenant_phrase": (edit(tenant_file, "", "banned_phrases: [Unlock your potential]\n"), False),
     "banned_copy": (edit(campaign_file, "Ramp sellers fast in", "A game-changer for sellers in"), True),
-    "tenant_bans_copy": (edit(tenant_file, "", "banned_phrases: [onboarding playbook]\n"), True),
+    "tenant_bans_copy": (edit(tenant_file, "", "banned_phrases: [consistent onboarding]\n"), True),
     "no_continuation": (
         edit(
             campaign_file,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.outbound.test_lift import population
+from tests.welcomemat.test_lift import population
 from welcomemat.arms import Arm
 from welcomemat.lift import AccountOutcome, LiftReport, Metric, build_lift_report
 from welcomemat.lift_chart import chart_data_uri, render_lift_chart

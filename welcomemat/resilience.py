@@ -1,4 +1,7 @@
-"""Calling a remote model without letting it take the run down: one retry layer, a breaker, deadlines.
+"""Calling a remote service without letting it take the job down: one retry layer, a breaker, deadlines.
+
+Used for precompute's model calls and for the CRM webhook (`outbound.webhook`), so both retry,
+back off and give up (`welcomemat.errors.ProviderUnavailable`) the same way.
 
 A precompute run makes one model call per account and page, often hundreds at once. A
 provider that is slow, rate-limited or down must cost the run a bounded amount of time and

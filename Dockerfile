@@ -12,6 +12,7 @@ COPY welcomemat welcomemat
 COPY precompute precompute
 COPY server server
 COPY outbound outbound
+COPY cli cli
 COPY templates templates
 COPY zones zones
 COPY examples examples

@@ -267,8 +267,9 @@ def export_in_process(client: redis.Redis, path: Path) -> tuple[float, int]:
     """Seconds for `export_rows` + `write_export` to a file (no interpreter start-up), and rows."""
     from datetime import UTC, datetime
 
-    from outbound.export import export_rows, load_campaign_view, write_export
-    from server.link import signed_url
+    from outbound.export import export_rows, write_export
+    from welcomemat.campaign_view import load_campaign_view
+    from welcomemat.links import signed_url
     from welcomemat.tokens import TokenSigner
 
     signer = TokenSigner([EXPORT_SECRET])
@@ -300,7 +301,7 @@ def export_command(url: str, home: Path, out: Path) -> tuple[float, int]:
     env = {**os.environ, "REDIS_URL": url, "WELCOMEMAT_HOME": str(home), "WELCOMEMAT_SECRET": EXPORT_SECRET}
     code = (
         "import resource, sys\n"
-        "from welcomemat.cli import main\n"
+        "from cli.main import main\n"
         f"rc = main(['export', 'acme/q4-pipeline', '--out', {str(out)!r}])\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
         "sys.exit(rc)\n"

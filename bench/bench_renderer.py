@@ -69,6 +69,7 @@ sys.path.insert(0, str(ROOT))
 
 from welcomemat import keys  # noqa: E402
 from welcomemat.campaign import load_campaign  # noqa: E402
+from welcomemat.campaign_config import encode_campaign_config  # noqa: E402
 from welcomemat.embedded_redis import temporary_redis  # noqa: E402
 from welcomemat.zone_contract import load_zone_contracts  # noqa: E402
 
@@ -161,11 +162,8 @@ def publish(client: redis.Redis, accounts: int, links: int) -> Visitors:
 
     zones = dict(load_zone_contracts(ROOT / "zones"))
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml", zones)
-    config = {
-        "campaign": campaign.model_dump(mode="json"),
-        "zones": {k: v.model_dump(mode="json") for k, v in zones.items()},
-    }
-    client.set(keys.campaign_config_key(TENANT, CAMPAIGN), json.dumps(config))
+    config = encode_campaign_config(campaign, zones, policy={})
+    client.set(keys.campaign_config_key(TENANT, CAMPAIGN), config)
     client.hset(keys.campaigns_index_key(), f"{TENANT}/{CAMPAIGN}", CAMPAIGN)
     signer = TokenSigner([SECRET])
     store = ZoneSetStore(client)

@@ -46,6 +46,7 @@ from server.app import create_app  # noqa: E402
 from welcomemat import keys  # noqa: E402
 from welcomemat.arms import Arm, assign_arm  # noqa: E402
 from welcomemat.campaign import load_campaign  # noqa: E402
+from welcomemat.campaign_config import encode_campaign_config  # noqa: E402
 from welcomemat.embedded_redis import temporary_redis  # noqa: E402
 from welcomemat.settings import Settings  # noqa: E402
 from welcomemat.store import ZoneSetStore  # noqa: E402
@@ -72,11 +73,8 @@ def personal_account() -> str:
 def publish(client: redis.Redis, account: str) -> None:
     zones = dict(load_zone_contracts(ROOT / "zones"))
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml", zones)
-    config = {
-        "campaign": campaign.model_dump(mode="json"),
-        "zones": {k: v.model_dump(mode="json") for k, v in zones.items()},
-    }
-    client.set(keys.campaign_config_key(TENANT, CAMPAIGN), json.dumps(config).encode())
+    config = encode_campaign_config(campaign, zones, policy={})
+    client.set(keys.campaign_config_key(TENANT, CAMPAIGN), config)
     client.hset(keys.campaigns_index_key(), f"{TENANT}/{CAMPAIGN}", CAMPAIGN)
     fact = CitedFact(fact_id="f1", source_url="https://dymaxa.com/press", published_at=date(2026, 11, 26))
     ZoneSetStore(client).publish(

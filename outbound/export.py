@@ -2,9 +2,9 @@
 
 One row per contact of every account with a published zone set in the campaign (contacts
 from the account's shared record, `welcomemat.records`). Each row carries exactly the copy
-the web page serves that account: the zones are resolved by `server.zone_resolution`
+the web page serves that account: the zones are resolved by `welcomemat.zone_resolution`
 (the one fallback ladder) for the arm `assign_arm` gives the account, and written through
-`server.zones_payload.public_zone` (the serializer `/v1/zones` uses), so a holdout
+`welcomemat.zones_payload.public_zone` (the serializer `/v1/zones` uses), so a holdout
 account gets its segment copy in the email too and the experiment holds across channels.
 
 Columns (stable, lowercase `[a-z0-9_]`, usable as lemlist / Smartlead custom variables):
@@ -54,16 +54,16 @@ from typing import TextIO
 
 import redis
 
-from server.campaigns import CampaignView, ResolvedZone, build_campaign_view
-from server.zone_resolution import Variant, best_rung, choose_variant, resolve_zones
-from server.zones_payload import public_zone
-from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
+from welcomemat.campaign_view import CampaignView, ResolvedZone, load_campaign_view
 from welcomemat.errors import InputError, StoredValueError, WelcomematError
+from welcomemat.published import PUBLISHED_BATCH, published_batch
 from welcomemat.records import AccountRecord, ContactProfile, iter_account_records
 from welcomemat.store import ZoneSetStore
 from welcomemat.urlgate import source_href
-from welcomemat.zoneset import CitedFact, Rung, ZoneSet, ZoneSetStatus
+from welcomemat.zone_resolution import Variant, best_rung, choose_variant, resolve_zones
+from welcomemat.zones_payload import public_zone
+from welcomemat.zoneset import CitedFact, Rung, ZoneSet
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -79,8 +79,6 @@ __all__ = [
     "export_columns",
     "export_rows",
     "find_template_marker",
-    "iter_published",
-    "load_campaign_view",
     "run_export",
     "spreadsheet_safe",
     "write_export",
@@ -105,7 +103,6 @@ TAIL_COLUMNS = ("fact", "fact_url", "fact_date", "page_url")
 # A spreadsheet reads a cell starting with one of these as a formula (or strips it first).
 SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 # Accounts whose zone sets and records are handled per round trip.
-_BATCH = 500
 # What a sequencer, a template engine or a composer slot looks like when left unfilled.
 _TEMPLATE_MARKER = re.compile(
     r"\{\{|\}\}|\{%|%\}|\{#|#\}|\[\[|\]\]|\$\{|%[A-Z][A-Z_]{3,}%|\{[A-Za-z_][A-Za-z0-9_]*\}"
@@ -168,51 +165,6 @@ def spreadsheet_safe(cell: str) -> str:
     return "'" + cell if cell.startswith(SPREADSHEET_TRIGGERS) else cell
 
 
-def load_campaign_view(client: redis.Redis, tenant: str, campaign: str) -> CampaignView:
-    """The campaign as published (contract, zone contracts, fallback copy), as the renderer loads it."""
-    raw = client.get(keys.campaign_config_key(tenant, campaign))
-    if raw is None:
-        raise InputError(
-            f"campaign {tenant}/{campaign} is not published (or expired); run `welcomemat precompute` first",
-            field="CAMPAIGN",
-        )
-    return build_campaign_view(tenant, campaign, raw)  # type: ignore[arg-type]
-
-
-def _published_batch(
-    store: ZoneSetStore, tenant: str, campaign: str, ids: list[str], problems: list[str]
-) -> dict[str, ZoneSet]:
-    try:
-        found = store.get_many(tenant, campaign, ids)
-    except StoredValueError:  # one bad value: read them one by one, report the bad ones
-        found = {}
-        for account_id in ids:
-            try:
-                found[account_id] = store.get(tenant, campaign, account_id)
-            except StoredValueError as exc:
-                problems.append(str(exc))
-    return {a: z for a, z in found.items() if z is not None and z.status is ZoneSetStatus.PUBLISHED}
-
-
-def iter_published(
-    client: redis.Redis, tenant: str, campaign: str, problems: list[str] | None = None
-) -> Iterator[ZoneSet]:
-    """Every published zone set of a campaign (SCAN order), read in batches.
-
-    A zone set that does not decode is skipped and described in `problems` (when given).
-    """
-    store = ZoneSetStore(client)
-    sink: list[str] = problems if problems is not None else []
-    batch: list[str] = []
-    for account_id in store.iter_account_ids(tenant, campaign):
-        batch.append(account_id)
-        if len(batch) >= _BATCH:
-            yield from _published_batch(store, tenant, campaign, batch, sink).values()
-            batch = []
-    if batch:
-        yield from _published_batch(store, tenant, campaign, batch, sink).values()
-
-
 def _records_with_zone_sets(
     client: redis.Redis, tenant: str, campaign: str, problems: list[str]
 ) -> Iterator[tuple[AccountRecord, ZoneSet]]:
@@ -226,7 +178,7 @@ def _records_with_zone_sets(
     batch: list[AccountRecord] = []
 
     def flush() -> Iterator[tuple[AccountRecord, ZoneSet]]:
-        published = _published_batch(store, tenant, campaign, [r.account_id for r in batch], problems)
+        published = published_batch(store, tenant, campaign, [r.account_id for r in batch], problems)
         for record in batch:
             zone_set = published.get(record.account_id)
             if zone_set is not None:
@@ -234,7 +186,7 @@ def _records_with_zone_sets(
 
     for record in iter_account_records(client, tenant, problems=record_problems):
         batch.append(record)
-        if len(batch) >= _BATCH:
+        if len(batch) >= PUBLISHED_BATCH:
             yield from flush()
             batch = []
     if batch:
@@ -419,8 +371,9 @@ def _write_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
 
 def run_export(campaign_ref: str, fmt: str, out: str | None) -> int:
     """`welcomemat export`: write the campaign's rows to `out` (atomically) or stdout."""
-    from server.link import resolve_campaign_ref, signed_url
+    from welcomemat.campaign_ref import resolve_campaign_ref
     from welcomemat.connection import connect, resolve_redis
+    from welcomemat.links import signed_url
     from welcomemat.settings import Settings
     from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
 

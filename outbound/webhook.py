@@ -13,7 +13,7 @@ atomic step as the fold, and at most one queued change per account at a time. A 
   `X-Welcomemat-Timestamp: <unix seconds>`, `X-Welcomemat-Signature: sha256=<hex>`. The
   receiver recomputes it (`verify_signature`) and refuses old timestamps (replays);
 - retries 408/425/429/5xx and network faults through the one retry layer
-  (`precompute.resilience.ResilientCaller`: exponential backoff with full jitter, Retry-After
+  (`welcomemat.resilience.ResilientCaller`: exponential backoff with full jitter, Retry-After
   honoured up to a cap) inside the one circuit breaker (`welcomemat.breaker`);
 - acknowledges and deletes the change only after a 2xx. Anything else leaves it pending
   in the outbox: the next pass (or another sender, after `claim_idle_ms`) sends it again,
@@ -39,12 +39,11 @@ import httpx
 import redis
 from pydantic import BaseModel, ConfigDict
 
-from precompute.providers.base import ProviderUnavailable
-from precompute.resilience import ResilientCaller, RetryableError
 from welcomemat import keys
 from welcomemat.breaker import CircuitBreaker
-from welcomemat.errors import ConfigError, StoredValueError
+from welcomemat.errors import ConfigError, ProviderUnavailable, StoredValueError
 from welcomemat.records import AccountRecord, mark_crm_delivered, take_crm_change
+from welcomemat.resilience import ResilientCaller, RetryableError
 
 __all__ = [
     "IDEMPOTENCY_HEADER",

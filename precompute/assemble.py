@@ -23,12 +23,11 @@ from precompute.providers.base import (
     GenerationRequest,
     GenerationResult,
     Provider,
-    ProviderUnavailable,
     ZoneDraft,
 )
 from welcomemat.accounts import Account, Fact
 from welcomemat.campaign import Campaign, ZoneCopy
-from welcomemat.errors import ContractError
+from welcomemat.errors import ContractError, ProviderUnavailable
 from welcomemat.markup import CleanedMarkup, clean_inline, markup_to_text
 from welcomemat.reasons import UNKNOWN_SEGMENT, ZoneReason, zone_reason
 from welcomemat.urlgate import LinkAllowlist, gate_link

@@ -1,7 +1,7 @@
 """The precompute side of the CLI: `precompute` (local or `--enqueue`), `worker`,
 `precompute-status`, `qa`, `explain`, `review`.
 
-Imported lazily by `welcomemat.cli`. Each function prints for a person (or JSON with
+Imported lazily by `cli.commands`. Each function prints for a person (or JSON with
 `--json`) and returns the exit code: 0 success, 1 the job ran and its verdict is NO GO or
 it failed, 2 bad usage or input (raised as InputError / ContractError / ConfigError).
 """
@@ -20,18 +20,18 @@ from precompute.inputs import load_campaign_inputs
 from precompute.providers.base import Provider
 from precompute.qa import QaReport, run_qa
 from precompute.report import MalformedRow, RunReport
-from precompute.review import decide, list_queue, show
 from precompute.run import PrecomputeRun, progress_bar
 from welcomemat import keys
 from welcomemat.accounts import read_accounts
 from welcomemat.campaign import Campaign
+from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.connection import connect, connect_for_blocking_reads, resolve_redis
 from welcomemat.errors import InputError, StoredValueError
 from welcomemat.ids import is_valid_id
+from welcomemat.review import decide, list_queue, show
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
 from welcomemat.theme import ThemeCheck
-from welcomemat.yamlfile import FieldProblems
 from welcomemat.zone_contract import ZoneContract
 
 __all__ = [
@@ -102,12 +102,10 @@ def resolve_campaign(
             f"campaign {matches[0]!r} has expired from Redis; rerun `welcomemat precompute`", field="CAMPAIGN"
         )
     try:
-        config = json.loads(raw)
-        zones = {k: ZoneContract.model_validate(v) for k, v in config["zones"].items()}
-        return Campaign.model_validate(config["campaign"], context={"zones": zones}), zones
-    # ValidationError is a ValueError (so is a JSON error); FieldProblems: cross-field checks.
-    except (ValueError, KeyError, TypeError, AttributeError, FieldProblems) as exc:
-        raise StoredValueError(key, f"{exc}; rerun `welcomemat precompute` to store it again") from exc
+        stored = decode_campaign_config(tenant, campaign_id, raw)
+    except StoredValueError as exc:
+        raise StoredValueError(key, f"{exc.detail}; rerun `welcomemat precompute` to store it again") from exc
+    return stored.campaign, stored.zones
 
 
 def _client(settings: Settings) -> redis.Redis:

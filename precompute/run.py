@@ -46,6 +46,7 @@ from precompute.trust import short_name
 from welcomemat import keys
 from welcomemat.accounts import Account, read_accounts
 from welcomemat.campaign import Campaign, Confidence
+from welcomemat.campaign_config import decode_campaign_config, encode_campaign_config
 from welcomemat.errors import StoredValueError
 from welcomemat.records import write_profile
 from welcomemat.store import ZoneSetStore
@@ -125,18 +126,10 @@ def publish_campaign_config(
     The index of campaign ids lives outside the campaign's hash slot, so it is written
     after that transaction (Redis Cluster allows a transaction in one slot only).
     """
-    config = {
-        "campaign": campaign.model_dump(mode="json"),
-        "zones": {k: v.model_dump(mode="json") for k, v in zones.items()},
-        "policy": json.loads(json.dumps(asdict(policy), default=str)),
-    }
-    if theme is not None:
-        config["theme"] = theme.model_dump(mode="json")
+    config = encode_campaign_config(campaign, zones, asdict(policy), theme)
     tenant, campaign_id = campaign.tenant, campaign.campaign
     pipe = client.pipeline(transaction=True)
-    pipe.set(
-        keys.campaign_config_key(tenant, campaign_id), json.dumps(config).encode(), ex=keys.CAMPAIGN_TTL_S
-    )
+    pipe.set(keys.campaign_config_key(tenant, campaign_id), config, ex=keys.CAMPAIGN_TTL_S)
     if accounts is not None:
         ranges = {a.account_id: json.dumps(a.ip_ranges) for a in accounts if a.ip_ranges}
         ip_key = keys.ip_ranges_key(tenant, campaign_id)
@@ -176,14 +169,12 @@ def load_campaign_config(
     raw = client.get(key)
     if raw is None:
         return None
+    stored = decode_campaign_config(tenant, campaign_id, raw)
     try:
-        config = json.loads(raw)
-        zones = {k: ZoneContract.model_validate(v) for k, v in config["zones"].items()}
-        loaded = Campaign.model_validate(config["campaign"], context={"zones": zones})
-        policy = policy_from_json(config["policy"])
-    except (ValueError, KeyError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
-        raise StoredValueError(key, f"{type(exc).__name__}: {exc}") from exc
-    return loaded, zones, policy
+        policy = policy_from_json(dict(stored.policy))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoredValueError(key, f"policy {type(exc).__name__}: {exc}") from exc
+    return stored.campaign, stored.zones, policy
 
 
 def _stratum_rank(account_id: str) -> int:

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages the tests use beside Python's:
 #   chromium  /usr/bin/chromium  the browser tests/browser/ drive headless
-#   faketime  /usr/bin/faketime  runs `welcomemat demo` with the clock shifted (tests/test_demo_calendar.py)
+#   faketime  /usr/bin/faketime  runs `welcomemat demo` with the clock shifted (tests/cli/test_demo_calendar.py)
 # Idempotent and quiet: does nothing when every program is there. Uses sudo only when not
 # root. No download of its own: the distribution's packages, from apt.
 set -eu

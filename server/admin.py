@@ -9,7 +9,7 @@ These are operator tools, not visitor pages: when Redis cannot answer they say s
 503 (JSON, `Retry-After`) rather than a fallback, because a fallback would be a wrong
 answer to "what does this account see". Reads go through the renderer's Redis guard
 (breaker, counted faults) with a budget longer than a page's. The review queue uses
-`precompute.review` (it needs nothing but Redis and the shared core), so the CLI and
+`welcomemat.review` (it needs nothing but Redis and the shared core), so the CLI and
 these routes approve and reject through one implementation.
 """
 
@@ -26,7 +26,6 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from precompute.review import ReviewOutcome, decide, list_queue
 from server.admin_auth import require_admin
 from server.admin_payloads import (
     ExplainPayload,
@@ -43,6 +42,7 @@ from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
+from welcomemat.review import ReviewOutcome, decide, list_queue
 from welcomemat.store import ZoneSetStore
 from welcomemat.validation_errors import dotted, first_problem
 from welcomemat.zoneset import ZoneSet

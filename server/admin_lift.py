@@ -1,8 +1,8 @@
 """`GET /admin/lift/{campaign}`: the lift report as an operator page, with a chart (or JSON, or SVG).
 
 Bearer `WELCOMEMAT_ADMIN_TOKEN` through `admin_auth.require_admin` (404 when unset, 401
-without it). The report is `outbound.lift.campaign_lift_report`, the same one `welcomemat
-report lift` prints. The chart is drawn on the server (`outbound.lift_chart`) and shown as
+without it). The report is `welcomemat.lift.campaign_lift_report`, the same one `welcomemat
+report lift` prints. The chart is drawn on the server (`welcomemat.lift_chart`) and shown as
 an `<img>` with a `data:` URI: no script, no chart library, nothing of it parsed as the
 page's HTML, and it works under the admin CSP (`img-src 'self' data:`).
 
@@ -21,16 +21,16 @@ import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-from outbound.conversions import ConversionType
-from outbound.lift import LiftReport, campaign_lift_report
-from outbound.lift_chart import chart_data_uri, render_lift_chart
 from server.admin import ADMIN_CSP
 from server.admin_auth import require_admin
 from server.redis_guard import RedisUnavailable
 from server.render import TEMPLATES_DIR, template_environment
 from server.renderer import Renderer
+from welcomemat.conversions import ConversionType
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
+from welcomemat.lift import LiftReport, campaign_lift_report
+from welcomemat.lift_chart import chart_data_uri, render_lift_chart
 
 __all__ = ["LIFT_REPORT_TIMEOUT_S", "LIFT_ROUTE", "lift_page"]
 

@@ -1,14 +1,11 @@
-"""Campaigns the renderer serves: contract, zone contracts and fallback copy, loaded from Redis.
+"""Campaigns the renderer serves: loaded from Redis on first request, kept fresh by watchers.
 
-precompute publishes each campaign's contract and zone contracts as one JSON value
-(`keys.campaign_config_key`) and indexes `tenant/campaign` in `keys.campaigns_index_key`.
-The renderer finds the tenant of a URL's campaign id in that index, loads the config
-once, and builds everything a page needs that does not depend on the visitor: the
-allowlist, and every segment's and the default copy as resolved zones (text through
-`markup.render_text`, CTA links through the URL gate). Cleaning allowed inline markup
-with bleach happens here, at load, never per request. So does decoding the campaign's
-theme (`welcomemat.theme.Theme`, its file rules checked again) and preparing its files for
-`server.theme_assets`; its templates are built once per config version by `server.render`.
+precompute publishes each campaign's config as one value (`keys.campaign_config_key`, its
+codec `welcomemat.campaign_config`) and indexes `tenant/campaign` in
+`keys.campaigns_index_key`. The renderer finds the tenant of a URL's campaign id in that
+index, loads the config once as a `welcomemat.campaign_view.CampaignView` (everything a
+page needs that does not depend on the visitor), and its IP-range index; its templates are
+built once per config version by `server.render`.
 
 A campaign id published by two tenants is ambiguous from a URL alone: it is served by
 neither (404, logged), rather than one tenant's page on the other's link.
@@ -16,166 +13,23 @@ neither (404, logged), rather than one tenant's page on the other's link.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-import markupsafe
 import redis
 
 from server.ip_index import IpRangeIndex, parse_ip_ranges
 from server.redis_guard import RedisGuard
 from server.singleflight import SingleFlight
-from server.theme_assets import ThemeFile, theme_files
 from welcomemat import keys
-from welcomemat.campaign import Campaign, PageSpec, ZoneCopy
-from welcomemat.errors import StoredValueError
+from welcomemat.campaign_view import CampaignView, build_campaign_view
 from welcomemat.ids import is_valid_id
-from welcomemat.markup import clean_inline, markup_to_text, render_text
-from welcomemat.theme import Theme
-from welcomemat.theme_rules import ThemeProblem
-from welcomemat.urlgate import LinkAllowlist, safe_href
-from welcomemat.yamlfile import FieldProblems
-from welcomemat.zone_contract import ZoneContract, ZoneFallback
-from welcomemat.zoneset import Rung
 
-__all__ = [
-    "CampaignRegistry",
-    "CampaignState",
-    "CampaignView",
-    "ResolvedZone",
-    "build_campaign_view",
-    "campaign_view",
-    "load_ip_index",
-]
+__all__ = ["CampaignRegistry", "CampaignState", "load_ip_index"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class ResolvedZone:
-    """One zone as a page shows it. `html` comes from `markup.render_text` only."""
-
-    zone_id: str
-    html: markupsafe.Markup
-    text: str
-    href: str | None
-    rung: Rung
-
-
-@dataclass(frozen=True)
-class CampaignView:
-    """One version of a campaign's config, with its fallback copy resolved."""
-
-    tenant: str
-    campaign_id: str
-    campaign: Campaign
-    zones: Mapping[str, ZoneContract]
-    allowlist: LinkAllowlist
-    # Hash of the stored config: part of every rendered-page cache key.
-    fingerprint: str
-    default_zones: Mapping[str, ResolvedZone]
-    segment_zones: Mapping[str, Mapping[str, ResolvedZone]]
-    # The campaign's own branding, if it published one, and its files ready to serve.
-    theme: Theme | None = None
-    theme_files: Mapping[str, ThemeFile] = field(default_factory=dict)
-
-    def page(self, page_id: str) -> PageSpec | None:
-        return self.campaign.pages.get(page_id)
-
-    def fallback_zone(self, segment: str | None, zone_id: str) -> ResolvedZone | None:
-        """The ladder below personal: the segment's copy (if the zone falls back to segment
-        copy and the segment is known), else the campaign default."""
-        contract = self.zones.get(zone_id)
-        if segment is not None and (contract is None or contract.fallback is ZoneFallback.SEGMENT):
-            zone = self.segment_zones.get(segment, {}).get(zone_id)
-            if zone is not None:
-                return zone
-        return self.default_zones.get(zone_id)
-
-
-def _resolve_copy(
-    zone_id: str, copy: ZoneCopy, rung: Rung, contract: ZoneContract | None, campaign: Campaign
-) -> ResolvedZone:
-    allowed = contract.markup if contract is not None else frozenset()
-    cleaned = clean_inline(copy.text, allowed) if allowed and "<" in copy.text else None
-    href = None
-    if contract is not None and contract.link and copy.cta is not None:
-        cta = campaign.cta(copy.cta)
-        href = safe_href(cta.href if cta is not None else None, campaign.allowlist())
-    text = markup_to_text(cleaned) if cleaned is not None else copy.text
-    return ResolvedZone(
-        zone_id=zone_id,
-        html=render_text(text, cleaned, allowed),
-        text=text,
-        href=href,
-        rung=rung,
-    )
-
-
-def build_campaign_view(tenant: str, campaign_id: str, raw: bytes) -> CampaignView:
-    """Decode and check a stored config (the same checks as loading campaign.yaml and its theme).
-
-    Raises `StoredValueError` naming the key when it does not decode or names another campaign.
-    """
-    key = keys.campaign_config_key(tenant, campaign_id)
-    try:
-        config = json.loads(raw)
-        zones = {k: ZoneContract.model_validate(v) for k, v in config["zones"].items()}
-        campaign = Campaign.model_validate(config["campaign"], context={"zones": zones})
-        stored_theme = config.get("theme")
-        theme = Theme.model_validate(stored_theme) if stored_theme is not None else None
-    # ValidationError is a ValueError; FieldProblems: the campaign's cross-field checks.
-    except (ValueError, KeyError, TypeError, AttributeError, FieldProblems) as exc:
-        raise StoredValueError(key, f"campaign config does not decode: {exc}") from exc
-    except ThemeProblem as problem:
-        raise StoredValueError(key, f"the campaign's theme breaks a rule: theme/{problem}") from None
-    if (campaign.tenant, campaign.campaign) != (tenant, campaign_id):
-        raise StoredValueError(
-            key, f"holds {campaign.tenant}/{campaign.campaign}, not {tenant}/{campaign_id}"
-        )
-    fingerprint = hashlib.sha256(raw).hexdigest()[:16]
-    return campaign_view(tenant, campaign_id, campaign, zones, theme, fingerprint)
-
-
-def campaign_view(
-    tenant: str,
-    campaign_id: str,
-    campaign: Campaign,
-    zones: Mapping[str, ZoneContract],
-    theme: Theme | None,
-    fingerprint: str,
-) -> CampaignView:
-    """A view of checked inputs: fallback copy resolved, theme files prepared."""
-    zone_ids = set(campaign.page_zone_ids())
-    default_zones = {
-        z: _resolve_copy(z, copy, Rung.DEFAULT, zones.get(z), campaign)
-        for z, copy in campaign.default_copy.items()
-        if z in zone_ids
-    }
-    segment_zones = {
-        name: {
-            z: _resolve_copy(z, copy, Rung.SEGMENT, zones.get(z), campaign)
-            for z, copy in segment.zones.items()
-            if z in zone_ids
-        }
-        for name, segment in campaign.segments.items()
-    }
-    return CampaignView(
-        tenant=tenant,
-        campaign_id=campaign_id,
-        campaign=campaign,
-        zones=zones,
-        allowlist=campaign.allowlist(),
-        fingerprint=fingerprint,
-        default_zones=default_zones,
-        segment_zones=segment_zones,
-        theme=theme,
-        theme_files=theme_files(theme) if theme is not None else {},
-    )
 
 
 def load_ip_index(client: redis.Redis, tenant: str, campaign_id: str) -> IpRangeIndex:
@@ -297,8 +151,8 @@ class CampaignRegistry:
             view = build_campaign_view(tenant, campaign_id, raw)  # type: ignore[arg-type]
             return CampaignState(view=view, ip_index=load_ip_index(self._client, tenant, campaign_id))
 
-        # Loading validates the whole campaign (pydantic, URL gate, bleach for markup copy):
-        # a few ms once per campaign and process, so it gets a larger budget than a read.
+        # Loading validates the whole campaign (pydantic, URL gate, bleach for markup copy): far
+        # more work than a read, once per campaign and process, so it gets a larger budget.
         state = await self._guard.call("campaign_config", read, timeout_s=max(1.0, self._guard.timeout_s))
         if state is None:
             if len(self._missing) > 10_000:  # ids come from URLs: keep the map bounded

@@ -2,7 +2,7 @@
 
 Authenticated with the bearer `WELCOMEMAT_CRM_TOKEN`, checked by `admin_auth.require_admin`
 (the one constant-time bearer check): unset, the route is off (404); a missing or wrong
-token is 401. The body is one JSON object (`outbound.conversions.ConversionIn`, at most
+token is 401. The body is one JSON object (`welcomemat.conversions.ConversionIn`, at most
 `CONVERSION_BODY_MAX_BYTES`). The conversion is stored once per `conversion_id` with the
 arm `assign_arm` gives the account: 202 when recorded, 200 when the same conversion was
 already recorded (a CRM retry), 409 when the id was used for a different outcome.
@@ -18,17 +18,17 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from outbound.conversions import (
+from server.admin_auth import require_admin
+from server.faults import NO_STORE
+from server.redis_guard import RedisUnavailable
+from server.renderer import Renderer
+from welcomemat.conversions import (
     CONVERSION_BODY_MAX_BYTES,
     ConversionConflict,
     RecordResult,
     parse_conversion,
     record_conversion,
 )
-from server.admin_auth import require_admin
-from server.faults import NO_STORE
-from server.redis_guard import RedisUnavailable
-from server.renderer import Renderer
 from welcomemat.errors import InputError, StoredValueError
 
 __all__ = ["CONVERSIONS_ROUTE", "conversion_payload", "post_conversion", "read_limited_body"]

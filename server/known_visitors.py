@@ -32,10 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from server.campaigns import CampaignView
 from server.identify import Identifier, Identity, IdentityMethod
 from server.zone_cache import ZoneSetCache
 from welcomemat.arms import Arm
+from welcomemat.campaign_view import CampaignView
 from welcomemat.tokens import TokenClaims, TokenKind
 
 if TYPE_CHECKING:  # server.visitor imports the renderer, which builds these

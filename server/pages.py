@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from server.campaigns import CampaignView
 from server.cookies import identity_cookie, set_identity_cookie, tracking_refused
 from server.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
@@ -32,6 +31,7 @@ from server.renderer import Renderer
 from server.security import csp_nonce
 from server.visitor import identify_visitor
 from welcomemat.arms import Arm
+from welcomemat.campaign_view import CampaignView
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenClaims

@@ -1,6 +1,6 @@
 """Zones to HTML: Jinja2 templates and a cache of pages.
 
-Which copy a page shows is decided by `server.zone_resolution` (the fallback ladder at
+Which copy a page shows is decided by `welcomemat.zone_resolution` (the fallback ladder at
 serve time), the same code `/v1/zones` and exports use; this module turns the resolved
 zones into HTML.
 
@@ -30,17 +30,17 @@ from pathlib import Path
 
 import jinja2
 
-from server.campaigns import CampaignView, ResolvedZone, campaign_view
 from server.metrics import RendererMetrics
-from server.theme_assets import theme_url
 from server.theme_templates import check_rendered_page, check_theme_template, theme_environment
-from server.zone_resolution import PLAIN_RUNG, RUNG_ORDER, best_rung, choose_variant, resolve_zones
 from welcomemat.arms import Arm
 from welcomemat.campaign import Campaign
+from welcomemat.campaign_view import CampaignView, ResolvedZone, campaign_view
 from welcomemat.errors import ContractError
 from welcomemat.theme import Theme
+from welcomemat.theme_files import theme_url
 from welcomemat.theme_rules import THEME_TEMPLATE
 from welcomemat.zone_contract import ZoneContract
+from welcomemat.zone_resolution import PLAIN_RUNG, RUNG_ORDER, best_rung, choose_variant, resolve_zones
 from welcomemat.zoneset import ZoneSet
 
 __all__ = [

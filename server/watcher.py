@@ -27,11 +27,12 @@ from pydantic import ValidationError
 from redis.client import PubSub
 from redis.exceptions import RedisError
 
-from server.campaigns import CampaignState, build_campaign_view, load_ip_index
+from server.campaigns import CampaignState, load_ip_index
 from server.metrics import RendererMetrics
 from server.tuning import RendererTuning
 from server.zone_cache import ZoneSetCache
 from welcomemat import keys
+from welcomemat.campaign_view import build_campaign_view
 from welcomemat.errors import StoredValueError, StoreError
 from welcomemat.store import ZoneSetChange, ZoneSetStore
 

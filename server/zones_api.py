@@ -38,12 +38,12 @@ from server.pages import new_view_id
 from server.redis_guard import RedisUnavailable
 from server.renderer import Renderer
 from server.visitor import identify_visitor
-from server.zone_resolution import PLAIN_RUNG, choose_variant, resolve_zones
-from server.zones_payload import ZonesPayload, zones_payload
 from welcomemat.arms import Arm
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.tokens import ViewTokenTemplate
+from welcomemat.zone_resolution import PLAIN_RUNG, choose_variant, resolve_zones
+from welcomemat.zones_payload import ZonesPayload, zones_payload
 
 __all__ = ["ZONES_ROUTE", "ZonesApi", "ZonesResponse", "query_values"]
 

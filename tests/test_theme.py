@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from cli.validate import validate_inputs
 from precompute.inputs import load_campaign_inputs
 from server.render import check_campaign_theme
 from tests.corpora import REPO_ROOT
-from welcomemat.commands.validate import validate_inputs
 from welcomemat.errors import ContractError, InputError
 from welcomemat.theme import Theme, load_theme
 from welcomemat.theme_rules import MAX_ASSET_BYTES, MAX_THEME_BYTES, MAX_THEME_FILES, ThemeProblem
@@ -295,7 +295,7 @@ def test_validate_and_precompute_refuse_on_the_command_line(tmp_path: Path) -> N
     }
     for args in (["validate", str(campaign)], ["precompute", str(campaign), str(accounts)]):
         result = subprocess.run(
-            [sys.executable, "-m", "welcomemat.cli", *args, "--zones", ZONES],
+            [sys.executable, "-m", "cli.main", *args, "--zones", ZONES],
             capture_output=True,
             text=True,
             cwd=REPO_ROOT,

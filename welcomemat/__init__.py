@@ -1,7 +1,9 @@
 """Welcomemat: account-aware website personalization for B2B marketing teams.
 
-The shared core: models, contracts, Redis key schema and store, safety choke points,
-tokens, settings. It imports neither Starlette nor openai.
+The shared core: models, contracts, the campaign config codec and view, zone resolution,
+Redis key schema and store, safety choke points, tokens and links, records, arms, lift
+maths, settings. It imports no package above it (server, precompute, outbound, cli) and no
+framework (neither Starlette nor openai).
 """
 
 __version__ = "0.1.0"

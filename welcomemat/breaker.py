@@ -1,6 +1,6 @@
 """The one circuit breaker: stop calling a dependency that keeps failing, probe it later.
 
-Used by the precompute job around model calls (`precompute.resilience`) and by the
+Used by the precompute job around model calls (`welcomemat.resilience`) and by the
 renderer around Redis (`server.redis_guard`): both want the same semantics, so there is
 one implementation, in the shared core (no framework imports).
 """

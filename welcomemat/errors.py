@@ -10,6 +10,7 @@
     │   ├── TokenBadSignature tampered, wrong key, or wrong kind (salt)
     │   ├── TokenExpired      past its expiry
     │   └── TokenFromFuture   issued in the future (clock skew beyond tolerance, or forged)
+    ├── ProviderUnavailable   a remote provider (model, CRM webhook) cannot take a call now
     ├── StoreError            Redis could not be read or written
     │   └── StoredValueError  a stored value does not decode (carries the key)
     └── EmbeddedRedisError    the embedded Redis server could not be started or reached
@@ -28,6 +29,7 @@ __all__ = [
     "ContractProblems",
     "EmbeddedRedisError",
     "InputError",
+    "ProviderUnavailable",
     "StoreError",
     "StoredValueError",
     "TokenBadSignature",
@@ -128,11 +130,20 @@ class StoreError(WelcomematError):
     """Redis could not be read or written."""
 
 
+class ProviderUnavailable(WelcomematError):
+    """A remote provider cannot take a call now (circuit open, job deadline passed, retries used up).
+
+    A precompute account gets the fallback for every zone and is journalled `deferred`, so
+    the next run (or `--resume`) generates it again; a CRM delivery stays in its outbox.
+    """
+
+
 class StoredValueError(StoreError):
     """A stored value does not decode into its model."""
 
     def __init__(self, key: str, detail: str) -> None:
         self.key = key
+        self.detail = detail
         super().__init__(f"value at Redis key {key!r} does not decode: {detail}")
 
 

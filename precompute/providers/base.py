@@ -30,21 +30,12 @@ __all__ = [
     "GenerationRequest",
     "GenerationResult",
     "Provider",
-    "ProviderUnavailable",
     "ProviderUsage",
     "ZoneDraft",
 ]
 
 
 NOTE_CHARS = 300  # a decline's note is one line for a terminal or an admin page, not a transcript
-
-
-class ProviderUnavailable(Exception):
-    """The provider cannot write now (circuit open, job deadline passed, retries used up).
-
-    The account gets the fallback for every zone and is journalled `deferred`, so the next
-    run (or `--resume`) generates it again.
-    """
 
 
 class ZoneDraft(BaseModel):

@@ -74,11 +74,11 @@ from precompute.providers.base import Decline, GenerationRequest, GenerationResu
 from precompute.providers.extraction import MAX_SOURCE_CHARS, MAX_SOURCES, ExtractedFacts, verified_facts
 from precompute.providers.http_transport import ThreadConnectionTransport
 from precompute.providers.offline import OfflineComposer
-from precompute.resilience import Deadline, ResilientCaller, RetryableError
 from welcomemat.accounts import Account
 from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError
 from welcomemat.reasons import ZoneReason
+from welcomemat.resilience import Deadline, ResilientCaller, RetryableError
 from welcomemat.settings import Settings
 from welcomemat.zone_contract import ZoneContract
 

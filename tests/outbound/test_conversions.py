@@ -15,16 +15,6 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from outbound.conversions import (
-    CONVERSION_BODY_MAX_BYTES,
-    ConversionConflict,
-    ConversionType,
-    conversion_counts,
-    import_conversions,
-    iter_conversions,
-    parse_conversion,
-    record_conversion,
-)
 from server.app import create_app
 from server.redis_guard import renderer_redis_client
 from tests.corpora import REPO_ROOT
@@ -40,6 +30,16 @@ from tests.server.conftest import (
 )
 from welcomemat import keys
 from welcomemat.arms import Arm
+from welcomemat.conversions import (
+    CONVERSION_BODY_MAX_BYTES,
+    ConversionConflict,
+    ConversionType,
+    conversion_counts,
+    import_conversions,
+    iter_conversions,
+    parse_conversion,
+    record_conversion,
+)
 from welcomemat.embedded_redis import temporary_redis
 from welcomemat.errors import InputError
 

@@ -25,7 +25,6 @@ from outbound.export import (
     ExportError,
     export_rows,
     find_template_marker,
-    load_campaign_view,
     spreadsheet_safe,
     write_export,
 )
@@ -33,7 +32,6 @@ from precompute.policy import build_policy
 from precompute.providers.offline import OfflineComposer
 from precompute.run import PrecomputeRun
 from server.app import create_app
-from server.link import signed_url
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
 from tests.server.conftest import (
@@ -48,6 +46,8 @@ from tests.server.conftest import (
     signer,
 )
 from welcomemat.accounts import Account
+from welcomemat.campaign_view import load_campaign_view
+from welcomemat.links import signed_url
 from welcomemat.records import iter_account_records, write_profile
 from welcomemat.store import ZoneSetStore
 from welcomemat.zoneset import ZoneSetStatus

@@ -18,9 +18,6 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from outbound.conversions import ConversionType, parse_conversion, record_conversion
-from outbound.export import load_campaign_view
-from outbound.lift import Metric, campaign_lift_report, collect_outcomes
 from server.app import create_app
 from server.redis_guard import renderer_redis_client
 from tests.corpora import REPO_ROOT
@@ -35,7 +32,10 @@ from tests.server.conftest import (
     renderer_settings,
 )
 from welcomemat.arms import Arm
+from welcomemat.campaign_view import load_campaign_view
+from welcomemat.conversions import ConversionType, parse_conversion, record_conversion
 from welcomemat.embedded_redis import temporary_redis
+from welcomemat.lift import Metric, campaign_lift_report, collect_outcomes
 from welcomemat.records import FOLD_LUA, EventFold, fold_events
 from welcomemat.store import ZoneSetStore
 from welcomemat.zoneset import ZoneSetStatus

@@ -15,7 +15,6 @@ from precompute.policy import build_policy
 from precompute.providers.base import GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
 from precompute.providers.offline import OfflineComposer
 from precompute.qa import run_qa
-from precompute.review import decide, list_queue
 from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today
@@ -23,6 +22,7 @@ from welcomemat import keys
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.markup import render_text
 from welcomemat.reasons import ZoneReason
+from welcomemat.review import decide, list_queue
 from welcomemat.store import ZoneSetStore
 from welcomemat.zone_contract import ZoneContract, load_zone_contracts
 from welcomemat.zoneset import Rung, ZoneSetMode, ZoneSetStatus

@@ -22,7 +22,6 @@ from precompute.run import PrecomputeRun
 from server.admin_payloads import parse_explain_record
 from server.admin_preview import personal_refusal, read_page_zones
 from server.app import create_app
-from server.campaigns import ResolvedZone
 from server.redis_guard import renderer_redis_client
 from server.render import template_environment
 from server.tuning import RendererTuning
@@ -44,6 +43,7 @@ from tests.server.conftest import (
 from tests.server.pagetools import parse, text_of, zones
 from welcomemat import keys
 from welcomemat.arms import Arm
+from welcomemat.campaign_view import ResolvedZone
 from welcomemat.errors import StoredValueError
 from welcomemat.markup import render_text
 from welcomemat.reasons import ZoneReason

@@ -16,7 +16,6 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from server.app import create_app
-from server.campaigns import CampaignView
 from server.identify import Identifier, Identity, IdentityMethod
 from server.known_visitors import KnownVisitors
 from server.tuning import RendererTuning
@@ -35,6 +34,7 @@ from tests.server.conftest import (
 from tests.server.pagetools import zones
 from welcomemat.arms import Arm
 from welcomemat.campaign import Campaign
+from welcomemat.campaign_view import CampaignView
 from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import TokenKind, TokenSigner
 

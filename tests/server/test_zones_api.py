@@ -15,10 +15,7 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from server.app import create_app
-from server.campaigns import CampaignView, ResolvedZone, build_campaign_view
-from server.zone_resolution import choose_variant, resolve_zones
 from server.zones_api import query_values
-from server.zones_payload import zones_payload
 from tests.server.conftest import (
     BASE_URL,
     CAMPAIGN,
@@ -37,9 +34,12 @@ from tests.server.pagetools import zones as page_zones
 from welcomemat import keys
 from welcomemat.arms import Arm
 from welcomemat.campaign import Campaign
+from welcomemat.campaign_view import CampaignView, ResolvedZone, build_campaign_view
 from welcomemat.markup import clean_inline, markup_to_text
 from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenKind
+from welcomemat.zone_resolution import choose_variant, resolve_zones
+from welcomemat.zones_payload import zones_payload
 from welcomemat.zoneset import Rung, ZoneSet
 
 ORIGIN = "https://www.acmerevenue.example"

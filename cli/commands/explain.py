@@ -1,0 +1,22 @@
+"""`welcomemat explain`: why an account sees what it sees (`precompute.commands`)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    explain = sub.add_parser("explain", help="why an account sees what it sees")
+    explain.add_argument("campaign", help="campaign.yaml, tenant/campaign, or a published campaign id")
+    explain.add_argument("account", help="account id")
+    explain.add_argument("--zones", default=None, help=argparse.SUPPRESS)
+    explain.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    explain.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from precompute.commands import run_explain
+
+    return run_explain(args.campaign, args.account, as_json=args.json, zones=args.zones)

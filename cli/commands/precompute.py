@@ -1,0 +1,70 @@
+"""`welcomemat precompute`: build, check and publish every account's zone set (`precompute.commands`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from cli.arg_types import positive_float, positive_int
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    pre = sub.add_parser("precompute", help="build, check and publish every account's zone set; QA verdict")
+    pre.add_argument("campaign", help="path to campaign.yaml")
+    pre.add_argument("accounts", help="path to accounts.jsonl")
+    pre.add_argument(
+        "--provider", default="offline", choices=["offline", "openai"], help="zone writer (default: offline)"
+    )
+    pre.add_argument("--concurrency", type=positive_int, default=1, help="accounts assembled at once")
+    pre.add_argument("--resume", action="store_true", help="skip accounts a previous run already published")
+    pre.add_argument(
+        "--self-review",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="model providers: a second call per account that may drop a zone, never add one (default: on)",
+    )
+    pre.add_argument(
+        "--deadline",
+        type=positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="model providers: stop calling the model after this long; the rest get the fallback (deferred)",
+    )
+    pre.add_argument(
+        "--zones",
+        default=None,
+        help="zone contracts folder (default: zones/ beside the campaign, else ./zones, else its parent's)",
+    )
+    pre.add_argument(
+        "--tenant-policy", default=None, help="tenant.yaml (default: tenant.yaml beside the campaign)"
+    )
+    pre.add_argument("--json", action="store_true", help="print the run report as JSON")
+    pre.add_argument(
+        "--enqueue",
+        action="store_true",
+        help="validate, then put the accounts on the campaign's Redis Stream for `welcomemat worker` "
+        "processes (any machine) instead of processing here; prints the run id",
+    )
+    pre.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from precompute.commands import run_precompute
+    from server.render import check_campaign_theme
+
+    # The renderer's theme checks, handed to precompute: a theme it publishes is one the renderer serves.
+    return run_precompute(
+        args.campaign,
+        args.accounts,
+        provider=args.provider,
+        concurrency=args.concurrency,
+        as_json=args.json,
+        resume=args.resume,
+        zones=args.zones,
+        tenant=args.tenant_policy,
+        self_review=args.self_review,
+        deadline_s=args.deadline,
+        enqueue=args.enqueue,
+        check_theme=check_campaign_theme,
+    )

@@ -1,0 +1,25 @@
+"""`welcomemat precompute-status`: progress of an enqueued run (`precompute.commands`)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    status = sub.add_parser(
+        "precompute-status",
+        help="progress of an enqueued run (processed/total, by outcome, by worker); QA verdict when complete",
+    )
+    status.add_argument("campaign", help="tenant/campaign, a campaign id, or campaign.yaml")
+    status.add_argument("--run", default=None, help="run id (default: the campaign's latest)")
+    status.add_argument("--zones", default=None, help=argparse.SUPPRESS)
+    status.add_argument("--json", action="store_true", help="print progress and report as JSON")
+    status.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from precompute.commands import run_precompute_status
+
+    return run_precompute_status(args.campaign, run_id=args.run, as_json=args.json, zones=args.zones)

@@ -1,0 +1,21 @@
+"""`welcomemat qa`: population QA of what is published (`precompute.commands`)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    qa = sub.add_parser("qa", help="population QA of what is published: verdict and findings")
+    qa.add_argument("campaign", help="campaign.yaml, tenant/campaign, or a published campaign id")
+    qa.add_argument("--zones", default=None, help=argparse.SUPPRESS)
+    qa.add_argument("--json", action="store_true", help="print the QA report as JSON")
+    qa.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from precompute.commands import run_qa_command
+
+    return run_qa_command(args.campaign, as_json=args.json, zones=args.zones)

@@ -1,0 +1,31 @@
+"""`welcomemat report lift`: personal vs holdout with intervals (`outbound.lift_report`)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["register", "run_lift"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    report = sub.add_parser("report", help="reports on a campaign's outcomes")
+    report_sub = report.add_subparsers(dest="report", metavar="REPORT", required=True)
+    lift = report_sub.add_parser(
+        "lift", help="personal vs holdout: reach, CTA clicks, conversions, with 95%% intervals"
+    )
+    lift.add_argument("campaign", help="tenant/campaign, campaign.yaml, or a published campaign id")
+    lift.add_argument("--json", action="store_true", help="print the report as JSON")
+    lift.add_argument(
+        "--type",
+        action="append",
+        default=None,
+        choices=["meeting_booked", "opportunity", "closed_won"],
+        help="count only these conversion types (repeatable; default: every type)",
+    )
+    lift.set_defaults(handler=run_lift)
+
+
+def run_lift(args: argparse.Namespace) -> int:
+    from outbound.lift_report import run_report_lift
+
+    return run_report_lift(args.campaign, as_json=args.json, types=args.type)

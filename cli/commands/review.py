@@ -1,0 +1,27 @@
+"""`welcomemat review`: approve or reject zone sets waiting for a person (`precompute.commands`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from cli.arg_types import positive_int
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    review = sub.add_parser(
+        "review", help="approve or reject zone sets waiting for a person; roll an account back"
+    )
+    review.add_argument("action", choices=["list", "show", "approve", "reject", "rollback"])
+    review.add_argument("campaign", help="campaign.yaml, tenant/campaign, or a published campaign id")
+    review.add_argument("account", nargs="?", help="account id (show, approve, reject, rollback)")
+    review.add_argument("--version", type=positive_int, default=None, help="the version you reviewed")
+    review.add_argument("--zones", default=None, help=argparse.SUPPRESS)
+    review.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from precompute.commands import run_review
+
+    return run_review(args.action, args.campaign, args.account, version=args.version, zones=args.zones)

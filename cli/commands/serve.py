@@ -1,0 +1,23 @@
+"""`welcomemat serve`: the renderer (`server.serve`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from cli.arg_types import positive_int
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = sub.add_parser("serve", help="the renderer: landing pages, QR continuations, /metrics")
+    serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
+    serve.add_argument("--port", type=positive_int, default=8000, help="port (default: 8000)")
+    serve.add_argument("--workers", type=positive_int, default=1, help="worker processes (default: 1)")
+    serve.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from server.serve import run_serve
+
+    return run_serve(host=args.host, port=args.port, workers=args.workers)

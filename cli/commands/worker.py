@@ -1,0 +1,56 @@
+"""`welcomemat worker`: process enqueued precompute runs from Redis (`precompute.commands`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from cli.arg_types import positive_int
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # Defaults mirror precompute.worker's constants (not imported here: `--help` stays fast).
+    worker = sub.add_parser(
+        "worker",
+        help="process enqueued precompute runs from Redis (any number, any machine); SIGTERM: finish, exit",
+        description="Consume `precompute --enqueue` runs from the campaigns' Redis Streams through one "
+        "consumer group: at-least-once, entries of dead workers claimed back, dead-lettered after "
+        "--max-deliveries, idempotent publish. Follow a run with `welcomemat precompute-status CAMPAIGN`.",
+    )
+    worker.add_argument(
+        "--campaign", default=None, help="tenant/campaign or a campaign id (default: every enqueued run)"
+    )
+    worker.add_argument("--name", default=None, help="consumer name in the group (default: host:pid)")
+    worker.add_argument(
+        "--once", action="store_true", help="drain the streams (claiming dead workers' entries), then exit 0"
+    )
+    worker.add_argument(
+        "--block-ms", type=positive_int, default=2000, help="wait for new work per read, ms (default: 2000)"
+    )
+    worker.add_argument(
+        "--claim-idle-ms",
+        type=positive_int,
+        default=60_000,
+        help="take over entries unacknowledged this long on another worker, ms (default: 60000)",
+    )
+    worker.add_argument(
+        "--max-deliveries",
+        type=positive_int,
+        default=5,
+        help="deliveries before an entry goes to the dead-letter stream (default: 5)",
+    )
+    worker.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from precompute.commands import run_worker
+
+    return run_worker(
+        campaign=args.campaign,
+        name=args.name,
+        once=args.once,
+        block_ms=args.block_ms,
+        claim_idle_ms=args.claim_idle_ms,
+        max_deliveries=args.max_deliveries,
+    )

@@ -1,0 +1,50 @@
+"""`welcomemat conversions import FILE.jsonl`: record CRM outcomes from a file, for the lift report.
+
+One `POST /v1/conversions` body a line; each is recorded by `welcomemat.conversions` (the
+store the API uses too: idempotent per conversion id, a conflicting repeat refused). Bad
+lines are reported with their line number and skipped; the rest are recorded.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from welcomemat.campaign_ref import resolve_campaign_ref
+from welcomemat.campaign_view import load_campaign_view
+from welcomemat.connection import connect, resolve_redis
+from welcomemat.conversions import import_conversions
+from welcomemat.errors import InputError
+from welcomemat.settings import Settings
+
+__all__ = ["run_conversions_import"]
+
+
+def run_conversions_import(path: str) -> int:
+    """`welcomemat conversions import FILE.jsonl`: exit 2 when any line was bad (the rest are recorded)."""
+    settings = Settings.from_env()
+    client = connect(resolve_redis(settings))
+
+    @functools.cache
+    def target(campaign_id: str) -> tuple[str, float]:
+        try:
+            tenant, campaign = resolve_campaign_ref(campaign_id, settings)
+            view = load_campaign_view(client, tenant, campaign)
+        except InputError as exc:
+            raise InputError(exc.message, field="campaign") from None
+        return tenant, view.campaign.holdout_fraction
+
+    try:
+        report = import_conversions(client, Path(path), target, now=datetime.now(UTC))
+    finally:
+        client.close()
+    for problem in report.problems:
+        print(f"welcomemat: error: {problem}", file=sys.stderr)
+    print(
+        f"conversions {path}: {report.recorded} recorded, {report.repeated} already recorded, "
+        f"{len(report.problems)} bad lines skipped",
+        file=sys.stderr,
+    )
+    return 2 if report.problems else 0

@@ -1,1 +1,0 @@
-"""Subcommand implementations, imported lazily by `welcomemat.cli`."""

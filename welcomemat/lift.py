@@ -1,0 +1,461 @@
+"""The lift report: did the personal arm do better than the holdout, and how sure are we?
+
+The population of a campaign is every account with a published zone set; its arm is the
+one `welcomemat.arms.assign_arm` gives it (personal or holdout, a stable hash), the same
+arm the renderer, the sequencer export and the conversions API use. Per arm the report
+counts accounts in the population, accounts reached (at least one page view), visits
+(page views), CTA clicks (clicks on the campaign's link zones) and conversions (what the
+CRM posted, `welcomemat.conversions`). Three proportions are compared, each per account so
+that one enthusiastic visitor cannot weigh like ten accounts:
+
+- reach: accounts reached / accounts in the population (the email's and the page's pull);
+- CTA click rate: reached accounts with at least one CTA click / accounts reached;
+- conversion rate: reached accounts with at least one conversion / accounts reached.
+
+Intervals are 95% two-sided. A single proportion gets the Wilson score interval (good
+coverage for small counts and rates near 0 or 1, where the textbook normal interval
+fails). The difference personal − holdout gets Newcombe's hybrid score interval (method
+10 of Newcombe 1998, "Interval estimation for the difference between independent
+proportions", Statistics in Medicine 17:873-890), which is built from the two Wilson
+intervals and needs no iteration.
+
+Too small to conclude (a plain warning, and the metric is never called a win): fewer than
+`MIN_REACHED_PER_ARM` reached accounts in an arm (for reach: fewer than that many
+accounts in the population), or fewer than `MIN_EVENTS_PER_ARM` accounts with the event
+in either arm. Below that an interval that happens to exclude zero is mostly noise.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from statistics import NormalDist
+
+import redis
+from pydantic import BaseModel, ConfigDict
+
+from welcomemat.arms import Arm, assign_arm
+from welcomemat.campaign_view import CampaignView
+from welcomemat.conversions import ConversionType, conversion_counts
+from welcomemat.errors import StoredValueError
+from welcomemat.published import iter_published
+from welcomemat.records import iter_account_records
+from welcomemat.zone_contract import ZoneContract
+
+__all__ = [
+    "COMPARED_ARMS",
+    "CONFIDENCE",
+    "DIFFERENCE_METHOD",
+    "INTERVAL_METHOD",
+    "MIN_EVENTS_PER_ARM",
+    "MIN_REACHED_PER_ARM",
+    "AccountOutcome",
+    "ArmTotals",
+    "Interval",
+    "LiftReport",
+    "Metric",
+    "MetricComparison",
+    "RateEstimate",
+    "build_lift_report",
+    "campaign_lift_report",
+    "collect_outcomes",
+    "cta_zone_ids",
+    "newcombe_difference",
+    "wilson_interval",
+]
+
+CONFIDENCE = 0.95
+INTERVAL_METHOD = "Wilson score interval"
+DIFFERENCE_METHOD = "Newcombe hybrid score interval (Newcombe 1998, method 10)"
+# Fewer reached accounts than this in an arm: the report says it cannot conclude.
+MIN_REACHED_PER_ARM = 30
+# Fewer accounts with the event (click, conversion, visit) than this in an arm: same.
+MIN_EVENTS_PER_ARM = 5
+COMPARED_ARMS = (Arm.PERSONAL, Arm.HOLDOUT)
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A closed interval [low, high]."""
+
+    low: float
+    high: float
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+
+def _z(confidence: float) -> float:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence {confidence} must be strictly between 0 and 1")
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+
+
+def _check_counts(successes: int, trials: int) -> None:
+    if trials < 0 or successes < 0 or successes > trials:
+        raise ValueError(f"{successes} successes in {trials} trials is not a proportion")
+
+
+def wilson_interval(successes: int, trials: int, confidence: float = CONFIDENCE) -> Interval:
+    """Wilson score interval for `successes / trials`: the p whose score test does not reject.
+
+    With z the normal quantile, n trials and p̂ = successes / n:
+    centre = (p̂ + z²/2n) / (1 + z²/n), half-width = z / (1 + z²/n) · √(p̂(1−p̂)/n + z²/4n²).
+    No trials: [0, 1] (nothing is known).
+    """
+    _check_counts(successes, trials)
+    if trials == 0:
+        return Interval(0.0, 1.0)
+    z = _z(confidence)
+    n = float(trials)
+    p = successes / n
+    z2 = z * z
+    denominator = 1.0 + z2 / n
+    centre = (p + z2 / (2.0 * n)) / denominator
+    half = z / denominator * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n))
+    # The exact bounds at 0 and n are 0 and 1; rounding must not leave them a hair off.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == trials else min(1.0, centre + half)
+    return Interval(low, high)
+
+
+def newcombe_difference(
+    successes_a: int, trials_a: int, successes_b: int, trials_b: int, confidence: float = CONFIDENCE
+) -> Interval:
+    """Newcombe's hybrid score interval for p_a − p_b (method 10 of Newcombe 1998).
+
+    With Wilson intervals [l_a, u_a] and [l_b, u_b] and d = p̂_a − p̂_b:
+    low = d − √((p̂_a − l_a)² + (u_b − p̂_b)²), high = d + √((u_a − p̂_a)² + (p̂_b − l_b)²).
+    Either arm without trials: [−1, 1].
+    """
+    _check_counts(successes_a, trials_a)
+    _check_counts(successes_b, trials_b)
+    if trials_a == 0 or trials_b == 0:
+        return Interval(-1.0, 1.0)
+    pa, pb = successes_a / trials_a, successes_b / trials_b
+    a = wilson_interval(successes_a, trials_a, confidence)
+    b = wilson_interval(successes_b, trials_b, confidence)
+    d = pa - pb
+    low = d - math.sqrt((pa - a.low) ** 2 + (b.high - pb) ** 2)
+    high = d + math.sqrt((a.high - pa) ** 2 + (pb - b.low) ** 2)
+    return Interval(max(-1.0, low), min(1.0, high))
+
+
+# -- the report -----------------------------------------------------------------------------------
+
+
+class Metric(enum.StrEnum):
+    REACH = "reach"
+    CTA_CLICK_RATE = "cta_click_rate"
+    CONVERSION_RATE = "conversion_rate"
+
+
+_METRIC_LABELS = {
+    Metric.REACH: "Reach (accounts with a visit / accounts)",
+    Metric.CTA_CLICK_RATE: "CTA click rate (reached accounts that clicked a CTA)",
+    Metric.CONVERSION_RATE: "Conversion rate (reached accounts that converted)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AccountOutcome:
+    """One account of the population: its arm and what it did in the campaign."""
+
+    account_id: str
+    arm: Arm
+    views: int = 0
+    cta_clicks: int = 0
+    conversions: int = 0
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ArmTotals(_Model):
+    """What one arm did. Counts of accounts, and of events (visits, clicks, conversions)."""
+
+    arm: Arm
+    accounts: int
+    reached: int
+    visits: int
+    cta_clicks: int
+    accounts_clicked: int
+    conversions: int
+    accounts_converted: int
+
+
+class RateEstimate(_Model):
+    """successes / trials with its interval; `rate` is None without trials."""
+
+    successes: int
+    trials: int
+    rate: float | None
+    low: float
+    high: float
+
+
+class MetricComparison(_Model):
+    """One metric, personal against holdout: both rates, the difference, and what it means."""
+
+    metric: Metric
+    label: str
+    personal: RateEstimate
+    holdout: RateEstimate
+    difference: float | None
+    difference_low: float
+    difference_high: float
+    enough_data: bool
+    conclusion: str
+
+
+class LiftReport(_Model):
+    """The lift report of one campaign (what `welcomemat report lift --json` prints)."""
+
+    tenant: str
+    campaign: str
+    generated_at: datetime
+    holdout_fraction: float
+    confidence: float
+    interval_method: str
+    difference_method: str
+    conversion_types: tuple[str, ...]
+    arms: tuple[ArmTotals, ...]
+    metrics: tuple[MetricComparison, ...]
+    warnings: tuple[str, ...]
+
+    def arm(self, arm: Arm) -> ArmTotals:
+        return next(a for a in self.arms if a.arm is arm)
+
+    def metric(self, metric: Metric) -> MetricComparison:
+        return next(m for m in self.metrics if m.metric is metric)
+
+
+def _estimate(successes: int, trials: int, confidence: float) -> RateEstimate:
+    interval = wilson_interval(successes, trials, confidence)
+    rate = successes / trials if trials else None
+    return RateEstimate(successes=successes, trials=trials, rate=rate, low=interval.low, high=interval.high)
+
+
+def _points(value: float) -> str:
+    return f"{value * 100:+.1f} points"
+
+
+def _compare(
+    metric: Metric, personal: tuple[int, int], holdout: tuple[int, int], min_trials: int, confidence: float
+) -> tuple[MetricComparison, list[str]]:
+    (xp, np_), (xh, nh) = personal, holdout
+    a, b = _estimate(xp, np_, confidence), _estimate(xh, nh, confidence)
+    interval = newcombe_difference(xp, np_, xh, nh, confidence)
+    difference = a.rate - b.rate if a.rate is not None and b.rate is not None else None
+    name = _METRIC_LABELS[metric].split(" (")[0]
+    trial_noun = "" if metric is Metric.REACH else "reached "
+    problems: list[str] = []
+    for arm, trials, successes in ((Arm.PERSONAL, np_, xp), (Arm.HOLDOUT, nh, xh)):
+        if trials < min_trials:
+            problems.append(
+                f"{name}: the {arm.value} arm has {trials} {trial_noun}{_accounts(trials)} "
+                f"(fewer than {min_trials})"
+            )
+        elif successes < MIN_EVENTS_PER_ARM:
+            problems.append(
+                f"{name}: the {arm.value} arm has {successes} {_accounts(successes)} with the event "
+                f"(fewer than {MIN_EVENTS_PER_ARM})"
+            )
+    enough = not problems
+    pct = f"{confidence:.0%}"
+    if difference is None:
+        conclusion = f"{name}: no data in one arm; nothing to compare."
+    elif not enough:
+        conclusion = f"{name}: too few data to conclude ({_points(difference)} so far)."
+    elif interval.low > 0:
+        conclusion = (
+            f"{name}: personal is higher by {_points(difference)[1:]} "
+            f"({pct} interval {_points(interval.low)} to {_points(interval.high)})."
+        )
+    elif interval.high < 0:
+        conclusion = (
+            f"{name}: personal is lower by {_points(-difference)[1:]} "
+            f"({pct} interval {_points(interval.low)} to {_points(interval.high)})."
+        )
+    else:
+        conclusion = (
+            f"{name}: no difference detected ({_points(difference)}; the {pct} interval "
+            f"{_points(interval.low)} to {_points(interval.high)} includes zero)."
+        )
+    comparison = MetricComparison(
+        metric=metric,
+        label=_METRIC_LABELS[metric],
+        personal=a,
+        holdout=b,
+        difference=difference,
+        difference_low=interval.low,
+        difference_high=interval.high,
+        enough_data=enough,
+        conclusion=conclusion,
+    )
+    return comparison, problems
+
+
+def _totals(arm: Arm, outcomes: Iterable[AccountOutcome]) -> ArmTotals:
+    accounts = reached = visits = clicks = clicked = conversions = converted = 0
+    for o in outcomes:
+        if o.arm is not arm:
+            continue
+        accounts += 1
+        conversions += o.conversions
+        if o.views <= 0:
+            continue
+        reached += 1
+        visits += o.views
+        clicks += o.cta_clicks
+        clicked += o.cta_clicks > 0
+        converted += o.conversions > 0
+    return ArmTotals(
+        arm=arm,
+        accounts=accounts,
+        reached=reached,
+        visits=visits,
+        cta_clicks=clicks,
+        accounts_clicked=clicked,
+        conversions=conversions,
+        accounts_converted=converted,
+    )
+
+
+def build_lift_report(
+    outcomes: Iterable[AccountOutcome],
+    *,
+    tenant: str,
+    campaign: str,
+    holdout_fraction: float,
+    generated_at: datetime,
+    conversion_types: Iterable[str] = (),
+    confidence: float = CONFIDENCE,
+) -> LiftReport:
+    """The report for a population's outcomes (anonymous outcomes, if any, are ignored)."""
+    listed = [o for o in outcomes if o.arm in COMPARED_ARMS]
+    totals: Mapping[Arm, ArmTotals] = {arm: _totals(arm, listed) for arm in COMPARED_ARMS}
+    p, h = totals[Arm.PERSONAL], totals[Arm.HOLDOUT]
+    warnings: list[str] = []
+    if h.accounts == 0:
+        warnings.append(
+            "The holdout arm is empty (holdout_fraction "
+            f"{holdout_fraction:g}): without a holdout there is nothing to measure lift against."
+        )
+    comparisons = []
+    for metric, a, b, min_trials in (
+        (Metric.REACH, (p.reached, p.accounts), (h.reached, h.accounts), MIN_REACHED_PER_ARM),
+        (
+            Metric.CTA_CLICK_RATE,
+            (p.accounts_clicked, p.reached),
+            (h.accounts_clicked, h.reached),
+            MIN_REACHED_PER_ARM,
+        ),
+        (
+            Metric.CONVERSION_RATE,
+            (p.accounts_converted, p.reached),
+            (h.accounts_converted, h.reached),
+            MIN_REACHED_PER_ARM,
+        ),
+    ):
+        comparison, problems = _compare(metric, a, b, min_trials, confidence)
+        comparisons.append(comparison)
+        warnings.extend(problems)
+    if any(not c.enough_data for c in comparisons):
+        warnings.append(
+            f"Samples are too small to conclude on every metric: a metric needs at least "
+            f"{MIN_REACHED_PER_ARM} reached accounts and {MIN_EVENTS_PER_ARM} accounts with the event "
+            "in each arm before its difference means anything."
+        )
+    return LiftReport(
+        tenant=tenant,
+        campaign=campaign,
+        generated_at=generated_at,
+        holdout_fraction=holdout_fraction,
+        confidence=confidence,
+        interval_method=INTERVAL_METHOD,
+        difference_method=DIFFERENCE_METHOD,
+        conversion_types=tuple(sorted(set(conversion_types))),
+        arms=(p, h),
+        metrics=tuple(comparisons),
+        warnings=tuple(dict.fromkeys(warnings)),
+    )
+
+
+# -- reading a campaign's outcomes from Redis -------------------------------------------------------
+
+
+def cta_zone_ids(zones: Mapping[str, ZoneContract], zone_ids: Iterable[str]) -> frozenset[str]:
+    """The zones whose clicks count as CTA clicks: the link zones the campaign's pages show."""
+    return frozenset(z for z in zone_ids if (contract := zones.get(z)) is not None and contract.link)
+
+
+def collect_outcomes(
+    client: redis.Redis,
+    view: CampaignView,
+    *,
+    types: frozenset[ConversionType] | None = None,
+    problems: list[str] | None = None,
+) -> list[AccountOutcome]:
+    """Every account with a published zone set, with its arm, visits, CTA clicks and conversions.
+
+    Engagement comes from the shared account records (`welcomemat.records`), conversions
+    from `welcomemat.conversions` (of `types`; every type when None). A record or zone set
+    that does not decode is skipped and described in `problems`.
+    """
+    sink: list[str] = problems if problems is not None else []
+    tenant, campaign = view.tenant, view.campaign_id
+    fraction = view.campaign.holdout_fraction
+    arms = {
+        z.account_id: assign_arm(tenant, campaign, z.account_id, fraction)
+        for z in iter_published(client, tenant, campaign, sink)
+    }
+    cta_zones = cta_zone_ids(view.zones, view.campaign.page_zone_ids())
+    engagement: dict[str, tuple[int, int]] = {}
+    record_problems: list[StoredValueError] = []
+    for record in iter_account_records(client, tenant, problems=record_problems):
+        summary = record.engagement.get(campaign)
+        if summary is None or record.account_id not in arms:
+            continue
+        clicks = sum(n for zone, n in summary.clicks_by_zone.items() if zone in cta_zones)
+        engagement[record.account_id] = (summary.views, clicks)
+    sink.extend(str(p) for p in record_problems)
+    conversions = conversion_counts(client, tenant, campaign, types)
+    return [
+        AccountOutcome(
+            account_id=account_id,
+            arm=arm,
+            views=engagement.get(account_id, (0, 0))[0],
+            cta_clicks=engagement.get(account_id, (0, 0))[1],
+            conversions=conversions.get(account_id, 0),
+        )
+        for account_id, arm in arms.items()
+    ]
+
+
+def campaign_lift_report(
+    client: redis.Redis,
+    view: CampaignView,
+    *,
+    now: datetime,
+    types: frozenset[ConversionType] | None = None,
+    problems: list[str] | None = None,
+) -> LiftReport:
+    """The lift report of a published campaign, read from Redis now."""
+    outcomes = collect_outcomes(client, view, types=types, problems=problems)
+    return build_lift_report(
+        outcomes,
+        tenant=view.tenant,
+        campaign=view.campaign_id,
+        holdout_fraction=view.campaign.holdout_fraction,
+        generated_at=now,
+        conversion_types=[t.value for t in (types or ConversionType)],
+    )
+
+
+def _accounts(count: int) -> str:
+    return "account" if count == 1 else "accounts"

@@ -227,12 +227,13 @@ class StreamConsumer:
         log: Callable[[str], None],
         stop: threading.Event | None = None,
         progress: Callable[[ConsumerStats], None] | None = None,
+        stats: ConsumerStats | None = None,
     ) -> None:
         self.client = client
         self.handler = handler
         self.options = options
         self.name = options.name
-        self.stats = ConsumerStats()
+        self.stats = stats or ConsumerStats()  # given: counters shared with another consumer
         self._log = log
         self._stopping = stop or threading.Event()
         self._progress = progress

@@ -46,6 +46,7 @@ from precompute.queue import (
     counter_increments,
     entry_header,
     read_progress,
+    work_stream,
 )
 from precompute.report import RunReport
 from precompute.run import JournalState, PrecomputeRun, SampleCandidate, load_campaign_config
@@ -76,7 +77,6 @@ __all__ = [
     "WorkerOptions",
     "WorkerStats",
     "default_consumer_name",
-    "work_stream",
 ]
 
 CLAIM_BATCH = 10  # entries taken over per XAUTOCLAIM
@@ -113,19 +113,6 @@ ProviderFactory = Callable[[str, Mapping[str, object]], Provider]
 def default_consumer_name() -> str:
     """`host:pid`: stable for the process, distinct across processes and machines."""
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def work_stream(tenant: str, campaign: str) -> Stream:
-    """The campaign's work stream as the consumer loop reads it: acknowledged entries are deleted."""
-    return Stream(
-        key=keys.work_stream_key(tenant, campaign),
-        group=keys.WORK_CONSUMER_GROUP,
-        ttl_s=keys.WORK_STREAM_TTL_S,
-        label=f"{tenant}/{campaign}",
-        dead_letter_key=keys.dead_letter_stream_key(tenant, campaign),
-        delete_acked=True,
-        scope=(tenant, campaign),
-    )
 
 
 @dataclass(frozen=True)

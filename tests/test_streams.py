@@ -251,7 +251,9 @@ def test_once_drains_and_returns_and_waits_for_entries_a_live_consumer_holds(
 def test_once_with_nothing_to_read_returns_at_once_and_a_process_exits_0(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
-    stats = consumer(redis_client, RecordingHandler(redis_client)).run()
+    empty = consumer(redis_client, RecordingHandler(redis_client))
+    assert empty.run_pass([]) == 0
+    stats = empty.run()
     assert stats.read == 0 and redis_client.ttl(STREAM.key) > 0, "the stream it made has a TTL"
     add_items(redis_client, range(3))
     proc = start_process(redis_url, "burst", "--once")

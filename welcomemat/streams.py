@@ -391,6 +391,8 @@ class StreamConsumer:
 
     def _read_new(self, streams: Sequence[Stream], *, block_ms: int | None) -> int:
         """One batch of never-delivered entries per stream (blocking: until the first that has some)."""
+        if not streams:
+            return 0
         handled = 0
         self._rotation = (self._rotation + 1) % len(streams)
         for stream in [*streams[self._rotation :], *streams[: self._rotation]]:

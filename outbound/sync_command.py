@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Sequence
 
 import redis
 
@@ -17,6 +14,7 @@ from welcomemat.connection import connect_for_blocking_reads, resolve_redis
 from welcomemat.errors import ConfigError, InputError
 from welcomemat.ids import is_valid_id
 from welcomemat.settings import Settings
+from welcomemat.streams import REDIS_OUTAGE_ERRORS, stop_on_signals
 
 __all__ = ["run_sync", "webhook_config"]
 
@@ -64,13 +62,13 @@ def run_sync(
         outbox=config is not None,
     )
     tty = sys.stderr.isatty()
-    syncer = Syncer(client, options, progress=_progress_line if tty else None)
+    stop = threading.Event()  # set by SIGTERM/SIGINT: the syncer and the webhook sender both finish
+    syncer = Syncer(client, options, progress=_progress_line if tty else None, stop=stop)
     sender = WebhookSender(client, config, name=options.name) if config is not None else None
     scope = ", ".join(options.tenants) if options.tenants else "every tenant with a published campaign"
     hook = f"; CRM webhook to {config.url}" if config is not None else ""
     print(f"sync {options.name}: folding events of {scope} on {target.describe()}{hook}", file=sys.stderr)
 
-    stop = threading.Event()
     thread: threading.Thread | None = None
     if sender is not None and not once:
         thread = threading.Thread(
@@ -82,10 +80,10 @@ def run_sync(
         thread.start()
     failed_redis: str | None = None
     try:
-        with _stop_on_signals(syncer, stop):
+        with stop_on_signals(stop):
             try:
                 syncer.run()
-            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+            except REDIS_OUTAGE_ERRORS as exc:  # only with --once: without it the sync waits for Redis
                 failed_redis = str(exc)
             if sender is not None and once and failed_redis is None:
                 tenant_list = syncer.tenants_seen or discover_tenants(client)
@@ -139,24 +137,3 @@ def _safe_queued(sender: WebhookSender, tenants: Sequence[str]) -> int | str:
         return sender.queued(tenants)
     except redis.RedisError:
         return "unknown (Redis unavailable)"
-
-
-@contextmanager
-def _stop_on_signals(syncer: Syncer, stop: threading.Event) -> Iterator[None]:
-    """SIGTERM and SIGINT: finish the batch in hand, then stop; a second SIGINT interrupts."""
-
-    def graceful(signum: int, frame: FrameType | None) -> None:
-        if syncer.stopping and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        syncer.stop()
-        stop.set()
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, graceful) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)

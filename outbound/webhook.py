@@ -19,6 +19,10 @@ atomic step as the fold, and at most one queued change per account at a time. A 
   in the outbox: the next pass (or another sender, after `claim_idle_ms`) sends it again,
   so nothing is lost while the receiver is down. A change whose revision was already
   delivered (a newer send covered it) is dropped without a request.
+
+Reading the outbox (own pending changes, those of stopped senders, new ones), following it
+and waiting out Redis outages is the core's one consumer loop (`welcomemat.streams`); a
+change is never dead-lettered: it waits for the receiver.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -44,6 +48,19 @@ from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError, ProviderUnavailable, StoredValueError
 from welcomemat.records import AccountRecord, mark_crm_delivered, take_crm_change
 from welcomemat.resilience import ResilientCaller, RetryableError
+from welcomemat.streams import (
+    ACK,
+    ACKED,
+    ConsumerOptions,
+    ConsumerStats,
+    Delivery,
+    Outcome,
+    Stream,
+    StreamConsumer,
+    StreamHandler,
+    retry,
+)
+from welcomemat.streams import ensure_group as ensure_stream_group
 
 __all__ = [
     "IDEMPOTENCY_HEADER",
@@ -62,6 +79,7 @@ __all__ = [
     "crm_change",
     "ensure_outbox_group",
     "idempotency_key",
+    "outbox_stream",
     "sign",
     "verify_signature",
 ]
@@ -74,6 +92,8 @@ SIGNATURE_TOLERANCE_S = 300
 MIN_SECRET_CHARS = 32
 _RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 _BATCH = 50  # outbox entries per read
+_FOLLOW_BLOCK_MS = 500  # how long a following sender's read waits for new changes
+_RETRY_AFTER_S = 5.0  # while following: how long a change that was not delivered waits for the next try
 
 
 # -- the payload: one explicit serializer -----------------------------------------------------------
@@ -251,22 +271,33 @@ class WebhookStats:
     covered: int = 0  # changes dropped because a newer send already carried them
     failed: int = 0  # changes left in the outbox by a pass (receiver down, rejected, breaker open)
     attempts: int = 0  # HTTP requests made
-    claimed: int = 0  # taken over from a stopped sender
+    loop: ConsumerStats = field(default_factory=ConsumerStats)  # the consumer loop's counters
+
+    @property
+    def claimed(self) -> int:
+        """Taken over from a stopped sender."""
+        return self.loop.claimed
+
+
+def outbox_stream(tenant: str) -> Stream:
+    """The tenant's outbox as the consumer loop reads it: delivered changes are deleted; none is
+    ever dead-lettered."""
+    return Stream(
+        key=keys.webhook_outbox_key(tenant),
+        group=keys.WEBHOOK_CONSUMER_GROUP,
+        ttl_s=keys.WEBHOOK_OUTBOX_TTL_S,
+        label=f"the CRM outbox of tenant {tenant}",
+        delete_acked=True,
+        scope=(tenant,),
+    )
 
 
 def ensure_outbox_group(client: redis.Redis, tenant: str) -> None:
     """Create the tenant's outbox stream and the sender group if missing (idempotent)."""
-    key = keys.webhook_outbox_key(tenant)
-    try:
-        client.xgroup_create(key, keys.WEBHOOK_CONSUMER_GROUP, id="0", mkstream=True)
-    except redis.ResponseError as exc:
-        if "BUSYGROUP" not in str(exc):
-            raise
-        return
-    client.expire(key, keys.WEBHOOK_OUTBOX_TTL_S)
+    ensure_stream_group(client, outbox_stream(tenant))
 
 
-class WebhookSender:
+class WebhookSender(StreamHandler):
     """Delivers the tenants' queued CRM changes; one per process, sharing the outbox group."""
 
     def __init__(
@@ -284,7 +315,6 @@ class WebhookSender:
         self.client = client
         self.config = config
         self.name = name
-        self.stats = WebhookStats()
         self.breaker = breaker or CircuitBreaker(config.failure_threshold, config.reset_after_s)
         self._http = http or httpx.Client(timeout=config.timeout_s, follow_redirects=False)
         self._caller = ResilientCaller(
@@ -298,7 +328,17 @@ class WebhookSender:
             rng=rng,
         )
         self._log = log or (lambda line: print(f"webhook {name}: {line}", file=sys.stderr, flush=True))
-        self._grouped: set[str] = set()
+        self._options = ConsumerOptions(
+            name=name,
+            batch=_BATCH,
+            block_ms=_FOLLOW_BLOCK_MS,
+            claim_idle_ms=config.claim_idle_ms,
+            max_deliveries=None,  # a change waits for its receiver however long it is down
+            retry_after_s=_RETRY_AFTER_S,
+        )
+        self._consumer = StreamConsumer(client, self, self._options, log=self._log)
+        self.stats = WebhookStats(loop=self._consumer.stats)
+        self._tenants: Callable[[], Sequence[str]] = lambda: ()
 
     def close(self) -> None:
         self._http.close()
@@ -308,19 +348,10 @@ class WebhookSender:
     def run_pass(self, tenants: Sequence[str]) -> int:
         """Try every queued change of `tenants` once (its retries included); how many were delivered.
 
-        Stops early while the breaker is open: what is left stays queued for a later pass.
+        While the breaker is open no request is made: what is left stays queued for a later pass.
         """
         delivered_before = self.stats.delivered
-        for tenant in tenants:
-            if tenant not in self._grouped:
-                ensure_outbox_group(self.client, tenant)
-                self._grouped.add(tenant)
-            for entries in self._batches(tenant):
-                for entry_id, fields in entries:
-                    if self.breaker.state == "open":
-                        self.stats.failed += 1
-                        continue
-                    self._deliver(tenant, entry_id, fields)
+        self._consumer.run_pass([outbox_stream(t) for t in tenants])
         return self.stats.delivered - delivered_before
 
     def queued(self, tenants: Sequence[str]) -> int:
@@ -328,38 +359,34 @@ class WebhookSender:
         return sum(int(self.client.xlen(keys.webhook_outbox_key(t))) for t in tenants)
 
     def run_until_stopped(self, tenants: Callable[[], Sequence[str]], stop: threading.Event) -> None:
-        """Follow mode: a pass, then a pause (longer while nothing can be delivered), until `stop`."""
-        idle_s = 0.5
-        while not stop.is_set():
-            try:
-                delivered = self.run_pass(tenants())
-            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-                self._log(f"Redis unavailable ({exc}); retrying")
-                self._grouped.clear()
-                delivered = 0
-            idle_s = 0.5 if delivered else min(idle_s * 2, 5.0)
-            stop.wait(idle_s)
-
-    def _batches(self, tenant: str) -> list[list[tuple[str, dict[str, str]]]]:
-        """This sender's own pending changes (failed before), those of stopped senders, then new ones."""
-        key = keys.webhook_outbox_key(tenant)
-        group = keys.WEBHOOK_CONSUMER_GROUP
-        batches: list[list[tuple[str, dict[str, str]]]] = []
-        own: Any = self.client.xreadgroup(group, self.name, {key: "0"}, count=10_000)
-        batches.append(_entries(own))
-        claimed: Any = self.client.xautoclaim(
-            key, group, self.name, min_idle_time=self.config.claim_idle_ms, start_id="0-0", count=_BATCH
+        """Follow mode: send changes as they are queued, and those not delivered again every few
+        seconds, until `stop`; Redis outages are waited out."""
+        self._tenants = tenants
+        follower = StreamConsumer(
+            self.client, self, self._options, log=self._log, stop=stop, stats=self.stats.loop
         )
-        taken = [(_text(i), _fields(f)) for i, f in claimed[1] if f]
-        self.stats.claimed += len(taken)
-        batches.append(taken)
-        new: Any = self.client.xreadgroup(group, self.name, {key: ">"}, count=_BATCH)
-        batches.append(_entries(new))
-        return batches
+        follower.run()
+
+    # -- the consumer loop's handler -----------------------------------------------------------
+
+    def streams(self) -> list[Stream]:
+        return [outbox_stream(t) for t in self._tenants()]
+
+    def handle(self, batch: Sequence[Delivery]) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        for delivery in batch:
+            if self.breaker.state == "open":
+                self.stats.failed += 1
+                outcomes.append(retry(""))  # its failure was logged when the breaker opened
+                continue
+            outcomes.append(
+                self._deliver(delivery.stream.scope[0], delivery.entry_id, _fields(delivery.fields))
+            )
+        return outcomes
 
     # -- one change ----------------------------------------------------------------------------
 
-    def _deliver(self, tenant: str, entry_id: str, fields: dict[str, str]) -> None:
+    def _deliver(self, tenant: str, entry_id: str, fields: dict[str, str]) -> Outcome:
         account = fields.get("account", "")
         try:
             record, delivered = take_crm_change(self.client, tenant, account)
@@ -368,32 +395,24 @@ class WebhookSender:
             StoredValueError,
         ) as exc:  # a bad id in the entry, or a record that does not decode
             self._log(f"change {entry_id} of tenant {tenant} dropped: {exc}")
-            self._done(tenant, entry_id)
-            return
+            return ACK
         if record is None or record.revision <= delivered:
             self.stats.covered += 1
-            self._done(tenant, entry_id)
-            return
+            return ACK
         body = crm_change(record).model_dump_json().encode()
         key = idempotency_key(tenant, account, record.revision)
         try:
             self._caller.call(lambda timeout_s: self._post(body, key, timeout_s))
         except (ProviderUnavailable, WebhookRejected) as exc:
             self.stats.failed += 1
-            self._log(f"change {key} not delivered, kept in the outbox: {exc}")
-            return
+            return retry(f"change {key} not delivered, kept in the outbox: {exc}")
         self.stats.delivered += 1
         pipe = self.client.pipeline(transaction=True)  # record and outbox share the tenant's slot
         mark_crm_delivered(pipe, tenant, account, record.revision)
         pipe.xack(keys.webhook_outbox_key(tenant), keys.WEBHOOK_CONSUMER_GROUP, entry_id)
         pipe.xdel(keys.webhook_outbox_key(tenant), entry_id)
         pipe.execute()
-
-    def _done(self, tenant: str, entry_id: str) -> None:
-        pipe = self.client.pipeline(transaction=True)
-        pipe.xack(keys.webhook_outbox_key(tenant), keys.WEBHOOK_CONSUMER_GROUP, entry_id)
-        pipe.xdel(keys.webhook_outbox_key(tenant), entry_id)
-        pipe.execute()
+        return ACKED
 
     def _post(self, body: bytes, key: str, timeout_s: float) -> None:
         """One attempt. RetryableError for faults worth another; WebhookRejected for a refusal."""
@@ -433,10 +452,6 @@ def _retry_after(value: str | None) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return (when - datetime.now(UTC)).total_seconds()
-
-
-def _entries(reply: Any) -> list[tuple[str, dict[str, str]]]:
-    return [(_text(i), _fields(f)) for _, messages in (reply or []) for i, f in messages if f]
 
 
 def _fields(raw: Any) -> dict[str, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -393,8 +394,10 @@ def run_worker(
     claim_idle_ms: int,
     max_deliveries: int,
 ) -> int:
-    """Consume enqueued runs until SIGTERM/SIGINT (or, with `once`, until drained); exit 0."""
-    from precompute.worker import Worker, WorkerOptions, default_consumer_name, stop_on_signals
+    """Consume enqueued runs until SIGTERM/SIGINT (or, with `once`, until drained); exit 0, or 1
+    when `once` gave up on a Redis that stayed down."""
+    from precompute.worker import Worker, WorkerOptions, default_consumer_name
+    from welcomemat.streams import REDIS_OUTAGE_ERRORS, stop_on_signals
 
     settings = Settings.from_env()
     target = resolve_redis(settings)
@@ -407,17 +410,27 @@ def run_worker(
         max_deliveries=max_deliveries,
         once=once,
     )
-    worker = Worker(client, lambda name, opts: _provider_from_options(name, opts, settings), options)
+    stop = threading.Event()
+    worker = Worker(
+        client, lambda name, opts: _provider_from_options(name, opts, settings), options, stop=stop
+    )
     scope = f"{options.campaign[0]}/{options.campaign[1]}" if options.campaign else "every active run"
     print(f"worker {options.name}: consuming {scope} on {target.describe()}", file=sys.stderr, flush=True)
-    with stop_on_signals(worker):
-        stats = worker.run()
+    failed_redis: str | None = None
+    with stop_on_signals(stop):
+        try:
+            stats = worker.run()
+        except REDIS_OUTAGE_ERRORS as exc:  # only with --once: without it the worker waits for Redis
+            failed_redis, stats = str(exc), worker.stats
     print(
         f"worker {options.name}: stopped; {stats.entries} entries ({stats.accounts} accounts), "
         f"{stats.claimed} claimed back, {stats.dead_lettered} dead-lettered, "
         f"{stats.runs_completed} runs completed",
         file=sys.stderr,
     )
+    if failed_redis is not None:
+        print(f"welcomemat: failed: Redis unavailable, worker stopped: {failed_redis}", file=sys.stderr)
+        return 1
     return 0
 
 

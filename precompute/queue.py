@@ -37,6 +37,8 @@ from welcomemat import keys
 from welcomemat.accounts import Account
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import OpaqueId, is_valid_id
+from welcomemat.streams import Stream
+from welcomemat.streams import ensure_group as ensure_stream_group
 
 __all__ = [
     "COUNTERS",
@@ -55,6 +57,7 @@ __all__ = [
     "latest_run_id",
     "new_run_id",
     "read_progress",
+    "work_stream",
 ]
 
 # Accounts per stream entry: small enough that a claimed-back entry redoes little work and
@@ -240,16 +243,25 @@ def new_run_id(now: datetime) -> str:
     return f"{now.astimezone(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
 
 
+def work_stream(tenant: str, campaign: str) -> Stream:
+    """The campaign's work stream as the consumer loop (`welcomemat.streams`) reads it:
+    acknowledged entries are deleted, failing ones go to the campaign's dead-letter stream."""
+    return Stream(
+        key=keys.work_stream_key(tenant, campaign),
+        group=keys.WORK_CONSUMER_GROUP,
+        ttl_s=keys.WORK_STREAM_TTL_S,
+        label=f"{tenant}/{campaign}",
+        dead_letter_key=keys.dead_letter_stream_key(tenant, campaign),
+        delete_acked=True,
+        scope=(tenant, campaign),
+    )
+
+
 def ensure_group(client: redis.Redis, tenant: str, campaign: str) -> None:
-    """Create the campaign's work stream and consumer group if missing (idempotent)."""
-    key = keys.work_stream_key(tenant, campaign)
-    try:
-        # From id 0, not `$`: entries added before the group existed are work too.
-        client.xgroup_create(key, keys.WORK_CONSUMER_GROUP, id="0", mkstream=True)
-    except redis.ResponseError as exc:
-        if "BUSYGROUP" not in str(exc):
-            raise
-    client.expire(key, keys.WORK_STREAM_TTL_S)
+    """Create the campaign's work stream and consumer group if missing (idempotent); refresh its TTL."""
+    stream = work_stream(tenant, campaign)
+    ensure_stream_group(client, stream)
+    client.expire(stream.key, stream.ttl_s)
 
 
 def enqueue_run(

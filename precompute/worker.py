@@ -1,36 +1,37 @@
 """`welcomemat worker`: consume enqueued runs from the campaigns' work streams.
 
 Any number of workers, on any machines, join one consumer group per campaign stream
-(`keys.WORK_CONSUMER_GROUP`). Delivery is at-least-once; what keeps it correct:
+(`keys.WORK_CONSUMER_GROUP`). Reading, claiming back, counting deliveries, dead-lettering,
+waiting out Redis and stopping are the core's one consumer loop (`welcomemat.streams`);
+this module says what an entry is and what doing it means. Delivery is at-least-once;
+what keeps it correct:
 
 - an entry is processed by `PrecomputeRun.process`, the code path of a local run, and
   publishing is idempotent (same input hash: no new version), so doing an entry twice
   changes nothing a visitor can see;
 - the acknowledgement and the run's counters are one Lua step that counts only if this
   XACK was the first, so the counters add up to the run's total however often an entry ran;
-- an entry idle on a consumer longer than `claim_idle_ms` was left by a dead worker:
-  XAUTOCLAIM takes it over. A live worker keeps its in-flight entry from being claimed by
-  resetting its idle time (XCLAIM JUSTID, which does not count as a delivery);
+- an entry idle on a consumer longer than `claim_idle_ms` was left by a dead worker and is
+  taken over; a live worker keeps the entry in hand claimed (`keep_claimed`). An entry that
+  failed here is retried after `claim_idle_ms` too;
 - an entry that fails `max_deliveries` times (or was delivered that often and never
   acknowledged: it kills its workers) goes to the dead-letter stream, its accounts are
-  journalled `failed`, and it counts as processed, so the run still completes;
-- SIGTERM/SIGINT finish the entry in hand, then stop (`stop_on_signals`).
+  journalled `failed`, and it counts as processed, in the same transaction, so the run
+  still completes;
+- SIGTERM/SIGINT finish the entry in hand, then stop (`welcomemat.streams.stop_on_signals`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import FrameType
 from typing import Any
 
 import redis
@@ -43,14 +44,29 @@ from precompute.queue import (
     WorkEntry,
     active_runs,
     counter_increments,
-    ensure_group,
     entry_header,
     read_progress,
+    work_stream,
 )
 from precompute.report import RunReport
 from precompute.run import JournalState, PrecomputeRun, SampleCandidate, load_campaign_config
 from welcomemat import keys
 from welcomemat.errors import ConfigError
+from welcomemat.streams import (
+    ACK,
+    ACKED,
+    DEFAULT_BLOCK_MS,
+    DEFAULT_CLAIM_IDLE_MS,
+    REDIS_OUTAGE_ERRORS,
+    ConsumerOptions,
+    ConsumerStats,
+    Delivery,
+    Outcome,
+    Stream,
+    StreamConsumer,
+    StreamHandler,
+    retry,
+)
 
 __all__ = [
     "CLAIM_BATCH",
@@ -61,16 +77,12 @@ __all__ = [
     "WorkerOptions",
     "WorkerStats",
     "default_consumer_name",
-    "stop_on_signals",
 ]
 
-DEFAULT_BLOCK_MS = 2_000  # how long one XREADGROUP waits for work; also the longest SIGTERM waits
-# An entry unacknowledged this long sits on a dead worker: live ones reset it every third of it.
-DEFAULT_CLAIM_IDLE_MS = 60_000
 CLAIM_BATCH = 10  # entries taken over per XAUTOCLAIM
 _RUN_CACHE_MAX = 8  # runs whose campaign, provider and assembler a worker keeps ready
 _INDEX_REFRESH_S = 1.0  # how often a worker without --campaign rereads the active-run index
-_REDIS_ERRORS_MAX = 10  # consecutive failed cycles (Redis down) before the worker gives up
+_ONCE_REDIS_ERRORS_MAX = 10  # with `once`: consecutive failed cycles (Redis down) before giving up
 
 # Acknowledge an entry and, only if this XACK was the first, add its counts to the run.
 # KEYS: work stream, run hash. ARGV: group, entry id, run TTL s, stream TTL s, finished at,
@@ -115,22 +127,23 @@ class WorkerOptions:
 
 @dataclass
 class WorkerStats:
-    entries: int = 0  # acknowledged by this worker (processed or dead-lettered)
+    entries: int = 0  # acknowledged and counted by this worker (processed or dead-lettered)
     accounts: int = 0
-    claimed: int = 0  # taken over by XAUTOCLAIM: left by dead workers, or failed here and retried
-    attempts_failed: int = 0
-    dead_lettered: int = 0
     runs_completed: int = 0
-
-
-@dataclass(frozen=True)
-class _Stream:
-    tenant: str
-    campaign: str
+    loop: ConsumerStats = field(default_factory=ConsumerStats)  # the consumer loop's counters
 
     @property
-    def key(self) -> str:
-        return keys.work_stream_key(self.tenant, self.campaign)
+    def claimed(self) -> int:
+        """Taken over by XAUTOCLAIM: left by dead workers, or failed here and retried."""
+        return self.loop.claimed
+
+    @property
+    def attempts_failed(self) -> int:
+        return self.loop.failed_attempts
+
+    @property
+    def dead_lettered(self) -> int:
+        return self.loop.dead_lettered
 
 
 @dataclass
@@ -140,7 +153,7 @@ class _RunContext:
 
 
 class Worker:
-    """One consumer: reads, claims back, processes, acknowledges, dead-letters."""
+    """One consumer of the work streams: processes entries, acknowledges and counts, dead-letters."""
 
     def __init__(
         self,
@@ -149,83 +162,71 @@ class Worker:
         options: WorkerOptions,
         *,
         log: Callable[[str], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.client = client
         self.provider_factory = provider_factory
         self.options = options
         self.name = options.name
-        self.stats = WorkerStats()
         self._log = log or (lambda line: print(f"worker {options.name}: {line}", file=sys.stderr, flush=True))
-        self._stopping = threading.Event()
+        self._consumer = StreamConsumer(
+            client,
+            _WorkStreams(self),
+            ConsumerOptions(
+                name=options.name,
+                once=options.once,
+                batch=1,  # an entry is already a chunk of accounts
+                claim_batch=CLAIM_BATCH,
+                block_ms=options.block_ms,
+                claim_idle_ms=options.claim_idle_ms,
+                max_deliveries=options.max_deliveries,
+                retry_after_s=options.claim_idle_ms / 1000,
+                keep_claimed=True,  # an entry takes seconds to minutes with a model
+                once_redis_errors_max=_ONCE_REDIS_ERRORS_MAX,
+            ),
+            log=self._log,
+            stop=stop,
+        )
+        self.stats = WorkerStats(loop=self._consumer.stats)
         self._ack = client.register_script(_ACK_LUA)
         self._runs: dict[str, _RunContext] = {}
-        self._streams_cache: list[_Stream] = []
+        self._streams_cache: list[Stream] = []
         self._streams_read_at = float("-inf")
-        # Claim back at least twice per idle threshold, so a dead worker's entry waits < 1.5x it.
-        self._claim_every_s = max(0.05, min(options.claim_idle_ms / 2000, 5.0))
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     def stop(self) -> None:
         """Finish the entry in hand, then return from `run` (safe from a signal handler)."""
-        self._stopping.set()
+        self._consumer.stop()
 
     @property
     def stopping(self) -> bool:
-        return self._stopping.is_set()
+        return self._consumer.stopping
 
     def run(self) -> WorkerStats:
-        """Work until stopped (or, with `once`, until every stream is drained)."""
+        """Work until stopped (or, with `once`, until every stream is drained). With `once`, a
+        Redis that stays down raises its error; without it, the worker waits for Redis."""
         try:
-            return self._work()
+            self._consumer.run()
+            return self.stats
         finally:
             for context in self._runs.values():
                 context.run.close()  # the runs' assembly threads
 
-    def _work(self) -> WorkerStats:
-        last_claim = float("-inf")
-        errors = 0
-        rotation = 0
-        while not self.stopping:
-            try:
-                streams = self._streams()
-                if not streams:
-                    if self.options.once:
-                        break
-                    self._stopping.wait(self.options.block_ms / 1000)
-                    continue
-                done = 0
-                if time.monotonic() - last_claim >= self._claim_every_s:
-                    last_claim = time.monotonic()
-                    done += self._claim_idle(streams)
-                if self.stopping:
-                    break
-                rotation = (rotation + 1) % len(streams)
-                done += self._read_new(streams[rotation:] + streams[:rotation], block=done == 0)
-                if done == 0 and self.options.once and self._drained(streams):
-                    break
-                errors = 0
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
-                errors += 1
-                if errors >= _REDIS_ERRORS_MAX:
-                    raise
-                self._log(f"Redis unavailable ({exc}); retrying")
-                self._stopping.wait(min(5.0, 0.2 * 2**errors))
-        return self.stats
-
     # -- finding work --------------------------------------------------------------------------
 
-    def _streams(self) -> list[_Stream]:
+    def streams(self) -> list[Stream]:
+        """The work streams to read: the one campaign, or those of every active run."""
         if self.options.campaign is not None:
             if not self._streams_cache:
-                ensure_group(self.client, *self.options.campaign)
-                self._streams_cache = [_Stream(*self.options.campaign)]
+                self._streams_cache = [work_stream(*self.options.campaign)]
             return self._streams_cache
         if time.monotonic() - self._streams_read_at >= _INDEX_REFRESH_S:
             self._streams_read_at = time.monotonic()
             runs = active_runs(self.client)
             self._forget_finished(runs)
-            self._streams_cache = sorted({_Stream(r.tenant, r.campaign) for r in runs}, key=lambda s: s.key)
+            found = {(r.tenant, r.campaign) for r in runs}
+            self._streams_cache = [work_stream(t, c) for t, c in sorted(found)]
         return self._streams_cache
 
     def _forget_finished(self, runs: list[ActiveRun]) -> None:
@@ -234,153 +235,45 @@ class Worker:
             if not self.client.exists(keys.run_key(run.tenant, run.campaign, run.run_id)):
                 self.client.hdel(keys.active_runs_key(), f"{run.tenant}/{run.campaign}/{run.run_id}")
 
-    def _read_new(self, streams: list[_Stream], *, block: bool) -> int:
-        """Entries never delivered: one non-blocking pass, then (if `block`) wait on each in turn."""
-        for stream in streams:
-            if self._read_one(stream, None):
-                return 1
-        if not block:
-            return 0
-        wait_ms = max(10, min(self.options.block_ms, int(self._claim_every_s * 1000)) // len(streams))
-        for stream in streams:
-            if self.stopping:
-                return 0
-            if self._read_one(stream, wait_ms):
-                return 1
-        return 0
-
-    def _read_one(self, stream: _Stream, block_ms: int | None) -> bool:
-        try:
-            reply: Any = self.client.xreadgroup(
-                keys.WORK_CONSUMER_GROUP, self.name, {stream.key: ">"}, count=1, block=block_ms
-            )
-        except redis.ResponseError as exc:
-            if "NOGROUP" not in str(exc):
-                raise
-            ensure_group(self.client, stream.tenant, stream.campaign)  # the stream expired or was deleted
-            return False
-        if not reply:
-            return False
-        for _, messages in reply:
-            for entry_id, fields in messages:
-                self._handle(stream, _text(entry_id), fields, deliveries=1)
-        return True
-
-    def _claim_idle(self, streams: list[_Stream]) -> int:
-        """Take over entries idle on other consumers longer than `claim_idle_ms`, and do them."""
-        done = 0
-        for stream in streams:
-            if self.stopping:
-                break
-            try:
-                reply: Any = self.client.xautoclaim(
-                    stream.key,
-                    keys.WORK_CONSUMER_GROUP,
-                    self.name,
-                    min_idle_time=self.options.claim_idle_ms,
-                    start_id="0-0",
-                    count=CLAIM_BATCH,
-                )
-            except redis.ResponseError as exc:
-                if "NOGROUP" not in str(exc):
-                    raise
-                continue
-            for entry_id, fields in reply[1]:
-                if self.stopping:
-                    break  # claimed but not done: idle again soon, another worker takes it
-                entry = _text(entry_id)
-                self.stats.claimed += 1
-                done += 1
-                deliveries = self._deliveries(stream, entry)
-                if fields is None:  # deleted from the stream but still pending: nothing to do
-                    self._acknowledge_only(stream, entry)
-                elif deliveries > self.options.max_deliveries:
-                    reason = f"delivered {deliveries - 1} times and never acknowledged (its workers died)"
-                    self._dead_letter(stream, entry, fields, reason, deliveries)
-                else:
-                    self._handle(stream, entry, fields, deliveries=deliveries)
-        return done
-
-    def _deliveries(self, stream: _Stream, entry_id: str) -> int:
-        rows: Any = self.client.xpending_range(
-            stream.key, keys.WORK_CONSUMER_GROUP, min=entry_id, max=entry_id, count=1
-        )
-        return int(rows[0]["times_delivered"]) if rows else 1
-
-    def _drained(self, streams: list[_Stream]) -> bool:
-        """Nothing pending on any stream (the caller just found nothing new to read)."""
-        for stream in streams:
-            try:
-                summary: Any = self.client.xpending(stream.key, keys.WORK_CONSUMER_GROUP)
-            except redis.ResponseError:
-                continue
-            if int(summary["pending"]):
-                return False
-        return True
-
     # -- doing an entry ------------------------------------------------------------------------
 
     def handle(
         self, tenant: str, campaign: str, entry_id: str, fields: Mapping[bytes, bytes], *, deliveries: int = 1
     ) -> None:
-        """Do one entry delivered to this worker: process, then acknowledge and count (once).
+        """Do one entry delivered to this worker by hand: process, then acknowledge and count (once).
 
-        A failure leaves the entry pending, to be claimed back and retried, until its
-        `deliveries` reach `max_deliveries`: then it is dead-lettered.
+        Settled as the loop settles what it reads: a failure leaves the entry pending, to be
+        retried, until its `deliveries` reach `max_deliveries`: then it is dead-lettered.
         """
-        self._handle(_Stream(tenant, campaign), entry_id, fields, deliveries=deliveries)
+        self._consumer.handle([Delivery(work_stream(tenant, campaign), entry_id, fields, deliveries)])
 
-    def _handle(
-        self, stream: _Stream, entry_id: str, fields: Mapping[bytes, bytes], *, deliveries: int
-    ) -> None:
+    def handle_batch(self, batch: Sequence[Delivery]) -> list[Outcome]:
+        """The outcome of each entry: processed and counted (ACKED), or retried."""
+        return [self._process(delivery) for delivery in batch]
+
+    def _process(self, delivery: Delivery) -> Outcome:
+        tenant, campaign = delivery.stream.scope
         try:
-            with self._keep_claimed(stream, entry_id):
-                entry = WorkEntry.from_fields(stream.key, entry_id, fields)
-                context = self._context(stream, entry.run_id)
-                if context is None:
-                    self._log(f"run {entry.run_id} of entry {entry_id} is no longer recorded; dropping it")
-                    self._acknowledge_only(stream, entry_id)
-                    return
-                report = context.run.new_report()
-                sampled = context.run.process(entry.accounts, report)
-            self._record(stream, entry_id, entry.run_id, report, sampled)
+            entry = WorkEntry.from_fields(delivery.stream.key, delivery.entry_id, delivery.fields)
+            context = self._context(tenant, campaign, entry.run_id)
+            if context is None:
+                self._log(
+                    f"run {entry.run_id} of entry {delivery.entry_id} is no longer recorded; dropping it"
+                )
+                return ACK
+            report = context.run.new_report()
+            sampled = context.run.process(entry.accounts, report)
+            self._record(delivery.stream, delivery.entry_id, entry.run_id, report, sampled)
+            return ACKED
+        except REDIS_OUTAGE_ERRORS:
+            raise
         except Exception as exc:  # anything: the entry stays pending and is retried, then dead-lettered
-            self.stats.attempts_failed += 1
-            reason = f"{type(exc).__name__}: {exc}"
-            self._log(
-                f"entry {entry_id} failed (delivery {deliveries} of {self.options.max_deliveries}): {reason}"
-            )
-            if deliveries >= self.options.max_deliveries:
-                self._dead_letter(stream, entry_id, fields, reason, deliveries)
+            return retry(f"{type(exc).__name__}: {exc}")
 
-    @contextmanager
-    def _keep_claimed(self, stream: _Stream, entry_id: str) -> Iterator[None]:
-        """Reset the entry's idle time while it is worked on, so that nobody claims it from us."""
-        done = threading.Event()
-        interval_s = max(0.02, self.options.claim_idle_ms / 3000)
-
-        def beat() -> None:
-            while not done.wait(interval_s):
-                try:
-                    self.client.xclaim(
-                        stream.key, keys.WORK_CONSUMER_GROUP, self.name, 0, [entry_id], justid=True
-                    )
-                except redis.RedisError:
-                    pass  # the next beat tries again; at worst the entry is done twice
-
-        thread = threading.Thread(target=beat, name=f"keep-claimed {entry_id}", daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            done.set()
-            thread.join()
-
-    def _context(self, stream: _Stream, run_id: str) -> _RunContext | None:
+    def _context(self, tenant: str, campaign: str, run_id: str) -> _RunContext | None:
         """The run's PrecomputeRun, built once per run from what enqueue stored."""
         if run_id in self._runs:
             return self._runs[run_id]
-        tenant, campaign = stream.tenant, stream.campaign
         raw = self.client.hget(keys.run_key(tenant, campaign, run_id), "record")
         if raw is None:
             return None
@@ -419,10 +312,10 @@ class Worker:
     # -- acknowledging -------------------------------------------------------------------------
 
     def _record(
-        self, stream: _Stream, entry_id: str, run_id: str, report: RunReport, sampled: list[SampleCandidate]
+        self, stream: Stream, entry_id: str, run_id: str, report: RunReport, sampled: list[SampleCandidate]
     ) -> None:
         """Sample candidates, failures, then acknowledge-and-count: one transaction."""
-        tenant, campaign = stream.tenant, stream.campaign
+        tenant, campaign = stream.scope
         pipe = self.client.pipeline(transaction=True)
         if sampled:
             sample_key = keys.run_sample_key(tenant, campaign, run_id)
@@ -436,26 +329,12 @@ class Worker:
         outcome = int(pipe.execute()[-1])
         self._after_count(stream, run_id, outcome, report.accounts)
 
-    def _dead_letter(
-        self, stream: _Stream, entry_id: str, fields: Mapping[bytes, bytes], reason: str, deliveries: int
-    ) -> None:
-        """Give up on an entry: copy it to the dead-letter stream, journal its accounts failed."""
-        tenant, campaign = stream.tenant, stream.campaign
-        run_id, account_ids = entry_header(fields)
-        now = datetime.now(UTC).isoformat()
-        dead_key = keys.dead_letter_stream_key(tenant, campaign)
-        pipe = self.client.pipeline(transaction=True)
-        dead_fields: dict[bytes, bytes] = {
-            **fields,
-            b"source_id": entry_id.encode(),
-            b"error": reason.encode(),
-            b"deliveries": str(deliveries).encode(),
-            b"consumer": self.name.encode(),
-            b"dead_at": now.encode(),
-        }
-        pipe.xadd(dead_key, dead_fields)  # type: ignore[arg-type]
-        pipe.expire(dead_key, keys.DEAD_LETTER_TTL_S)
-        why = f"dead-lettered after {deliveries} deliveries: {reason}"
+    def dead_letter_writes(self, pipe: Any, delivery: Delivery, reason: str) -> bool:
+        """In the dead-letter transaction: journal the entry's accounts failed and count it as
+        processed (which acknowledges it), so that the run still completes."""
+        tenant, campaign = delivery.stream.scope
+        run_id, account_ids = entry_header(delivery.fields)
+        why = f"dead-lettered after {delivery.deliveries} deliveries: {reason}"
         if account_ids:
             journal = keys.journal_key(tenant, campaign)
             state = {
@@ -463,41 +342,36 @@ class Worker:
                 "reason": why,
                 "input_hash": None,
                 "version": None,
-                "at": now,
+                "at": datetime.now(UTC).isoformat(),
             }
             pipe.hset(journal, mapping=dict.fromkeys(account_ids, json.dumps(state)))
             pipe.expire(journal, keys.JOURNAL_TTL_S)
-        if run_id is None:  # not ours to count: acknowledge and delete only
-            pipe.xack(stream.key, keys.WORK_CONSUMER_GROUP, entry_id)
-            pipe.xdel(stream.key, entry_id)
-            pipe.execute()
-        else:
-            if account_ids:
-                failures_key = keys.run_failures_key(tenant, campaign, run_id)
-                pipe.hset(failures_key, mapping=dict.fromkeys(account_ids, why))
-                pipe.expire(failures_key, keys.RUN_TTL_S)
-            counts = {"dead_lettered": 1, "entries_done": 1}
-            if account_ids:
-                counts |= {"processed": len(account_ids), "failed": len(account_ids)}
-            self._count(pipe, stream, entry_id, run_id, counts)
-            self._after_count(stream, run_id, int(pipe.execute()[-1]), len(account_ids))
-        self.stats.dead_lettered += 1
-        self._log(f"entry {entry_id} ({len(account_ids)} accounts) moved to {dead_key}: {why}")
+        if run_id is None:  # not ours to count: the loop acknowledges and deletes it
+            return False
+        if account_ids:
+            failures_key = keys.run_failures_key(tenant, campaign, run_id)
+            pipe.hset(failures_key, mapping=dict.fromkeys(account_ids, why))
+            pipe.expire(failures_key, keys.RUN_TTL_S)
+        counts = {"dead_lettered": 1, "entries_done": 1}
+        if account_ids:
+            counts |= {"processed": len(account_ids), "failed": len(account_ids)}
+        self._count(pipe, delivery.stream, delivery.entry_id, run_id, counts)
+        return True
 
-    def _acknowledge_only(self, stream: _Stream, entry_id: str) -> None:
-        pipe = self.client.pipeline(transaction=True)
-        pipe.xack(stream.key, keys.WORK_CONSUMER_GROUP, entry_id)
-        pipe.xdel(stream.key, entry_id)
-        pipe.execute()
+    def dead_lettered(self, delivery: Delivery, reason: str, reply: Any) -> None:
+        run_id, account_ids = entry_header(delivery.fields)
+        if run_id is not None:
+            self._after_count(delivery.stream, run_id, int(reply), len(account_ids))
 
     def _count(
         self,
         pipe: redis.client.Pipeline,
-        stream: _Stream,
+        stream: Stream,
         entry_id: str,
         run_id: str,
         counts: Mapping[str, int],
     ) -> None:
+        tenant, campaign = stream.scope
         args: list[str | int] = [
             keys.WORK_CONSUMER_GROUP,
             entry_id,
@@ -507,11 +381,9 @@ class Worker:
         ]
         for name, amount in counts.items():
             args += [name, amount]
-        self._ack(
-            keys=[stream.key, keys.run_key(stream.tenant, stream.campaign, run_id)], args=args, client=pipe
-        )
+        self._ack(keys=[stream.key, keys.run_key(tenant, campaign, run_id)], args=args, client=pipe)
 
-    def _after_count(self, stream: _Stream, run_id: str, outcome: int, accounts: int) -> None:
+    def _after_count(self, stream: Stream, run_id: str, outcome: int, accounts: int) -> None:
         if outcome == -1:
             self._log(
                 f"an entry of run {run_id} was already acknowledged by another worker; not counted twice"
@@ -522,9 +394,9 @@ class Worker:
         if outcome == 1:
             self._complete(stream, run_id)
 
-    def _complete(self, stream: _Stream, run_id: str) -> None:
+    def _complete(self, stream: Stream, run_id: str) -> None:
         """This worker counted the run's last account: draw the review sample, store the report."""
-        tenant, campaign = stream.tenant, stream.campaign
+        tenant, campaign = stream.scope
         self.stats.runs_completed += 1
         self.client.hdel(keys.active_runs_key(), f"{tenant}/{campaign}/{run_id}")
         progress = read_progress(self.client, tenant, campaign, run_id)
@@ -532,7 +404,7 @@ class Worker:
             return
         report = progress.to_report()
         try:
-            context = self._context(stream, run_id)
+            context = self._context(tenant, campaign, run_id)
         except Exception as exc:  # e.g. config changed: the counts stand, the sample waits for a rerun
             self._log(f"run {run_id} complete, but its review sample was not drawn: {exc}")
             return
@@ -547,27 +419,25 @@ class Worker:
         )
 
 
+class _WorkStreams(StreamHandler):
+    """The worker as the consumer loop sees it."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    def streams(self) -> Sequence[Stream]:
+        return self.worker.streams()
+
+    def handle(self, batch: Sequence[Delivery]) -> Sequence[Outcome]:
+        return self.worker.handle_batch(batch)
+
+    def dead_letter_writes(self, pipe: Any, delivery: Delivery, reason: str) -> bool:
+        return self.worker.dead_letter_writes(pipe, delivery, reason)
+
+    def dead_lettered(self, delivery: Delivery, reason: str, reply: Any) -> None:
+        self.worker.dead_lettered(delivery, reason, reply)
+
+
 def _candidate(member: bytes) -> SampleCandidate | None:
     stratum, sep, account_id = member.decode().partition("\t")
     return (stratum, account_id, "published") if sep else None
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-@contextmanager
-def stop_on_signals(worker: Worker) -> Iterator[None]:
-    """SIGTERM and SIGINT stop the worker after its current entry; a second SIGINT interrupts."""
-
-    def graceful(signum: int, frame: FrameType | None) -> None:
-        if worker.stopping and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        worker.stop()
-
-    previous = {sig: signal.signal(sig, graceful) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

@@ -37,7 +37,7 @@ from server.admin_preview import personal_refusal, read_page_zones, zone_provena
 from server.campaigns import CampaignState
 from server.problems import HTTPProblem, errors_as_html
 from server.render import TEMPLATES_DIR, template_environment
-from server.renderer import Renderer
+from server.renderer_state import RendererState
 from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.errors import StoredValueError
@@ -74,7 +74,7 @@ ADMIN_CSP = (
 _HTML_HEADERS = {**_NO_STORE, "content-security-policy": ADMIN_CSP}
 
 
-AdminEndpoint = Callable[[Request, Renderer], Awaitable[Response]]
+AdminEndpoint = Callable[[Request, RendererState], Awaitable[Response]]
 
 
 @functools.cache
@@ -97,7 +97,7 @@ def _admin(*, html: bool = False) -> Callable[[AdminEndpoint], Callable[[Request
     def decorate(endpoint: AdminEndpoint) -> Callable[[Request], Awaitable[Response]]:
         @functools.wraps(endpoint)  # keeps the docstring OpenAPI reads
         async def guarded(request: Request) -> Response:
-            renderer: Renderer = request.app.state.renderer
+            renderer: RendererState = request.app.state.renderer
             require_admin(request, renderer.settings.admin_token)  # raises 404 / 401
             return await endpoint(request, renderer)
 
@@ -113,7 +113,7 @@ def _path_id(request: Request, name: str) -> str:
     return value
 
 
-async def _campaign(request: Request, renderer: Renderer) -> CampaignState:
+async def _campaign(request: Request, renderer: RendererState) -> CampaignState:
     campaign_id = _path_id(request, "campaign")
     state = await renderer.campaigns.resolve(campaign_id)
     if state is None:
@@ -121,12 +121,12 @@ async def _campaign(request: Request, renderer: Renderer) -> CampaignState:
     return state
 
 
-async def _read(renderer: Renderer, op: str, fn: Callable[[], _T]) -> _T:
+async def _read(renderer: RendererState, op: str, fn: Callable[[], _T]) -> _T:
     return await renderer.guard.call(op, fn, timeout_s=max(ADMIN_REDIS_TIMEOUT_S, renderer.guard.timeout_s))
 
 
 def _explain_and_zone_set(
-    renderer: Renderer, tenant: str, campaign: str, account: str
+    renderer: RendererState, tenant: str, campaign: str, account: str
 ) -> tuple[bytes | None, ZoneSet | None]:
     raw = renderer.client.get(keys.explain_key(tenant, campaign, account))
     return raw, ZoneSetStore(renderer.client).get(tenant, campaign, account)  # type: ignore[return-value]
@@ -136,7 +136,7 @@ def _explain_and_zone_set(
 
 
 @_admin()
-async def explain_account(request: Request, renderer: Renderer) -> Response:
+async def explain_account(request: Request, renderer: RendererState) -> Response:
     """
     summary: Why an account sees what it sees (admin).
     description: >
@@ -169,7 +169,7 @@ async def explain_account(request: Request, renderer: Renderer) -> Response:
 
 
 @_admin(html=True)
-async def preview_account(request: Request, renderer: Renderer) -> Response:
+async def preview_account(request: Request, renderer: RendererState) -> Response:
     """
     summary: A page as an account would see it, each zone's provenance beside it (admin).
     description: >
@@ -247,7 +247,7 @@ def _wants_html(request: Request) -> bool:
 
 
 @_admin()
-async def review_queue(request: Request, renderer: Renderer) -> Response:
+async def review_queue(request: Request, renderer: RendererState) -> Response:
     """
     summary: The campaign's review queue (admin).
     description: >
@@ -280,7 +280,7 @@ async def review_queue(request: Request, renderer: Renderer) -> Response:
     )
 
 
-async def _decide(request: Request, renderer: Renderer, *, approve: bool) -> Response:
+async def _decide(request: Request, renderer: RendererState, *, approve: bool) -> Response:
     state = await _campaign(request, renderer)
     account = _path_id(request, "account")
     tenant, campaign = state.tenant, state.campaign_id
@@ -342,12 +342,12 @@ _DECIDE_DOC = """
 
 
 @_admin()
-async def review_approve(request: Request, renderer: Renderer) -> Response:
+async def review_approve(request: Request, renderer: RendererState) -> Response:
     return await _decide(request, renderer, approve=True)
 
 
 @_admin()
-async def review_reject(request: Request, renderer: Renderer) -> Response:
+async def review_reject(request: Request, renderer: RendererState) -> Response:
     return await _decide(request, renderer, approve=False)
 
 

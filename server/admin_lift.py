@@ -27,7 +27,7 @@ from server.admin import ADMIN_CSP
 from server.admin_auth import require_admin
 from server.problems import HTTPProblem, errors_as_html
 from server.render import TEMPLATES_DIR, template_environment
-from server.renderer import Renderer
+from server.renderer_state import RendererState
 from welcomemat.ids import is_valid_id
 
 __all__ = ["LIFT_REPORT_TIMEOUT_S", "LIFT_ROUTE", "lift_page"]
@@ -64,7 +64,7 @@ def _types(request: Request) -> frozenset[ConversionType] | None:
     return frozenset(ConversionType(n) for n in names)
 
 
-async def _report(request: Request, renderer: Renderer) -> tuple[LiftReport, list[str]]:
+async def _report(request: Request, renderer: RendererState) -> tuple[LiftReport, list[str]]:
     campaign_id = request.path_params["campaign"]
     if not is_valid_id(campaign_id):
         raise HTTPProblem(404, f"campaign {campaign_id!r} is not a valid id")
@@ -107,7 +107,7 @@ async def lift_page(request: Request) -> Response:
       404: {description: "Admin routes off, or no such campaign."}
       503: {description: "Redis is unavailable."}
     """
-    renderer: Renderer = request.app.state.renderer
+    renderer: RendererState = request.app.state.renderer
     require_admin(request, renderer.settings.admin_token)  # raises 404 / 401
     fmt = request.query_params.get("format", "html")
     if fmt not in _FORMATS:

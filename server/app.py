@@ -33,7 +33,7 @@ from server.problems import PROBLEM_CLASSES, problem_handler
 from server.qr import qr_entry
 from server.redis_guard import renderer_redis_client
 from server.render import TEMPLATES_DIR
-from server.renderer import Renderer
+from server.renderer_state import RendererState
 from server.security import SecurityMiddleware
 from server.snippet import snippet_routes
 from server.theme_assets import THEME_ROUTE, theme_file
@@ -83,7 +83,7 @@ def create_app(
         from welcomemat.connection import resolve_redis
 
         redis_client = renderer_redis_client(resolve_redis(settings).url)
-    renderer = Renderer(settings, redis_client, clock=clock, tuning=tuning, templates_dir=templates_dir)
+    renderer = RendererState(settings, redis_client, clock=clock, tuning=tuning, templates_dir=templates_dir)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -28,7 +28,7 @@ from outbound.conversions import (
 from server.admin_auth import require_admin
 from server.faults import NO_STORE
 from server.problems import HTTPProblem
-from server.renderer import Renderer
+from server.renderer_state import RendererState
 from welcomemat.errors import InputError, StoredValueError
 
 __all__ = ["CONVERSIONS_ROUTE", "conversion_payload", "post_conversion", "read_limited_body"]
@@ -100,7 +100,7 @@ async def post_conversion(request: Request) -> Response:
       413: {description: "The body is too large."}
       503: {description: "Redis is unavailable; retry later."}
     """
-    renderer: Renderer = request.app.state.renderer
+    renderer: RendererState = request.app.state.renderer
     require_admin(request, renderer.settings.crm_token)
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":

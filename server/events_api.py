@@ -42,7 +42,7 @@ from server.events import EngagementEvent, EventType
 from server.identify import client_address, token_failure_reason
 from server.problems import HTTPProblem
 from server.rate_limit import RateLimiter, client_key
-from server.renderer import Renderer
+from server.renderer_state import RendererState
 from welcomemat import keys
 from welcomemat.errors import TokenError
 from welcomemat.ids import ID_PATTERN
@@ -113,7 +113,7 @@ class EventsApi:
 
     def __init__(
         self,
-        renderer: Renderer,
+        renderer: RendererState,
         *,
         rate_per_s: float = _RATE_PER_S,
         burst: int = _BURST,

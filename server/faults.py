@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse, Response
 from server.security import csp_nonce
 
 if TYPE_CHECKING:
-    from server.renderer import Renderer
+    from server.renderer_state import RendererState
 
 __all__ = ["NO_STORE", "Endpoint", "fail_closed"]
 
@@ -42,7 +42,7 @@ def fail_closed(route: str) -> Callable[[Endpoint], Endpoint]:
                 return await endpoint(request)
             except Exception:
                 log.exception("unhandled error on %s", request.url.path)
-                renderer: Renderer = request.app.state.renderer
+                renderer: RendererState = request.app.state.renderer
                 renderer.metrics.faults.labels(route).inc()
                 html = renderer.pages.plain().finish(csp_nonce(request.scope), "")
                 return HTMLResponse(html, headers=NO_STORE)

@@ -30,16 +30,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from server.campaigns import CampaignView
-from server.identify import Identifier, Identity, IdentityMethod
+from server.identify import Identifier, IdentityMethod
+from server.visitor import Visit, Visitor
 from server.zone_cache import ZoneSetCache
-from welcomemat.arms import Arm
-from welcomemat.tokens import TokenClaims, TokenKind
-
-if TYPE_CHECKING:  # server.visitor imports the renderer, which builds these
-    from server.visitor import Visitor
+from welcomemat.tokens import TokenKind
 
 __all__ = ["Known", "KnownVisitors", "VisitorKey"]
 
@@ -52,14 +49,9 @@ _REMEMBERED_METHODS = (IdentityMethod.LINK, IdentityMethod.COOKIE)
 
 
 @dataclass(slots=True)
-class Known(Generic[T]):
+class Known(Visit[T]):
     """A remembered answer: what the full path decided, and until when it stands."""
 
-    identity: Identity
-    cookie_claims: TokenClaims | None
-    arm: Arm
-    result: T
-    view: CampaignView
     changes: int
     until_monotonic: float
     until_clock: float

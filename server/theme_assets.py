@@ -21,7 +21,6 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -31,9 +30,6 @@ from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.theme import Theme
 from welcomemat.theme_rules import ASSET_TYPES
-
-if TYPE_CHECKING:
-    from server.renderer import Renderer
 
 __all__ = ["THEME_ROUTE", "ThemeFile", "theme_file", "theme_files", "theme_url"]
 
@@ -86,14 +82,15 @@ async def theme_file(request: Request) -> Response:
       304: {description: "Not modified (If-None-Match)."}
       404: {description: "No such campaign, theme or file."}
     """
-    renderer: Renderer = request.app.state.renderer
+    # The registry only (not the app state's type: `server.campaigns` imports this module).
+    campaigns = request.app.state.renderer.campaigns
     campaign_id = request.path_params["campaign"]
-    state = renderer.campaigns.cached(campaign_id)
+    state = campaigns.cached(campaign_id)
     if state is None:
         if not is_valid_id(campaign_id):
             return _not_found()
         try:
-            state = await renderer.campaigns.resolve(campaign_id)
+            state = await campaigns.resolve(campaign_id)
         except (RedisUnavailable, StoredValueError):
             # A stylesheet is not worth an error page: the page it styles is served anyway.
             return _not_found()

@@ -22,6 +22,7 @@ from server.cookies import set_identity_cookie, tracking_refused
 from server.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
 from server.identify import IdentityMethod
+from server.problems import HTTPProblem, problem_response
 from server.random_ids import url_token
 from server.render import PLAIN_RUNG, RenderedPage
 from server.renderer_state import RendererState
@@ -73,7 +74,11 @@ async def landing_page(request: Request) -> Response:
       200: {description: "The page (personal, segment or default copy)."}
       404: {description: "No such campaign."}
     """
-    return await _page(request, "landing", LANDING_ROUTE)
+    started = time.perf_counter()
+    renderer: RendererState = request.app.state.renderer
+    campaign_id = request.path_params["campaign"]
+    visit = await renderer.page_visits.resolve(request, campaign_id, "landing", _link_token(request), True)
+    return _respond(renderer, request, visit, LANDING_ROUTE, started)
 
 
 @fail_closed(CONTINUATION_ROUTE)
@@ -86,11 +91,18 @@ async def continuation_page(request: Request) -> Response:
       200: {description: "The page."}
       404: {description: "No such campaign, or it has no continuation page."}
     """
-    return await _page(request, "continuation", CONTINUATION_ROUTE)
+    started = time.perf_counter()
+    renderer: RendererState = request.app.state.renderer
+    campaign_id = request.path_params["campaign"]
+    visit = await renderer.page_visits.resolve(
+        request, campaign_id, "continuation", _link_token(request), True
+    )
+    return _respond(renderer, request, visit, CONTINUATION_ROUTE, started)
 
 
-def _not_found(renderer: RendererState, what: str) -> Response:
-    return HTMLResponse(renderer.pages.error(404, what), status_code=404, headers=NO_STORE)
+def _not_found(renderer: RendererState, request: Request, what: str) -> Response:
+    # Answered, not raised: the hot routes bypass Starlette's handlers (`server.hot_routes`).
+    return problem_response(request, HTTPProblem(404, what, headers=NO_STORE), renderer.pages)
 
 
 def _plain(renderer: RendererState, request: Request, route: str, started: float) -> Response:
@@ -100,32 +112,26 @@ def _plain(renderer: RendererState, request: Request, route: str, started: float
     return PageResponse(renderer.pages.plain().finish(csp_nonce(request.scope), ""))
 
 
-async def _page(request: Request, page_id: str, route: str) -> Response:
-    started = time.perf_counter()
-    renderer: RendererState = request.app.state.renderer
-    link_token = request.query_params.get("wm") if request.scope["query_string"] else None
-    visit = await renderer.page_visits.resolve(
-        request, request.path_params["campaign"], page_id, link_token, page=True
-    )
-    if isinstance(visit, CampaignMiss):
-        if visit is CampaignMiss.UNAVAILABLE:
-            return _plain(renderer, request, route, started)
-        return _not_found(renderer, _NOT_FOUND[visit])
-    return _respond(renderer, request, visit, route, started)
+def _link_token(request: Request) -> str | None:
+    return request.query_params.get("wm") if request.scope["query_string"] else None
 
 
 def _respond(
-    renderer: RendererState, request: Request, visit: Visit[RenderedPage], route: str, started: float
+    renderer: RendererState,
+    request: Request,
+    visit: Visit[RenderedPage] | CampaignMiss,
+    route: str,
+    started: float,
 ) -> Response:
-    view, identity, cookie_claims, arm, page = (
-        visit.view,
-        visit.identity,
-        visit.cookie_claims,
-        visit.arm,
-        visit.result,
-    )
+    """The page for the visit (a view event logged, the cookie set), or 404, or the plain page."""
+    if isinstance(visit, CampaignMiss):
+        if visit is CampaignMiss.UNAVAILABLE:
+            return _plain(renderer, request, route, started)
+        return _not_found(renderer, request, _NOT_FOUND[visit])
+    view, identity, page = visit.view, visit.identity, visit.result
+    cookie_claims = visit.cookie_claims
     tenant, campaign_id = view.tenant, view.campaign_id
-    arm_value, method_value = arm.value, identity.method.value
+    arm_value, method_value = visit.arm.value, identity.method.value
     view_id = new_view_id()
     response = PageResponse(page.finish(csp_nonce(request.scope), view_id))
 

@@ -13,8 +13,10 @@ API route may let through, mapped here rather than per route:
 - `StoredValueError` ▸ 503, `Retry-After`, counted and logged with its key: the message shown
   says only that a stored value does not decode (keys and decoder text stay in the log).
 
-Visitor routes never get here: the pages serve the fallback (`faults.fail_closed`), and
-`/v1/zones` answers with no zones.
+Visitor routes let no fault through: the pages serve the fallback (`faults.fail_closed`),
+`/v1/zones` answers with no zones. Their refusals (an unknown campaign, a bad parameter) are
+`HTTPProblem`s too, answered with `problem_response` rather than raised: the hot routes
+bypass Starlette's handlers (`server.hot_routes`).
 
 JSON (`{"error": message, **fields}`) or HTML (`{status}.html`, else `error.html`), chosen by
 the route: an endpoint decorated with `errors_as_html` says which of its requests want HTML;

@@ -90,15 +90,18 @@ class VisitResolver(Generic[T]):
         self._sources = sources
         self._known = known
         self._answer = answer
+        # Read on every request: held here, one attribute away (this is the hot path).
+        self._campaigns = sources.campaigns
+        self._zone_cache = sources.zone_cache
+        self._known_counts = sources.metrics.pages.known_visitors
 
     async def resolve(
-        self, request: Request, campaign_id: str, slot: str, link_token: str | None, *, page: bool
+        self, request: Request, campaign_id: str, slot: str, link_token: str | None, page: bool
     ) -> Visit[T] | CampaignMiss:
         """The visit for this request; with `page`, `slot` must be one of the campaign's pages."""
-        sources = self._sources
-        state = sources.campaigns.cached(campaign_id)  # a loaded campaign: no coroutine to run
+        state = self._campaigns.cached(campaign_id)  # a loaded campaign: no coroutine to run
         if state is None:
-            found = await load_campaign(sources, campaign_id)
+            found = await load_campaign(self._sources, campaign_id)
             if isinstance(found, CampaignMiss):
                 return found
             state = found
@@ -111,12 +114,14 @@ class VisitResolver(Generic[T]):
             key = (campaign_id, slot, link_token, cookie_token)
             known = self._known.get(key, view)
             if known is not None:  # a returning visitor, and nothing changed since: the same answer
-                sources.metrics.pages.known_visitors["hit"] += 1
+                self._known_counts["hit"] += 1
                 return known
-            sources.metrics.pages.known_visitors["miss"] += 1
-        changes = sources.zone_cache.changes  # read before any look-up: a change meanwhile voids the entry
-        visitor = await identify_visitor(sources, request, state, link_token, cookie_token)
+            self._known_counts["miss"] += 1
+        changes = self._zone_cache.changes  # read before any look-up: a change meanwhile voids the entry
+        visitor = await identify_visitor(self._sources, request, state, link_token, cookie_token)
         result = self._answer(view, slot, visitor)
         if key is not None:
-            self._known.remember(key, view, changes, visitor, result)
+            known = self._known.remember(key, view, changes, visitor, result)
+            if known is not None:
+                return known
         return Visit(view, visitor.identity, visitor.cookie_claims, visitor.arm, result)

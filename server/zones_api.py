@@ -27,13 +27,14 @@ from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from server.campaigns import CampaignView
 from server.cors import VARY_ORIGIN, allowed_origins, cors_headers, preflight_response, request_origin
 from server.identify import Identity
 from server.known_visitors import KnownVisitors
 from server.pages import new_view_id
+from server.problems import HTTPProblem, problem_response
 from server.redis_guard import RedisUnavailable
 from server.renderer_state import RendererState
 from server.visit import CampaignMiss, VisitResolver
@@ -55,6 +56,7 @@ _PAYLOAD_CACHE_ENTRIES = 4_000
 
 _CONTENT_TYPE = (b"content-type", b"application/json")
 _NO_STORE = (b"cache-control", b"private, no-store")
+_VARY_ORIGIN = {"vary": "Origin"}
 
 
 class ZonesResponse(Response):
@@ -73,12 +75,6 @@ class ZonesResponse(Response):
             _NO_STORE,
             *self._extra,
         ]
-
-
-def _error(status: int, message: str, extra: list[tuple[bytes, bytes]]) -> Response:
-    response = JSONResponse({"error": message}, status_code=status, headers={"cache-control": "no-store"})
-    response.raw_headers.extend(extra)
-    return response
 
 
 def query_values(query_string: bytes) -> dict[str, list[str]]:
@@ -171,22 +167,24 @@ class ZonesApi:
         campaign_values = params.get("campaign", [])
         vary = [VARY_ORIGIN]
         if len(campaign_values) != 1 or not campaign_values[0]:
-            return _error(400, "give exactly one campaign parameter: /v1/zones?campaign=<campaign id>", vary)
+            return self._refuse(
+                request, 400, "give exactly one campaign parameter: /v1/zones?campaign=<campaign id>"
+            )
         campaign_id = campaign_values[0]
         if not is_valid_id(campaign_id):
-            return _error(
+            return self._refuse(
+                request,
                 400,
                 "campaign must be an id: 1-64 characters of A-Z a-z 0-9 _ . -, "
                 "starting with a letter or digit",
-                vary,
             )
         link_tokens = params.get("wm")
         link_token = link_tokens[-1] if link_tokens else None
-        visit = await self._visits.resolve(request, campaign_id, ZONES_ROUTE, link_token, page=False)
+        visit = await self._visits.resolve(request, campaign_id, ZONES_ROUTE, link_token, False)
         if isinstance(visit, CampaignMiss):
             if visit is CampaignMiss.UNAVAILABLE:
                 return self._plain(campaign_id, vary, started)
-            return _error(404, "No such campaign.", vary)
+            return self._refuse(request, 404, "No such campaign.")
         extra = cors_headers(origin, allowed_origins(visit.view.campaign.snippet_origins))
         return self._answer(visit.identity, visit.arm, visit.result, extra, started)
 
@@ -218,6 +216,11 @@ class ZonesApi:
                 zone_set_version=variant.zone_set_version,
             )
         return _Answer(payload, view_token)
+
+    def _refuse(self, request: Request, status: int, message: str) -> Response:
+        # Answered, not raised: this hot route bypasses Starlette's handlers (`server.hot_routes`).
+        problem = HTTPProblem(status, message, headers=_VARY_ORIGIN)
+        return problem_response(request, problem, self.renderer.pages)
 
     def _answer(
         self, identity: Identity, arm: Arm, answer: _Answer, extra: list[tuple[bytes, bytes]], started: float

@@ -16,7 +16,6 @@ these routes approve and reject through one implementation.
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -35,9 +34,9 @@ from server.admin_payloads import (
 )
 from server.admin_preview import personal_refusal, read_page_zones, zone_provenance
 from server.campaigns import CampaignState
-from server.redis_guard import RedisUnavailable
+from server.problems import HTTPProblem, errors_as_html
 from server.render import TEMPLATES_DIR, template_environment
-from server.renderer import Renderer
+from server.renderer_state import RendererState
 from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.errors import StoredValueError
@@ -57,7 +56,6 @@ __all__ = [
     "review_reject",
 ]
 
-log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
@@ -65,7 +63,6 @@ _T = TypeVar("_T")
 # page view), but never on a hung Redis.
 ADMIN_REDIS_TIMEOUT_S = 2.0
 MAX_BODY_BYTES = 1024
-RETRY_AFTER_S = "5"
 _NO_STORE = {"cache-control": "no-store"}
 # Admin pages run no script at all (default-src 'none' covers script-src); the preview's page
 # is shown in a sandboxed srcdoc frame, which may load only our stylesheets, images and fonts
@@ -77,15 +74,7 @@ ADMIN_CSP = (
 _HTML_HEADERS = {**_NO_STORE, "content-security-policy": ADMIN_CSP}
 
 
-class _AdminError(Exception):
-    def __init__(self, status: int, message: str, **extra: Any) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.extra = extra
-
-
-AdminEndpoint = Callable[[Request, Renderer], Awaitable[Response]]
+AdminEndpoint = Callable[[Request, RendererState], Awaitable[Response]]
 
 
 @functools.cache
@@ -93,8 +82,8 @@ def _templates() -> jinja2.Environment:
     return template_environment(TEMPLATES_DIR)
 
 
-def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(payload, status_code=status, headers={**_NO_STORE, **(headers or {})})
+def _json(payload: Any) -> JSONResponse:
+    return JSONResponse(payload, headers=_NO_STORE)
 
 
 def _html(template: str, **context: Any) -> HTMLResponse:
@@ -102,31 +91,17 @@ def _html(template: str, **context: Any) -> HTMLResponse:
 
 
 def _admin(*, html: bool = False) -> Callable[[AdminEndpoint], Callable[[Request], Awaitable[Response]]]:
-    """Wrap an admin endpoint: the bearer check first, then faults to 404/409/503 answers."""
+    """Wrap an admin endpoint: the bearer check first. Its refusals (`HTTPProblem`, Redis
+    faults) are rendered by `server.problems`: as an HTML page when `html`, else JSON."""
 
     def decorate(endpoint: AdminEndpoint) -> Callable[[Request], Awaitable[Response]]:
         @functools.wraps(endpoint)  # keeps the docstring OpenAPI reads
         async def guarded(request: Request) -> Response:
-            renderer: Renderer = request.app.state.renderer
+            renderer: RendererState = request.app.state.renderer
             require_admin(request, renderer.settings.admin_token)  # raises 404 / 401
-            try:
-                return await endpoint(request, renderer)
-            except _AdminError as exc:
-                error = exc
-            except RedisUnavailable as exc:
-                log.warning("admin %s: %s", request.url.path, exc)
-                error = _AdminError(503, "Redis is unavailable; try again shortly")
-            except StoredValueError as exc:
-                renderer.metrics.stored_value_errors.inc()
-                log.error("%s", exc)
-                error = _AdminError(503, str(exc))  # names the key and what is wrong
-            headers = {"retry-after": RETRY_AFTER_S} if error.status == 503 else {}
-            if html:
-                body = renderer.pages.error(error.status, error.message)
-                return HTMLResponse(body, status_code=error.status, headers={**_NO_STORE, **headers})
-            return _json({"error": error.message, **error.extra}, error.status, headers)
+            return await endpoint(request, renderer)
 
-        return guarded
+        return errors_as_html(lambda request: html)(guarded)
 
     return decorate
 
@@ -134,24 +109,24 @@ def _admin(*, html: bool = False) -> Callable[[AdminEndpoint], Callable[[Request
 def _path_id(request: Request, name: str) -> str:
     value = request.path_params[name]
     if not is_valid_id(value):
-        raise _AdminError(404, f"{name} {value!r} is not a valid id")
+        raise HTTPProblem(404, f"{name} {value!r} is not a valid id")
     return value
 
 
-async def _campaign(request: Request, renderer: Renderer) -> CampaignState:
+async def _campaign(request: Request, renderer: RendererState) -> CampaignState:
     campaign_id = _path_id(request, "campaign")
     state = await renderer.campaigns.resolve(campaign_id)
     if state is None:
-        raise _AdminError(404, f"no published campaign {campaign_id!r}")
+        raise HTTPProblem(404, f"no published campaign {campaign_id!r}")
     return state
 
 
-async def _read(renderer: Renderer, op: str, fn: Callable[[], _T]) -> _T:
+async def _read(renderer: RendererState, op: str, fn: Callable[[], _T]) -> _T:
     return await renderer.guard.call(op, fn, timeout_s=max(ADMIN_REDIS_TIMEOUT_S, renderer.guard.timeout_s))
 
 
 def _explain_and_zone_set(
-    renderer: Renderer, tenant: str, campaign: str, account: str
+    renderer: RendererState, tenant: str, campaign: str, account: str
 ) -> tuple[bytes | None, ZoneSet | None]:
     raw = renderer.client.get(keys.explain_key(tenant, campaign, account))
     return raw, ZoneSetStore(renderer.client).get(tenant, campaign, account)  # type: ignore[return-value]
@@ -161,7 +136,7 @@ def _explain_and_zone_set(
 
 
 @_admin()
-async def explain_account(request: Request, renderer: Renderer) -> Response:
+async def explain_account(request: Request, renderer: RendererState) -> Response:
     """
     summary: Why an account sees what it sees (admin).
     description: >
@@ -185,7 +160,7 @@ async def explain_account(request: Request, renderer: Renderer) -> Response:
         renderer, "admin_explain", lambda: _explain_and_zone_set(renderer, tenant, campaign, account)
     )
     if raw is None:
-        raise _AdminError(404, f"no explain record for account {account!r} in {tenant}/{campaign}")
+        raise HTTPProblem(404, f"no explain record for account {account!r} in {tenant}/{campaign}")
     payload = parse_explain_record(raw, keys.explain_key(tenant, campaign, account), current)
     return _json(payload.model_dump(mode="json"))
 
@@ -194,7 +169,7 @@ async def explain_account(request: Request, renderer: Renderer) -> Response:
 
 
 @_admin(html=True)
-async def preview_account(request: Request, renderer: Renderer) -> Response:
+async def preview_account(request: Request, renderer: RendererState) -> Response:
     """
     summary: A page as an account would see it, each zone's provenance beside it (admin).
     description: >
@@ -221,11 +196,11 @@ async def preview_account(request: Request, renderer: Renderer) -> Response:
     tenant, campaign = view.tenant, view.campaign_id
     page_id = request.query_params.get("page", "landing")
     if not is_valid_id(page_id) or view.page(page_id) is None:
-        raise _AdminError(404, f"campaign {campaign!r} has no page {page_id!r}")
+        raise HTTPProblem(404, f"campaign {campaign!r} has no page {page_id!r}")
     assigned = assign_arm(tenant, campaign, account, view.campaign.holdout_fraction)
     requested = request.query_params.get("arm")
     if requested is not None and requested not in {a.value for a in Arm}:
-        raise _AdminError(400, f"arm must be one of {', '.join(a.value for a in Arm)}")
+        raise HTTPProblem(400, f"arm must be one of {', '.join(a.value for a in Arm)}")
     arm = Arm(requested) if requested is not None else assigned
 
     raw, zone_set = await _read(
@@ -272,7 +247,7 @@ def _wants_html(request: Request) -> bool:
 
 
 @_admin()
-async def review_queue(request: Request, renderer: Renderer) -> Response:
+async def review_queue(request: Request, renderer: RendererState) -> Response:
     """
     summary: The campaign's review queue (admin).
     description: >
@@ -305,19 +280,19 @@ async def review_queue(request: Request, renderer: Renderer) -> Response:
     )
 
 
-async def _decide(request: Request, renderer: Renderer, *, approve: bool) -> Response:
+async def _decide(request: Request, renderer: RendererState, *, approve: bool) -> Response:
     state = await _campaign(request, renderer)
     account = _path_id(request, "account")
     tenant, campaign = state.tenant, state.campaign_id
     body = await request.body()
     if len(body) > MAX_BODY_BYTES:
-        raise _AdminError(413, f"the body is over {MAX_BODY_BYTES} bytes")
+        raise HTTPProblem(413, f"the body is over {MAX_BODY_BYTES} bytes")
     try:
         decision = ReviewDecisionBody.model_validate_json(body or b"{}")
     except ValidationError as exc:
         loc, message = first_problem(exc)
         where = dotted(loc)
-        raise _AdminError(
+        raise HTTPProblem(
             400, f'body must be JSON {{"version": N}}, the version you reviewed: {where or "body"}: {message}'
         ) from None
 
@@ -331,9 +306,9 @@ async def _decide(request: Request, renderer: Renderer, *, approve: bool) -> Res
 
     current, outcome = await _read(renderer, "admin_review_decide", act)
     if current is None or outcome is None:
-        raise _AdminError(404, f"no zone set is published for account {account!r} in {tenant}/{campaign}")
+        raise HTTPProblem(404, f"no zone set is published for account {account!r} in {tenant}/{campaign}")
     if not outcome.applied or outcome.result is None:
-        raise _AdminError(409, outcome.detail, current_version=current.version)
+        raise HTTPProblem(409, outcome.detail, fields={"current_version": current.version})
     result = outcome.result
     return _json(
         {
@@ -367,12 +342,12 @@ _DECIDE_DOC = """
 
 
 @_admin()
-async def review_approve(request: Request, renderer: Renderer) -> Response:
+async def review_approve(request: Request, renderer: RendererState) -> Response:
     return await _decide(request, renderer, approve=True)
 
 
 @_admin()
-async def review_reject(request: Request, renderer: Renderer) -> Response:
+async def review_reject(request: Request, renderer: RendererState) -> Response:
     return await _decide(request, renderer, approve=False)
 
 

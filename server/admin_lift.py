@@ -15,7 +15,6 @@ made-up report.
 from __future__ import annotations
 
 import functools
-import logging
 
 import jinja2
 from starlette.requests import Request
@@ -23,18 +22,16 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from server.admin import ADMIN_CSP
 from server.admin_auth import require_admin
-from server.redis_guard import RedisUnavailable
+from server.problems import HTTPProblem, errors_as_html
 from server.render import TEMPLATES_DIR, template_environment
-from server.renderer import Renderer
+from server.renderer_state import RendererState
 from welcomemat.conversions import ConversionType
-from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.lift import LiftReport, campaign_lift_report
 from welcomemat.lift_chart import chart_data_uri, render_lift_chart
 
 __all__ = ["LIFT_REPORT_TIMEOUT_S", "LIFT_ROUTE", "lift_page"]
 
-log = logging.getLogger(__name__)
 
 LIFT_ROUTE = "/admin/lift/{campaign}"
 # A report reads every published zone set and account record of the campaign: seconds to
@@ -42,7 +39,6 @@ LIFT_ROUTE = "/admin/lift/{campaign}"
 # guard counts a timeout as a Redis fault (towards its breaker); still bounded, so a hung
 # Redis is a 503 and not a request that never ends.
 LIFT_REPORT_TIMEOUT_S = 120.0
-_RETRY_AFTER_S = "5"
 _NO_STORE = {"cache-control": "no-store"}
 _FORMATS = ("html", "json", "svg")
 
@@ -52,18 +48,9 @@ def _templates() -> jinja2.Environment:
     return template_environment(TEMPLATES_DIR)
 
 
-class _LiftError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-def _error(renderer: Renderer, fmt: str, error: _LiftError) -> Response:
-    headers = {**_NO_STORE, **({"retry-after": _RETRY_AFTER_S} if error.status == 503 else {})}
-    if fmt == "html":
-        return HTMLResponse(renderer.pages.error(error.status, error.message), error.status, headers=headers)
-    return JSONResponse({"error": error.message}, error.status, headers=headers)
+def _wants_html(request: Request) -> bool:
+    """The report's own errors as the format asked for: an HTML page, or JSON (`json`, `svg`, unknown)."""
+    return request.query_params.get("format", "html") == "html"
 
 
 def _types(request: Request) -> frozenset[ConversionType] | None:
@@ -73,18 +60,18 @@ def _types(request: Request) -> frozenset[ConversionType] | None:
     known = {t.value for t in ConversionType}
     unknown = sorted(set(names) - known)
     if unknown:
-        raise _LiftError(400, f"unknown conversion type {unknown[0]!r}; use {', '.join(sorted(known))}")
+        raise HTTPProblem(400, f"unknown conversion type {unknown[0]!r}; use {', '.join(sorted(known))}")
     return frozenset(ConversionType(n) for n in names)
 
 
-async def _report(request: Request, renderer: Renderer) -> tuple[LiftReport, list[str]]:
+async def _report(request: Request, renderer: RendererState) -> tuple[LiftReport, list[str]]:
     campaign_id = request.path_params["campaign"]
     if not is_valid_id(campaign_id):
-        raise _LiftError(404, f"campaign {campaign_id!r} is not a valid id")
+        raise HTTPProblem(404, f"campaign {campaign_id!r} is not a valid id")
     types = _types(request)
     state = await renderer.campaigns.resolve(campaign_id)
     if state is None:
-        raise _LiftError(404, f"no published campaign {campaign_id!r}")
+        raise HTTPProblem(404, f"no published campaign {campaign_id!r}")
     view, now = state.view, renderer.now()
     problems: list[str] = []
     report = await renderer.guard.call(
@@ -95,6 +82,7 @@ async def _report(request: Request, renderer: Renderer) -> tuple[LiftReport, lis
     return report, problems
 
 
+@errors_as_html(_wants_html)
 async def lift_page(request: Request) -> Response:
     """
     summary: The campaign's lift report, personal vs holdout, with a chart (admin).
@@ -119,22 +107,12 @@ async def lift_page(request: Request) -> Response:
       404: {description: "Admin routes off, or no such campaign."}
       503: {description: "Redis is unavailable."}
     """
-    renderer: Renderer = request.app.state.renderer
+    renderer: RendererState = request.app.state.renderer
     require_admin(request, renderer.settings.admin_token)  # raises 404 / 401
     fmt = request.query_params.get("format", "html")
     if fmt not in _FORMATS:
-        return _error(renderer, "json", _LiftError(400, f"format must be one of {', '.join(_FORMATS)}"))
-    try:
-        report, problems = await _report(request, renderer)
-    except _LiftError as exc:
-        return _error(renderer, fmt, exc)
-    except RedisUnavailable as exc:
-        log.warning("admin lift %s: %s", request.url.path, exc)
-        return _error(renderer, fmt, _LiftError(503, "Redis is unavailable; try again shortly"))
-    except StoredValueError as exc:
-        renderer.metrics.stored_value_errors.inc()
-        log.error("%s", exc)
-        return _error(renderer, fmt, _LiftError(503, "the campaign's stored configuration does not decode"))
+        raise HTTPProblem(400, f"format must be one of {', '.join(_FORMATS)}")
+    report, problems = await _report(request, renderer)
     if fmt == "json":
         return JSONResponse(report.model_dump(mode="json"), headers=_NO_STORE)
     if fmt == "svg":

@@ -2,9 +2,9 @@
 
 The security layer (trusted hosts and security headers, on every response, Starlette's
 own error pages included) ▸ the hot routes (`hot_routes`: landing, continuation and
-`/v1/zones` straight to their endpoints) ▸ Starlette's stack (error middleware, HTTP
-error pages, routing) for everything else. Page endpoints are wrapped by
-`faults.fail_closed`: an unexpected error on a page route is the plain page, 200.
+`/v1/zones` straight to their endpoints) ▸ Starlette's stack (error middleware, the one
+error handler of `server.problems`, routing) for everything else. Page endpoints are wrapped
+by `faults.fail_closed`: an unexpected error on a page route is the plain page, 200.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 
 import redis
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, ExceptionHandler, Lifespan
@@ -26,15 +25,15 @@ from starlette.types import ASGIApp, ExceptionHandler, Lifespan
 from server.admin import admin_routes
 from server.admin_lift import LIFT_ROUTE, lift_page
 from server.conversions_api import CONVERSIONS_ROUTE, post_conversion
-from server.faults import http_error_handler
 from server.health import healthz, metrics, readyz
 from server.hot_routes import HotRoutes
 from server.openapi import openapi_schema
 from server.pages import continuation_page, landing_page
+from server.problems import PROBLEM_CLASSES, problem_handler
 from server.qr import qr_entry
 from server.redis_guard import renderer_redis_client
 from server.render import TEMPLATES_DIR
-from server.renderer import Renderer
+from server.renderer_state import RendererState
 from server.security import SecurityMiddleware
 from server.snippet import snippet_routes
 from server.theme_assets import THEME_ROUTE, theme_file
@@ -84,7 +83,7 @@ def create_app(
         from welcomemat.connection import resolve_redis
 
         redis_client = renderer_redis_client(resolve_redis(settings).url)
-    renderer = Renderer(settings, redis_client, clock=clock, tuning=tuning, templates_dir=templates_dir)
+    renderer = RendererState(settings, redis_client, clock=clock, tuning=tuning, templates_dir=templates_dir)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -111,6 +110,7 @@ def create_app(
         Route(CONVERSIONS_ROUTE, post_conversion, methods=["POST"]),
         Mount("/static", StaticFiles(directory=templates_dir / "static"), name="static"),
     ]
+    handle_problem = problem_handler(renderer.pages, renderer.metrics)
     app = RendererApp(
         routes=routes,
         outer=functools.partial(
@@ -120,7 +120,7 @@ def create_app(
             hsts=settings.public_url.startswith("https://"),
         ),
         hot_routes=renderer.tuning.hot_routes,
-        exception_handlers={HTTPException: http_error_handler(renderer.pages)},
+        exception_handlers=dict.fromkeys(PROBLEM_CLASSES, handle_problem),
         lifespan=lifespan,
     )
     app.state.renderer = renderer

@@ -9,19 +9,19 @@ already recorded (a CRM retry), 409 when the id was used for a different outcome
 
 Bad input is 400 (413 when too large, 415 when not JSON) with a message naming the field.
 Redis down or slow is 503 with `Retry-After`, counted like every renderer Redis fault;
-never a 500: a CRM retries a 503.
+never a 500: a CRM retries a 503. Refusals are `HTTPProblem`s, rendered as JSON by
+`server.problems`.
 """
 
 from __future__ import annotations
 
-from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from server.admin_auth import require_admin
 from server.faults import NO_STORE
-from server.redis_guard import RedisUnavailable
-from server.renderer import Renderer
+from server.problems import HTTPProblem
+from server.renderer_state import RendererState
 from welcomemat.conversions import (
     CONVERSION_BODY_MAX_BYTES,
     ConversionConflict,
@@ -36,26 +36,21 @@ __all__ = ["CONVERSIONS_ROUTE", "conversion_payload", "post_conversion", "read_l
 CONVERSIONS_ROUTE = "/v1/conversions"
 # Writing one conversion is one Lua call; this budget is for a loaded Redis, not a slow one.
 _WRITE_TIMEOUT_S = 2.0
-_RETRY_AFTER_S = "5"
-
-
-def _error(status: int, message: str, **headers: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers={**NO_STORE, **headers})
 
 
 async def read_limited_body(request: Request, limit: int) -> bytes:
     """The request body, or 413 as soon as it is over `limit` bytes (declared or streamed)."""
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        raise HTTPException(413, f"the body must be at most {limit} bytes")
+        raise HTTPProblem(413, f"the body must be at most {limit} bytes")
     body = bytearray()
     try:
         async for chunk in request.stream():
             body += chunk
             if len(body) > limit:
-                raise HTTPException(413, f"the body must be at most {limit} bytes")
+                raise HTTPProblem(413, f"the body must be at most {limit} bytes")
     except ClientDisconnect:
-        raise HTTPException(400, "the client went away before the body was complete") from None
+        raise HTTPProblem(400, "the client went away before the body was complete") from None
     return bytes(body)
 
 
@@ -105,25 +100,23 @@ async def post_conversion(request: Request) -> Response:
       413: {description: "The body is too large."}
       503: {description: "Redis is unavailable; retry later."}
     """
-    renderer: Renderer = request.app.state.renderer
+    renderer: RendererState = request.app.state.renderer
     require_admin(request, renderer.settings.crm_token)
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":
-        return _error(415, "send the conversion as application/json")
+        raise HTTPProblem(415, "send the conversion as application/json")
     body = await read_limited_body(request, CONVERSION_BODY_MAX_BYTES)
     try:
         conversion = parse_conversion(body)
-    except InputError as exc:
-        return _error(400, str(exc))
+    except InputError as exc:  # names the field of the client's body
+        raise HTTPProblem(400, str(exc)) from None
     try:
         state = await renderer.campaigns.resolve(conversion.campaign)
-    except RedisUnavailable:
-        return _error(503, "Redis is unavailable; retry later", **{"retry-after": _RETRY_AFTER_S})
     except StoredValueError:
         renderer.metrics.stored_value_errors.inc()
-        return _error(503, "the campaign's stored configuration cannot be read; retry later")
+        raise HTTPProblem(503, "the campaign's stored configuration cannot be read; retry later") from None
     if state is None:
-        return _error(404, f"no published campaign {conversion.campaign!r}")
+        raise HTTPProblem(404, f"no published campaign {conversion.campaign!r}")
     tenant, fraction = state.tenant, state.view.campaign.holdout_fraction
     now = renderer.now()
     try:
@@ -132,13 +125,11 @@ async def post_conversion(request: Request) -> Response:
             lambda: record_conversion(renderer.client, tenant, fraction, conversion, now=now),
             timeout_s=max(_WRITE_TIMEOUT_S, renderer.guard.timeout_s),
         )
-    except ConversionConflict as exc:
-        return _error(409, str(exc))
-    except RedisUnavailable:
-        return _error(503, "Redis is unavailable; retry later", **{"retry-after": _RETRY_AFTER_S})
+    except ConversionConflict as exc:  # names the conversion id the client sent
+        raise HTTPProblem(409, str(exc)) from None
     except StoredValueError:
         renderer.metrics.stored_value_errors.inc()
-        return _error(503, "the stored conversion under this id cannot be read")
+        raise HTTPProblem(503, "the stored conversion under this id cannot be read") from None
     return JSONResponse(
         conversion_payload(result), status_code=202 if result.created else 200, headers=NO_STORE
     )

@@ -34,21 +34,22 @@ from typing import Annotated, Literal
 from prometheus_client import Counter
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError, model_validator
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from server.bots import is_obvious_bot
 from server.cors import VARY_ORIGIN, allowed_origins, cors_headers, preflight_response, request_origin
 from server.events import EngagementEvent, EventType
 from server.identify import client_address, token_failure_reason
+from server.problems import HTTPProblem
 from server.rate_limit import RateLimiter, client_key
-from server.renderer import Renderer
+from server.renderer_state import RendererState
 from welcomemat import keys
 from welcomemat.errors import TokenError
 from welcomemat.ids import ID_PATTERN
 from welcomemat.tokens import MAX_TOKEN_CHARS, ViewClaims, claimed_scope
 from welcomemat.validation_errors import dotted, first_problem
 
-__all__ = ["EVENTS_ROUTE", "MAX_BODY_BYTES", "BeaconBody", "EventsApi"]
+__all__ = ["EVENTS_ROUTE", "MAX_BODY_BYTES", "BeaconBody", "BeaconRefused", "EventsApi"]
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +86,13 @@ class BeaconBody(BaseModel):
         return self
 
 
-class _Refused(Exception):
+class BeaconRefused(HTTPProblem):
+    """A beacon refused: its status and message, and `result`, the beacon counter's label."""
+
     def __init__(self, status: int, result: str, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
+        # Every answer of this route varies by Origin (CORS), its refusals included.
+        super().__init__(status, message, headers={**(headers or {}), "vary": "Origin"})
         self.result = result
-        self.message = message
-        self.headers = headers or {}
 
 
 def _media_type_ok(header: str | None) -> bool:
@@ -112,7 +113,7 @@ class EventsApi:
 
     def __init__(
         self,
-        renderer: Renderer,
+        renderer: RendererState,
         *,
         rate_per_s: float = _RATE_PER_S,
         burst: int = _BURST,
@@ -180,18 +181,11 @@ class EventsApi:
         """
         started = time.perf_counter()
         origin = request_origin(request.scope)
-        extra = [VARY_ORIGIN]
         try:
             return await self._accept(request, origin, started)
-        except _Refused as refused:
+        except BeaconRefused as refused:  # answered by `server.problems`, counted here
             self.beacons.labels(refused.result).inc()
-            response = JSONResponse(
-                {"error": refused.message},
-                status_code=refused.status,
-                headers={"cache-control": "no-store", **refused.headers},
-            )
-            response.raw_headers.extend(extra)
-            return response
+            raise
         except ClientDisconnect:
             return Response(status_code=400, headers={"vary": "Origin"})
         except Exception:
@@ -203,13 +197,15 @@ class EventsApi:
     async def _accept(self, request: Request, origin: str | None, started: float) -> Response:
         renderer = self.renderer
         if not _media_type_ok(request.headers.get("content-type")):
-            raise _Refused(415, "bad_media_type", "send the beacon as text/plain or application/json (UTF-8)")
+            raise BeaconRefused(
+                415, "bad_media_type", "send the beacon as text/plain or application/json (UTF-8)"
+            )
         declared = request.headers.get("content-length")
         if declared is not None:
             if not declared.strip().isdigit():
-                raise _Refused(400, "bad_request", "Content-Length is not a number")
+                raise BeaconRefused(400, "bad_request", "Content-Length is not a number")
             if int(declared) > MAX_BODY_BYTES:
-                raise _Refused(413, "too_large", f"a beacon is at most {MAX_BODY_BYTES} bytes")
+                raise BeaconRefused(413, "too_large", f"a beacon is at most {MAX_BODY_BYTES} bytes")
         client = request.client
         peer = client.host if client else None
         if peer and not renderer.proxies and ":" not in peer:
@@ -221,7 +217,7 @@ class EventsApi:
                 )
             )
         if not self.limiter.allow(key):
-            raise _Refused(
+            raise BeaconRefused(
                 429,
                 "rate_limited",
                 "too many beacons from this client; retry later",
@@ -273,7 +269,7 @@ class EventsApi:
         async for chunk in request.stream():
             size += len(chunk)
             if size > MAX_BODY_BYTES:  # stop reading: the rest is never buffered
-                raise _Refused(413, "too_large", f"a beacon is at most {MAX_BODY_BYTES} bytes")
+                raise BeaconRefused(413, "too_large", f"a beacon is at most {MAX_BODY_BYTES} bytes")
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -282,19 +278,19 @@ class EventsApi:
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise _Refused(400, "bad_request", f"body is not UTF-8 (byte {exc.start})") from None
+            raise BeaconRefused(400, "bad_request", f"body is not UTF-8 (byte {exc.start})") from None
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise _Refused(400, "bad_request", f"body is not JSON: {exc}") from None
+            raise BeaconRefused(400, "bad_request", f"body is not JSON: {exc}") from None
         if not isinstance(data, dict):
-            raise _Refused(400, "bad_request", "body must be a JSON object")
+            raise BeaconRefused(400, "bad_request", "body must be a JSON object")
         try:
             return BeaconBody.model_validate(data)
         except ValidationError as exc:
             loc, message = first_problem(exc)
             field = dotted(loc)
-            raise _Refused(400, "bad_request", f"{field}: {message}" if field else message) from None
+            raise BeaconRefused(400, "bad_request", f"{field}: {message}" if field else message) from None
 
     def _verify_tenant(self, beacon: BeaconBody) -> str:
         # The tenant the token claims is only a hint for which key to check it against:
@@ -302,19 +298,21 @@ class EventsApi:
         scope = claimed_scope(beacon.view)
         if scope is None or scope[1] != beacon.campaign:
             self.renderer.metrics.token_rejections.labels("view", "malformed").inc()
-            raise _Refused(400, "bad_token", "view: not a view token of this campaign")
+            raise BeaconRefused(400, "bad_token", "view: not a view token of this campaign")
         return scope[0]
 
     def _verify(self, beacon: BeaconBody, tenant: str) -> ViewClaims:
         signer = self.renderer.signer
         if signer is None:
-            raise _Refused(400, "bad_token", "view: this renderer verifies no tokens (no secret configured)")
+            raise BeaconRefused(
+                400, "bad_token", "view: this renderer verifies no tokens (no secret configured)"
+            )
         try:
             return signer.verify_view(beacon.view, tenant=tenant, campaign=beacon.campaign)
         except TokenError as exc:
             reason = token_failure_reason(exc)
             self.renderer.metrics.token_rejections.labels("view", reason).inc()
-            raise _Refused(400, "bad_token", f"view: token refused ({reason})") from None
+            raise BeaconRefused(400, "bad_token", f"view: token refused ({reason})") from None
 
     def _cors(self, origin: str | None, campaign_id: str) -> list[tuple[bytes, bytes]]:
         state = self.renderer.campaigns.cached(campaign_id)  # never a Redis read here

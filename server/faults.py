@@ -6,8 +6,7 @@ counts it and serves the plain page with 200. A person on a landing page cannot 
 the way an API client can. A wrapper on the page endpoints rather than a middleware:
 only page routes need it, and a middleware layer costs every request.
 
-Client mistakes are not faults: `http_error_handler` renders them as `{status}.html` /
-`error.html` (HTML routes) or JSON, with the status Starlette determined.
+Client mistakes are not faults: they are `HTTPException`s, which `server.problems` renders.
 """
 
 from __future__ import annotations
@@ -17,17 +16,15 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, Response
 
-from server.render import PageRenderer
 from server.security import csp_nonce
 
 if TYPE_CHECKING:
-    from server.renderer import Renderer
+    from server.renderer_state import RendererState
 
-__all__ = ["NO_STORE", "Endpoint", "fail_closed", "http_error_handler"]
+__all__ = ["NO_STORE", "Endpoint", "fail_closed"]
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +42,7 @@ def fail_closed(route: str) -> Callable[[Endpoint], Endpoint]:
                 return await endpoint(request)
             except Exception:
                 log.exception("unhandled error on %s", request.url.path)
-                renderer: Renderer = request.app.state.renderer
+                renderer: RendererState = request.app.state.renderer
                 renderer.metrics.faults.labels(route).inc()
                 html = renderer.pages.plain().finish(csp_nonce(request.scope), "")
                 return HTMLResponse(html, headers=NO_STORE)
@@ -53,17 +50,3 @@ def fail_closed(route: str) -> Callable[[Endpoint], Endpoint]:
         return guarded
 
     return decorate
-
-
-def http_error_handler(pages: PageRenderer) -> Callable[[Request, Exception], Awaitable[Response]]:
-    """The handler for `HTTPException` (unknown route, wrong method, bad input)."""
-
-    async def handle(request: Request, exc: Exception) -> Response:
-        status = exc.status_code if isinstance(exc, HTTPException) else 400
-        detail = exc.detail if isinstance(exc, HTTPException) else "bad request"
-        headers = dict(getattr(exc, "headers", None) or {})
-        if request.url.path.startswith(("/v1/", "/openapi", "/metrics")):
-            return JSONResponse({"error": detail}, status_code=status, headers=headers)
-        return HTMLResponse(pages.error(status, str(detail)), status_code=status, headers=headers)
-
-    return handle

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 
 from server.metrics import METRICS_CONTENT_TYPE
 from server.redis_guard import RedisUnavailable
-from server.renderer import Renderer
+from server.renderer_state import RendererState
 
 __all__ = ["healthz", "metrics", "readyz"]
 
@@ -36,7 +36,7 @@ async def readyz(request: Request) -> Response:
       200: {description: "Ready."}
       503: {description: "Redis is unavailable; pages serve fallback copy."}
     """
-    renderer: Renderer = request.app.state.renderer
+    renderer: RendererState = request.app.state.renderer
     try:
         await renderer.guard.call("ping", renderer.client.ping, timeout_s=renderer.tuning.readiness_timeout_s)
     except RedisUnavailable as exc:
@@ -50,7 +50,7 @@ async def metrics(request: Request) -> Response:
     responses:
       200: {description: "Every series of this process's renderer."}
     """
-    renderer: Renderer = request.app.state.renderer
+    renderer: RendererState = request.app.state.renderer
     renderer.metrics.events_queued.set(renderer.events.queued)
     renderer.metrics.breaker_open.set(1 if renderer.breaker.state == "open" else 0)
     return Response(renderer.metrics.exposition(), media_type=METRICS_CONTENT_TYPE, headers=_NO_CACHE)

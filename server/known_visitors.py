@@ -30,16 +30,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
-from server.identify import Identifier, Identity, IdentityMethod
+from server.identify import Identifier, IdentityMethod
+from server.visitor import Visit, Visitor
 from server.zone_cache import ZoneSetCache
-from welcomemat.arms import Arm
 from welcomemat.campaign_view import CampaignView
-from welcomemat.tokens import TokenClaims, TokenKind
-
-if TYPE_CHECKING:  # server.visitor imports the renderer, which builds these
-    from server.visitor import Visitor
+from welcomemat.tokens import TokenKind
 
 __all__ = ["Known", "KnownVisitors", "VisitorKey"]
 
@@ -52,14 +49,9 @@ _REMEMBERED_METHODS = (IdentityMethod.LINK, IdentityMethod.COOKIE)
 
 
 @dataclass(slots=True)
-class Known(Generic[T]):
+class Known(Visit[T]):
     """A remembered answer: what the full path decided, and until when it stands."""
 
-    identity: Identity
-    cookie_claims: TokenClaims | None
-    arm: Arm
-    result: T
-    view: CampaignView
     changes: int
     until_monotonic: float
     until_clock: float
@@ -111,37 +103,38 @@ class KnownVisitors(Generic[T]):
         changes: int,
         visitor: Visitor,
         result: T,
-    ) -> None:
-        """Remember what the full path answered, when it may be (see the module docstring).
+    ) -> Known[T] | None:
+        """Remember what the full path answered, when it may be (see the module docstring);
+        the entry remembered, or None.
 
         `changes` is `ZoneSetCache.changes` read before the visitor was identified (a change
         message arriving meanwhile then voids the entry).
         """
         if self._max == 0:
-            return
+            return None
         identity = visitor.identity
         if identity.method not in _REMEMBERED_METHODS or identity.account is None:
-            return
+            return None
         campaign, _, link_token, cookie_token = key
         tenant = view.tenant
         # Every token the request carried must have been verified: a refused one could
         # become valid later (one from the future), and a refusal must not take room here.
         if link_token is not None and identity.method is not IdentityMethod.LINK:
-            return
+            return None
         if cookie_token is not None and visitor.cookie_claims is None:
-            return
+            return None
         until_monotonic, until_clock = float("inf"), float("inf")
         for kind, token in ((TokenKind.LINK, link_token), (TokenKind.COOKIE, cookie_token)):
             if token is None:
                 continue
             trust = self._identifier.trust(kind, token, tenant=tenant, campaign=campaign)
             if trust is None:
-                return
+                return None
             until_monotonic = min(until_monotonic, trust[0])
             until_clock = min(until_clock, trust[1])
         cached_until = self._zone_cache.cached_until((tenant, campaign, identity.account), visitor.zone_set)
         if cached_until is None:
-            return  # not what the cache holds: a fault's fallback, or already replaced
+            return None  # not what the cache holds: a fault's fallback, or already replaced
         until_monotonic = min(until_monotonic, cached_until)
         zone_set = visitor.zone_set
         if zone_set is not None and zone_set.valid_until is not None:
@@ -149,9 +142,9 @@ class KnownVisitors(Generic[T]):
             until_clock = min(until_clock, zone_set.valid_until.timestamp())
         now = self._monotonic()
         if until_monotonic <= now or until_clock <= self._clock():
-            return
+            return None
         self._prune(now)
-        self._entries[key] = Known(
+        known = self._entries[key] = Known(
             identity=identity,
             cookie_claims=visitor.cookie_claims,
             arm=visitor.arm,
@@ -161,6 +154,7 @@ class KnownVisitors(Generic[T]):
             until_monotonic=until_monotonic,
             until_clock=until_clock,
         )
+        return known
 
     def _prune(self, now: float) -> None:
         """Make room for one entry: drop the oldest while over size, and a couple of the

@@ -1,10 +1,9 @@
 """`GET /c/{campaign}` and `GET /c/{campaign}/continue`: the server-rendered pages.
 
-A request: find the campaign ▸ identify the visitor ▸ assign the arm ▸ get the zone set
-(cache, else one guarded Redis read) ▸ render (cache, else Jinja2) ▸ log a `view`
-event (queued) ▸ set the identification cookie if a link just identified the visitor.
-A returning visitor's tokens skip the middle steps while nothing they depend on has
-changed (`server.known_visitors`).
+A request: the steps `/v1/zones` shares (`server.visit`: find the campaign ▸ identify the
+visitor ▸ arm ▸ zone set, or a returning visitor's remembered answer), their answer the
+rendered page (cache, else Jinja2) ▸ log a `view` event (queued) ▸ set the identification
+cookie if a link just identified the visitor.
 
 Nothing here can turn a Redis fault into an error: a campaign that cannot be loaded is
 the plain page (200), a zone set that cannot be read is the fallback copy. An unknown
@@ -13,35 +12,35 @@ or malformed campaign id is 404: it names nothing we publish.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from server.cookies import identity_cookie, set_identity_cookie, tracking_refused
+from server.cookies import set_identity_cookie, tracking_refused
 from server.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
-from server.identify import Identity, IdentityMethod
+from server.identify import IdentityMethod
+from server.problems import HTTPProblem, problem_response
 from server.random_ids import url_token
-from server.redis_guard import RedisUnavailable
 from server.render import PLAIN_RUNG, RenderedPage
-from server.renderer import Renderer
+from server.renderer_state import RendererState
 from server.security import csp_nonce
-from server.visitor import identify_visitor
+from server.visit import CampaignMiss
+from server.visitor import Visit
 from welcomemat.arms import Arm
-from welcomemat.campaign_view import CampaignView
-from welcomemat.errors import StoredValueError
-from welcomemat.ids import is_valid_id
-from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenClaims
+from welcomemat.tokens import DEFAULT_COOKIE_TTL_S
 
 __all__ = ["PageResponse", "continuation_page", "landing_page", "new_view_id"]
 
-log = logging.getLogger(__name__)
 
 LANDING_ROUTE = "/c/{campaign}"
 CONTINUATION_ROUTE = "/c/{campaign}/continue"
+_NOT_FOUND = {
+    CampaignMiss.NOT_FOUND: "No such campaign.",
+    CampaignMiss.NO_PAGE: "This campaign has no such page.",
+}
 
 
 _CONTENT_TYPE = (b"content-type", b"text/html; charset=utf-8")
@@ -75,7 +74,11 @@ async def landing_page(request: Request) -> Response:
       200: {description: "The page (personal, segment or default copy)."}
       404: {description: "No such campaign."}
     """
-    return await _page(request, "landing", LANDING_ROUTE)
+    started = time.perf_counter()
+    renderer: RendererState = request.app.state.renderer
+    campaign_id = request.path_params["campaign"]
+    visit = await renderer.page_visits.resolve(request, campaign_id, "landing", _link_token(request), True)
+    return _respond(renderer, request, visit, LANDING_ROUTE, started)
 
 
 @fail_closed(CONTINUATION_ROUTE)
@@ -88,76 +91,47 @@ async def continuation_page(request: Request) -> Response:
       200: {description: "The page."}
       404: {description: "No such campaign, or it has no continuation page."}
     """
-    return await _page(request, "continuation", CONTINUATION_ROUTE)
+    started = time.perf_counter()
+    renderer: RendererState = request.app.state.renderer
+    campaign_id = request.path_params["campaign"]
+    visit = await renderer.page_visits.resolve(
+        request, campaign_id, "continuation", _link_token(request), True
+    )
+    return _respond(renderer, request, visit, CONTINUATION_ROUTE, started)
 
 
-def _not_found(renderer: Renderer, what: str) -> Response:
-    return HTMLResponse(renderer.pages.error(404, what), status_code=404, headers=NO_STORE)
+def _not_found(renderer: RendererState, request: Request, what: str) -> Response:
+    # Answered, not raised: the hot routes bypass Starlette's handlers (`server.hot_routes`).
+    return problem_response(request, HTTPProblem(404, what, headers=NO_STORE), renderer.pages)
 
 
-def _plain(renderer: Renderer, request: Request, route: str, started: float) -> Response:
+def _plain(renderer: RendererState, request: Request, route: str, started: float) -> Response:
     renderer.metrics.pages.count_page(
         route, Arm.ANONYMOUS.value, PLAIN_RUNG, (), None, time.perf_counter() - started
     )
     return PageResponse(renderer.pages.plain().finish(csp_nonce(request.scope), ""))
 
 
-async def _page(request: Request, page_id: str, route: str) -> Response:
-    started = time.perf_counter()
-    renderer: Renderer = request.app.state.renderer
-    campaign_id = request.path_params["campaign"]
-    state = renderer.campaigns.cached(campaign_id)  # a loaded campaign: no coroutine to run
-    if state is None:
-        if not is_valid_id(campaign_id):
-            return _not_found(renderer, "No such campaign.")
-        try:
-            state = await renderer.campaigns.resolve(campaign_id)
-        except RedisUnavailable:
-            return _plain(renderer, request, route, started)
-        except StoredValueError as exc:
-            renderer.metrics.stored_value_errors.inc()
-            log.error("%s", exc)
-            return _plain(renderer, request, route, started)
-        if state is None:
-            return _not_found(renderer, "No such campaign.")
-    view = state.view
-    if view.page(page_id) is None:
-        return _not_found(renderer, "This campaign has no such page.")
-    link_token = request.query_params.get("wm") if request.scope["query_string"] else None
-    cookie_token = identity_cookie(request, campaign_id)
-    key = None
-    if link_token is not None or cookie_token is not None:
-        key = (campaign_id, page_id, link_token, cookie_token)
-        known = renderer.known_pages.get(key, view)
-        if known is not None:  # a returning visitor, and nothing changed since: the same page
-            renderer.metrics.pages.known_visitors["hit"] += 1
-            identity, cookie_claims, arm = known.identity, known.cookie_claims, known.arm
-            return _respond(
-                renderer, request, view, identity, cookie_claims, arm, known.result, route, started
-            )
-        renderer.metrics.pages.known_visitors["miss"] += 1
-    changes = renderer.zone_cache.changes  # read before any look-up: a change meanwhile voids the entry
-    visitor = await identify_visitor(renderer, request, state, link_token, cookie_token)
-    page = renderer.pages.render(view, page_id, visitor.arm, visitor.zone_set, renderer.now())
-    if key is not None:
-        renderer.known_pages.remember(key, view, changes, visitor, page)
-    identity, cookie_claims, arm = visitor.identity, visitor.cookie_claims, visitor.arm
-    return _respond(renderer, request, view, identity, cookie_claims, arm, page, route, started)
+def _link_token(request: Request) -> str | None:
+    return request.query_params.get("wm") if request.scope["query_string"] else None
 
 
 def _respond(
-    renderer: Renderer,
+    renderer: RendererState,
     request: Request,
-    view: CampaignView,
-    identity: Identity,
-    cookie_claims: TokenClaims | None,
-    arm: Arm,
-    page: RenderedPage,
+    visit: Visit[RenderedPage] | CampaignMiss,
     route: str,
     started: float,
 ) -> Response:
+    """The page for the visit (a view event logged, the cookie set), or 404, or the plain page."""
+    if isinstance(visit, CampaignMiss):
+        if visit is CampaignMiss.UNAVAILABLE:
+            return _plain(renderer, request, route, started)
+        return _not_found(renderer, request, _NOT_FOUND[visit])
+    view, identity, page = visit.view, visit.identity, visit.result
+    cookie_claims = visit.cookie_claims
     tenant, campaign_id = view.tenant, view.campaign_id
-    arm_value, method_value = arm.value, identity.method.value
+    arm_value, method_value = visit.arm.value, identity.method.value
     view_id = new_view_id()
     response = PageResponse(page.finish(csp_nonce(request.scope), view_id))
 

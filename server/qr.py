@@ -27,7 +27,7 @@ from server.faults import NO_STORE, fail_closed
 from server.identify import IdentityMethod
 from server.pages import new_view_id
 from server.redis_guard import RedisUnavailable
-from server.renderer import Renderer
+from server.renderer_state import RendererState
 from welcomemat.arms import assign_arm
 from welcomemat.errors import StoredValueError
 from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenKind, claimed_scope
@@ -37,7 +37,7 @@ __all__ = ["qr_entry"]
 log = logging.getLogger(__name__)
 
 
-def _invalid(renderer: Renderer) -> Response:
+def _invalid(renderer: RendererState) -> Response:
     html = renderer.pages.error(404, "This code is not valid. Please check the address and try again.")
     return HTMLResponse(html, status_code=404, headers=NO_STORE)
 
@@ -52,7 +52,7 @@ async def qr_entry(request: Request) -> Response:
       303: {description: "To the campaign's continuation page (identified when the token verified)."}
       404: {description: "The code names no published campaign."}
     """
-    renderer: Renderer = request.app.state.renderer
+    renderer: RendererState = request.app.state.renderer
     token = request.path_params["token"]
     hint = claimed_scope(token)
     if hint is None:

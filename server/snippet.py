@@ -24,7 +24,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from server.events_api import EVENTS_ROUTE, EventsApi
-from server.renderer import Renderer
+from server.renderer_state import RendererState
 from server.zones_api import ZONES_ROUTE, ZonesApi
 
 __all__ = ["SNIPPET_PATH", "Snippet", "snippet_routes", "sri_hash"]
@@ -73,7 +73,7 @@ class Snippet:
         return "*" in tags or self.etag in tags
 
 
-def snippet_routes(renderer: Renderer, templates_dir: Path) -> list[BaseRoute]:
+def snippet_routes(renderer: RendererState, templates_dir: Path) -> list[BaseRoute]:
     """`GET /snippet.js`, `GET|OPTIONS /v1/zones`, `POST|OPTIONS /v1/events` for one app."""
     snippet = Snippet(templates_dir)
     zones = ZonesApi(renderer)

@@ -28,7 +28,7 @@ from welcomemat.ids import is_valid_id
 from welcomemat.theme_rules import ASSET_TYPES
 
 if TYPE_CHECKING:
-    from server.renderer import Renderer
+    from server.renderer_state import RendererState
 
 __all__ = ["THEME_ROUTE", "theme_file"]
 
@@ -55,14 +55,15 @@ async def theme_file(request: Request) -> Response:
       304: {description: "Not modified (If-None-Match)."}
       404: {description: "No such campaign, theme or file."}
     """
-    renderer: Renderer = request.app.state.renderer
+    renderer: RendererState = request.app.state.renderer
+    campaigns = renderer.campaigns
     campaign_id = request.path_params["campaign"]
-    state = renderer.campaigns.cached(campaign_id)
+    state = campaigns.cached(campaign_id)
     if state is None:
         if not is_valid_id(campaign_id):
             return _not_found()
         try:
-            state = await renderer.campaigns.resolve(campaign_id)
+            state = await campaigns.resolve(campaign_id)
         except (RedisUnavailable, StoredValueError):
             # A stylesheet is not worth an error page: the page it styles is served anyway.
             return _not_found()

@@ -3,34 +3,68 @@
 Client address (only when some account has IP ranges: parsing costs) ▸ identification
 (link token ▸ cookie ▸ IP ▸ anonymous) ▸ arm ▸ the account's zone set (in-process cache,
 else one guarded Redis read, which may raise `RedisUnavailable`).
+
+It needs three of the renderer's components, named by `VisitorSources`, not the whole
+app state: so the app state can build what depends on `Visitor` (`server.known_visitors`,
+`server.visit`) without an import circle.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 from starlette.requests import Request
 
 from server.campaigns import CampaignState
-from server.identify import Identity, client_address
-from server.renderer import Renderer
+from server.identify import Identifier, Identity, TrustedProxies, client_address
+from server.zone_set_reader import ZoneSetReader
 from welcomemat.arms import Arm, assign_arm
+from welcomemat.campaign_view import CampaignView
 from welcomemat.tokens import TokenClaims
 from welcomemat.zoneset import ZoneSet
 
-__all__ = ["Visitor", "identify_visitor"]
+__all__ = ["Visit", "Visitor", "VisitorSources", "identify_visitor"]
+
+T = TypeVar("T")
+
+
+class VisitorSources(Protocol):
+    """What identifying a visitor reads: the token checks, the trusted proxies, the zone sets."""
+
+    @property
+    def identifier(self) -> Identifier: ...
+
+    @property
+    def proxies(self) -> TrustedProxies: ...
+
+    @property
+    def zone_set_reader(self) -> ZoneSetReader: ...
 
 
 @dataclass(slots=True)
 class Visitor:
+    """Who the request is from, their arm, and the zone set they may be shown."""
+
     identity: Identity
     cookie_claims: TokenClaims | None  # a valid cookie's claims: does it already say what a link says?
     arm: Arm
     zone_set: ZoneSet | None
 
 
+@dataclass(slots=True)
+class Visit(Generic[T]):
+    """A request resolved (`server.visit`): the campaign config, the visitor, the route's answer."""
+
+    view: CampaignView
+    identity: Identity
+    cookie_claims: TokenClaims | None
+    arm: Arm
+    result: T  # what the route serves: a rendered page, a zones payload
+
+
 async def identify_visitor(
-    renderer: Renderer,
+    sources: VisitorSources,
     request: Request,
     state: CampaignState,
     link_token: str | None,
@@ -46,9 +80,9 @@ async def identify_visitor(
         address = client_address(
             client.host if client else None,
             ",".join(request.headers.getlist("x-forwarded-for")) or None,
-            renderer.proxies,
+            sources.proxies,
         )
-    identity, cookie_claims = renderer.identifier.identify(
+    identity, cookie_claims = sources.identifier.identify(
         tenant=tenant,
         campaign=campaign_id,
         link_token=link_token,
@@ -59,8 +93,9 @@ async def identify_visitor(
     arm = assign_arm(tenant, campaign_id, identity.account, view.campaign.holdout_fraction)
     zone_set = None
     if identity.account is not None:
-        lookup = renderer.zone_sets.cached(tenant, campaign_id, identity.account)
+        reader = sources.zone_set_reader
+        lookup = reader.cached(tenant, campaign_id, identity.account)
         if lookup is None:
-            lookup = await renderer.zone_sets.get(tenant, campaign_id, identity.account)
+            lookup = await reader.get(tenant, campaign_id, identity.account)
         zone_set = lookup.zone_set
     return Visitor(identity, cookie_claims, arm, zone_set)

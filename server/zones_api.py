@@ -1,12 +1,12 @@
 """`GET /v1/zones?campaign=…[&wm=…]`: the snippet's JSON, one visitor's zones.
 
-The same flow as a page: find the campaign ▸ identify the visitor (signed `wm` link
-token ▸ signed cookie, if one arrives ▸ IP range ▸ anonymous) ▸ arm ▸ zone set (cache,
-else one guarded Redis read) ▸ `zone_resolution` (the pages' ladder) ▸ `zones_payload`
-(the one serializer), cached per (campaign config, arm, segment or zone-set version) like
-rendered pages ▸ a fresh view id and a signed view token the beacons send back. A
-returning visitor's tokens skip from the campaign to the payload while nothing it depends on
-has changed (`server.known_visitors`).
+The same steps as a page, written once in `server.visit`: find the campaign ▸ identify the
+visitor (signed `wm` link token ▸ signed cookie, if one arrives ▸ IP range ▸ anonymous) ▸
+arm ▸ zone set (cache, else one guarded Redis read), or a returning visitor's remembered
+answer (`server.known_visitors`); their answer here is `zone_resolution` (the pages' ladder)
+▸ `zones_payload` (the one serializer), cached per (campaign config, arm, segment or
+zone-set version) like rendered pages; then a fresh view id and a signed view token the
+beacons send back.
 
 No view event is logged here: the snippet sends its `view` beacon once it has shown the
 zones, so a view is counted once, and only when the page really showed them.
@@ -27,18 +27,19 @@ from dataclasses import dataclass
 from urllib.parse import unquote_plus
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
-from server.campaigns import CampaignState
-from server.cookies import identity_cookie
 from server.cors import VARY_ORIGIN, allowed_origins, cors_headers, preflight_response, request_origin
 from server.identify import Identity
 from server.known_visitors import KnownVisitors
 from server.pages import new_view_id
+from server.problems import HTTPProblem, problem_response
 from server.redis_guard import RedisUnavailable
-from server.renderer import Renderer
-from server.visitor import identify_visitor
+from server.renderer_state import RendererState
+from server.visit import CampaignMiss, VisitResolver
+from server.visitor import Visitor
 from welcomemat.arms import Arm
+from welcomemat.campaign_view import CampaignView
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.tokens import ViewTokenTemplate
@@ -55,6 +56,7 @@ _PAYLOAD_CACHE_ENTRIES = 4_000
 
 _CONTENT_TYPE = (b"content-type", b"application/json")
 _NO_STORE = (b"cache-control", b"private, no-store")
+_VARY_ORIGIN = {"vary": "Origin"}
 
 
 class ZonesResponse(Response):
@@ -73,12 +75,6 @@ class ZonesResponse(Response):
             _NO_STORE,
             *self._extra,
         ]
-
-
-def _error(status: int, message: str, extra: list[tuple[bytes, bytes]]) -> Response:
-    response = JSONResponse({"error": message}, status_code=status, headers={"cache-control": "no-store"})
-    response.raw_headers.extend(extra)
-    return response
 
 
 def query_values(query_string: bytes) -> dict[str, list[str]]:
@@ -110,16 +106,17 @@ class _Answer:
 class ZonesApi:
     """The `/v1/zones` endpoints of one app, with their payload cache."""
 
-    def __init__(self, renderer: Renderer, *, cache_entries: int = _PAYLOAD_CACHE_ENTRIES) -> None:
+    def __init__(self, renderer: RendererState, *, cache_entries: int = _PAYLOAD_CACHE_ENTRIES) -> None:
         self.renderer = renderer
         self._max = cache_entries
         self._cache: OrderedDict[Hashable, ZonesPayload] = OrderedDict()
-        self._known: KnownVisitors[_Answer] = KnownVisitors(
+        known: KnownVisitors[_Answer] = KnownVisitors(
             renderer.identifier,
             renderer.zone_cache,
             max_entries=renderer.tuning.known_visitor_entries,
             clock=renderer.clock,
         )
+        self._visits = VisitResolver(renderer, known, self._build)
 
     async def preflight(self, request: Request) -> Response:
         """`OPTIONS /v1/zones?campaign=…`: the CORS grant for the campaign's origins only."""
@@ -165,59 +162,36 @@ class ZonesApi:
             return self._empty(campaign_id if is_valid_id(campaign_id) else "", [VARY_ORIGIN])
 
     async def _zones(self, request: Request, started: float) -> Response:
-        renderer = self.renderer
         origin = request_origin(request.scope)
         params = query_values(request.scope["query_string"])
         campaign_values = params.get("campaign", [])
         vary = [VARY_ORIGIN]
         if len(campaign_values) != 1 or not campaign_values[0]:
-            return _error(400, "give exactly one campaign parameter: /v1/zones?campaign=<campaign id>", vary)
+            return self._refuse(
+                request, 400, "give exactly one campaign parameter: /v1/zones?campaign=<campaign id>"
+            )
         campaign_id = campaign_values[0]
         if not is_valid_id(campaign_id):
-            return _error(
+            return self._refuse(
+                request,
                 400,
                 "campaign must be an id: 1-64 characters of A-Z a-z 0-9 _ . -, "
                 "starting with a letter or digit",
-                vary,
             )
-        state = renderer.campaigns.cached(campaign_id)
-        if state is None:
-            try:
-                state = await renderer.campaigns.resolve(campaign_id)
-            except RedisUnavailable:
-                return self._plain(campaign_id, vary, started)
-            except StoredValueError as exc:
-                renderer.metrics.stored_value_errors.inc()
-                log.error("%s", exc)
-                return self._plain(campaign_id, vary, started)
-            if state is None:
-                return _error(404, "No such campaign.", vary)
-        extra = cors_headers(origin, allowed_origins(state.view.campaign.snippet_origins))
         link_tokens = params.get("wm")
-        return await self._serve(request, state, link_tokens[-1] if link_tokens else None, extra, started)
+        link_token = link_tokens[-1] if link_tokens else None
+        visit = await self._visits.resolve(request, campaign_id, ZONES_ROUTE, link_token, False)
+        if isinstance(visit, CampaignMiss):
+            if visit is CampaignMiss.UNAVAILABLE:
+                return self._plain(campaign_id, vary, started)
+            return self._refuse(request, 404, "No such campaign.")
+        extra = cors_headers(origin, allowed_origins(visit.view.campaign.snippet_origins))
+        return self._answer(visit.identity, visit.arm, visit.result, extra, started)
 
-    async def _serve(
-        self,
-        request: Request,
-        state: CampaignState,
-        link_token: str | None,
-        extra: list[tuple[bytes, bytes]],
-        started: float,
-    ) -> Response:
+    def _build(self, view: CampaignView, route: str, visitor: Visitor) -> _Answer:
+        """A visitor's answer on the full path: the payload (cached per variant) and its view token."""
         renderer = self.renderer
-        view = state.view
         tenant, campaign_id = view.tenant, view.campaign_id
-        cookie_token = identity_cookie(request, campaign_id)
-        key = None
-        if link_token is not None or cookie_token is not None:
-            key = (campaign_id, ZONES_ROUTE, link_token, cookie_token)
-            known = self._known.get(key, view)
-            if known is not None:  # a returning visitor, and nothing changed since
-                renderer.metrics.pages.known_visitors["hit"] += 1
-                return self._answer(known.identity, known.arm, known.result, extra, started)
-            renderer.metrics.pages.known_visitors["miss"] += 1
-        changes = renderer.zone_cache.changes  # read before any look-up: a change meanwhile voids the entry
-        visitor = await identify_visitor(renderer, request, state, link_token, cookie_token)
         arm = visitor.arm
         variant = choose_variant(arm, visitor.zone_set, renderer.now())
         cache_key = (tenant, campaign_id, view.fingerprint, *variant.key)
@@ -241,10 +215,12 @@ class ZonesApi:
                 contact=visitor.identity.contact,
                 zone_set_version=variant.zone_set_version,
             )
-        answer = _Answer(payload, view_token)
-        if key is not None:
-            self._known.remember(key, view, changes, visitor, answer)
-        return self._answer(visitor.identity, arm, answer, extra, started)
+        return _Answer(payload, view_token)
+
+    def _refuse(self, request: Request, status: int, message: str) -> Response:
+        # Answered, not raised: this hot route bypasses Starlette's handlers (`server.hot_routes`).
+        problem = HTTPProblem(status, message, headers=_VARY_ORIGIN)
+        return problem_response(request, problem, self.renderer.pages)
 
     def _answer(
         self, identity: Identity, arm: Arm, answer: _Answer, extra: list[tuple[bytes, bytes]], started: float

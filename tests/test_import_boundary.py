@@ -40,16 +40,6 @@ ALLOWED = {
 # Frameworks the shared core never imports (the renderer's, the model client's, the CLI's QR writer).
 FORBIDDEN_IN_CORE = ("starlette", "uvicorn", "httpx", "httpx2", "openai", "jinja2", "segno", "tqdm")
 
-# Cycles known today and being removed on another branch; each entry is one cycle, written as
-# the sorted tuple of its modules. Empty this when the branch that breaks it lands.
-KNOWN_CYCLES: frozenset[tuple[str, ...]] = frozenset(
-    {
-        # server/known_visitors.py -> visitor.py -> renderer.py -> known_visitors.py: the
-        # renderer's request steps are being rewritten so that none of them imports the next back.
-        ("server.known_visitors", "server.renderer", "server.visitor"),
-    }
-)
-
 
 @dataclass(frozen=True)
 class Source:
@@ -182,13 +172,7 @@ def test_dependencies_point_one_way() -> None:
 
 
 def test_no_module_imports_itself_back() -> None:
-    unexpected = [c for c in import_cycles(GRAPH) if c not in KNOWN_CYCLES]
-    assert unexpected == []
-
-
-def test_every_known_cycle_still_exists() -> None:
-    """An entry of KNOWN_CYCLES that is gone must leave the list, so it cannot come back unseen."""
-    assert KNOWN_CYCLES <= set(import_cycles(GRAPH))
+    assert import_cycles(GRAPH) == []
 
 
 def test_the_checker_reports_a_bad_edge_and_a_cycle() -> None:

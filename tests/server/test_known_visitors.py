@@ -202,14 +202,14 @@ def test_a_redis_fault_fallback_is_not_remembered(
     renderer = app.state.renderer
     with TestClient(app, base_url=BASE_URL) as client:
         loaded(client, app)
-        original = renderer.zone_sets._store.get
-        renderer.zone_sets._store.get = lambda *a: (_ for _ in ()).throw(redis.ConnectionError("down"))
+        original = renderer.zone_set_reader._store.get
+        renderer.zone_set_reader._store.get = lambda *a: (_ for _ in ()).throw(redis.ConnectionError("down"))
         headers = cookie()
         try:
             assert zones(page(client, headers))["hero_headline"].rung == "default"
             assert len(renderer.known_pages) == 0
         finally:
-            renderer.zone_sets._store.get = original
+            renderer.zone_set_reader._store.get = original
         assert hero(page(client, headers)) == "PERSONAL"
         assert len(renderer.known_pages) == 1
 

@@ -19,7 +19,7 @@ from welcomemat.errors import StoredValueError
 from welcomemat.store import ZoneSetStore
 from welcomemat.zoneset import ZoneSet
 
-__all__ = ["ZoneSetLookup", "ZoneSetResolver"]
+__all__ = ["ZoneSetLookup", "ZoneSetReader"]
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,9 @@ class ZoneSetLookup:
 _FAULT = ZoneSetLookup(None, faulted=True)
 
 
-class ZoneSetResolver:
+class ZoneSetReader:
+    """Reads an account's published zone set for a request: the cache, else one guarded Redis read."""
+
     def __init__(
         self, client: redis.Redis, cache: ZoneSetCache, guard: RedisGuard, metrics: RendererMetrics
     ) -> None:

@@ -25,20 +25,23 @@ from server.metrics import RendererMetrics
 from server.redis_guard import FaultKind, RedisGuard
 from server.render import TEMPLATES_DIR, PageRenderer, RenderedPage, template_environment
 from server.tuning import RendererTuning
+from server.visit import VisitResolver
+from server.visitor import Visitor
 from server.watcher import CampaignWatcher
 from server.zone_cache import ZoneSetCache
-from server.zone_sets import ZoneSetResolver
+from server.zone_set_reader import ZoneSetReader
 from welcomemat.breaker import CircuitBreaker
+from welcomemat.campaign_view import CampaignView
 from welcomemat.settings import Settings
 from welcomemat.tokens import TokenKind, TokenSigner
 
-__all__ = ["Renderer"]
+__all__ = ["RendererState"]
 
 log = logging.getLogger(__name__)
 
 
-class Renderer:
-    """The renderer's components; `close()` stops its threads."""
+class RendererState:
+    """The renderer app's state: its components, built once; `close()` stops its threads."""
 
     def __init__(
         self,
@@ -71,7 +74,7 @@ class Renderer:
             on_fault=self._count_fault,
         )
         self.zone_cache = ZoneSetCache(tuning.zone_cache_entries, tuning.zone_cache_ttl_s)
-        self.zone_sets = ZoneSetResolver(client, self.zone_cache, self.guard, metrics)
+        self.zone_set_reader = ZoneSetReader(client, self.zone_cache, self.guard, metrics)
         self.pages = PageRenderer(
             template_environment(templates_dir), tuning.render_cache_entries, metrics, templates_dir
         )
@@ -89,6 +92,8 @@ class Renderer:
             flush_interval_s=tuning.event_flush_interval_s,
             stream_maxlen=tuning.events_stream_maxlen,
         )
+        # The pages' request steps (`server.visit`), their answer a rendered page.
+        self.page_visits: VisitResolver[RenderedPage] = VisitResolver(self, self.known_pages, self._render)
         self.watchers: dict[tuple[str, str], CampaignWatcher] = {}
         self._watch_lock = threading.Lock()
         self._closed = False
@@ -98,6 +103,9 @@ class Renderer:
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
+
+    def _render(self, view: CampaignView, page_id: str, visitor: Visitor) -> RenderedPage:
+        return self.pages.render(view, page_id, visitor.arm, visitor.zone_set, self.now())
 
     def cookie_token(self, tenant: str, campaign: str, account: str, contact: str | None, ttl_s: int) -> str:
         """A COOKIE-kind token (the signer exists whenever a token was verified)."""

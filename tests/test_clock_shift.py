@@ -1,7 +1,7 @@
 """The shifted clock the suite can run under (tests/clock/sitecustomize.py) moves the date and keeps time.
 
 The suite is meant to pass on any day; to check it on another day, run it with
-`WELCOMEMAT_TEST_CLOCK=<instant> PYTHONPATH=tests/clock` (README: Testing on other days). These
+`TEST_CLOCK=<instant> PYTHONPATH=tests/clock` (README: Testing on other days). These
 tests prove that mechanism does what the check relies on, in real child processes.
 """
 
@@ -33,7 +33,7 @@ print(json.dumps({"today": datetime.date.today().isoformat(),
 
 
 def probe(clock: str, zone: str = "UTC") -> dict[str, object]:
-    env = {**os.environ, "WELCOMEMAT_TEST_CLOCK": clock, "PYTHONPATH": CLOCK_PATH, "TZ": zone}
+    env = {**os.environ, "TEST_CLOCK": clock, "PYTHONPATH": CLOCK_PATH, "TZ": zone}
     done = subprocess.run(
         [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=60, check=True
     )
@@ -59,5 +59,5 @@ def test_a_shift_in_seconds() -> None:
     seen = probe("+86400")
     assert isinstance(seen["time"], float)
     # The real clock, also when this suite itself runs shifted (the variable then holds its shift).
-    real = time.time() - float(os.environ.get("WELCOMEMAT_TEST_CLOCK") or 0)
+    real = time.time() - float(os.environ.get("TEST_CLOCK") or 0)
     assert abs(seen["time"] - (real + 86400)) < 30

@@ -77,7 +77,7 @@ def faketime(instant: datetime, zone: str = "UTC") -> list[str]:
 def clock_env(zone: str, **extra: str) -> dict[str, str]:
     # faketime sets the child's clock: a shift the suite itself may run under (tests/clock) must
     # not be added on top of it.
-    dropped = ("REDIS_URL", "WELCOMEMAT_SECRET", "WELCOMEMAT_TEST_CLOCK")
+    dropped = ("REDIS_URL", "WELCOMEMAT_SECRET", "TEST_CLOCK")
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     return {**env, "TZ": zone, "FAKETIME_DONT_RESET": "1", **extra}
 

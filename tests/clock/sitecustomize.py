@@ -1,9 +1,9 @@
 """Runs the whole test suite (or any Python command) on another day: the clock, shifted.
 
-    WELCOMEMAT_TEST_CLOCK=2028-02-29T11:00:00Z PYTHONPATH=tests/clock .venv/bin/python -m pytest -q
+    TEST_CLOCK=2028-02-29T11:00:00Z PYTHONPATH=tests/clock .venv/bin/python -m pytest -q
 
 With `tests/clock` on PYTHONPATH, Python imports this module as it starts, before any test
-or command code. When WELCOMEMAT_TEST_CLOCK names an instant (ISO 8601 with an offset) or a
+or command code. When TEST_CLOCK names an instant (ISO 8601 with an offset) or a
 shift in seconds (`+86400`), the wall clock of this process moves there and keeps running:
 `time.time()`, `datetime.now()`, `date.today()` and friends all agree (time-machine patches
 them at the C level). The monotonic clock, sleeps and lock timeouts are left alone, which is
@@ -13,6 +13,8 @@ clock; nothing in Welcomemat compares their clocks with its own.
 
 The instant is turned into a shift once and written back to the variable, so every Python
 process the suite starts (the CLI, workers) continues the same clock instead of starting over.
+The name is outside the `WELCOMEMAT_` namespace on purpose: tests that give a child a clean
+environment drop every `WELCOMEMAT_` setting, and the clock must survive that.
 `tests/test_clock_shift.py` checks the mechanism.
 """
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-_VARIABLE = "WELCOMEMAT_TEST_CLOCK"
+_VARIABLE = "TEST_CLOCK"
 
 
 def _shift_s(value: str, now: float) -> float:

@@ -48,7 +48,7 @@ from welcomemat.streams import (
     DEFAULT_BLOCK_MS,
     DEFAULT_CLAIM_IDLE_MS,
     ConsumerOptions,
-    ConsumerStats,
+    ConsumerReport,
     Delivery,
     Outcome,
     Stream,
@@ -110,34 +110,11 @@ class SyncOptions:
 
 
 @dataclass
-class SyncStats:
+class SyncStats(ConsumerReport):
     folded: int = 0  # events that changed a record
     duplicates: int = 0  # events already folded before (redelivered, or the same event id twice)
     skipped: int = 0  # anonymous, or a type the records do not count
     dead: list[str] = field(default_factory=list)  # "tenant entry-id: reason" of each dead-lettered entry
-    loop: ConsumerStats = field(default_factory=ConsumerStats)  # the consumer loop's counters
-
-    @property
-    def read(self) -> int:
-        """Entries delivered to this consumer (including redeliveries)."""
-        return self.loop.read
-
-    @property
-    def claimed(self) -> int:
-        """Taken over from dead consumers."""
-        return self.loop.claimed
-
-    @property
-    def failed_attempts(self) -> int:
-        return self.loop.failed_attempts
-
-    @property
-    def dead_lettered(self) -> int:
-        return self.loop.dead_lettered
-
-    @property
-    def redis_errors(self) -> int:
-        return self.loop.redis_errors
 
     @property
     def acknowledged(self) -> int:

@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -52,7 +52,7 @@ from welcomemat.streams import (
     ACK,
     ACKED,
     ConsumerOptions,
-    ConsumerStats,
+    ConsumerReport,
     Delivery,
     Outcome,
     Stream,
@@ -266,17 +266,11 @@ class WebhookConfig:
 
 
 @dataclass
-class WebhookStats:
+class WebhookStats(ConsumerReport):
     delivered: int = 0  # changes the receiver accepted (2xx)
     covered: int = 0  # changes dropped because a newer send already carried them
     failed: int = 0  # changes left in the outbox by a pass (receiver down, rejected, breaker open)
     attempts: int = 0  # HTTP requests made
-    loop: ConsumerStats = field(default_factory=ConsumerStats)  # the consumer loop's counters
-
-    @property
-    def claimed(self) -> int:
-        """Taken over from a stopped sender."""
-        return self.loop.claimed
 
 
 def outbox_stream(tenant: str) -> Stream:

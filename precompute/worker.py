@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -59,7 +59,7 @@ from welcomemat.streams import (
     DEFAULT_CLAIM_IDLE_MS,
     REDIS_OUTAGE_ERRORS,
     ConsumerOptions,
-    ConsumerStats,
+    ConsumerReport,
     Delivery,
     Outcome,
     Stream,
@@ -126,24 +126,10 @@ class WorkerOptions:
 
 
 @dataclass
-class WorkerStats:
+class WorkerStats(ConsumerReport):
     entries: int = 0  # acknowledged and counted by this worker (processed or dead-lettered)
     accounts: int = 0
     runs_completed: int = 0
-    loop: ConsumerStats = field(default_factory=ConsumerStats)  # the consumer loop's counters
-
-    @property
-    def claimed(self) -> int:
-        """Taken over by XAUTOCLAIM: left by dead workers, or failed here and retried."""
-        return self.loop.claimed
-
-    @property
-    def attempts_failed(self) -> int:
-        return self.loop.failed_attempts
-
-    @property
-    def dead_lettered(self) -> int:
-        return self.loop.dead_lettered
 
 
 @dataclass

@@ -40,7 +40,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
@@ -56,6 +56,7 @@ __all__ = [
     "DEFAULT_CLAIM_IDLE_MS",
     "REDIS_OUTAGE_ERRORS",
     "ConsumerOptions",
+    "ConsumerReport",
     "ConsumerStats",
     "Delivery",
     "Outcome",
@@ -176,6 +177,39 @@ class ConsumerStats:
     failed_attempts: int = 0  # outcomes RETRY, and batches whose handler raised
     dead_lettered: int = 0
     redis_errors: int = 0  # cycles that failed because Redis was unavailable
+
+
+@dataclass
+class ConsumerReport:
+    """What one user of the loop (worker, sync, outbox) counts, beside the loop's own counters.
+
+    Users subclass it with their own fields; the loop's counters read through, so every
+    command's summary spells them the same way.
+    """
+
+    loop: ConsumerStats = field(default_factory=ConsumerStats)
+
+    @property
+    def read(self) -> int:
+        """Entries delivered to this consumer (including redeliveries)."""
+        return self.loop.read
+
+    @property
+    def claimed(self) -> int:
+        """Taken over from dead consumers (XAUTOCLAIM), or failed here and retried."""
+        return self.loop.claimed
+
+    @property
+    def failed_attempts(self) -> int:
+        return self.loop.failed_attempts
+
+    @property
+    def dead_lettered(self) -> int:
+        return self.loop.dead_lettered
+
+    @property
+    def redis_errors(self) -> int:
+        return self.loop.redis_errors
 
 
 def ensure_group(client: redis.Redis, stream: Stream) -> bool:

@@ -366,7 +366,7 @@ def test_processing_the_same_entry_twice_changes_nothing(
     slow.handle(TENANT, CAMPAIGN, entry_id.decode(), fields)  # the stalled worker wakes up and finishes
     assert snapshot() == zone_sets, "a second processing wrote something"
     assert run_hash(redis_client, record.run_id) == counters, "a second processing was counted"
-    assert slow.stats.entries == 0 and slow.stats.attempts_failed == 0
+    assert slow.stats.entries == 0 and slow.stats.failed_attempts == 0
 
     # The same accounts through the run's code path again: all unchanged, nothing published.
     again = local_run.new_report()

@@ -43,7 +43,7 @@ from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.records import FOLD_LUA, EventFold, FoldKind, cited_facts, fold_events
 from welcomemat.store import ZoneSetStore
-from welcomemat.streams import (
+from welcomemat.stream_handler import (
     ACK,
     DEFAULT_BLOCK_MS,
     DEFAULT_CLAIM_IDLE_MS,
@@ -52,10 +52,10 @@ from welcomemat.streams import (
     Delivery,
     Outcome,
     Stream,
-    StreamConsumer,
     StreamHandler,
     retry,
 )
+from welcomemat.streams import StreamConsumer
 from welcomemat.streams import ensure_group as ensure_stream_group
 from welcomemat.zoneset import CitedFact
 

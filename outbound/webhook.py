@@ -48,7 +48,7 @@ from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError, ProviderUnavailable, StoredValueError
 from welcomemat.records import AccountRecord, mark_crm_delivered, take_crm_change
 from welcomemat.resilience import ResilientCaller, RetryableError
-from welcomemat.streams import (
+from welcomemat.stream_handler import (
     ACK,
     ACKED,
     ConsumerOptions,
@@ -56,10 +56,10 @@ from welcomemat.streams import (
     Delivery,
     Outcome,
     Stream,
-    StreamConsumer,
     StreamHandler,
     retry,
 )
+from welcomemat.streams import StreamConsumer
 from welcomemat.streams import ensure_group as ensure_stream_group
 
 __all__ = [

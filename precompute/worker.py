@@ -52,21 +52,20 @@ from precompute.report import RunReport
 from precompute.run import JournalState, PrecomputeRun, SampleCandidate, load_campaign_config
 from welcomemat import keys
 from welcomemat.errors import ConfigError
-from welcomemat.streams import (
+from welcomemat.stream_handler import (
     ACK,
     ACKED,
     DEFAULT_BLOCK_MS,
     DEFAULT_CLAIM_IDLE_MS,
-    REDIS_OUTAGE_ERRORS,
     ConsumerOptions,
     ConsumerReport,
     Delivery,
     Outcome,
     Stream,
-    StreamConsumer,
     StreamHandler,
     retry,
 )
+from welcomemat.streams import REDIS_OUTAGE_ERRORS, StreamConsumer
 
 __all__ = [
     "CLAIM_BATCH",

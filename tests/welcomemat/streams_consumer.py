@@ -20,16 +20,8 @@ from collections.abc import Sequence
 
 import redis
 
-from welcomemat.streams import (
-    ACK,
-    ConsumerOptions,
-    Delivery,
-    Outcome,
-    Stream,
-    StreamConsumer,
-    StreamHandler,
-    stop_on_signals,
-)
+from welcomemat.stream_handler import ACK, ConsumerOptions, Delivery, Outcome, Stream, StreamHandler
+from welcomemat.streams import StreamConsumer, stop_on_signals
 
 STREAM = Stream(
     key="streams-test:{t}:jobs",

@@ -27,18 +27,17 @@ from tests.welcomemat.streams_consumer import (
     item_of,
 )
 from welcomemat.embedded_redis import temporary_redis
-from welcomemat.streams import (
+from welcomemat.stream_handler import (
     ACK,
     ConsumerOptions,
     Delivery,
     Outcome,
     Stream,
-    StreamConsumer,
     StreamHandler,
     dead_letter,
-    ensure_group,
     retry,
 )
+from welcomemat.streams import StreamConsumer, ensure_group
 
 
 def add_items(client: redis.Redis, items: range) -> list[str]:

@@ -211,7 +211,10 @@ def run_precompute(
         provider, settings, concurrency=concurrency, deadline_s=deadline_s, self_review=self_review
     )
     client = _client(settings)
-    total = 0 if enqueue else sum(1 for line in accounts_path.open("rb") if line.strip())
+    total = 0
+    if not enqueue:
+        with accounts_path.open("rb") as lines:
+            total = sum(1 for line in lines if line.strip())
     advance, close = progress_bar(total, enabled=False if as_json or enqueue else None)
     run = PrecomputeRun(
         client=client,

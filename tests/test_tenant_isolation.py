@@ -112,7 +112,6 @@ def path_of(url: str) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14: a second tenant can publish an id another tenant owns")
 def test_a_second_tenant_publishing_the_same_id_cannot_take_the_first_ones_pages_down(
     tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat
 ) -> None:

@@ -30,7 +30,7 @@ def run_conversions_import(path: str) -> int:
     @functools.cache
     def target(campaign_id: str) -> tuple[str, float]:
         try:
-            tenant, campaign = resolve_campaign_ref(campaign_id, settings)
+            tenant, campaign = resolve_campaign_ref(campaign_id, client=client)
             view = load_campaign_view(client, tenant, campaign)
         except InputError as exc:
             raise InputError(exc.message, field="campaign") from None

@@ -381,24 +381,24 @@ def run_export(campaign_ref: str, fmt: str, out: str | None) -> int:
         raise InputError(f"unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}", field="--format")
     settings = Settings.from_env()
     signer = TokenSigner.from_setting(settings.require_secret())
-    tenant, campaign = resolve_campaign_ref(campaign_ref, settings)
     ttl_s = DEFAULT_TTL_S[TokenKind.LINK]
-
-    def link_for(account_id: str, contact_id: str) -> str:
-        return signed_url(
-            signer,
-            settings.public_url,
-            tenant=tenant,
-            campaign=campaign,
-            account=account_id,
-            contact=contact_id,
-            qr=False,
-            ttl_s=ttl_s,
-        )
-
     client = connect(resolve_redis(settings))
     try:
+        tenant, campaign = resolve_campaign_ref(campaign_ref, client=client)
         view = load_campaign_view(client, tenant, campaign)
+
+        def link_for(account_id: str, contact_id: str) -> str:
+            return signed_url(
+                signer,
+                settings.public_url,
+                tenant=tenant,
+                campaign=campaign,
+                account=account_id,
+                contact=contact_id,
+                qr=False,
+                ttl_s=ttl_s,
+            )
+
         summary = ExportSummary()
         from tqdm import tqdm
 

@@ -69,10 +69,10 @@ def run_report_lift(campaign_ref: str, *, as_json: bool, types: list[str] | None
                 )
         chosen = frozenset(ConversionType(t) for t in types)
     settings = Settings.from_env()
-    tenant, campaign = resolve_campaign_ref(campaign_ref, settings)
     client = connect(resolve_redis(settings))
     problems: list[str] = []
     try:
+        tenant, campaign = resolve_campaign_ref(campaign_ref, client=client)
         view = load_campaign_view(client, tenant, campaign)
         report = campaign_lift_report(client, view, now=datetime.now(UTC), types=chosen, problems=problems)
     finally:

@@ -26,13 +26,16 @@ from welcomemat import keys
 from welcomemat.accounts import read_accounts
 from welcomemat.campaign import Campaign
 from welcomemat.campaign_config import decode_campaign_config
+from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
+from welcomemat.campaign_ref import is_campaign_file, resolve_campaign_ref
 from welcomemat.connection import connect, connect_for_blocking_reads, resolve_redis
-from welcomemat.errors import InputError, StoredValueError
+from welcomemat.errors import CampaignOwnerError, InputError, StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.review import decide, list_queue, show
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
 from welcomemat.theme import ThemeCheck
+from welcomemat.yamlfile import line_of_field
 from welcomemat.zone_contract import ZoneContract
 
 __all__ = [
@@ -77,30 +80,22 @@ def make_provider(
 def resolve_campaign(
     arg: str, client: redis.Redis, zones_dir: str | None = None
 ) -> tuple[Campaign, dict[str, ZoneContract]]:
-    """CAMPAIGN as a campaign.yaml path, `tenant/campaign`, or a campaign id published before."""
-    path = Path(arg)
-    if path.suffix in (".yaml", ".yml") or path.is_file():
-        inputs = load_campaign_inputs(path, zones_dir, None)
+    """CAMPAIGN as a campaign.yaml path, `tenant/campaign`, or a campaign id published before.
+
+    A campaign id is its owner's (`welcomemat.campaign_ref`): another tenant's id is refused.
+    """
+    if is_campaign_file(arg):
+        inputs = load_campaign_inputs(Path(arg), zones_dir, None)
+        refuse_other_tenant(read_ownership(client, inputs.campaign.campaign), inputs.campaign.tenant)
         return inputs.campaign, inputs.zones
-    raw_index: dict[bytes, bytes] = client.hgetall(keys.campaigns_index_key())  # type: ignore[assignment]
-    index = {k.decode(): v.decode() for k, v in raw_index.items()}
-    matches = [k for k in index if k == arg or k.split("/", 1)[1] == arg]
-    if not matches:
-        known = ", ".join(sorted(index)) or "none"
-        raise InputError(
-            f"no published campaign {arg!r} (published: {known}); run `welcomemat precompute` first",
-            field="CAMPAIGN",
-        )
-    if len(matches) > 1:
-        raise InputError(
-            f"campaign id {arg!r} is ambiguous: {', '.join(matches)}; use tenant/campaign", field="CAMPAIGN"
-        )
-    tenant, campaign_id = matches[0].split("/", 1)
+    tenant, campaign_id = resolve_campaign_ref(arg, client=client)
     key = keys.campaign_config_key(tenant, campaign_id)
     raw = client.get(key)
     if raw is None:
         raise InputError(
-            f"campaign {matches[0]!r} has expired from Redis; rerun `welcomemat precompute`", field="CAMPAIGN"
+            f"no published campaign {tenant}/{campaign_id} (never published, or expired from Redis); "
+            "run `welcomemat precompute` first",
+            field="CAMPAIGN",
         )
     try:
         stored = decode_campaign_config(tenant, campaign_id, raw)
@@ -111,6 +106,26 @@ def resolve_campaign(
 
 def _client(settings: Settings) -> redis.Redis:
     return connect(resolve_redis(settings))
+
+
+def _refuse_other_tenants_id(client: redis.Redis, campaign: Campaign, path: Path) -> None:
+    """Refuse, naming campaign.yaml's `campaign` line, to publish an id another tenant owns.
+
+    Before the provider makes a call; the publish itself claims the id atomically
+    (`welcomemat.campaign_owner.claim_campaign`) and refuses the same way.
+    """
+    try:
+        refuse_other_tenant(read_ownership(client, campaign.campaign), campaign.tenant, action="publish")
+    except CampaignOwnerError as exc:
+        raise CampaignOwnerError(
+            exc.message,
+            campaign=exc.campaign,
+            owner=exc.owner,
+            tenant=exc.tenant,
+            file=path,
+            line=line_of_field(path, ("campaign",)),
+            field="campaign",
+        ) from None
 
 
 def print_run_report(report: RunReport) -> None:
@@ -211,7 +226,11 @@ def run_precompute(
         provider, settings, concurrency=concurrency, deadline_s=deadline_s, self_review=self_review
     )
     client = _client(settings)
-    total = 0 if enqueue else sum(1 for line in accounts_path.open("rb") if line.strip())
+    _refuse_other_tenants_id(client, loaded, Path(campaign))
+    total = 0
+    if not enqueue:
+        with accounts_path.open("rb") as lines:
+            total = sum(1 for line in lines if line.strip())
     advance, close = progress_bar(total, enabled=False if as_json or enqueue else None)
     run = PrecomputeRun(
         client=client,
@@ -361,12 +380,14 @@ def _enqueue(
 
 
 def _campaign_ref(arg: str, client: redis.Redis) -> tuple[str, str]:
-    """`tenant/campaign` as given (a worker may start before anything is enqueued), else resolved."""
+    """`tenant/campaign` as given (a worker may start before anything is enqueued) unless another
+    tenant owns the id, else resolved."""
     tenant, sep, campaign_id = arg.partition("/")
     if sep and not Path(arg).is_file():
         for kind, value in (("tenant", tenant), ("campaign", campaign_id)):
             if not is_valid_id(value):
                 raise InputError(f"{kind} id {value!r} in {arg!r} is not a valid id", field="--campaign")
+        refuse_other_tenant(read_ownership(client, campaign_id), tenant)
         return tenant, campaign_id
     loaded, _ = resolve_campaign(arg, client)
     return loaded.tenant, loaded.campaign

@@ -47,6 +47,7 @@ from welcomemat import keys
 from welcomemat.accounts import Account, read_accounts
 from welcomemat.campaign import Campaign, Confidence
 from welcomemat.campaign_config import decode_campaign_config, encode_campaign_config
+from welcomemat.campaign_owner import claim_campaign
 from welcomemat.errors import StoredValueError
 from welcomemat.records import write_profile
 from welcomemat.store import ZoneSetStore
@@ -121,13 +122,16 @@ def publish_campaign_config(
     the renderer reads no campaign files, and one value keeps the theme and the campaign it
     was checked against in step.
 
+    First the campaign id is claimed for its tenant (`welcomemat.campaign_owner`): an id
+    another tenant owns is refused (`CampaignOwnerError`) before anything is written.
     With `accounts`, the campaign's IP-range map (account id -> CIDRs, the renderer's IP
     identification index) is replaced whole, in the same transaction as the contracts.
-    The index of campaign ids lives outside the campaign's hash slot, so it is written
-    after that transaction (Redis Cluster allows a transaction in one slot only).
+    The owner and the index of campaign ids live outside the campaign's hash slot, so they
+    are written apart from that transaction (Redis Cluster allows a transaction in one slot only).
     """
     config = encode_campaign_config(campaign, zones, asdict(policy), theme)
     tenant, campaign_id = campaign.tenant, campaign.campaign
+    claim_campaign(client, tenant, campaign_id)
     pipe = client.pipeline(transaction=True)
     pipe.set(keys.campaign_config_key(tenant, campaign_id), config, ex=keys.CAMPAIGN_TTL_S)
     if accounts is not None:

@@ -51,6 +51,7 @@ from precompute.queue import (
 from precompute.report import RunReport
 from precompute.run import JournalState, PrecomputeRun, SampleCandidate, load_campaign_config
 from welcomemat import keys
+from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.errors import ConfigError
 from welcomemat.stream_handler import (
     ACK,
@@ -263,6 +264,8 @@ class Worker:
         if raw is None:
             return None
         record = RunRecord.model_validate_json(raw)
+        # A run enqueued before its id was another tenant's (or by an older version) publishes nothing.
+        refuse_other_tenant(read_ownership(self.client, campaign), tenant, action="publish")
         loaded = load_campaign_config(self.client, tenant, campaign)
         if loaded is None:
             raise ConfigError(

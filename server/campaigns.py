@@ -2,20 +2,24 @@
 
 precompute publishes each campaign's config as one value (`keys.campaign_config_key`, its
 codec `welcomemat.campaign_config`) and indexes `tenant/campaign` in
-`keys.campaigns_index_key`. The renderer finds the tenant of a URL's campaign id in that
-index, loads the config once as a `welcomemat.campaign_view.CampaignView` (everything a
-page needs that does not depend on the visitor), and its IP-range index; its templates are
-built once per config version by `server.render`.
+`keys.campaigns_index_key`, after claiming the id for its tenant (`keys.campaign_owner_key`).
+The renderer finds a URL's campaign id in that index, then its owner
+(`welcomemat.campaign_owner`), loads the owner's config once as a
+`welcomemat.campaign_view.CampaignView` (everything a page needs that does not depend on the
+visitor), and its IP-range index; its templates are built once per config version by
+`server.render`.
 
-A campaign id published by two tenants is ambiguous from a URL alone: it is served by
-neither (404, logged), rather than one tenant's page on the other's link.
+Only the owner's campaign is ever served under an id. When the index also lists other
+tenants for it (published before owners were recorded) the owner is served and the conflict
+logged; an id the index lists under several tenants and no recorded owner is ambiguous from a
+URL alone: served by none (404, logged) rather than one tenant's page on the other's link.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import redis
@@ -24,6 +28,7 @@ from server.ip_index import IpRangeIndex, parse_ip_ranges
 from server.redis_guard import RedisGuard
 from server.singleflight import SingleFlight
 from welcomemat import keys
+from welcomemat.campaign_owner import CampaignOwnership, parse_campaigns_index
 from welcomemat.campaign_view import CampaignView, build_campaign_view
 from welcomemat.ids import is_valid_id
 
@@ -97,7 +102,7 @@ class CampaignRegistry:
         self._index_expires_at = 0.0
 
     async def resolve(self, campaign_id: str) -> CampaignState | None:
-        """The campaign for a URL's id; None when no tenant (or more than one) publishes it.
+        """The campaign for a URL's id, its owner's; None when nobody (or, ambiguously, several) publishes it.
 
         Raises `RedisUnavailable` when it is not loaded yet and Redis cannot answer, and
         `StoredValueError` when its stored config does not decode.
@@ -121,28 +126,49 @@ class CampaignRegistry:
         return self._index.get(campaign_id, ())
 
     async def _read_index(self) -> dict[str, tuple[str, ...]]:
-        raw: Mapping[bytes, bytes] = await self._guard.call(
+        raw: Iterable[bytes] = await self._guard.call(
             "campaign_index",
-            lambda: self._client.hgetall(keys.campaigns_index_key()),  # type: ignore[arg-type,return-value]
+            lambda: self._client.hkeys(keys.campaigns_index_key()),  # type: ignore[arg-type,return-value]
         )
-        index: dict[str, list[str]] = {}
-        for entry in raw:
-            tenant, _, campaign_id = entry.decode("utf-8", "replace").partition("/")
-            if is_valid_id(tenant) and is_valid_id(campaign_id):
-                index.setdefault(campaign_id, []).append(tenant)
-        return {c: tuple(sorted(t)) for c, t in index.items()}
+        return parse_campaigns_index(raw)
+
+    async def owner_of(self, campaign_id: str) -> str | None:
+        """The tenant whose campaign the id is (None: unpublished, or ambiguous legacy state).
+
+        An id the index does not list costs no read of its owner (ids come from URLs).
+        """
+        tenants = await self.tenants_of(campaign_id)
+        if not tenants:
+            return None
+        raw_owner = await self._guard.call(
+            "campaign_owner",
+            lambda: self._client.get(keys.campaign_owner_key(campaign_id)),
+        )
+        recorded = raw_owner.decode("utf-8", "replace") if isinstance(raw_owner, bytes) else None
+        ownership = CampaignOwnership(
+            campaign_id, recorded if recorded and is_valid_id(recorded) else None, tenants
+        )
+        if ownership.conflict:
+            if ownership.owner is None:
+                log.warning(
+                    "campaign id %r is published by several tenants (%s) and has no recorded owner: "
+                    "not served until one of them publishes it again",
+                    campaign_id,
+                    ", ".join(ownership.conflict),
+                )
+            else:
+                log.warning(
+                    "campaign id %r is also published by %s, not its owner: serving its owner %s",
+                    campaign_id,
+                    ", ".join(ownership.conflict),
+                    ownership.owner,
+                )
+        return ownership.tenant
 
     async def _load(self, campaign_id: str) -> CampaignState | None:
-        tenants = await self.tenants_of(campaign_id)
-        if len(tenants) != 1:
-            if tenants:
-                log.warning(
-                    "campaign id %r is published by several tenants (%s): not served",
-                    campaign_id,
-                    ", ".join(tenants),
-                )
+        tenant = await self.owner_of(campaign_id)
+        if tenant is None:
             return None
-        tenant = tenants[0]
 
         def read() -> CampaignState | None:
             raw = self._client.get(keys.campaign_config_key(tenant, campaign_id))

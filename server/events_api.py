@@ -10,10 +10,11 @@ A beacon is `{"campaign", "view", "event_id", "type": "view"|"click", "zone"?}` 
 3. rate limit per client (`server.rate_limit`), 429 with `Retry-After`;
 4. obvious bots (`server.bots`) are answered 204 and counted, never written;
 5. the body must be UTF-8 JSON that `BeaconBody` accepts, else 400 naming the field;
-6. the view token must verify (`TokenSigner.verify_view`) for the body's campaign, else
-   400: the event's tenant, account, contact, arm, rung, zone-set version and view id all
-   come from the token, never from the client, so no one can attribute an event to an
-   account it was not served;
+6. the view token must verify (`TokenSigner.verify_view`) for the body's campaign, and
+   name the tenant that owns it when this renderer has it loaded, else 400: the event's
+   tenant, account, contact, arm, rung, zone-set version and view id all come from the
+   token, never from the client, so no one can attribute an event to an account it was not
+   served, nor to a tenant that does not own the campaign id;
 7. an event id seen before (this process's memory, then `SET NX` in the event writer's
    batch across every renderer) is answered 204 and not written again.
 
@@ -298,6 +299,12 @@ class EventsApi:
         scope = claimed_scope(beacon.view)
         if scope is None or scope[1] != beacon.campaign:
             self.renderer.metrics.token_rejections.labels("view", "malformed").inc()
+            raise BeaconRefused(400, "bad_token", "view: not a view token of this campaign")
+        # A campaign id is one tenant's: an event of another tenant under it is refused (checked
+        # against the campaign when this renderer has it loaded: never a Redis read here).
+        state = self.renderer.campaigns.cached(beacon.campaign)
+        if state is not None and state.tenant != scope[0]:
+            self.renderer.metrics.token_rejections.labels("view", "other_tenant").inc()
             raise BeaconRefused(400, "bad_token", "view: not a view token of this campaign")
         return scope[0]
 

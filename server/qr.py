@@ -12,6 +12,10 @@ never trusted: `TokenSigner.verify` then checks the signature, kind, binding and
 A mailer that sat on a desk past its token's expiry still deserves the story it
 promised: when the token does not verify but names a published campaign, the visitor
 is sent, anonymous and without a cookie, to that campaign's continuation page.
+
+A scan is never redirected into a 404: a campaign id that is not the token's tenant's (ids
+are unique per deployment, `welcomemat.campaign_owner`), not published, or without a
+continuation page answers 404 here, with no cookie and no event.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from server.pages import new_view_id
 from server.redis_guard import RedisUnavailable
 from server.renderer_state import RendererState
 from welcomemat.arms import assign_arm
+from welcomemat.campaign import CONTINUATION_PAGE_ID
 from welcomemat.errors import StoredValueError
 from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenKind, claimed_scope
 
@@ -42,6 +47,11 @@ def _invalid(renderer: RendererState) -> Response:
     return HTMLResponse(html, status_code=404, headers=NO_STORE)
 
 
+def _not_served(renderer: RendererState) -> Response:
+    html = renderer.pages.error(404, "The campaign behind this code is not available any more.")
+    return HTMLResponse(html, status_code=404, headers=NO_STORE)
+
+
 @fail_closed("/q/{token}")
 async def qr_entry(request: Request) -> Response:
     """
@@ -50,7 +60,7 @@ async def qr_entry(request: Request) -> Response:
       - {name: token, in: path, required: true, schema: {type: string}}
     responses:
       303: {description: "To the campaign's continuation page (identified when the token verified)."}
-      404: {description: "The code names no published campaign."}
+      404: {description: "The code names no campaign served with a continuation page."}
     """
     renderer: RendererState = request.app.state.renderer
     token = request.path_params["token"]
@@ -62,14 +72,20 @@ async def qr_entry(request: Request) -> Response:
     claims = renderer.identifier.verify(TokenKind.QR, token, tenant=tenant, campaign=campaign_id)
 
     state = None
+    unavailable = False
     try:
         state = await renderer.campaigns.resolve(campaign_id)
     except (RedisUnavailable, StoredValueError) as exc:
+        unavailable = True
         log.info("qr: campaign %s/%s not loadable now (%s)", tenant, campaign_id, exc)
     if state is not None and state.tenant != tenant:
         state = None  # the id is another tenant's campaign
     if claims is None and state is None:
         return _invalid(renderer)
+    # Never a redirect into a 404: only to a continuation page the campaign serves, or, while
+    # its config cannot be read, to the plain page the continuation then answers.
+    if not unavailable and (state is None or state.view.page(CONTINUATION_PAGE_ID) is None):
+        return _not_served(renderer)
 
     location = f"{renderer.settings.public_url}/c/{campaign_id}/continue"
     response = RedirectResponse(location, status_code=303, headers=NO_STORE)

@@ -258,7 +258,9 @@ class Campaign(BaseModel):
         examples=["acme"],
     )
     campaign: OpaqueId = Field(
-        description="The campaign id: in page URLs (`/c/{campaign}`), tokens and Redis keys.",
+        description="The campaign id: in page URLs (`/c/{campaign}`), tokens and Redis keys. Unique per "
+        "deployment: the first tenant to publish an id owns it, and another tenant's publish of it "
+        "is refused (exit 2).",
         examples=["q4-pipeline"],
     )
     name: str = Field(

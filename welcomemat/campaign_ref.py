@@ -1,16 +1,19 @@
 """CAMPAIGN on the command line: `tenant/campaign`, a campaign.yaml, or an id published before.
 
-Every command that takes a campaign (`link`, `export`, `report lift`, `conversions import`)
-resolves it here to (tenant, campaign id), with the same messages: a bare id is looked up in
-the index of published campaigns (`keys.campaigns_index_key`), and an id two tenants publish
-is refused rather than guessed.
+Every command that takes a campaign resolves it here to (tenant, campaign id), with the same
+messages. A campaign id is its owner's in the whole deployment (`welcomemat.campaign_owner`):
+a bare id is its owner's campaign, and `tenant/campaign` or a campaign.yaml whose tenant does
+not own the id is refused (`CampaignOwnerError`, exit 2, naming the owner), so no command
+reads or writes one tenant's data under another tenant's campaign id.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from welcomemat import keys
+import redis
+
+from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.errors import InputError
 from welcomemat.ids import is_valid_id
 from welcomemat.settings import Settings
@@ -24,34 +27,60 @@ def is_campaign_file(ref: str) -> bool:
     return path.suffix in (".yaml", ".yml") or path.is_file()
 
 
-def resolve_campaign_ref(ref: str, settings: Settings) -> tuple[str, str]:
-    """(tenant, campaign) from `tenant/campaign`, a campaign.yaml, or an id published before."""
-    path = Path(ref)
+def resolve_campaign_ref(
+    ref: str, settings: Settings | None = None, *, client: redis.Redis | None = None
+) -> tuple[str, str]:
+    """(tenant, campaign) from `tenant/campaign`, a campaign.yaml, or an id published before.
+
+    Reads the owner of the id through `client`; without one, a bare id connects to the
+    deployment's Redis (`settings`: started if embedded), and the other forms are checked
+    against a Redis only if one already runs (`welcomemat link` never starts one to look).
+    """
     if is_campaign_file(ref):
         from welcomemat.campaign import load_campaign
 
-        campaign = load_campaign(path)
-        return campaign.tenant, campaign.campaign
-    if "/" in ref:
+        campaign = load_campaign(Path(ref))
+        named: tuple[str, str] | None = (campaign.tenant, campaign.campaign)
+    elif "/" in ref:
         tenant, _, campaign_id = ref.partition("/")
         if not (is_valid_id(tenant) and is_valid_id(campaign_id)):
             raise InputError(f"{ref!r} is not tenant/campaign (two opaque ids)", field="CAMPAIGN")
-        return tenant, campaign_id
-    if not is_valid_id(ref):
+        named = (tenant, campaign_id)
+    elif is_valid_id(ref):
+        named = None
+    else:
         raise InputError(f"{ref!r} is not a campaign id, tenant/campaign or campaign.yaml", field="CAMPAIGN")
-    from welcomemat.connection import connect, resolve_redis
 
-    client = connect(resolve_redis(settings))
+    own_client = client is None
+    if client is None:
+        from welcomemat.connection import connect, connect_running, resolve_redis
+
+        settings = settings or Settings.from_env()
+        client = connect(resolve_redis(settings)) if named is None else connect_running(settings)
+    if client is None:  # tenant/campaign or a file, and no Redis runs: nothing to check against
+        assert named is not None
+        return named
     try:
-        index: dict[bytes, bytes] = client.hgetall(keys.campaigns_index_key())  # type: ignore[assignment]
+        if named is not None:
+            refuse_other_tenant(read_ownership(client, named[1]), named[0])
+            return named
+        return _owner_of(client, ref)
     finally:
-        client.close()
-    tenants = sorted(t for t, _, c in (k.decode().partition("/") for k in index) if c == ref)
-    if not tenants:
+        if own_client:
+            client.close()
+
+
+def _owner_of(client: redis.Redis, campaign_id: str) -> tuple[str, str]:
+    ownership = read_ownership(client, campaign_id)
+    if ownership.tenant is not None:
+        return ownership.tenant, campaign_id
+    if ownership.indexed:
         raise InputError(
-            f"no published campaign {ref!r}; use tenant/campaign or run `welcomemat precompute` first",
+            f"campaign id {campaign_id!r} was published by several tenants ({', '.join(ownership.indexed)}) "
+            "before owners were recorded; use tenant/campaign, or publish it again as its owner",
             field="CAMPAIGN",
         )
-    if len(tenants) > 1:
-        raise InputError(f"campaign id {ref!r} is published by {', '.join(tenants)}; use tenant/campaign")
-    return tenants[0], ref
+    raise InputError(
+        f"no published campaign {campaign_id!r}; use tenant/campaign or run `welcomemat precompute` first",
+        field="CAMPAIGN",
+    )

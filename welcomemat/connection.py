@@ -16,6 +16,7 @@ __all__ = [
     "RedisTarget",
     "connect",
     "connect_for_blocking_reads",
+    "connect_running",
     "resolve_redis",
 ]
 
@@ -49,6 +50,24 @@ def connect(target: RedisTarget) -> redis.Redis:
     except redis.RedisError as exc:
         raise StoreError(f"cannot reach {target.describe()}: {exc}") from exc
     return client
+
+
+def connect_running(settings: Settings) -> redis.Redis | None:
+    """A client of the Redis already running (`REDIS_URL`, else the embedded server if it runs).
+
+    None when none answers: for a check not worth starting (and leaving behind) a Redis server.
+    """
+    if settings.redis_url:
+        target = RedisTarget(settings.redis_url, embedded=False)
+    else:
+        status = EmbeddedRedis().status(settings.home)
+        if not status.running:
+            return None
+        target = RedisTarget(status.url, embedded=True)
+    try:
+        return connect(target)
+    except StoreError:
+        return None
 
 
 def connect_for_blocking_reads(target: RedisTarget, block_ms: int) -> redis.Redis:

@@ -2,8 +2,9 @@
 
     WelcomematError
     ├── InputError            bad user input: names the file, line (if any) and field
-    │   └── ContractError     a campaign / zone / tenant contract refused at load
-    │       └── ContractProblems  every problem found at once; reads as the first
+    │   ├── ContractError     a campaign / zone / tenant contract refused at load
+    │   │   └── ContractProblems  every problem found at once; reads as the first
+    │   └── CampaignOwnerError  a campaign id that belongs to another tenant (names the owner)
     ├── ConfigError           a setting missing or malformed (names the variable)
     ├── TokenError            a token that must not be honoured
     │   ├── TokenMalformed    not a token of ours (truncated, bad encoding, bad payload)
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = [
+    "CampaignOwnerError",
     "ConfigError",
     "ContractError",
     "ContractProblems",
@@ -100,6 +102,30 @@ class ContractProblems(ContractError):
             noun = "problem" if more == 1 else "problems"
             message += f" (and {more} more {noun}: `welcomemat validate` lists them all)"
         super().__init__(message, file=first.file, line=first.line, field=first.field)
+
+
+class CampaignOwnerError(InputError):
+    """A campaign id that another tenant owns (or, published before owners were recorded, several do).
+
+    `campaign` is the id, `owner` the tenant it belongs to (None when several published it
+    before owners were recorded), `tenant` the one refused.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        campaign: str,
+        owner: str | None,
+        tenant: str,
+        file: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.campaign = campaign
+        self.owner = owner
+        self.tenant = tenant
+        super().__init__(message, file=file, line=line, field=field)
 
 
 class ConfigError(WelcomematError):

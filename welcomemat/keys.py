@@ -10,6 +10,8 @@ Cluster hashes to pick a slot, so everything written together shares one tag:
   transaction.
 - per tenant, `{tenant}`: the engagement event stream and the account records that events
   are folded into, so a fold (read events, update records, acknowledge) stays in one slot.
+- none, for the few small keys read by campaign id alone (the campaigns index, a campaign
+  id's owner, the active runs): single-key commands only.
 
 Ids are checked with `welcomemat.ids.is_valid_id` before they reach a key: they cannot
 hold `:`, `{`, `}` or glob characters, so a key parses one way only and a SCAN pattern
@@ -27,6 +29,7 @@ from welcomemat.ids import is_valid_id
 __all__ = [
     "ACCOUNT_RECORD_TTL_S",
     "BEACON_EVENT_TTL_S",
+    "CAMPAIGN_OWNER_TTL_S",
     "CAMPAIGN_TTL_S",
     "CONVERSIONS_TTL_S",
     "DEAD_LETTER_TTL_S",
@@ -49,6 +52,7 @@ __all__ = [
     "active_runs_key",
     "beacon_event_key",
     "campaign_config_key",
+    "campaign_owner_key",
     "campaign_prefix",
     "campaigns_index_key",
     "changes_channel",
@@ -93,6 +97,11 @@ ZONE_SET_VERSION_TTL_S = ZONE_SET_TTL_S
 JOURNAL_TTL_S = 90 * _DAY_S
 # 90 days: a campaign's contract, review queue and last run report live as long as its zone sets.
 CAMPAIGN_TTL_S = 90 * _DAY_S
+# 456 days, refreshed on every publish by the owner: a campaign id stays its tenant's while
+# anything may still point at it: the campaign stays published 90 days after its last publish
+# (`CAMPAIGN_TTL_S`), and a link or QR code signed in that time lives up to 366 days
+# (`welcomemat.tokens.MAX_TTL_S`); conversions are kept 365 days.
+CAMPAIGN_OWNER_TTL_S = (90 + 366) * _DAY_S
 # 30 days without a new event: the stream is idle and its events are folded long ago.
 EVENTS_STREAM_TTL_S = 30 * _DAY_S
 # 365 days: account records are what outbound and sellers build on across campaigns.
@@ -204,11 +213,24 @@ def conversions_key(tenant: str, campaign: str) -> str:
 
 
 def campaigns_index_key() -> str:
-    """Hash of `tenant/campaign` -> campaign id, to find a campaign by id alone.
+    """Hash of `tenant/campaign` -> campaign id: every published campaign, and its tenants.
 
-    One small key outside any tenant's slot (single-key commands only). TTL `CAMPAIGN_TTL_S`.
+    Written after a publish claimed its id (`campaign_owner_key`, which says whose the id
+    is); read to list the tenants with campaigns, and as the owner of an id published before
+    owners were recorded. One small key outside any tenant's slot (single-key commands only).
+    TTL `CAMPAIGN_TTL_S`, refreshed on every publish.
     """
     return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:campaigns"
+
+
+def campaign_owner_key(campaign: str) -> str:
+    """The tenant that owns a campaign id in this deployment (`welcomemat.campaign_owner`).
+
+    Claimed at the id's first publish, refreshed by each publish of its owner, never handed
+    to another tenant while it lives. One small key outside any tenant's slot (single-key
+    commands only). TTL `CAMPAIGN_OWNER_TTL_S`.
+    """
+    return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:campaign_owner:{_checked('campaign', campaign)}"
 
 
 def ip_ranges_key(tenant: str, campaign: str) -> str:

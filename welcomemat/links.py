@@ -18,7 +18,7 @@ from welcomemat import keys
 from welcomemat.campaign import CONTINUATION_PAGE_ID
 from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.campaign_ref import is_campaign_file
-from welcomemat.errors import ContractError, InputError, StoredValueError, StoreError
+from welcomemat.errors import ContractError, InputError, StoredValueError
 from welcomemat.settings import Settings
 from welcomemat.tokens import TokenKind, TokenSigner
 
@@ -33,19 +33,10 @@ def published_pages(settings: Settings, tenant: str, campaign: str) -> frozenset
     """
     import redis
 
-    from welcomemat.connection import RedisTarget, connect
-    from welcomemat.embedded_redis import EmbeddedRedis
+    from welcomemat.connection import connect_running
 
-    if settings.redis_url:
-        target = RedisTarget(settings.redis_url, embedded=False)
-    else:
-        status = EmbeddedRedis().status(settings.home)
-        if not status.running:
-            return None
-        target = RedisTarget(status.url, embedded=True)
-    try:
-        client = connect(target)
-    except StoreError:
+    client = connect_running(settings)
+    if client is None:
         return None
     try:
         raw = client.get(keys.campaign_config_key(tenant, campaign))

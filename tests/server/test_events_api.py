@@ -233,11 +233,24 @@ def test_a_beacon_without_a_genuine_view_token_of_this_campaign_is_refused(
 def test_an_event_lands_in_the_stream_of_the_tenant_its_token_names(
     client: TestClient, app: Starlette, redis_client: redis.Redis
 ) -> None:
-    """Campaign ids may repeat across tenants: the signed token, not the client, picks the tenant."""
+    """The signed token, not the client, picks the tenant (the campaign not loaded here yet)."""
     assert post(client, beacon(view=view_token(tenant="globex"), event_id="g1")).status_code == 204
     settle(app)
     assert stream(redis_client) == []
     assert [e["event_id"] for e in stream(redis_client, "globex")] == ["g1"]
+
+
+def test_a_view_token_of_a_tenant_that_does_not_own_the_campaign_is_refused(
+    client: TestClient, app: Starlette, redis_client: redis.Redis
+) -> None:
+    """A campaign id is one tenant's: once loaded, another tenant's events under it are refused."""
+    assert client.get("/v1/zones", params={"campaign": CAMPAIGN}).status_code == 200
+    response = post(client, beacon(view=view_token(tenant="globex"), event_id="g2"))
+    assert response.status_code == 400 and "not a view token of this campaign" in response.json()["error"]
+    assert post(client, beacon(event_id="a1")).status_code == 204  # the owner's own token
+    settle(app)
+    assert stream(redis_client, "globex") == []
+    assert [e["event_id"] for e in stream(redis_client)] == ["a1"]
 
 
 @pytest.mark.parametrize(

@@ -13,11 +13,13 @@ from tests.server.conftest import (
     CAMPAIGN,
     HOLDOUT_ACCOUNT,
     PERSONAL_ACCOUNT,
+    TENANT,
     link_token,
     make_zone_set,
     publish_config,
 )
 from tests.server.pagetools import body_data, zones
+from welcomemat import keys
 from welcomemat.arms import Arm
 from welcomemat.campaign import Campaign
 from welcomemat.store import ZoneSetStore
@@ -210,17 +212,24 @@ def test_campaign_without_a_continuation_page_is_404(
     assert client.get("/c/landing-only/continue").status_code == 404
 
 
-def test_ambiguous_campaign_id_is_served_by_neither_tenant(
+def test_ambiguous_campaign_id_is_served_by_neither_tenant_until_one_owns_it(
     redis_client: redis.Redis, client: TestClient, published: Campaign
 ) -> None:
+    """Two tenants under one id with no recorded owner (published before owners were recorded)."""
     from tests.server.conftest import example_inputs
 
     campaign, zone_contracts = example_inputs()
     data = campaign.model_dump(mode="json")
     data["tenant"] = "globex"
+    data["default_copy"] = {**data["default_copy"], "hero_headline": "Globex copy for every visitor"}
     publish_config(redis_client, data, zone_contracts)
     client.app.state.renderer.campaigns.forget(CAMPAIGN)  # type: ignore[attr-defined]
     assert client.get(f"/c/{CAMPAIGN}").status_code == 404
+    redis_client.set(keys.campaign_owner_key(CAMPAIGN), TENANT)
+    client.app.state.renderer.campaigns.forget(CAMPAIGN)  # type: ignore[attr-defined]
+    page = client.get(f"/c/{CAMPAIGN}")
+    assert page.status_code == 200 and "Globex" not in page.text
+    assert zones(page.text)["hero_headline"].text == published.default_copy["hero_headline"].text
 
 
 def test_head_is_answered_without_a_body(client: TestClient) -> None:

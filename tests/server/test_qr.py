@@ -15,8 +15,10 @@ from tests.server.conftest import (
     PUBLIC_URL,
     SECRET,
     TENANT,
+    example_inputs,
     link_token,
     make_zone_set,
+    publish_config,
 )
 from tests.server.pagetools import zones
 from welcomemat import keys
@@ -121,6 +123,31 @@ def test_unreadable_code_is_a_404_page(client: TestClient, token: str) -> None:
 def test_token_for_an_unpublished_campaign_is_404_when_not_genuine(client: TestClient) -> None:
     forged = TokenSigner(["x" * 40]).sign(TokenKind.QR, tenant=TENANT, campaign="nope", account="a", ttl_s=60)
     assert client.get(f"/q/{forged}", follow_redirects=False).status_code == 404
+
+
+@pytest.mark.parametrize("genuine", [True, False])
+def test_a_code_is_never_redirected_into_a_404(
+    client: TestClient, redis_client: redis.Redis, genuine: bool
+) -> None:
+    """No continuation of the token's campaign to land on: 404 here, not a 303 to a 404 (no such
+    campaign or page) or to another tenant's campaign under the same id."""
+    campaign, zones_ = example_inputs()
+    without = campaign.model_dump(mode="json")
+    without.update(campaign="no-continuation", pages={"landing": without["pages"]["landing"]})
+    publish_config(redis_client, without, zones_)
+    evils = campaign.model_dump(mode="json")
+    evils.update(tenant="evil", campaign="evil-launch")
+    publish_config(redis_client, evils, zones_)
+    redis_client.set(keys.campaign_owner_key("evil-launch"), b"evil")
+    signing = TokenSigner([SECRET if genuine else "x" * 40])
+    for campaign_id, there in (("never-published", 404), ("no-continuation", 404), ("evil-launch", 200)):
+        token = signing.sign(TokenKind.QR, tenant=TENANT, campaign=campaign_id, account="acct_x", ttl_s=60)
+        response = client.get(f"/q/{token}", follow_redirects=False)
+        assert response.status_code == 404, campaign_id
+        assert "set-cookie" not in response.headers
+        assert client.get(f"/c/{campaign_id}/continue").status_code == there  # what a 303 would have hit
+    time.sleep(0.2)
+    assert redis_client.xlen(keys.events_stream_key(TENANT)) == 0
 
 
 def test_link_token_is_not_a_qr_code(client: TestClient) -> None:

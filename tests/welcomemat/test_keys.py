@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from welcomemat import keys
+from welcomemat.tokens import MAX_TTL_S
 
 BUILDERS_WITH_ACCOUNT = [keys.zone_set_key, keys.previous_zone_set_key, keys.zone_set_version_key]
 BUILDERS_OF_CAMPAIGN = [
@@ -70,6 +71,17 @@ def test_ttls_are_positive_whole_seconds() -> None:
         assert isinstance(value, int) and value > 0, name
     # The counter must outlive the zone set it numbers, or versions would restart.
     assert keys.ZONE_SET_VERSION_TTL_S >= keys.ZONE_SET_TTL_S
+    # A campaign id stays its owner's while a link or QR code signed for it, or a conversion
+    # recorded for it, may still point at it.
+    assert keys.CAMPAIGN_OWNER_TTL_S >= keys.CAMPAIGN_TTL_S + MAX_TTL_S
+    assert keys.CAMPAIGN_OWNER_TTL_S >= keys.CONVERSIONS_TTL_S
+
+
+def test_a_campaign_owner_key_is_outside_any_tenants_slot() -> None:
+    assert keys.campaign_owner_key("q4-pipeline") == "wm:1:campaign_owner:q4-pipeline"
+    for bad in BAD_IDS:
+        with pytest.raises(ValueError, match="invalid campaign id"):
+            keys.campaign_owner_key(bad)
 
 
 def test_public_surface_is_sorted_and_complete() -> None:

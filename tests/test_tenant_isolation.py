@@ -1,0 +1,524 @@
+"""Two tenants on one deployment: what one publishes never changes what the other's visitors get.
+
+`acme` publishes the example campaign `q4-pipeline`, `evil` its own `evil-launch`; each then
+tries to publish the other's id. Every folder is the example campaign (zones, theme, accounts
+dated today) copied into a temporary folder and re-tenanted, evil's with its own theme footer
+and headline pattern so that its copy can be told apart anywhere. The command line runs
+in-process (`cli.main.main`) against the session's real Redis; the renderer is the real app,
+started again (a new app over the same Redis) to show nothing depends on what one process held.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, cast
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import redis
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from cli.main import main
+from server.app import create_app
+from tests.corpora import REPO_ROOT
+from tests.example_accounts import write_example_accounts
+from tests.server.conftest import BASE_URL, PUBLIC_URL, SECRET, renderer_settings
+from welcomemat import keys
+from welcomemat.arms import Arm
+from welcomemat.records import read_account_record
+from welcomemat.tokens import TokenKind, TokenSigner
+
+ACCOUNTS = 60
+DYMAXA = "acct_dymaxa"
+VISITOR = ("10.9.8.7", 50000)  # in no example account's IP ranges (documentation ranges)
+
+
+@dataclass(frozen=True)
+class TenantFolder:
+    """A campaign folder of one tenant: campaign.yaml, zones/, theme/ and accounts.jsonl."""
+
+    tenant: str
+    campaign: str
+    folder: Path
+
+    @property
+    def yaml(self) -> str:
+        return str(self.folder / "campaign.yaml")
+
+    @property
+    def accounts(self) -> str:
+        return str(self.folder / "accounts.jsonl")
+
+    @property
+    def ref(self) -> str:
+        return f"{self.tenant}/{self.campaign}"
+
+
+ACME_HEADLINE = "Congrats on the Series A"  # the example campaign's funding pattern, for Dymaxa
+EVIL_HEADLINE = "Well done on the Series A"
+ACME_FOOTER = "onboarding that gets new sellers to quota sooner"  # the example theme's tagline
+EVIL_FOOTER = "EVILCORP-MARKER"
+
+
+def tenant_folder(
+    root: Path, tenant: str, campaign: str, *, footer: str | None = None, headline: str | None = None
+) -> TenantFolder:
+    """The example campaign as `tenant`'s campaign `campaign`; `footer` replaces the theme's
+    tagline, `headline` the words before `{round}` in the funding headline pattern."""
+    folder = root / f"{tenant}-{campaign}"
+    folder.mkdir()
+    shutil.copytree(REPO_ROOT / "zones", folder / "zones")
+    shutil.copytree(REPO_ROOT / "examples" / "theme", folder / "theme")
+    if footer is not None:
+        base = folder / "theme" / "base.html"
+        base.write_text(base.read_text().replace(ACME_FOOTER, footer))
+    text = (REPO_ROOT / "examples" / "campaign.yaml").read_text()
+    text = re.sub(r"(?m)^tenant: acme$", f"tenant: {tenant}", text)
+    text = re.sub(r"(?m)^campaign: q4-pipeline$", f"campaign: {campaign}", text)
+    if headline is not None:
+        text = text.replace('"Congrats on the {round} {when}', f'"{headline} {{round}} {{when}}')
+    (folder / "campaign.yaml").write_text(text)
+    write_example_accounts(folder / "accounts.jsonl", ACCOUNTS)
+    return TenantFolder(tenant, campaign, folder)
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int
+    out: str
+    err: str
+
+
+class Welcomemat(Protocol):
+    def __call__(self, *args: str) -> Ran: ...
+
+
+@pytest.fixture
+def welcomemat(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], redis_url: str, tmp_path: Path
+) -> Iterator[Welcomemat]:
+    """`welcomemat ARGS...` in-process, against the session's Redis: (exit code, stdout, stderr)."""
+    for name in [n for n in os.environ if n.startswith("WELCOMEMAT_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.setenv("WELCOMEMAT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("WELCOMEMAT_SECRET", SECRET)
+    monkeypatch.setenv("WELCOMEMAT_PUBLIC_URL", PUBLIC_URL)
+
+    def run(*args: str) -> Ran:
+        capsys.readouterr()
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return Ran(code, captured.out, captured.err)
+
+    yield run
+
+
+def personal_link(welcomemat: Welcomemat, campaign: str, account: str = DYMAXA, *, qr: bool = False) -> str:
+    ran = welcomemat("link", campaign, account, *(["--qr"] if qr else []))
+    assert ran.code == 0, ran.err
+    return str(ran.out.strip())
+
+
+def path_of(url: str) -> str:
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def test_a_second_tenant_publishing_the_same_id_cannot_take_the_first_ones_pages_down(
+    tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat
+) -> None:
+    acme = tenant_folder(tmp_path, "acme", "q4-pipeline")
+    evil = tenant_folder(tmp_path, "evil", "q4-pipeline", footer=EVIL_FOOTER)
+    assert welcomemat("precompute", acme.yaml, acme.accounts).code == 0
+    assert welcomemat("review", "approve", "q4-pipeline", DYMAXA).code == 0
+    link = personal_link(welcomemat, "q4-pipeline")
+
+    refused = welcomemat("precompute", evil.yaml, evil.accounts)
+    assert refused.code == 2, refused.out + refused.err
+    assert "campaign 'q4-pipeline' belongs to tenant 'acme'; tenant 'evil' cannot publish it" in refused.err
+    for prefix in (keys.campaign_prefix("evil", "q4-pipeline"), keys.tenant_prefix("evil")):
+        assert not list(redis_client.scan_iter(match=f"{prefix}:*"))  # refused before any write
+
+    # The renderer starts again over the same Redis: acme's pages, API and QR codes still answer.
+    app = create_app(renderer_settings(), redis_client=redis_client)
+    with TestClient(app, base_url=BASE_URL, client=VISITOR) as client:
+        page = client.get(path_of(link))
+        assert page.status_code == 200 and 'data-wm-rung="personal"' in page.text
+        assert ACME_HEADLINE in page.text and EVIL_FOOTER not in page.text
+        token = parse_qs(urlsplit(link).query)["wm"][0]
+        zones = client.get("/v1/zones", params={"campaign": "q4-pipeline", "wm": token})
+        assert zones.status_code == 200 and zones.json()["zones"]["hero_headline"]["rung"] == "personal"
+        scan = client.get(path_of(personal_link(welcomemat, "q4-pipeline", qr=True)), follow_redirects=False)
+        assert scan.status_code == 303
+        assert client.get(path_of(scan.headers["location"])).status_code == 200
+
+
+# -- every route and every command, both ways, across a restart -------------------------------------
+
+ADMIN_TOKEN = "admin-token-0123456789-0123456789"
+CRM_TOKEN = "crm-token-0123456789-0123456789-0"
+BROWSER = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36"
+ROUTES = (
+    "GET /c/{campaign}",
+    "GET /c/{campaign}/continue",
+    "GET /c/{campaign}/theme/{file}",
+    "GET /v1/zones",
+    "GET /q/{token}",
+    "POST /v1/events",
+    "POST /v1/conversions",
+    "GET /admin/explain/{campaign}/{account}",
+    "GET /admin/preview/{campaign}/{account}",
+    "GET /admin/review/{campaign}",
+    "POST /admin/review/{campaign}/{account}/approve",
+    "GET /admin/lift/{campaign}",
+)
+
+
+@dataclass(frozen=True)
+class Tenancy:
+    """One tenant's own campaign in the test, what tells its copy apart, and its signed links."""
+
+    folder: TenantFolder
+    headline: str
+    footer: str
+    link: str
+    qr: str
+
+    @property
+    def tenant(self) -> str:
+        return self.folder.tenant
+
+    @property
+    def campaign(self) -> str:
+        return self.folder.campaign
+
+    @property
+    def token(self) -> str:
+        return parse_qs(urlsplit(self.link).query)["wm"][0]
+
+    def shows_own_page(self, html: str, other: Tenancy) -> bool:
+        """The page wears this tenant's theme (its footer), not the other's."""
+        return self.footer in html and other.footer not in html
+
+
+def publish_own_campaign(welcomemat: Welcomemat, folder: TenantFolder, headline: str, footer: str) -> Tenancy:
+    ran = welcomemat("precompute", folder.yaml, folder.accounts)
+    assert ran.code == 0, ran.out + ran.err
+    approved = welcomemat("review", "approve", folder.campaign, DYMAXA)
+    assert approved.code == 0, approved.err
+    link = personal_link(welcomemat, folder.campaign)
+    return Tenancy(folder, headline, footer, link, personal_link(welcomemat, folder.campaign, qr=True))
+
+
+def renderer(redis_client: redis.Redis) -> TestClient:
+    settings = renderer_settings(admin_token=ADMIN_TOKEN, crm_token=CRM_TOKEN)
+    return TestClient(create_app(settings, redis_client=redis_client), base_url=BASE_URL, client=VISITOR)
+
+
+def drive_every_route(
+    client: TestClient, redis_client: redis.Redis, mine: Tenancy, other: Tenancy, run: str
+) -> list[str]:
+    """Each route for `mine`'s campaign answers with `mine`'s data only; `other`'s tokens get nothing
+    of it. Returns the routes covered."""
+    c, admin = mine.campaign, {"authorization": f"Bearer {ADMIN_TOKEN}"}
+    covered: list[str] = []
+
+    page = client.get(path_of(mine.link))
+    assert page.status_code == 200 and 'data-wm-rung="personal"' in page.text
+    assert (
+        mine.headline in page.text
+        and other.headline not in page.text
+        and mine.shows_own_page(page.text, other)
+    )
+    client.cookies.clear()  # the other tenant's token alone, no cookie of this campaign's visitor
+    foreign = client.get(f"/c/{c}", params={"wm": other.token})
+    assert foreign.status_code == 200 and 'data-wm-rung="personal"' not in foreign.text
+    covered.append("GET /c/{campaign}")
+
+    continued = client.get(f"/c/{c}/continue", params={"wm": mine.token})
+    assert continued.status_code == 200 and mine.shows_own_page(continued.text, other)
+    covered.append("GET /c/{campaign}/continue")
+
+    theme = client.get(f"/c/{c}/theme/acme.css")
+    assert theme.status_code == 200 and theme.headers["content-type"].startswith("text/css")
+    covered.append("GET /c/{campaign}/theme/{file}")
+
+    zones = client.get("/v1/zones", params={"campaign": c, "wm": mine.token})
+    assert zones.status_code == 200
+    answer = zones.json()
+    headline = answer["zones"]["hero_headline"]
+    assert (
+        answer["campaign"] == c
+        and headline["rung"] == "personal"
+        and headline["text"].startswith(mine.headline)
+    )
+    client.cookies.clear()
+    strangers = client.get("/v1/zones", params={"campaign": c, "wm": other.token}).json()
+    assert strangers["arm"] == "anonymous" and strangers["zones"]["hero_headline"]["rung"] != "personal"
+    covered.append("GET /v1/zones")
+
+    scan = client.get(path_of(mine.qr), follow_redirects=False)
+    assert scan.status_code == 303 and scan.headers["location"] == f"{PUBLIC_URL}/c/{c}/continue"
+    landed = client.get(path_of(scan.headers["location"]))
+    assert landed.status_code == 200 and mine.shows_own_page(landed.text, other)
+    covered.append("GET /q/{token}")
+
+    beacon = {"campaign": c, "view": answer["view"], "event_id": f"ev-{c}-{run}", "type": "view"}
+    sent = client.post(
+        "/v1/events",
+        content=json.dumps(beacon),
+        headers={"content-type": "text/plain", "user-agent": BROWSER},
+    )
+    assert sent.status_code == 204
+    theirs = client.get("/v1/zones", params={"campaign": other.campaign, "wm": other.token}).json()["view"]
+    forged = dict(beacon, view=theirs, event_id=f"ev-forged-{c}-{run}")
+    refused = client.post(
+        "/v1/events",
+        content=json.dumps(forged),
+        headers={"content-type": "text/plain", "user-agent": BROWSER},
+    )
+    assert refused.status_code == 400
+    # A view token genuinely signed for the other tenant under this campaign id: still refused.
+    other_tenants = TokenSigner([SECRET]).sign_view(
+        tenant=other.tenant,
+        campaign=c,
+        view_id="view0000view0000",
+        arm=Arm.PERSONAL,
+        rung="personal",
+        account=DYMAXA,
+        contact=None,
+        zone_set_version=1,
+    )
+    squatting = dict(beacon, view=other_tenants, event_id=f"ev-squat-{c}-{run}")
+    refused = client.post(
+        "/v1/events",
+        content=json.dumps(squatting),
+        headers={"content-type": "text/plain", "user-agent": BROWSER},
+    )
+    assert refused.status_code == 400
+    covered.append("POST /v1/events")
+
+    conversion = {
+        "campaign": c,
+        "account_id": DYMAXA,
+        "type": "meeting_booked",
+        "conversion_id": f"crm-{c}-{run}",
+        "occurred_at": "2026-12-02T15:30:00+01:00",
+    }
+    recorded = client.post(
+        "/v1/conversions", json=conversion, headers={"authorization": f"Bearer {CRM_TOKEN}"}
+    )
+    assert recorded.status_code == 202, recorded.text
+    assert redis_client.hexists(keys.conversions_key(mine.tenant, c), conversion["conversion_id"])
+    assert not redis_client.hexists(keys.conversions_key(other.tenant, c), conversion["conversion_id"])
+    covered.append("POST /v1/conversions")
+
+    explained = client.get(f"/admin/explain/{c}/{DYMAXA}", headers=admin)
+    assert explained.status_code == 200
+    [hero] = [z for z in explained.json()["zones"] if z["zone_id"] == "hero_headline"]
+    assert hero["text"].startswith(mine.headline)
+    covered.append("GET /admin/explain/{campaign}/{account}")
+
+    preview = client.get(f"/admin/preview/{c}/{DYMAXA}", headers=admin)
+    assert preview.status_code == 200 and mine.headline in preview.text and other.headline not in preview.text
+    covered.append("GET /admin/preview/{campaign}/{account}")
+
+    queue = client.get(f"/admin/review/{c}", headers=admin)
+    assert queue.status_code == 200 and queue.json()["tenant"] == mine.tenant
+    covered.append("GET /admin/review/{campaign}")
+
+    waiting = [
+        i for i in queue.json()["items"] if i["queue"] == "approval" and i["status"] == "pending_review"
+    ]
+    assert waiting, "no account waits for review"
+    item = waiting[0]
+    decided = client.post(
+        f"/admin/review/{c}/{item['account_id']}/approve", json={"version": item["version"]}, headers=admin
+    )
+    assert decided.status_code == 200 and decided.json()["status"] == "published"
+    covered.append("POST /admin/review/{campaign}/{account}/approve")
+
+    lift = client.get(f"/admin/lift/{c}", params={"format": "json"}, headers=admin)
+    assert lift.status_code == 200 and (lift.json()["tenant"], lift.json()["campaign"]) == (mine.tenant, c)
+    covered.append("GET /admin/lift/{campaign}")
+    return covered
+
+
+def refused_naming(ran: Ran, owner: str, campaign: str) -> bool:
+    return ran.code == 2 and f"campaign '{campaign}' belongs to tenant '{owner}'" in ran.err
+
+
+def test_every_route_and_command_keeps_each_tenant_to_its_own_campaign_both_ways_across_a_restart(
+    tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat
+) -> None:
+    acme = publish_own_campaign(
+        welcomemat, tenant_folder(tmp_path, "acme", "q4-pipeline"), ACME_HEADLINE, ACME_FOOTER
+    )
+    evil_folder = tenant_folder(
+        tmp_path, "evil", "evil-launch", footer=EVIL_FOOTER, headline="Well done on the"
+    )
+    evil = publish_own_campaign(welcomemat, evil_folder, EVIL_HEADLINE, EVIL_FOOTER)
+    covered: list[tuple[str, str, str]] = []
+
+    with renderer(redis_client) as before:
+        for mine, other in ((acme, evil), (evil, acme)):
+            covered += [
+                (route, mine.tenant, "first app")
+                for route in drive_every_route(before, redis_client, mine, other, "1")
+            ]
+
+    # Each tenant copies the other's campaign id: every way of publishing it is refused before any write.
+    squats = (
+        (
+            tenant_folder(tmp_path, "evil", "q4-pipeline", footer=EVIL_FOOTER, headline="Well done on the"),
+            acme,
+        ),
+        (tenant_folder(tmp_path, "acme", "evil-launch"), evil),
+    )
+    for squat, owner in squats:
+        published = redis_client.dump(keys.campaign_config_key(owner.tenant, owner.campaign))
+        for args in (
+            ("precompute", squat.yaml, squat.accounts),
+            ("precompute", squat.yaml, squat.accounts, "--enqueue"),
+            ("precompute", squat.yaml, squat.accounts, "--json"),
+        ):
+            ran = welcomemat(*args)
+            assert refused_naming(ran, owner.tenant, squat.campaign), ran.out + ran.err
+            assert f"tenant '{squat.tenant}' cannot publish it (choose another campaign id)" in ran.err
+        assert not list(
+            redis_client.scan_iter(match=f"{keys.campaign_prefix(squat.tenant, squat.campaign)}:*")
+        )
+        assert redis_client.get(keys.campaign_owner_key(squat.campaign)) == owner.tenant.encode()
+        assert redis_client.dump(keys.campaign_config_key(owner.tenant, owner.campaign)) == published
+        # Nor can any command read or write the owner's campaign under the squatter's name.
+        for ref in (squat.ref, squat.yaml):
+            for args in (
+                ("link", ref, DYMAXA),
+                ("link", ref, DYMAXA, "--qr"),
+                ("export", ref, "--format", "jsonl"),
+                ("report", "lift", ref, "--json"),
+                ("qa", ref, "--json"),
+                ("explain", ref, DYMAXA, "--json"),
+                ("review", "list", ref),
+                ("review", "approve", ref, DYMAXA),
+                ("precompute-status", ref),
+            ):
+                ran = welcomemat(*args)
+                assert refused_naming(ran, owner.tenant, squat.campaign), (args, ran.out, ran.err)
+        ran = welcomemat("worker", "--campaign", squat.ref, "--once")
+        assert refused_naming(ran, owner.tenant, squat.campaign), ran.err
+
+    # Each owner's commands, by the bare id, read and write its own campaign only.
+    conversions = tmp_path / "conversions.jsonl"
+    conversions.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "campaign": t.campaign,
+                    "account_id": DYMAXA,
+                    "type": "opportunity",
+                    "conversion_id": f"import-{t.campaign}",
+                    "occurred_at": "2026-12-03T10:00:00+00:00",
+                }
+            )
+            + "\n"
+            for t in (acme, evil)
+        )
+    )
+    assert welcomemat("conversions", "import", str(conversions)).code == 0
+    for mine, other in ((acme, evil), (evil, acme)):
+        c = mine.campaign
+        again = welcomemat("precompute", mine.folder.yaml, mine.folder.accounts, "--json")
+        assert again.code == 0 and json.loads(again.out)["unchanged"] == ACCOUNTS, again.err
+        assert redis_client.hexists(keys.conversions_key(mine.tenant, c), f"import-{c}")
+        assert not redis_client.hexists(keys.conversions_key(other.tenant, c), f"import-{c}")
+        link = personal_link(welcomemat, c)
+        assert TokenSigner([SECRET]).verify(
+            TokenKind.LINK, parse_qs(urlsplit(link).query)["wm"][0], tenant=mine.tenant, campaign=c
+        )
+        exported = welcomemat("export", c, "--format", "jsonl")
+        assert exported.code == 0, exported.err
+        rows = [json.loads(line) for line in exported.out.splitlines()]
+        [dymaxa] = [r for r in rows if r["account_id"] == DYMAXA]
+        assert dymaxa["hero_headline"].startswith(mine.headline)
+        for row in rows:
+            token = parse_qs(urlsplit(row["page_url"]).query)["wm"][0]
+            TokenSigner([SECRET]).verify(TokenKind.LINK, token, tenant=mine.tenant, campaign=c)
+        lift = welcomemat("report", "lift", c, "--json")
+        assert lift.code == 0 and json.loads(lift.out)["tenant"] == mine.tenant
+        qa = welcomemat("qa", c, "--json")
+        assert qa.code == 0 and json.loads(qa.out)["tenant"] == mine.tenant
+        explained = welcomemat("explain", c, DYMAXA, "--json")
+        [hero] = [z for z in json.loads(explained.out)["zones"] if z["zone_id"] == "hero_headline"]
+        assert explained.code == 0 and hero["text"].startswith(mine.headline)
+        assert welcomemat("review", "list", c).code == 0
+
+    # The renderer starts again over the same Redis: every route still answers each owner.
+    with renderer(redis_client) as after:
+        for mine, other in ((acme, evil), (evil, acme)):
+            covered += [
+                (route, mine.tenant, "restarted")
+                for route in drive_every_route(after, redis_client, mine, other, "2")
+            ]
+        while cast(Starlette, after.app).state.renderer.events.flush_once():
+            pass
+
+    # The engagement sync folds each tenant's events into its own records, under its own campaign.
+    synced = welcomemat("sync", "--once")
+    assert synced.code == 0, synced.err
+    for mine in (acme, evil):
+        record = read_account_record(redis_client, mine.tenant, DYMAXA)
+        assert record is not None and set(record.engagement) == {mine.campaign}, mine.tenant
+        assert record.engagement[mine.campaign].views > 0 and record.engagement[mine.campaign].qr_scans > 0
+
+    assert len(covered) == len(set(covered)) == len(ROUTES) * 2 * 2  # routes × tenants × app instances
+    assert {route for route, _, _ in covered} == set(ROUTES)
+
+
+def test_state_from_before_owners_were_recorded_never_serves_a_non_owner_nor_redirects_into_a_404(
+    tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat, caplog: pytest.LogCaptureFixture
+) -> None:
+    acme = publish_own_campaign(
+        welcomemat, tenant_folder(tmp_path, "acme", "q4-pipeline"), ACME_HEADLINE, ACME_FOOTER
+    )
+    # What an older version left behind when evil published the same id: its config and index entry.
+    stored = json.loads(redis_client.get(keys.campaign_config_key("acme", "q4-pipeline")) or b"{}")
+    stored["campaign"]["tenant"] = "evil"
+    redis_client.set(keys.campaign_config_key("evil", "q4-pipeline"), json.dumps(stored))
+    redis_client.hset(keys.campaigns_index_key(), "evil/q4-pipeline", "q4-pipeline")
+
+    with caplog.at_level(logging.WARNING, logger="server.campaigns"), renderer(redis_client) as client:
+        page = client.get(path_of(acme.link))
+        assert (
+            page.status_code == 200 and 'data-wm-rung="personal"' in page.text and ACME_HEADLINE in page.text
+        )
+        scan = client.get(path_of(acme.qr), follow_redirects=False)
+        assert scan.status_code == 303 and client.get(path_of(scan.headers["location"])).status_code == 200
+    assert "'q4-pipeline' is also published by evil, not its owner: serving its owner acme" in caplog.text
+    assert welcomemat("link", "q4-pipeline", DYMAXA).code == 0
+
+    # With no owner recorded, two tenants under one id are ambiguous: neither is served, and a QR
+    # code answers 404 itself rather than redirecting into one; commands ask for tenant/campaign.
+    redis_client.delete(keys.campaign_owner_key("q4-pipeline"))
+    with renderer(redis_client) as client:
+        assert client.get(path_of(acme.link)).status_code == 404
+        assert client.get(path_of(acme.qr), follow_redirects=False).status_code == 404
+    ambiguous = welcomemat("link", "q4-pipeline", DYMAXA)
+    assert ambiguous.code == 2 and "published by several tenants (acme, evil)" in ambiguous.err
+
+    # acme publishes again and owns its id; evil cannot take it any more.
+    assert welcomemat("precompute", acme.folder.yaml, acme.folder.accounts).code == 0
+    squat = tenant_folder(tmp_path, "evil", "q4-pipeline", footer=EVIL_FOOTER)
+    assert refused_naming(welcomemat("precompute", squat.yaml, squat.accounts), "acme", "q4-pipeline")
+    with renderer(redis_client) as client:
+        page = client.get(path_of(acme.link))
+        assert page.status_code == 200 and ACME_HEADLINE in page.text and EVIL_FOOTER not in page.text

@@ -24,12 +24,13 @@ from precompute.report import MalformedRow, RunReport
 from precompute.run import PrecomputeRun, progress_bar
 from welcomemat import keys
 from welcomemat.accounts import read_accounts
+from welcomemat.audit import AuditAction, Auditor, check_reason
 from welcomemat.campaign import Campaign
 from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.connection import connect, connect_for_blocking_reads, resolve_redis
 from welcomemat.errors import InputError, StoredValueError
 from welcomemat.ids import is_valid_id
-from welcomemat.review import decide, list_queue, show
+from welcomemat.review import decide, list_queue, roll_back, show
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
 from welcomemat.theme import ThemeCheck
@@ -272,10 +273,21 @@ def run_explain(campaign: str, account: str, *, as_json: bool, zones: str | None
 
 
 def run_review(
-    action: str, campaign: str, account: str | None, *, version: int | None, zones: str | None
+    action: str,
+    campaign: str,
+    account: str | None,
+    *,
+    version: int | None,
+    zones: str | None,
+    auditor: Auditor,
+    reason: str | None = None,
 ) -> int:
+    """`approve`, `reject` and `rollback` are audit-logged as `auditor`; the last two need a `reason`."""
     from precompute.explain import format_explain
 
+    audited = {"approve": AuditAction.APPROVE, "reject": AuditAction.REJECT, "rollback": AuditAction.ROLLBACK}
+    if action in audited:  # before anything is read or written
+        reason = check_reason(reason, audited[action], source="--reason")
     client = _client(Settings.from_env())
     loaded, _ = resolve_campaign(campaign, client, zones)
     tenant, campaign_id = loaded.tenant, loaded.campaign
@@ -300,14 +312,21 @@ def run_review(
         print(format_explain(record))
         return 0
     if action == "rollback":
-        restored = ZoneSetStore(client).rollback(tenant, campaign_id, account)
+        restored = roll_back(client, tenant, campaign_id, account, auditor=auditor, reason=reason)
         if restored is None:
             print(f"{account}: no previous version to roll back to")
             return 1
         print(f"{account}: rolled back; v{restored.version} serves what was published before")
         return 0
     outcome = decide(
-        client, tenant, campaign_id, account, approve=action == "approve", expected_version=version
+        client,
+        tenant,
+        campaign_id,
+        account,
+        approve=action == "approve",
+        auditor=auditor,
+        reason=reason,
+        expected_version=version,
     )
     print(f"{account}: {outcome.detail}")
     return 0 if outcome.applied else 1

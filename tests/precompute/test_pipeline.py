@@ -19,6 +19,7 @@ from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today
 from welcomemat import keys
+from welcomemat.audit import Auditor, Via
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.markup import render_text
 from welcomemat.reasons import ZoneReason
@@ -237,10 +238,25 @@ def test_tier_one_waits_for_review_until_approved(
     qa = run_qa(store, campaign, zones, now=NOW)
     assert qa.verdict == "GO WITH FIXES" and qa.findings_by_code.get("pending_review") == 1
 
-    stale = decide(redis_client, "acme", "q4-pipeline", "acct_dymaxa", approve=True, expected_version=99)
+    reviewer = Auditor("rita", Via.CLI, lambda: NOW)
+    stale = decide(
+        redis_client,
+        "acme",
+        "q4-pipeline",
+        "acct_dymaxa",
+        approve=True,
+        auditor=reviewer,
+        expected_version=99,
+    )
     assert not stale.applied
     approved = decide(
-        redis_client, "acme", "q4-pipeline", "acct_dymaxa", approve=True, expected_version=zs.version
+        redis_client,
+        "acme",
+        "q4-pipeline",
+        "acct_dymaxa",
+        approve=True,
+        auditor=reviewer,
+        expected_version=zs.version,
     )
     assert approved.applied
     now_set = store.get("acme", "q4-pipeline", "acct_dymaxa")

@@ -200,8 +200,10 @@ def run_precompute(
     self_review: bool = True,
     deadline_s: float | None = None,
     check_theme: ThemeCheck | None = None,
+    auditor: Auditor | None = None,
 ) -> int:
-    """`check_theme`: the renderer's checks of the campaign's theme (the CLI passes them in)."""
+    """`check_theme`: the renderer's checks of the campaign's theme (the CLI passes them in);
+    `auditor`: who the audit log says published (default: `precompute`)."""
     settings = Settings.from_env()
     accounts_path = Path(accounts)
     if not accounts_path.is_file():
@@ -224,6 +226,7 @@ def run_precompute(
         resume=resume,
         progress=advance,
         theme=inputs.theme,
+        auditor=auditor,
     )
     if enqueue:
         close()

@@ -45,6 +45,7 @@ from precompute.report import AccountFailure, MalformedRow, RunReport
 from precompute.trust import short_name
 from welcomemat import keys
 from welcomemat.accounts import Account, read_accounts
+from welcomemat.audit import AuditAction, Auditor, Via, queue_entry
 from welcomemat.campaign import Campaign, Confidence
 from welcomemat.campaign_config import decode_campaign_config, encode_campaign_config
 from welcomemat.errors import StoredValueError
@@ -206,6 +207,9 @@ class PrecomputeRun:
     `other_companies` is the set of casefolded short names of every account in the run, for
     the wrong-company check; by default those of the accounts given to the first `process`.
     A worker passes the whole run's, since it only ever sees one chunk of it.
+
+    Every new zone-set version it publishes is audit-logged (`publish`) as `auditor` (default:
+    `precompute`, the wall clock), in the pipeline that journals it.
     """
 
     def __init__(
@@ -222,8 +226,10 @@ class PrecomputeRun:
         progress: Callable[[int], None] | None = None,
         other_companies: frozenset[str] | None = None,
         theme: Theme | None = None,
+        auditor: Auditor | None = None,
     ) -> None:
         self.client = client
+        self.auditor = auditor or Auditor("precompute", Via.PRECOMPUTE, lambda: datetime.now(UTC))
         self.store = ZoneSetStore(client)
         self.campaign = campaign
         self.zones = zones
@@ -453,6 +459,16 @@ class PrecomputeRun:
                 for failure in zone.failures:
                     tally.check_failures[f"{failure.check}:{failure.reason}"] += 1
             self._count(result.zone_set, tally, sampled, account)
+            if result.changed:
+                entry = self.auditor.entry(
+                    AuditAction.PUBLISH,
+                    tenant=self.campaign.tenant,
+                    campaign=self.campaign.campaign,
+                    account=account.account_id,
+                    version=result.version,
+                    detail=f"{result.zone_set.status.value}, {result.zone_set.mode.value}",
+                )
+                queue_entry(pipe, entry)
             # The shared record outbound reads: profile, and the statements of the facts shown.
             write_profile(pipe, self.campaign.tenant, account, result.zone_set)
             pipe.set(

@@ -19,7 +19,7 @@ from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today
 from welcomemat import keys
-from welcomemat.audit import Auditor, Via
+from welcomemat.audit import AuditAction, Auditor, Via, read_entries
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.markup import render_text
 from welcomemat.reasons import ZoneReason
@@ -266,6 +266,11 @@ def test_tier_one_waits_for_review_until_approved(
     assert run(redis_client, campaign, zones, write(tmp_path, [dymaxa(tier=1)])).published == 0
     kept = store.get("acme", "q4-pipeline", "acct_dymaxa")
     assert kept is not None and kept.status is ZoneSetStatus.PUBLISHED
+    # The audit log: the version precompute published, the reviewer's approval; the rerun, nothing.
+    assert [(e.action, e.actor, e.version, e.detail) for e in read_entries(redis_client, "acme")] == [
+        (AuditAction.PUBLISH, "precompute", 1, "pending_review, full"),
+        (AuditAction.APPROVE, "rita", 2, "reviewed v1"),
+    ]
 
 
 def test_qa_says_no_go_when_a_published_link_is_off_the_allowlist(

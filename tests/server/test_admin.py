@@ -516,10 +516,11 @@ def test_decisions_are_audit_logged_as_the_named_token_that_made_them(precompute
         assert rejected.status_code == 200
     entries = read_entries(precomputed, TENANT, account=DYMAXA, campaign=CAMPAIGN)
     assert [(e.action.value, e.actor, e.via.value, e.version, e.reason) for e in entries] == [
+        ("publish", "precompute", "precompute", 1, None),
         ("approve", "rita", "http", 2, "ok"),
         ("reject", "admin", "http", 3, "a rumour"),
     ]
-    assert entries[0].at == NOW  # the app's clock
+    assert entries[1].at == NOW  # the app's clock
 
 
 def test_a_rollback_over_http_restores_the_previous_version(redis_client: redis.Redis) -> None:

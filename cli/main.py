@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from cli.commands import (
+    audit,
     conversions,
     demo,
     explain,
@@ -57,6 +58,7 @@ COMMANDS = (
     export,
     report,
     conversions,
+    audit,
 )
 
 

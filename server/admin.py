@@ -47,7 +47,7 @@ from server.render import TEMPLATES_DIR, template_environment
 from server.renderer_state import RendererState
 from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.audit import AuditAction, Auditor, Via, check_reason
+from welcomemat.audit import AuditAction, Auditor, Via, check_reason, read_entries
 from welcomemat.errors import AuditError, InputError, StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.review import ReviewOutcome, decide, list_queue, roll_back
@@ -79,6 +79,10 @@ ADMIN_REDIS_TIMEOUT_S = 2.0
 # the renderer's client (1 s socket timeout each): the budget covers them all.
 ADMIN_WRITE_TIMEOUT_S = 6.0
 MAX_BODY_BYTES = 1024
+# The preview lists the account's latest audit entries, looking back this far in the tenant's
+# log (a run logs one entry per account it publishes): older ones are `welcomemat audit`'s.
+AUDIT_ENTRIES_SHOWN = 50
+AUDIT_ENTRIES_SCANNED = 10_000
 _NO_STORE = {"cache-control": "no-store"}
 # Admin pages run no script at all (default-src 'none' covers script-src); the preview's page
 # is shown in a sandboxed srcdoc frame, which may load only our stylesheets, images and fonts
@@ -192,7 +196,9 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
     description: >
       The page rendered for the account's arm and zone set exactly as a visitor's request
       renders it (no engagement event is logged), with each zone's rung, cited facts (source
-      link, publish date), checks, and the zone set's version, status and validity.
+      link, publish date), checks, the zone set's version, status and validity, and the
+      account's latest audit-log entries (who published, approved, rejected, rolled back or
+      erased what, when and why).
       `arm=personal` previews the personal copy of a holdout account. Bearer `WELCOMEMAT_ADMIN_TOKEN`.
     security: [{adminBearer: []}]
     parameters:
@@ -223,6 +229,22 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
     raw, zone_set = await _read(
         renderer, "admin_preview", lambda: _explain_and_zone_set(renderer, tenant, campaign, account)
     )
+    unreadable: list[StoredValueError] = []
+    audit = await _read(
+        renderer,
+        "admin_preview_audit",
+        lambda: read_entries(
+            renderer.client,
+            tenant,
+            account=account,
+            newest_first=True,
+            limit=AUDIT_ENTRIES_SHOWN,
+            scan_max=AUDIT_ENTRIES_SCANNED,
+            problems=unreadable,
+        ),
+    )
+    if unreadable:
+        renderer.metrics.stored_value_errors.inc(len(unreadable))
     explain: ExplainPayload | None = None
     explain_problem = None
     if raw is not None:
@@ -252,6 +274,9 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
         explain_problem=explain_problem,
         rows=zone_provenance(zones, zone_set, explain),
         page_html=page_html,
+        audit=audit,
+        audit_unreadable=len(unreadable),
+        audit_scanned=AUDIT_ENTRIES_SCANNED,
     )
 
 

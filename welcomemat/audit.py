@@ -44,7 +44,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from welcomemat import keys
 from welcomemat.errors import AuditError, InputError, StoredValueError
-from welcomemat.ids import OpaqueId
+from welcomemat.ids import OpaqueId, is_valid_id
 
 __all__ = [
     "ACTOR_MAX_CHARS",
@@ -57,6 +57,7 @@ __all__ = [
     "Via",
     "append_entry",
     "audit_key",
+    "audit_tenants",
     "check_actor",
     "check_reason",
     "queue_entry",
@@ -207,6 +208,16 @@ class Auditor:
 def audit_key(tenant: str | None) -> str:
     """The stream an entry of `tenant` goes to (None: the log of actions on no one tenant)."""
     return keys.global_audit_stream_key() if tenant is None else keys.audit_stream_key(tenant)
+
+
+def audit_tenants(client: redis.Redis) -> list[str]:
+    """Every tenant with an audit log (SCAN: also tenants whose campaigns have expired), sorted."""
+    found: set[str] = set()
+    for raw in client.scan_iter(match=keys.audit_stream_scan_pattern(), count=500):
+        tenant = _text(raw).partition("{")[2].partition("}")[0]
+        if is_valid_id(tenant):
+            found.add(tenant)
+    return sorted(found)
 
 
 def queue_entry(pipe: redis.client.Pipeline, entry: AuditEntry) -> None:

@@ -52,6 +52,7 @@ __all__ = [
     "account_record_scan_pattern",
     "active_runs_key",
     "audit_stream_key",
+    "audit_stream_scan_pattern",
     "beacon_event_key",
     "campaign_config_key",
     "campaign_prefix",
@@ -293,6 +294,12 @@ def audit_stream_key(tenant: str) -> str:
     Never trimmed. TTL `AUDIT_TTL_S`, refreshed on every entry.
     """
     return f"{tenant_prefix(tenant)}:audit"
+
+
+def audit_stream_scan_pattern() -> str:
+    """SCAN MATCH pattern for every tenant's audit log (`wm:1:{<tenant>}:audit`): the tenant is
+    between the braces (ids hold none, nor glob characters)."""
+    return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:{{*}}:audit"
 
 
 def global_audit_stream_key() -> str:

@@ -43,7 +43,7 @@ from tests.server.conftest import (
 from tests.server.pagetools import parse, text_of, zones
 from welcomemat import keys
 from welcomemat.arms import Arm
-from welcomemat.audit import read_entries
+from welcomemat.audit import AuditAction, Auditor, Via, append_entry, read_entries
 from welcomemat.campaign_view import ResolvedZone
 from welcomemat.errors import StoredValueError
 from welcomemat.markup import render_text
@@ -392,6 +392,41 @@ def test_nothing_from_records_reaches_the_admin_page_unescaped(redis_client: red
     assert zones(frame.get("srcdoc") or "")["hero_headline"].text == payload
     for element in parse(frame.get("srcdoc") or "").iter():
         assert element.tag not in {"script", "img", "svg"}
+
+
+def test_the_preview_shows_the_accounts_audit_entries_escaped(
+    admin: TestClient, precomputed: redis.Redis
+) -> None:
+    payload = " ".join(" ".join(XSS).split())[:480]  # a reason is one line of at most 500 characters
+    rejected = admin.post(
+        f"/admin/review/{CAMPAIGN}/{DYMAXA}/reject", headers=AUTH, json={"version": 1, "reason": payload}
+    )
+    assert rejected.status_code == 200
+    append_entry(
+        precomputed,
+        Auditor(payload[:100], Via.CLI, lambda: NOW).entry(
+            AuditAction.APPROVE, tenant=TENANT, campaign="another-campaign", account=DYMAXA, version=4
+        ),
+    )
+    append_entry(  # another account's entry is not this page's
+        precomputed,
+        Auditor("sam", Via.CLI, lambda: NOW).entry(AuditAction.APPROVE, tenant=TENANT, account="acct_x"),
+    )
+    page = admin.get(f"/admin/preview/{CAMPAIGN}/{DYMAXA}", headers=AUTH)
+    assert page.status_code == 200
+    doc = parse(page.text)
+    items = [e for e in doc.iter() if e.get("data-admin-audit")]
+    texts = [text_of(e) for e in items]
+    assert len(items) == 3  # newest first: the approval in another campaign, the rejection, the publish
+    assert "approve v4 in another-campaign by" in texts[0]
+    assert (
+        texts[1].startswith(NOW.isoformat(timespec="seconds"))
+        and f"reject v2 by admin (http): “{payload}”" in texts[1]
+    )
+    assert "publish v1 by precompute (precompute) — pending_review, full" in texts[2]
+    for element in doc.iter():
+        assert element.tag not in {"script", "img", "svg", "object", "embed", "style", "base", "form"}
+        assert not [name for name in element.attrib if name.lower().startswith("on")], element.attrib
 
 
 # -- review queue --------------------------------------------------------------------------

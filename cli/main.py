@@ -17,6 +17,7 @@ from cli.commands import (
     audit,
     conversions,
     demo,
+    erase,
     explain,
     export,
     init,
@@ -29,6 +30,7 @@ from cli.commands import (
     review,
     schema,
     serve,
+    subject_export,
     sync,
     validate,
     worker,
@@ -59,6 +61,8 @@ COMMANDS = (
     report,
     conversions,
     audit,
+    erase,
+    subject_export,
 )
 
 

@@ -28,6 +28,7 @@ from welcomemat.audit import AuditAction, Auditor, check_reason
 from welcomemat.campaign import Campaign
 from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.connection import connect, connect_for_blocking_reads, resolve_redis
+from welcomemat.erasure import suppress
 from welcomemat.errors import InputError, StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.review import decide, list_queue, roll_back, show
@@ -127,6 +128,12 @@ def print_run_report(report: RunReport) -> None:
         + f", {report.pending_review} waiting for review, {len(report.failed)} failed",
         file=out,
     )
+    if report.suppressed or report.contacts_suppressed:
+        print(
+            f"  left out as erased (welcomemat erase): {report.suppressed} accounts, "
+            f"{report.contacts_suppressed} contacts of published accounts",
+            file=out,
+        )
     print("  accounts by mode: " + ", ".join(f"{k} {v}" for k, v in sorted(report.by_mode.items())), file=out)
     print(
         "  zones by rung:    " + ", ".join(f"{k} {v}" for k, v in sorted(report.zones_by_rung.items())),
@@ -358,9 +365,19 @@ def _enqueue(
         raise InputError(
             f"no valid account records to enqueue ({len(read.problems)} rows skipped)", file=accounts_path
         )
+    # Erased accounts and contacts never go on the stream (workers check again when they process).
+    suppression = suppress(run.client, run.campaign.tenant, read.accounts)
+    if suppression.accounts or suppression.contacts:
+        print(
+            f"  left out as erased (welcomemat erase): {len(suppression.accounts)} accounts, "
+            f"{suppression.contacts} contacts",
+            file=sys.stderr,
+        )
+    if not suppression.kept:
+        raise InputError("every account in the file is erased (welcomemat erase): nothing to enqueue")
     record = enqueue_run(
         run,
-        read.accounts,
+        suppression.kept,
         accounts_file=str(accounts_path),
         rows_read=read.lines_read,
         malformed=malformed,

@@ -48,6 +48,7 @@ from welcomemat.accounts import Account, read_accounts
 from welcomemat.audit import AuditAction, Auditor, Via, queue_entry
 from welcomemat.campaign import Campaign, Confidence
 from welcomemat.campaign_config import decode_campaign_config, encode_campaign_config
+from welcomemat.erasure import suppress
 from welcomemat.errors import StoredValueError
 from welcomemat.records import write_profile
 from welcomemat.store import ZoneSetStore
@@ -259,9 +260,10 @@ class PrecomputeRun:
         report.malformed = [
             MalformedRow(file=p.file, line=p.line, field=p.field, reason=p.message) for p in read.problems
         ]
-        self.prepare(read.accounts)
+        kept = self.suppress(read.accounts, report)
+        self.prepare(kept)
         try:
-            sampled = self.process(read.accounts, report)
+            sampled = self.process(kept, report, erasures_checked=True)
         finally:
             self.close()
         self.queue_sample(sampled)
@@ -282,12 +284,26 @@ class PrecomputeRun:
         publish_campaign_config(self.client, self.campaign, self.zones, self.policy, accounts, self.theme)
         self._journal_accepted(accounts)
 
-    def process(self, accounts: Sequence[Account], report: RunReport) -> list[SampleCandidate]:
+    def suppress(self, accounts: Sequence[Account], report: RunReport) -> list[Account]:
+        """`accounts` without the erased ones, and without erased contacts (`welcomemat.erasure`):
+        the erasure list wins over an accounts file that still lists them. Counted in `report`."""
+        suppression = suppress(self.client, self.campaign.tenant, accounts)
+        report.accounts += len(suppression.accounts)
+        report.suppressed += len(suppression.accounts)
+        report.contacts_suppressed += suppression.contacts
+        return suppression.kept
+
+    def process(
+        self, accounts: Sequence[Account], report: RunReport, *, erasures_checked: bool = False
+    ) -> list[SampleCandidate]:
         """Assemble, publish and journal `accounts`, adding their counts to `report`.
 
         Safe to repeat: accounts already published from the same inputs are counted
-        `unchanged` and get no new version. Returns the review-sample candidates.
+        `unchanged` and get no new version. Erased accounts and contacts are left out first
+        (`suppress`), unless the caller just did. Returns the review-sample candidates.
         """
+        if not erasures_checked:
+            accounts = self.suppress(accounts, report)
         if self._assembler is None:
             self._assembler = self._build_assembler(accounts)
         # Usage from the provider itself: it also counts calls spent on accounts it then gave

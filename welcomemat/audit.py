@@ -92,7 +92,7 @@ class AuditAction(enum.StrEnum):
 
 
 # A person must say why: these undo or refuse someone else's work, or put personal copy back.
-REASON_REQUIRED = frozenset({AuditAction.REJECT, AuditAction.ROLLBACK})
+REASON_REQUIRED = frozenset({AuditAction.REJECT, AuditAction.ROLLBACK, AuditAction.READMIT})
 
 
 class Via(enum.StrEnum):

@@ -140,3 +140,10 @@ def test_qr_cookie_is_honoured_on_the_landing_page_too(client: TestClient, store
     client.get(f"/q/{qr_token()}", follow_redirects=False)
     assert client.cookies.get(cookie_name(CAMPAIGN))
     assert zones(client.get(f"/c/{CAMPAIGN}").text)["hero_headline"].text == "Hello from the QR"
+
+
+def test_a_genuine_code_of_a_campaign_that_cannot_be_loaded_sets_no_cookie(client: TestClient) -> None:
+    # Its revocations cannot be checked: a cookie made now would outlive an erasure it did not see.
+    genuine = qr_token(campaign="not-published-here")
+    response = client.get(f"/q/{genuine}", follow_redirects=False)
+    assert response.status_code == 303 and "set-cookie" not in response.headers

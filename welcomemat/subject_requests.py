@@ -260,7 +260,7 @@ def export_subject(client: redis.Redis, subject: Subject, *, auditor: Auditor) -
     data["audit"] = [
         e.model_dump(mode="json", exclude_none=True)
         for e in read_entries(client, tenant, account=account, problems=[])
-        if contact is None or e.contact in (None, contact)
+        if contact is None or e.contact == contact
     ]
     entry = auditor.entry(
         AuditAction.SUBJECT_EXPORT,

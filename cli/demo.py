@@ -101,6 +101,7 @@ def _precompute(client: redis.Redis, inputs: CampaignInputs, accounts_path: Path
     from precompute.providers.offline import OfflineComposer
     from precompute.qa import run_qa
     from precompute.run import PrecomputeRun
+    from welcomemat.audit import Auditor, Via
     from welcomemat.review import decide, show
 
     campaign, zones, policy, theme = inputs.campaign, inputs.zones, inputs.policy, inputs.theme
@@ -125,6 +126,7 @@ def _precompute(client: redis.Redis, inputs: CampaignInputs, accounts_path: Path
             campaign.campaign,
             DEMO_ACCOUNT,
             approve=True,
+            auditor=Auditor("demo", Via.CLI, lambda: datetime.now(UTC)),
             expected_version=current.version,
         )
         print(

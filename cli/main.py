@@ -14,8 +14,10 @@ import sys
 from collections.abc import Sequence
 
 from cli.commands import (
+    audit,
     conversions,
     demo,
+    erase,
     explain,
     export,
     init,
@@ -28,6 +30,7 @@ from cli.commands import (
     review,
     schema,
     serve,
+    subject_export,
     sync,
     validate,
     worker,
@@ -57,6 +60,9 @@ COMMANDS = (
     export,
     report,
     conversions,
+    audit,
+    erase,
+    subject_export,
 )
 
 

@@ -18,10 +18,11 @@ dead-lettering, waiting out Redis and stopping are the core's one consumer loop
 - Redis down while following: back off (capped) and resume; never exit, never spin.
   With `once`, a Redis that stays down ends the run with a failure instead.
 
-Events without an account (anonymous visitors) and of types the records do not count are
-acknowledged without a fold. Facts shown come from the zone set of the version an event
-names (the current or the previous one); if neither has that version any more the
-version is recorded without facts.
+Events without an account (anonymous visitors), of types the records do not count, and from
+before an erasure of their account or contact (`welcomemat.erasure`: a renderer had them
+queued when the erasure ran) are acknowledged without a fold. Facts shown come from the zone
+set of the version an event names (the current or the previous one); if neither has that
+version any more the version is recorded without facts.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ class SyncOptions:
 class SyncStats(ConsumerReport):
     folded: int = 0  # events that changed a record
     duplicates: int = 0  # events already folded before (redelivered, or the same event id twice)
-    skipped: int = 0  # anonymous, or a type the records do not count
+    skipped: int = 0  # anonymous, a type the records do not count, or older than an erasure
     dead: list[str] = field(default_factory=list)  # "tenant entry-id: reason" of each dead-lettered entry
 
     @property
@@ -308,7 +309,9 @@ class Syncer(StreamHandler):
                     if isinstance(reply, str):
                         outcomes[delivery.entry_id] = retry(f"fold failed: {reply}")
                         continue
-                    if reply < 0:
+                    if reply == -2:  # older than an erasure of its account or contact
+                        self.stats.skipped += 1
+                    elif reply < 0:
                         self.stats.duplicates += 1
                     else:
                         self.stats.folded += 1

@@ -24,14 +24,16 @@ from precompute.report import MalformedRow, RunReport
 from precompute.run import PrecomputeRun, progress_bar
 from welcomemat import keys
 from welcomemat.accounts import read_accounts
+from welcomemat.audit import AuditAction, Auditor, check_reason
 from welcomemat.campaign import Campaign
 from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.campaign_ref import is_campaign_file, resolve_campaign_ref
 from welcomemat.connection import connect, connect_for_blocking_reads, resolve_redis
+from welcomemat.erasure import suppress
 from welcomemat.errors import CampaignOwnerError, InputError, StoredValueError
 from welcomemat.ids import is_valid_id
-from welcomemat.review import decide, list_queue, show
+from welcomemat.review import decide, list_queue, roll_back, show
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
 from welcomemat.theme import ThemeCheck
@@ -141,6 +143,12 @@ def print_run_report(report: RunReport) -> None:
         + f", {report.pending_review} waiting for review, {len(report.failed)} failed",
         file=out,
     )
+    if report.suppressed or report.contacts_suppressed:
+        print(
+            f"  left out as erased (welcomemat erase): {report.suppressed} accounts, "
+            f"{report.contacts_suppressed} contacts of published accounts",
+            file=out,
+        )
     print("  accounts by mode: " + ", ".join(f"{k} {v}" for k, v in sorted(report.by_mode.items())), file=out)
     print(
         "  zones by rung:    " + ", ".join(f"{k} {v}" for k, v in sorted(report.zones_by_rung.items())),
@@ -214,8 +222,10 @@ def run_precompute(
     self_review: bool = True,
     deadline_s: float | None = None,
     check_theme: ThemeCheck | None = None,
+    auditor: Auditor | None = None,
 ) -> int:
-    """`check_theme`: the renderer's checks of the campaign's theme (the CLI passes them in)."""
+    """`check_theme`: the renderer's checks of the campaign's theme (the CLI passes them in);
+    `auditor`: who the audit log says published (default: `precompute`)."""
     settings = Settings.from_env()
     accounts_path = Path(accounts)
     if not accounts_path.is_file():
@@ -242,6 +252,7 @@ def run_precompute(
         resume=resume,
         progress=advance,
         theme=inputs.theme,
+        auditor=auditor,
     )
     if enqueue:
         close()
@@ -291,10 +302,21 @@ def run_explain(campaign: str, account: str, *, as_json: bool, zones: str | None
 
 
 def run_review(
-    action: str, campaign: str, account: str | None, *, version: int | None, zones: str | None
+    action: str,
+    campaign: str,
+    account: str | None,
+    *,
+    version: int | None,
+    zones: str | None,
+    auditor: Auditor,
+    reason: str | None = None,
 ) -> int:
+    """`approve`, `reject` and `rollback` are audit-logged as `auditor`; the last two need a `reason`."""
     from precompute.explain import format_explain
 
+    audited = {"approve": AuditAction.APPROVE, "reject": AuditAction.REJECT, "rollback": AuditAction.ROLLBACK}
+    if action in audited:  # before anything is read or written
+        reason = check_reason(reason, audited[action], source="--reason")
     client = _client(Settings.from_env())
     loaded, _ = resolve_campaign(campaign, client, zones)
     tenant, campaign_id = loaded.tenant, loaded.campaign
@@ -319,14 +341,21 @@ def run_review(
         print(format_explain(record))
         return 0
     if action == "rollback":
-        restored = ZoneSetStore(client).rollback(tenant, campaign_id, account)
+        restored = roll_back(client, tenant, campaign_id, account, auditor=auditor, reason=reason)
         if restored is None:
             print(f"{account}: no previous version to roll back to")
             return 1
         print(f"{account}: rolled back; v{restored.version} serves what was published before")
         return 0
     outcome = decide(
-        client, tenant, campaign_id, account, approve=action == "approve", expected_version=version
+        client,
+        tenant,
+        campaign_id,
+        account,
+        approve=action == "approve",
+        auditor=auditor,
+        reason=reason,
+        expected_version=version,
     )
     print(f"{account}: {outcome.detail}")
     return 0 if outcome.applied else 1
@@ -355,9 +384,19 @@ def _enqueue(
         raise InputError(
             f"no valid account records to enqueue ({len(read.problems)} rows skipped)", file=accounts_path
         )
+    # Erased accounts and contacts never go on the stream (workers check again when they process).
+    suppression = suppress(run.client, run.campaign.tenant, read.accounts)
+    if suppression.accounts or suppression.contacts:
+        print(
+            f"  left out as erased (welcomemat erase): {len(suppression.accounts)} accounts, "
+            f"{suppression.contacts} contacts",
+            file=sys.stderr,
+        )
+    if not suppression.kept:
+        raise InputError("every account in the file is erased (welcomemat erase): nothing to enqueue")
     record = enqueue_run(
         run,
-        read.accounts,
+        suppression.kept,
         accounts_file=str(accounts_path),
         rows_read=read.lines_read,
         malformed=malformed,

@@ -82,6 +82,7 @@ COUNTERS = (
     "breaker_openings",
     "entries_done",
     "dead_lettered",  # entries moved to the dead-letter stream
+    "suppressed",  # erased accounts left out (`welcomemat.erasure`)
 )
 _BREAKDOWNS = {
     "mode": "by_mode",
@@ -224,6 +225,7 @@ class RunProgress(BaseModel):
             unchanged=self.count("unchanged"),
             resumed=self.count("resumed"),
             pending_review=self.count("pending_review"),
+            suppressed=self.count("suppressed"),
             failed=self.failures,
             by_mode=self.by_mode,
             zones_by_rung=self.zones_by_rung,
@@ -352,6 +354,7 @@ def counter_increments(report: RunReport, *, worker: str) -> dict[str, int]:
         "tokens": report.tokens,
         "retries": report.retries,
         "breaker_openings": report.breaker_openings,
+        "suppressed": report.suppressed,
         "entries_done": 1,
         f"worker:{worker}": report.accounts,
     }

@@ -41,6 +41,8 @@ class RunReport(BaseModel):
     resumed: int = 0  # skipped by --resume: journalled as published with the same inputs
     pending_review: int = 0  # published as pending_review (served as fallback until approved)
     failed: list[AccountFailure] = Field(default_factory=list)
+    suppressed: int = 0  # on the tenant's erasure list (`welcomemat erase`): left out, nothing written
+    contacts_suppressed: int = 0  # erased contacts left out of accounts that were published
     by_mode: dict[str, int] = Field(default_factory=dict)
     zones_by_rung: dict[str, int] = Field(default_factory=dict)
     fallback_reasons: dict[str, int] = Field(default_factory=dict)

@@ -45,9 +45,11 @@ from precompute.report import AccountFailure, MalformedRow, RunReport
 from precompute.trust import short_name
 from welcomemat import keys
 from welcomemat.accounts import Account, read_accounts
+from welcomemat.audit import AuditAction, Auditor, Via, queue_entry
 from welcomemat.campaign import Campaign, Confidence
 from welcomemat.campaign_config import decode_campaign_config, encode_campaign_config
 from welcomemat.campaign_owner import claim_campaign
+from welcomemat.erasure import suppress
 from welcomemat.errors import StoredValueError
 from welcomemat.records import write_profile
 from welcomemat.store import ZoneSetStore
@@ -210,6 +212,9 @@ class PrecomputeRun:
     `other_companies` is the set of casefolded short names of every account in the run, for
     the wrong-company check; by default those of the accounts given to the first `process`.
     A worker passes the whole run's, since it only ever sees one chunk of it.
+
+    Every new zone-set version it publishes is audit-logged (`publish`) as `auditor` (default:
+    `precompute`, the wall clock), in the pipeline that journals it.
     """
 
     def __init__(
@@ -226,8 +231,10 @@ class PrecomputeRun:
         progress: Callable[[int], None] | None = None,
         other_companies: frozenset[str] | None = None,
         theme: Theme | None = None,
+        auditor: Auditor | None = None,
     ) -> None:
         self.client = client
+        self.auditor = auditor or Auditor("precompute", Via.PRECOMPUTE, lambda: datetime.now(UTC))
         self.store = ZoneSetStore(client)
         self.campaign = campaign
         self.zones = zones
@@ -257,9 +264,10 @@ class PrecomputeRun:
         report.malformed = [
             MalformedRow(file=p.file, line=p.line, field=p.field, reason=p.message) for p in read.problems
         ]
-        self.prepare(read.accounts)
+        kept = self.suppress(read.accounts, report)
+        self.prepare(kept)
         try:
-            sampled = self.process(read.accounts, report)
+            sampled = self.process(kept, report, erasures_checked=True)
         finally:
             self.close()
         self.queue_sample(sampled)
@@ -280,12 +288,26 @@ class PrecomputeRun:
         publish_campaign_config(self.client, self.campaign, self.zones, self.policy, accounts, self.theme)
         self._journal_accepted(accounts)
 
-    def process(self, accounts: Sequence[Account], report: RunReport) -> list[SampleCandidate]:
+    def suppress(self, accounts: Sequence[Account], report: RunReport) -> list[Account]:
+        """`accounts` without the erased ones, and without erased contacts (`welcomemat.erasure`):
+        the erasure list wins over an accounts file that still lists them. Counted in `report`."""
+        suppression = suppress(self.client, self.campaign.tenant, accounts)
+        report.accounts += len(suppression.accounts)
+        report.suppressed += len(suppression.accounts)
+        report.contacts_suppressed += suppression.contacts
+        return suppression.kept
+
+    def process(
+        self, accounts: Sequence[Account], report: RunReport, *, erasures_checked: bool = False
+    ) -> list[SampleCandidate]:
         """Assemble, publish and journal `accounts`, adding their counts to `report`.
 
         Safe to repeat: accounts already published from the same inputs are counted
-        `unchanged` and get no new version. Returns the review-sample candidates.
+        `unchanged` and get no new version. Erased accounts and contacts are left out first
+        (`suppress`), unless the caller just did. Returns the review-sample candidates.
         """
+        if not erasures_checked:
+            accounts = self.suppress(accounts, report)
         if self._assembler is None:
             self._assembler = self._build_assembler(accounts)
         # Usage from the provider itself: it also counts calls spent on accounts it then gave
@@ -457,6 +479,16 @@ class PrecomputeRun:
                 for failure in zone.failures:
                     tally.check_failures[f"{failure.check}:{failure.reason}"] += 1
             self._count(result.zone_set, tally, sampled, account)
+            if result.changed:
+                entry = self.auditor.entry(
+                    AuditAction.PUBLISH,
+                    tenant=self.campaign.tenant,
+                    campaign=self.campaign.campaign,
+                    account=account.account_id,
+                    version=result.version,
+                    detail=f"{result.zone_set.status.value}, {result.zone_set.mode.value}",
+                )
+                queue_entry(pipe, entry)
             # The shared record outbound reads: profile, and the statements of the facts shown.
             write_profile(pipe, self.campaign.tenant, account, result.zone_set)
             pipe.set(

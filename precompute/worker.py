@@ -51,6 +51,7 @@ from precompute.queue import (
 from precompute.report import RunReport
 from precompute.run import JournalState, PrecomputeRun, SampleCandidate, load_campaign_config
 from welcomemat import keys
+from welcomemat.audit import Auditor, Via
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.errors import ConfigError
 from welcomemat.stream_handler import (
@@ -285,6 +286,7 @@ class Worker:
             resume=record.resume,
             now=record.created_at,
             other_companies=companies,
+            auditor=Auditor(f"worker:{self.name}", Via.PRECOMPUTE, lambda: datetime.now(UTC)),
         )
         if run.fingerprint != record.fingerprint:
             raise ConfigError(

@@ -1,9 +1,14 @@
 """`/admin/...`: the operator's views of a campaign — explain, preview-as-account, the review queue.
 
-Every route calls `admin_auth.require_admin` before anything else (404 when
-`WELCOMEMAT_ADMIN_TOKEN` is unset, as if the routes did not exist; 401 without the
-token), then checks every id with `is_valid_id` before it reaches a Redis key. Every
-answer is `Cache-Control: no-store`: it holds internal fields no cache may keep.
+Every route calls `admin_auth.require_admin` before anything else (404 when no admin token
+is configured, as if the routes did not exist; 401 without a token), then checks every id
+with `is_valid_id` before it reaches a Redis key. Every answer is `Cache-Control: no-store`:
+it holds internal fields no cache may keep.
+
+Decisions (approve, reject, rollback) are audit-logged (`welcomemat.audit`) as the name of
+the token that made them, through `http`; a rejection or a rollback without a `reason` is
+400 before anything is done. A decision whose audit entry could not be written stands, and
+the answer says so: 503 with `"applied": true, "audited": false`.
 
 These are operator tools, not visitor pages: when Redis cannot answer they say so with
 503 (JSON, `Retry-After`) rather than a fallback, because a fallback would be a wrong
@@ -16,11 +21,13 @@ these routes approve and reject through one implementation.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import jinja2
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -29,6 +36,7 @@ from server.admin_auth import require_admin
 from server.admin_payloads import (
     ExplainPayload,
     ReviewDecisionBody,
+    RollbackBody,
     parse_explain_record,
     review_entry,
 )
@@ -39,9 +47,10 @@ from server.render import TEMPLATES_DIR, template_environment
 from server.renderer_state import RendererState
 from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.errors import StoredValueError
+from welcomemat.audit import AuditAction, Auditor, Via, check_reason, read_entries
+from welcomemat.errors import AuditError, InputError, StoredValueError
 from welcomemat.ids import is_valid_id
-from welcomemat.review import ReviewOutcome, decide, list_queue
+from welcomemat.review import ReviewOutcome, decide, list_queue, roll_back
 from welcomemat.store import ZoneSetStore
 from welcomemat.validation_errors import dotted, first_problem
 from welcomemat.zoneset import ZoneSet
@@ -54,15 +63,26 @@ __all__ = [
     "review_approve",
     "review_queue",
     "review_reject",
+    "review_rollback",
 ]
+
+log = logging.getLogger(__name__)
 
 
 _T = TypeVar("_T")
+_B = TypeVar("_B", bound=BaseModel)
 
 # An operator waits a little longer than a visitor's page would (it is one request, not a
 # page view), but never on a hung Redis.
 ADMIN_REDIS_TIMEOUT_S = 2.0
+# A decision writes, then appends its audit entry with up to `audit.APPEND_ATTEMPTS` tries on
+# the renderer's client (1 s socket timeout each): the budget covers them all.
+ADMIN_WRITE_TIMEOUT_S = 6.0
 MAX_BODY_BYTES = 1024
+# The preview lists the account's latest audit entries, looking back this far in the tenant's
+# log (a run logs one entry per account it publishes): older ones are `welcomemat audit`'s.
+AUDIT_ENTRIES_SHOWN = 50
+AUDIT_ENTRIES_SCANNED = 10_000
 _NO_STORE = {"cache-control": "no-store"}
 # Admin pages run no script at all (default-src 'none' covers script-src); the preview's page
 # is shown in a sandboxed srcdoc frame, which may load only our stylesheets, images and fonts
@@ -98,7 +118,8 @@ def _admin(*, html: bool = False) -> Callable[[AdminEndpoint], Callable[[Request
         @functools.wraps(endpoint)  # keeps the docstring OpenAPI reads
         async def guarded(request: Request) -> Response:
             renderer: RendererState = request.app.state.renderer
-            require_admin(request, renderer.settings.admin_token)  # raises 404 / 401
+            # raises 404 / 401; the token's name is who the audit log says acted
+            request.state.admin_name = require_admin(request, renderer.settings.admin_credentials())
             return await endpoint(request, renderer)
 
         return errors_as_html(lambda request: html)(guarded)
@@ -175,7 +196,9 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
     description: >
       The page rendered for the account's arm and zone set exactly as a visitor's request
       renders it (no engagement event is logged), with each zone's rung, cited facts (source
-      link, publish date), checks, and the zone set's version, status and validity.
+      link, publish date), checks, the zone set's version, status and validity, and the
+      account's latest audit-log entries (who published, approved, rejected, rolled back or
+      erased what, when and why).
       `arm=personal` previews the personal copy of a holdout account. Bearer `WELCOMEMAT_ADMIN_TOKEN`.
     security: [{adminBearer: []}]
     parameters:
@@ -206,6 +229,22 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
     raw, zone_set = await _read(
         renderer, "admin_preview", lambda: _explain_and_zone_set(renderer, tenant, campaign, account)
     )
+    unreadable: list[StoredValueError] = []
+    audit = await _read(
+        renderer,
+        "admin_preview_audit",
+        lambda: read_entries(
+            renderer.client,
+            tenant,
+            account=account,
+            newest_first=True,
+            limit=AUDIT_ENTRIES_SHOWN,
+            scan_max=AUDIT_ENTRIES_SCANNED,
+            problems=unreadable,
+        ),
+    )
+    if unreadable:
+        renderer.metrics.stored_value_errors.inc(len(unreadable))
     explain: ExplainPayload | None = None
     explain_problem = None
     if raw is not None:
@@ -235,6 +274,9 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
         explain_problem=explain_problem,
         rows=zone_provenance(zones, zone_set, explain),
         page_html=page_html,
+        audit=audit,
+        audit_unreadable=len(unreadable),
+        audit_scanned=AUDIT_ENTRIES_SCANNED,
     )
 
 
@@ -280,33 +322,72 @@ async def review_queue(request: Request, renderer: RendererState) -> Response:
     )
 
 
-async def _decide(request: Request, renderer: RendererState, *, approve: bool) -> Response:
-    state = await _campaign(request, renderer)
-    account = _path_id(request, "account")
-    tenant, campaign = state.tenant, state.campaign_id
+def _auditor(request: Request, renderer: RendererState) -> Auditor:
+    return Auditor(request.state.admin_name, Via.HTTP, lambda: datetime.fromtimestamp(renderer.clock(), UTC))
+
+
+async def _body(request: Request, model: type[_B], shape: str) -> _B:
     body = await request.body()
     if len(body) > MAX_BODY_BYTES:
         raise HTTPProblem(413, f"the body is over {MAX_BODY_BYTES} bytes")
     try:
-        decision = ReviewDecisionBody.model_validate_json(body or b"{}")
+        return model.model_validate_json(body or b"{}")
     except ValidationError as exc:
         loc, message = first_problem(exc)
-        where = dotted(loc)
-        raise HTTPProblem(
-            400, f'body must be JSON {{"version": N}}, the version you reviewed: {where or "body"}: {message}'
-        ) from None
+        raise HTTPProblem(400, f"body must be JSON {shape}: {dotted(loc) or 'body'}: {message}") from None
 
-    def act() -> tuple[ZoneSet | None, ReviewOutcome | None]:
+
+def _reason(text: str | None, action: AuditAction) -> str | None:
+    try:
+        return check_reason(text, action, source="reason")
+    except InputError as exc:
+        raise HTTPProblem(400, f"reason: {exc.message}") from None
+
+
+def _not_audited(what: str, exc: AuditError) -> HTTPProblem:
+    log.error("%s", exc)
+    return HTTPProblem(
+        503,
+        f"{what}; the decision stands, but its audit entry could not be written (see the renderer's log)",
+        fields={"applied": True, "audited": False},
+    )
+
+
+async def _decide(request: Request, renderer: RendererState, *, approve: bool) -> Response:
+    state = await _campaign(request, renderer)
+    account = _path_id(request, "account")
+    tenant, campaign = state.tenant, state.campaign_id
+    decision = await _body(
+        request, ReviewDecisionBody, '{"version": N, "reason": "why"}, the version you reviewed'
+    )
+    reason = _reason(decision.reason, AuditAction.APPROVE if approve else AuditAction.REJECT)
+    auditor = _auditor(request, renderer)
+
+    def act() -> tuple[ZoneSet | None, ReviewOutcome | AuditError | None]:
         current = ZoneSetStore(renderer.client).get(tenant, campaign, account)
         if current is None:
             return None, None
-        return current, decide(
-            renderer.client, tenant, campaign, account, approve=approve, expected_version=decision.version
-        )
+        try:
+            return current, decide(
+                renderer.client,
+                tenant,
+                campaign,
+                account,
+                approve=approve,
+                auditor=auditor,
+                reason=reason,
+                expected_version=decision.version,
+            )
+        except AuditError as exc:  # done, not logged: said below, not a Redis fault to count
+            return current, exc
 
-    current, outcome = await _read(renderer, "admin_review_decide", act)
+    current, outcome = await renderer.guard.call("admin_review_decide", act, timeout_s=ADMIN_WRITE_TIMEOUT_S)
     if current is None or outcome is None:
         raise HTTPProblem(404, f"no zone set is published for account {account!r} in {tenant}/{campaign}")
+    if isinstance(outcome, AuditError):
+        raise _not_audited(
+            f"{'approved' if approve else 'rejected'} v{decision.version} of {account}", outcome
+        )
     if not outcome.applied or outcome.result is None:
         raise HTTPProblem(409, outcome.detail, fields={"current_version": current.version})
     result = outcome.result
@@ -330,14 +411,19 @@ _DECIDE_DOC = """
       required: true
       content:
         application/json:
-          schema: {type: object, required: [version], properties: {version: {type: integer, minimum: 1}}}
+          schema:
+            type: object
+            required: [version]
+            properties:
+              version: {type: integer, minimum: 1}
+              reason: {type: string, maxLength: 500, description: "Why; required to reject."}
     responses:
       200: {description: "Applied (or already so): the current version and status."}
-      400: {description: "The body is not {\\"version\\": N}."}
+      400: {description: "Not {\\"version\\": N, \\"reason\\": ...}; a rejection without a reason."}
       401: {description: "No or wrong bearer token."}
       404: {description: "Admin routes off, or no such campaign or zone set."}
       409: {description: "The version is no longer current: review the current version."}
-      503: {description: "Redis is unavailable."}
+      503: {description: "Redis is unavailable, or the decision stands but was not audit-logged."}
 """
 
 
@@ -354,6 +440,63 @@ async def review_reject(request: Request, renderer: RendererState) -> Response:
 review_approve.__doc__ = (
     "\n    summary: Approve the version you reviewed; it is served as personal (admin).\n" + _DECIDE_DOC
 )
+
+
+@_admin()
+async def review_rollback(request: Request, renderer: RendererState) -> Response:
+    """
+    summary: Serve the account's previous zone set again, under a new version (admin).
+    description: >
+      What `welcomemat review rollback` does: the previous version becomes current under the
+      next version number (a second rollback in a row has nothing to go back to). The reason
+      is required and audit-logged. Bearer admin token.
+    security: [{adminBearer: []}]
+    parameters:
+      - {name: campaign, in: path, required: true, schema: {type: string}}
+      - {name: account, in: path, required: true, schema: {type: string}}
+    requestBody:
+      required: true
+      content:
+        application/json:
+          schema: {type: object, required: [reason], properties: {reason: {type: string, maxLength: 500}}}
+    responses:
+      200: {description: "Rolled back: the new version and its status."}
+      400: {description: "The body is not {\\"reason\\": ...}, or the reason is blank."}
+      401: {description: "No or wrong bearer token."}
+      404: {description: "Admin routes off, or no such campaign, or no previous version to go back to."}
+      503: {description: "Redis is unavailable, or the rollback stands but was not audit-logged."}
+    """
+    state = await _campaign(request, renderer)
+    account = _path_id(request, "account")
+    tenant, campaign = state.tenant, state.campaign_id
+    body = await _body(request, RollbackBody, '{"reason": "why"}')
+    reason = _reason(body.reason, AuditAction.ROLLBACK)
+    auditor = _auditor(request, renderer)
+
+    def act() -> ZoneSet | AuditError | None:
+        try:
+            return roll_back(renderer.client, tenant, campaign, account, auditor=auditor, reason=reason)
+        except AuditError as exc:
+            return exc
+
+    restored = await renderer.guard.call("admin_review_rollback", act, timeout_s=ADMIN_WRITE_TIMEOUT_S)
+    if restored is None:
+        raise HTTPProblem(
+            404, f"account {account!r} in {tenant}/{campaign} has no previous version to go back to"
+        )
+    if isinstance(restored, AuditError):
+        raise _not_audited(f"rolled back {account}", restored)
+    return _json(
+        {
+            "account_id": account,
+            "changed": True,
+            "version": restored.version,
+            "status": restored.status.value,
+            "detail": f"v{restored.version} serves what was published before",
+        }
+    )
+
+
 review_reject.__doc__ = (
     "\n    summary: Reject the version you reviewed; the account keeps the fallback (admin).\n" + _DECIDE_DOC
 )
@@ -366,4 +509,5 @@ def admin_routes() -> list[Route]:
         Route("/admin/review/{campaign}", review_queue, methods=["GET"]),
         Route("/admin/review/{campaign}/{account}/approve", review_approve, methods=["POST"]),
         Route("/admin/review/{campaign}/{account}/reject", review_reject, methods=["POST"]),
+        Route("/admin/review/{campaign}/{account}/rollback", review_rollback, methods=["POST"]),
     ]

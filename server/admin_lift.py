@@ -108,7 +108,7 @@ async def lift_page(request: Request) -> Response:
       503: {description: "Redis is unavailable."}
     """
     renderer: RendererState = request.app.state.renderer
-    require_admin(request, renderer.settings.admin_token)  # raises 404 / 401
+    require_admin(request, renderer.settings.admin_credentials())  # raises 404 / 401
     fmt = request.query_params.get("format", "html")
     if fmt not in _FORMATS:
         raise HTTPProblem(400, f"format must be one of {', '.join(_FORMATS)}")

@@ -27,6 +27,7 @@ __all__ = [
     "ExplainZone",
     "ReviewDecisionBody",
     "ReviewQueueEntry",
+    "RollbackBody",
     "parse_explain_record",
     "review_entry",
 ]
@@ -163,8 +164,18 @@ def review_entry(account_id: str, queue: str, queued_at: float, zone_set: ZoneSe
 
 
 class ReviewDecisionBody(BaseModel):
-    """`POST /admin/review/.../approve|reject`: the version the reviewer read."""
+    """`POST /admin/review/.../approve|reject`: the version the reviewer read, and why (a rejection
+    must say; `welcomemat.audit.check_reason` decides)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     version: int = Field(ge=1, strict=True)
+    reason: str | None = Field(default=None, strict=True)
+
+
+class RollbackBody(BaseModel):
+    """`POST /admin/review/.../rollback`: why the previous version must come back."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reason: str = Field(strict=True)

@@ -30,6 +30,7 @@ from server.singleflight import SingleFlight
 from welcomemat import keys
 from welcomemat.campaign_owner import CampaignOwnership, parse_campaigns_index
 from welcomemat.campaign_view import CampaignView, build_campaign_view
+from welcomemat.erasure import Revocations, load_revocations
 from welcomemat.ids import is_valid_id
 
 __all__ = ["CampaignRegistry", "CampaignState", "load_ip_index"]
@@ -48,10 +49,12 @@ def load_ip_index(client: redis.Redis, tenant: str, campaign_id: str) -> IpRange
 
 @dataclass
 class CampaignState:
-    """A loaded campaign. The watcher replaces `view` and `ip_index` whole (atomic swaps)."""
+    """A loaded campaign. The watcher replaces `view`, `ip_index` and `revocations` whole (atomic
+    swaps). `revocations`: the tenant's erased subjects, whose older tokens identify no one."""
 
     view: CampaignView
     ip_index: IpRangeIndex
+    revocations: Revocations = field(default_factory=Revocations)
     loaded_at: float = field(default_factory=time.monotonic)
 
     @property
@@ -175,7 +178,11 @@ class CampaignRegistry:
             if raw is None:
                 return None
             view = build_campaign_view(tenant, campaign_id, raw)  # type: ignore[arg-type]
-            return CampaignState(view=view, ip_index=load_ip_index(self._client, tenant, campaign_id))
+            return CampaignState(
+                view=view,
+                ip_index=load_ip_index(self._client, tenant, campaign_id),
+                revocations=load_revocations(self._client, tenant),
+            )
 
         # Loading validates the whole campaign (pydantic, URL gate, bleach for markup copy): far
         # more work than a read, once per campaign and process, so it gets a larger budget.

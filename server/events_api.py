@@ -14,7 +14,9 @@ A beacon is `{"campaign", "view", "event_id", "type": "view"|"click", "zone"?}` 
    name the tenant that owns it when this renderer has it loaded, else 400: the event's
    tenant, account, contact, arm, rung, zone-set version and view id all come from the
    token, never from the client, so no one can attribute an event to an account it was not
-   served, nor to a tenant that does not own the campaign id;
+   served, nor to a tenant that does not own the campaign id; a token issued before its
+   account (or contact) was erased (`welcomemat.erasure`, as the loaded campaign knows it)
+   is written without them;
 7. an event id seen before (this process's memory, then `SET NX` in the event writer's
    batch across every renderer) is answered 204 and not written again.
 
@@ -240,6 +242,17 @@ class EventsApi:
         self._seen[seen_key] = None
         if len(self._seen) > self._seen_max:
             self._seen.popitem(last=False)
+        account, contact = claims.account, claims.contact
+        state = renderer.campaigns.cached(beacon.campaign)  # never a Redis read here
+        if (
+            account is not None
+            and state is not None
+            and state.tenant == tenant
+            and state.revocations.revoked(account, contact, claims.issued_at)
+        ):
+            # Served before the account (or contact) was erased: the beacon counts, anonymously.
+            renderer.metrics.token_rejections.labels("view", "revoked").inc()
+            account = contact = None
         renderer.events.emit(
             EngagementEvent(
                 type=EventType(beacon.type),
@@ -248,8 +261,8 @@ class EventsApi:
                 view_id=claims.view_id,
                 ts_ms=renderer.now_ms(),
                 arm=claims.arm.value,
-                account=claims.account,
-                contact=claims.contact,
+                account=account,
+                contact=contact,
                 zone=beacon.zone,
                 rung=claims.rung,
                 zone_set_version=claims.zone_set_version,

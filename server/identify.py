@@ -3,7 +3,10 @@
 Every step fails closed to the next: a token that is malformed, tampered, expired, from
 the future, signed with a retired key, or issued for another tenant or campaign is
 counted and ignored, never an error page (the visitor still gets a good page, the
-anonymous one). Tokens are verified only by `welcomemat.tokens.TokenSigner`.
+anonymous one). Tokens are verified only by `welcomemat.tokens.TokenSigner`. A genuine
+token issued before its account (or contact) was erased is revoked (`welcomemat.erasure`):
+counted as `revoked` and ignored the same way, checked on every request (remembered
+verifications included).
 
 The client address comes from `X-Forwarded-For` only when the TCP peer is one of the
 configured trusted proxies; then the rightmost hop that is not itself a trusted proxy
@@ -19,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from server.ip_index import IpAddress, IpRangeIndex, normalise_ip
+from welcomemat.erasure import Revocations
 from welcomemat.errors import TokenBadSignature, TokenError, TokenExpired, TokenFromFuture, TokenMalformed
 from welcomemat.tokens import TokenClaims, TokenKind, TokenSigner
 
@@ -146,8 +150,16 @@ class Identifier:
         # (kind, tenant, campaign, token) -> (claims, monotonic time it was verified)
         self._memo: dict[tuple[TokenKind, str, str, str], tuple[TokenClaims, float]] = {}
 
-    def verify(self, kind: TokenKind, token: str | None, *, tenant: str, campaign: str) -> TokenClaims | None:
-        """The claims of a genuine token for this tenant and campaign, else None (counted).
+    def verify(
+        self,
+        kind: TokenKind,
+        token: str | None,
+        *,
+        tenant: str,
+        campaign: str,
+        revocations: Revocations | None = None,
+    ) -> TokenClaims | None:
+        """The claims of a genuine, unrevoked token for this tenant and campaign, else None (counted).
 
         Only `TokenSigner.verify` decides that a token is genuine. A token string it accepted
         is remembered for `_MEMO_TTL_S`; on a hit only time can have changed the answer, so
@@ -161,7 +173,7 @@ class Identifier:
         if memo is not None:
             claims, verified_at = memo
             if time.monotonic() - verified_at < _MEMO_TTL_S and self._clock() < claims.expires_at:
-                return claims
+                return self._unrevoked(kind, claims, revocations)
             del self._memo[key]
         try:
             claims = self.signer.verify(kind, token, tenant=tenant, campaign=campaign)
@@ -171,6 +183,14 @@ class Identifier:
         if len(self._memo) >= _MEMO_ENTRIES:
             del self._memo[next(iter(self._memo))]  # the oldest entry (insertion order)
         self._memo[key] = (claims, time.monotonic())
+        return self._unrevoked(kind, claims, revocations)
+
+    def _unrevoked(
+        self, kind: TokenKind, claims: TokenClaims, revocations: Revocations | None
+    ) -> TokenClaims | None:
+        if revocations and revocations.revoked(claims.account, claims.contact, claims.issued_at):
+            self._on_reject(kind, "revoked")
+            return None
         return claims
 
     def trust(self, kind: TokenKind, token: str, *, tenant: str, campaign: str) -> tuple[float, int] | None:
@@ -191,11 +211,16 @@ class Identifier:
         cookie_token: str | None,
         address: IpAddress | None,
         ip_index: IpRangeIndex,
+        revocations: Revocations | None = None,
     ) -> tuple[Identity, TokenClaims | None]:
         """The identity, and the cookie claims if a valid cookie was presented (so a caller can
-        tell whether the cookie already says what a link says)."""
-        link = self.verify(TokenKind.LINK, link_token, tenant=tenant, campaign=campaign)
-        cookie = self.verify(TokenKind.COOKIE, cookie_token, tenant=tenant, campaign=campaign)
+        tell whether the cookie already says what a link says). `revocations`: the tenant's."""
+        link = self.verify(
+            TokenKind.LINK, link_token, tenant=tenant, campaign=campaign, revocations=revocations
+        )
+        cookie = self.verify(
+            TokenKind.COOKIE, cookie_token, tenant=tenant, campaign=campaign, revocations=revocations
+        )
         if link is not None:
             return Identity.from_claims(IdentityMethod.LINK, link), cookie
         if cookie is not None:

@@ -11,7 +11,10 @@ campaign, so `welcomemat.tokens.claimed_scope` reads which campaign the token *c
 never trusted: `TokenSigner.verify` then checks the signature, kind, binding and expiry.
 A mailer that sat on a desk past its token's expiry still deserves the story it
 promised: when the token does not verify but names a published campaign, the visitor
-is sent, anonymous and without a cookie, to that campaign's continuation page.
+is sent, anonymous and without a cookie, to that campaign's continuation page. So is the
+holder of a code whose account or contact was erased since it was printed (revoked,
+`welcomemat.erasure`); and when the campaign cannot be loaded to check that, no cookie
+is set (a cookie made now would outlive the revocation it could not check).
 
 A scan is never redirected into a 404: a campaign id that is not the token's tenant's (ids
 are unique per deployment, `welcomemat.campaign_owner`), not published, or without a
@@ -80,6 +83,10 @@ async def qr_entry(request: Request) -> Response:
         log.info("qr: campaign %s/%s not loadable now (%s)", tenant, campaign_id, exc)
     if state is not None and state.tenant != tenant:
         state = None  # the id is another tenant's campaign
+    if claims is not None and state is not None and state.revocations:
+        claims = renderer.identifier.verify(
+            TokenKind.QR, token, tenant=tenant, campaign=campaign_id, revocations=state.revocations
+        )
     if claims is None and state is None:
         return _invalid(renderer)
     # Never a redirect into a 404: only to a continuation page the campaign serves, or, while
@@ -91,7 +98,7 @@ async def qr_entry(request: Request) -> Response:
     response = RedirectResponse(location, status_code=303, headers=NO_STORE)
     if claims is None:
         return response
-    if not tracking_refused(request.headers):
+    if state is not None and not tracking_refused(request.headers):
         cookie = renderer.cookie_token(
             tenant, campaign_id, claims.account, claims.contact, DEFAULT_COOKIE_TTL_S
         )

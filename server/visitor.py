@@ -89,6 +89,7 @@ async def identify_visitor(
         cookie_token=cookie_token,
         address=address,
         ip_index=state.ip_index,
+        revocations=state.revocations,
     )
     arm = assign_arm(tenant, campaign_id, identity.account, view.campaign.holdout_fraction)
     zone_set = None

@@ -6,8 +6,12 @@ clears the whole campaign from the cache: messages published while it was not li
 are lost (pub/sub has no memory), and the TTL would otherwise be the only safety net.
 
 Between messages it re-reads the campaign config (rebuilding the view only when the
-stored bytes changed) and the IP ranges: on a timer, and soon after change messages
-(precompute writes ranges in the runs that publish zone sets). If the config is gone
+stored bytes changed) and the IP ranges and the tenant's revocations (`welcomemat.erasure`):
+on a timer, and soon after change messages (precompute writes ranges in the runs that
+publish zone sets). An erasure's change message (version 0) reloads the ranges and the
+revocations at once, before the account is dropped from the cache, so the very next request
+with an erased subject's token is anonymous; revocations that change also clear the
+campaign from the cache (and so every remembered visitor answer). If the config is gone
 from Redis the campaign is forgotten and the thread ends.
 
 A thread, not an asyncio task: the store's pub/sub is the synchronous redis-py client,
@@ -33,6 +37,7 @@ from server.tuning import RendererTuning
 from server.zone_cache import ZoneSetCache
 from welcomemat import keys
 from welcomemat.campaign_view import build_campaign_view
+from welcomemat.erasure import load_revocations
 from welcomemat.errors import StoredValueError, StoreError
 from welcomemat.store import ZoneSetChange, ZoneSetStore
 
@@ -141,6 +146,8 @@ class CampaignWatcher:
             return
         if (change.tenant, change.campaign) != (self.state.tenant, self.state.campaign_id):
             return
+        if change.version == 0:  # an erasure: its tokens and IP ranges stop identifying anyone now
+            self._refresh_ip_ranges()
         if self._cache.invalidate((change.tenant, change.campaign, change.account_id), change.version):
             self._metrics.invalidations.labels("change").inc()
         if self._ip_dirty_since is None:
@@ -166,6 +173,12 @@ class CampaignWatcher:
         return True
 
     def _refresh_ip_ranges(self) -> None:
+        """The IP ranges and the tenant's revocations (they change together: an erasure drops both)."""
         self._ip_due = self._clock() + self._tuning.ip_refresh_s
         self._ip_dirty_since = None
-        self.state.ip_index = load_ip_index(self._client, self.state.tenant, self.state.campaign_id)
+        tenant, campaign_id = self.state.tenant, self.state.campaign_id
+        self.state.ip_index = load_ip_index(self._client, tenant, campaign_id)
+        revocations = load_revocations(self._client, tenant)
+        if revocations != self.state.revocations:
+            self.state.revocations = revocations
+            self._cache.clear_campaign(tenant, campaign_id)  # answers remembered for revoked tokens go

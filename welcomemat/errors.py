@@ -13,7 +13,8 @@
     │   └── TokenFromFuture   issued in the future (clock skew beyond tolerance, or forged)
     ├── ProviderUnavailable   a remote provider (model, CRM webhook) cannot take a call now
     ├── StoreError            Redis could not be read or written
-    │   └── StoredValueError  a stored value does not decode (carries the key)
+    │   ├── StoredValueError  a stored value does not decode (carries the key)
+    │   └── AuditError        an action was done, but its audit entry could not be written
     └── EmbeddedRedisError    the embedded Redis server could not be started or reached
 
 Messages name the bad value and where it came from.
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 __all__ = [
+    "AuditError",
     "CampaignOwnerError",
     "ConfigError",
     "ContractError",
@@ -171,6 +173,17 @@ class StoredValueError(StoreError):
         self.key = key
         self.detail = detail
         super().__init__(f"value at Redis key {key!r} does not decode: {detail}")
+
+
+class AuditError(StoreError):
+    """An action was done, but its audit entry could not be written (`welcomemat.audit`).
+
+    The action stands; whoever ran it is told it is missing from the log. Carries the entry.
+    """
+
+    def __init__(self, message: str, entry: object) -> None:
+        self.entry = entry
+        super().__init__(message)
 
 
 class EmbeddedRedisError(WelcomematError):

@@ -9,7 +9,9 @@ Cluster hashes to pick a slot, so everything written together shares one tag:
   stream and run records share the tag too, so a worker's "count and acknowledge" is one
   transaction.
 - per tenant, `{tenant}`: the engagement event stream and the account records that events
-  are folded into, so a fold (read events, update records, acknowledge) stays in one slot.
+  are folded into, so a fold (read events, update records, acknowledge) stays in one slot;
+  the audit log and the erasure list share it, so an erasure's tenant-wide writes and its
+  audit entry are one transaction.
 - none, for the few small keys read by campaign id alone (the campaigns index, a campaign
   id's owner, the active runs): single-key commands only.
 
@@ -28,11 +30,13 @@ from welcomemat.ids import is_valid_id
 
 __all__ = [
     "ACCOUNT_RECORD_TTL_S",
+    "AUDIT_TTL_S",
     "BEACON_EVENT_TTL_S",
     "CAMPAIGN_OWNER_TTL_S",
     "CAMPAIGN_TTL_S",
     "CONVERSIONS_TTL_S",
     "DEAD_LETTER_TTL_S",
+    "ERASURES_TTL_S",
     "EVENTS_STREAM_TTL_S",
     "EVENT_SEEN_TTL_S",
     "JOURNAL_TTL_S",
@@ -50,6 +54,8 @@ __all__ = [
     "account_record_key",
     "account_record_scan_pattern",
     "active_runs_key",
+    "audit_stream_key",
+    "audit_stream_scan_pattern",
     "beacon_event_key",
     "campaign_config_key",
     "campaign_owner_key",
@@ -58,10 +64,12 @@ __all__ = [
     "changes_channel",
     "conversions_key",
     "dead_letter_stream_key",
+    "erasures_key",
     "event_seen_key",
     "events_dead_letter_key",
     "events_stream_key",
     "explain_key",
+    "global_audit_stream_key",
     "ip_ranges_key",
     "journal_key",
     "previous_zone_set_key",
@@ -123,6 +131,14 @@ CONVERSIONS_TTL_S = 365 * _DAY_S
 EVENT_SEEN_TTL_S = 35 * _DAY_S
 # 30 days, refreshed on every write: CRM changes wait this long for a receiver to come back.
 WEBHOOK_OUTBOX_TTL_S = 30 * _DAY_S
+
+# 2 years, refreshed on every entry: who approved, rolled back or erased what must outlive the
+# zone sets and records it is about (365 days) by a full year of audits.
+AUDIT_TTL_S = 2 * 365 * _DAY_S
+# 3 years, refreshed on every erasure: the erasure list revokes the tokens an erased subject
+# holds (none lives longer than 366 days, `tokens.MAX_TTL_S`) and keeps precompute from
+# publishing them again from an accounts file that still lists them.
+ERASURES_TTL_S = 3 * 365 * _DAY_S
 
 # 7 hours: a beacon's event id is remembered (duplicates ignored) for longer than the view
 # token it carries lives (6 hours, `tokens.DEFAULT_VIEW_TTL_S`): once the token has expired,
@@ -292,6 +308,38 @@ def account_record_key(tenant: str, account_id: str) -> str:
 def account_record_scan_pattern(tenant: str) -> str:
     """SCAN MATCH pattern for every account record of a tenant (ids hold no glob characters)."""
     return f"{tenant_prefix(tenant)}:acct:*"
+
+
+def audit_stream_key(tenant: str) -> str:
+    """The tenant's audit log: a stream, one entry per admin or review action (`welcomemat.audit`).
+
+    Never trimmed. TTL `AUDIT_TTL_S`, refreshed on every entry.
+    """
+    return f"{tenant_prefix(tenant)}:audit"
+
+
+def audit_stream_scan_pattern() -> str:
+    """SCAN MATCH pattern for every tenant's audit log (`wm:1:{<tenant>}:audit`): the tenant is
+    between the braces (ids hold none, nor glob characters)."""
+    return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:{{*}}:audit"
+
+
+def global_audit_stream_key() -> str:
+    """The audit log of actions that concern no one tenant (signing-key rotation).
+
+    One key outside any tenant's slot. TTL `AUDIT_TTL_S`, refreshed on every entry.
+    """
+    return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:audit"
+
+
+def erasures_key(tenant: str) -> str:
+    """The tenant's erasure list: a hash, one field per erased account, contact or e-mail address
+    (`welcomemat.erasure`): when its tokens stop counting and whether precompute skips it.
+
+    Read by the renderer (revocation), the engagement fold (events older than an erasure are
+    not folded) and precompute (suppression). TTL `ERASURES_TTL_S`, refreshed on every write.
+    """
+    return f"{tenant_prefix(tenant)}:erased"
 
 
 def event_seen_key(tenant: str, event_id: str) -> str:

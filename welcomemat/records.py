@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from welcomemat import keys
 from welcomemat.accounts import Account
+from welcomemat.erasure import account_field, contact_field
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.zoneset import CitedFact, Rung, ZoneSet
@@ -59,6 +60,7 @@ __all__ = [
     "FoldKind",
     "ShownFact",
     "cited_facts",
+    "contact_erasure",
     "fold_events",
     "iter_account_records",
     "mark_crm_delivered",
@@ -249,21 +251,37 @@ class EventFold:
 # One call folds a batch: redis-py packs and parses every command in Python, and one
 # command per event cost more than the fold itself; one call with the batch as one JSON
 # argument costs a fraction. Every key is declared (3 per event, all in the tenant's slot).
-# KEYS: per event i, 3i-2 seen marker, 3i-1 record, 3i CRM outbox stream.
+# KEYS: per event i, 3i-2 seen marker, 3i-1 record, 3i CRM outbox stream; last, the tenant's
+# erasure list (`welcomemat.erasure`).
 # ARGV: 1 seen TTL s, 2 record TTL s, 3 outbox TTL s ("0": no webhook), 4 now ms, 5 the events:
 # a JSON array of [campaign field prefix, contact field prefix ("" none), counter name,
-# event ms, order key, arm, zone, version ("" none), facts JSON, account id].
-# Returns one reply per event: -1 folded before, the record's new revision, or an error text.
+# event ms, order key, arm, zone, version ("" none), facts JSON, account id, the account's and the
+# contact's fields in the erasure list ("" none)].
+# Returns one reply per event: -1 folded before, -2 older than an erasure of its account or
+# contact (never folded), the record's new revision, or an error text.
 # Each event is its own step inside pcall: an error (e.g. a record key holding another type
 # fails at its first read) costs that event only, and its seen marker, written last, stays
 # unset, so a retry finds it unfolded.
 FOLD_LUA = """
 local seen_ttl, rec_ttl, outbox_ttl, now = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local erased = KEYS[#KEYS]
+local function revoked_before(name)
+  if name == '' then return nil end
+  local raw = redis.call('HGET', erased, name)
+  if not raw then return nil end
+  local ok, mark = pcall(cjson.decode, raw)
+  if ok and type(mark) == 'table' then return tonumber(mark['revoke_before']) end
+  return nil
+end
 local function fold(i, ev)
   local seen, rec = KEYS[3 * i - 2], KEYS[3 * i - 1]
   if redis.call('EXISTS', seen) == 1 then return -1 end
   local e, p, counter, ts_text, order = ev[1], ev[2], ev[3], ev[4], ev[5]
   local ts = tonumber(ts_text)
+  for _, name in ipairs({ev[11], ev[12]}) do
+    local before = revoked_before(name)
+    if before and ts < before * 1000 then return -2 end
+  end
   -- One read of every field the fold compares against, one write of what changes.
   local cur = redis.call('HMGET', rec, e .. 'first', e .. 'last', e .. 'arm_at', e .. 'ver_at',
     'updated_ms', p .. 'first', p .. 'last')
@@ -318,7 +336,8 @@ def fold_events(
     """Fold a batch of one tenant's events, atomically and idempotently; one reply per event.
 
     A reply is the record's new revision (the event changed it), -1 (folded before: nothing
-    changed) or the error text of an event that could not be folded (left unfolded).
+    changed), -2 (older than an erasure of its account or contact: never folded) or the error
+    text of an event that could not be folded (left unfolded).
     `script` is `client.register_script(FOLD_LUA)`. With `outbox`, a fold that changes a
     record queues a CRM change on the tenant's outbox stream (one queued change per account
     at a time: the webhook sends the record as it is when it sends).
@@ -349,8 +368,11 @@ def fold_events(
                 "" if event.zone_set_version is None else str(event.zone_set_version),
                 json.dumps([f.model_dump(mode="json") for f in event.facts], separators=(",", ":")),
                 event.account_id,
+                account_field(event.account_id),
+                contact_field(event.account_id, event.contact) if event.contact else "",
             ]
         )
+    key_list.append(keys.erasures_key(tenant))
     replies = script(
         keys=key_list,
         args=[
@@ -399,6 +421,32 @@ def mark_crm_delivered(
 ) -> None:
     """Record that the CRM received the account's record at `revision` (only ever raised)."""
     client.eval(_MARK_DELIVERED_LUA, 1, keys.account_record_key(tenant, account_id), revision)
+
+
+# -- erasing a person (welcomemat.subject_requests) ------------------------------------------------
+
+
+def contact_erasure(
+    client: redis.Redis, tenant: str, account_id: str, contact_id: str
+) -> tuple[str | None, list[str]]:
+    """What erasing one contact changes in the account's record: the profile without them (None
+    when it does not name them) and the per-contact counter fields to delete (`p:*:<contact>:*`)."""
+    key = keys.account_record_key(tenant, account_id)
+    raw: Mapping[Any, Any] = client.hgetall(key)
+    fields = {_text(k): _text(v) for k, v in raw.items()}
+    profile: str | None = None
+    if "profile" in fields:
+        data = json.loads(fields["profile"])
+        contacts = [c for c in data.get("contacts", []) if c.get("contact_id") != contact_id]
+        if len(contacts) != len(data.get("contacts", [])):
+            data["contacts"] = contacts
+            profile = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    counters = [
+        name
+        for name in fields
+        if name.startswith("p:") and name.partition(":")[2].partition(":")[2].partition(":")[0] == contact_id
+    ]
+    return profile, sorted(counters)
 
 
 # -- reading ---------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from welcomemat.errors import ConfigError
 
 __all__ = [
     "SETTINGS",
+    "SHARED_ADMIN_NAME",
     "Setting",
     "Settings",
 ]
@@ -50,6 +51,18 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "WELCOMEMAT_ADMIN_TOKEN", None, "Bearer token for `/admin/...` routes. Unset: admin routes are off."
+    ),
+    Setting(
+        "WELCOMEMAT_ADMIN_TOKENS",
+        None,
+        "Named bearer tokens for `/admin/...` routes, comma-separated `NAME:TOKEN` pairs (each token at "
+        "least 32 characters): the audit log names who decided by the token's name.",
+    ),
+    Setting(
+        "WELCOMEMAT_OPERATOR",
+        None,
+        "Who runs `welcomemat` commands that change or erase something, as the audit log records them "
+        "(`--by NAME` overrides it). Unset: the login name, as `login:NAME`.",
     ),
     Setting(
         "WELCOMEMAT_CRM_TOKEN",
@@ -99,6 +112,10 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+# The name the audit log gives whoever presents the shared WELCOMEMAT_ADMIN_TOKEN.
+SHARED_ADMIN_NAME = "admin"
+_ADMIN_TOKEN_MIN_CHARS = 32
+_ADMIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 # A CSP source expression we accept for frame-ancestors: a keyword or an https origin.
 _FRAME_SOURCE = re.compile(r"'none'|'self'|https://[A-Za-z0-9.-]+(?::[0-9]{1,5})?")
@@ -155,6 +172,24 @@ def _allowed_hosts(value: str | None, public_url: str) -> tuple[str, ...]:
     return tuple(h.lower() for h in hosts)
 
 
+def _admin_tokens(value: str | None) -> tuple[tuple[str, str], ...]:
+    """`NAME:TOKEN,...` as (name, token) pairs; ConfigError naming the entry by position, never the token."""
+    pairs: list[tuple[str, str]] = []
+    for position, entry in enumerate(_split(value), start=1):
+        name, sep, token = entry.partition(":")
+        where = f"WELCOMEMAT_ADMIN_TOKENS entry #{position}"
+        if not sep or _ADMIN_NAME.fullmatch(name) is None:
+            raise ConfigError(f"{where} must be NAME:TOKEN, NAME of letters, digits and '_.-'")
+        if name == SHARED_ADMIN_NAME or name in {n for n, _ in pairs}:
+            raise ConfigError(f"{where}: the name {name!r} is taken (`admin` is WELCOMEMAT_ADMIN_TOKEN's)")
+        if len(token) < _ADMIN_TOKEN_MIN_CHARS:
+            raise ConfigError(
+                f"{where} ({name}): the token is {len(token)} characters; at least {_ADMIN_TOKEN_MIN_CHARS}"
+            )
+        pairs.append((name, token))
+    return tuple(pairs)
+
+
 def _frame_ancestors(value: str | None) -> str:
     sources = (value or "'none'").split()
     for source in sources:
@@ -186,6 +221,9 @@ class Settings:
     crm_webhook_url: str | None = None
     crm_webhook_secret: str | None = None
     crm_token: str | None = None
+    operator: str | None = None
+    # (name, token) of each WELCOMEMAT_ADMIN_TOKENS entry
+    admin_tokens: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -212,6 +250,8 @@ class Settings:
             "secret": get("WELCOMEMAT_SECRET"),
             "admin_token": get("WELCOMEMAT_ADMIN_TOKEN"),
             "crm_token": get("WELCOMEMAT_CRM_TOKEN"),
+            "operator": get("WELCOMEMAT_OPERATOR"),
+            "admin_tokens": _admin_tokens(get("WELCOMEMAT_ADMIN_TOKENS")),
             "openai_base_url": get("OPENAI_BASE_URL"),
             "openai_api_key": get("OPENAI_API_KEY"),
             "model": get("WELCOMEMAT_MODEL"),
@@ -233,3 +273,10 @@ class Settings:
                 "least 32 characters (e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
             )
         return self.secret
+
+    def admin_credentials(self) -> dict[str, str]:
+        """Every admin bearer token by the name the audit log gives it (empty: admin routes off)."""
+        named = dict(self.admin_tokens)
+        if self.admin_token:
+            named[SHARED_ADMIN_NAME] = self.admin_token
+        return named

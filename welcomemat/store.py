@@ -87,7 +87,11 @@ _VERSION_SLOT = ',"version":0,'
 
 
 class ZoneSetChange(BaseModel):
-    """The message announcing that an account's current zone set changed."""
+    """The message announcing that an account's current zone set changed.
+
+    Version 0 announces an erasure (`welcomemat.subject_requests`): the account's zone sets are
+    gone and its tokens revoked; a renderer reloads its revocations before dropping the account.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

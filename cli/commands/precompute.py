@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from cli.arg_types import positive_float, positive_int
+from cli.operator import add_by_argument
 
 __all__ = ["register", "run"]
 
@@ -46,12 +47,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="validate, then put the accounts on the campaign's Redis Stream for `welcomemat worker` "
         "processes (any machine) instead of processing here; prints the run id",
     )
+    add_by_argument(pre)
     pre.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from cli.operator import cli_auditor
     from precompute.commands import run_precompute
     from server.render import check_campaign_theme
+    from welcomemat.audit import Via
 
     # The renderer's theme checks, handed to precompute: a theme it publishes is one the renderer serves.
     return run_precompute(
@@ -67,4 +71,5 @@ def run(args: argparse.Namespace) -> int:
         deadline_s=args.deadline,
         enqueue=args.enqueue,
         check_theme=check_campaign_theme,
+        auditor=cli_auditor(args.by, via=Via.PRECOMPUTE),
     )

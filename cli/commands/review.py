@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from cli.arg_types import positive_int
+from cli.operator import add_by_argument
 
 __all__ = ["register", "run"]
 
@@ -17,11 +18,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     review.add_argument("campaign", help="campaign.yaml, tenant/campaign, or a published campaign id")
     review.add_argument("account", nargs="?", help="account id (show, approve, reject, rollback)")
     review.add_argument("--version", type=positive_int, default=None, help="the version you reviewed")
+    review.add_argument(
+        "--reason", default=None, help="why, for the audit log (required to reject or roll back)"
+    )
+    add_by_argument(review)
     review.add_argument("--zones", default=None, help=argparse.SUPPRESS)
     review.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from cli.operator import cli_auditor
     from precompute.commands import run_review
 
-    return run_review(args.action, args.campaign, args.account, version=args.version, zones=args.zones)
+    return run_review(
+        args.action,
+        args.campaign,
+        args.account,
+        version=args.version,
+        zones=args.zones,
+        reason=args.reason,
+        auditor=cli_auditor(args.by),
+    )

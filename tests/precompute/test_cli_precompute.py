@@ -13,6 +13,7 @@ import redis
 
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
+from welcomemat.audit import AuditAction, Via, read_entries
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 
@@ -95,14 +96,32 @@ def test_precompute_then_qa_explain_and_review(
         "acct_dymaxa",
         "--version",
         "1",
+        "--by",
+        "Rita Reviewer",
         redis_url=redis_url,
         tmp_path=tmp_path,
     )
     assert ok.returncode == 0 and "published" in ok.stdout
     shown = cli("review", "show", "q4-pipeline", "acct_dymaxa", redis_url=redis_url, tmp_path=tmp_path)
     assert "v2: published" in shown.stdout
-    rollback = cli("review", "rollback", "q4-pipeline", "acct_dymaxa", redis_url=redis_url, tmp_path=tmp_path)
+    for action in ("reject", "rollback"):  # a reason is required before anything is done
+        unreasoned = cli(
+            "review", action, "q4-pipeline", "acct_dymaxa", redis_url=redis_url, tmp_path=tmp_path
+        )
+        assert unreasoned.returncode == 2 and f"'--reason': {action} needs a reason" in unreasoned.stderr
+    rollback = cli(
+        "review",
+        "rollback",
+        "q4-pipeline",
+        "acct_dymaxa",
+        "--reason",
+        "v2 is wrong",
+        redis_url=redis_url,
+        tmp_path=tmp_path,
+    )
     assert rollback.returncode == 1 and "no previous version" in rollback.stdout
+    [approval] = [e for e in read_entries(redis_client, "acme", account="acct_dymaxa") if e.via is Via.CLI]
+    assert (approval.action, approval.actor, approval.version) == (AuditAction.APPROVE, "Rita Reviewer", 2)
 
 
 def test_bad_input_exits_2_and_names_the_problem(

@@ -19,6 +19,7 @@ from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today
 from welcomemat import keys
+from welcomemat.audit import AuditAction, Auditor, Via, read_entries
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.markup import render_text
 from welcomemat.reasons import ZoneReason
@@ -237,10 +238,25 @@ def test_tier_one_waits_for_review_until_approved(
     qa = run_qa(store, campaign, zones, now=NOW)
     assert qa.verdict == "GO WITH FIXES" and qa.findings_by_code.get("pending_review") == 1
 
-    stale = decide(redis_client, "acme", "q4-pipeline", "acct_dymaxa", approve=True, expected_version=99)
+    reviewer = Auditor("rita", Via.CLI, lambda: NOW)
+    stale = decide(
+        redis_client,
+        "acme",
+        "q4-pipeline",
+        "acct_dymaxa",
+        approve=True,
+        auditor=reviewer,
+        expected_version=99,
+    )
     assert not stale.applied
     approved = decide(
-        redis_client, "acme", "q4-pipeline", "acct_dymaxa", approve=True, expected_version=zs.version
+        redis_client,
+        "acme",
+        "q4-pipeline",
+        "acct_dymaxa",
+        approve=True,
+        auditor=reviewer,
+        expected_version=zs.version,
     )
     assert approved.applied
     now_set = store.get("acme", "q4-pipeline", "acct_dymaxa")
@@ -250,6 +266,11 @@ def test_tier_one_waits_for_review_until_approved(
     assert run(redis_client, campaign, zones, write(tmp_path, [dymaxa(tier=1)])).published == 0
     kept = store.get("acme", "q4-pipeline", "acct_dymaxa")
     assert kept is not None and kept.status is ZoneSetStatus.PUBLISHED
+    # The audit log: the version precompute published, the reviewer's approval; the rerun, nothing.
+    assert [(e.action, e.actor, e.version, e.detail) for e in read_entries(redis_client, "acme")] == [
+        (AuditAction.PUBLISH, "precompute", 1, "pending_review, full"),
+        (AuditAction.APPROVE, "rita", 2, "reviewed v1"),
+    ]
 
 
 def test_qa_says_no_go_when_a_published_link_is_off_the_allowlist(

@@ -32,6 +32,7 @@ from precompute.worker import Worker, WorkerOptions
 from tests.corpora import REPO_ROOT
 from welcomemat import keys
 from welcomemat.accounts import read_accounts
+from welcomemat.audit import read_entries
 from welcomemat.campaign import load_campaign
 from welcomemat.store import ZoneSetStore
 from welcomemat.zone_contract import load_zone_contracts
@@ -375,6 +376,11 @@ def test_processing_the_same_entry_twice_changes_nothing(
     progress = read_progress(redis_client, TENANT, CAMPAIGN, record.run_id)
     assert progress is not None and progress.complete
     assert progress.to_report().published == 100 and progress.pending_entries == 0
+    # One audit entry per version published, by the worker that published it: none for the repeats.
+    published = read_entries(redis_client, TENANT)
+    assert len(published) == 100 and {(e.action.value, e.actor) for e in published} == {
+        ("publish", "worker:fast")
+    }
 
 
 def test_a_concurrent_worker_reuses_its_threads_and_leaves_none_behind(

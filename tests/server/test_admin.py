@@ -43,6 +43,7 @@ from tests.server.conftest import (
 from tests.server.pagetools import parse, text_of, zones
 from welcomemat import keys
 from welcomemat.arms import Arm
+from welcomemat.audit import AuditAction, Auditor, Via, append_entry, read_entries
 from welcomemat.campaign_view import ResolvedZone
 from welcomemat.errors import StoredValueError
 from welcomemat.markup import render_text
@@ -61,6 +62,7 @@ ROUTES = [
     ("GET", f"/admin/review/{CAMPAIGN}"),
     ("POST", f"/admin/review/{CAMPAIGN}/{DYMAXA}/approve"),
     ("POST", f"/admin/review/{CAMPAIGN}/{DYMAXA}/reject"),
+    ("POST", f"/admin/review/{CAMPAIGN}/{DYMAXA}/rollback"),
 ]
 
 
@@ -392,6 +394,41 @@ def test_nothing_from_records_reaches_the_admin_page_unescaped(redis_client: red
         assert element.tag not in {"script", "img", "svg"}
 
 
+def test_the_preview_shows_the_accounts_audit_entries_escaped(
+    admin: TestClient, precomputed: redis.Redis
+) -> None:
+    payload = " ".join(" ".join(XSS).split())[:480]  # a reason is one line of at most 500 characters
+    rejected = admin.post(
+        f"/admin/review/{CAMPAIGN}/{DYMAXA}/reject", headers=AUTH, json={"version": 1, "reason": payload}
+    )
+    assert rejected.status_code == 200
+    append_entry(
+        precomputed,
+        Auditor(payload[:100], Via.CLI, lambda: NOW).entry(
+            AuditAction.APPROVE, tenant=TENANT, campaign="another-campaign", account=DYMAXA, version=4
+        ),
+    )
+    append_entry(  # another account's entry is not this page's
+        precomputed,
+        Auditor("sam", Via.CLI, lambda: NOW).entry(AuditAction.APPROVE, tenant=TENANT, account="acct_x"),
+    )
+    page = admin.get(f"/admin/preview/{CAMPAIGN}/{DYMAXA}", headers=AUTH)
+    assert page.status_code == 200
+    doc = parse(page.text)
+    items = [e for e in doc.iter() if e.get("data-admin-audit")]
+    texts = [text_of(e) for e in items]
+    assert len(items) == 3  # newest first: the approval in another campaign, the rejection, the publish
+    assert "approve v4 in another-campaign by" in texts[0]
+    assert (
+        texts[1].startswith(NOW.isoformat(timespec="seconds"))
+        and f"reject v2 by admin (http): “{payload}”" in texts[1]
+    )
+    assert "publish v1 by precompute (precompute) — pending_review, full" in texts[2]
+    for element in doc.iter():
+        assert element.tag not in {"script", "img", "svg", "object", "embed", "style", "base", "form"}
+        assert not [name for name in element.attrib if name.lower().startswith("on")], element.attrib
+
+
 # -- review queue --------------------------------------------------------------------------
 
 
@@ -443,7 +480,9 @@ def test_approving_the_version_read_puts_it_live(admin: TestClient) -> None:
 
 
 def test_rejecting_keeps_the_fallback(admin: TestClient, precomputed: redis.Redis) -> None:
-    answer = admin.post(f"/admin/review/{CAMPAIGN}/{DYMAXA}/reject", headers=AUTH, json={"version": 1})
+    answer = admin.post(
+        f"/admin/review/{CAMPAIGN}/{DYMAXA}/reject", headers=AUTH, json={"version": 1, "reason": "off-brand"}
+    )
     assert answer.status_code == 200 and answer.json()["status"] == "rejected"
     assert ZoneSetStore(precomputed).get(TENANT, CAMPAIGN, DYMAXA).status is ZoneSetStatus.REJECTED  # type: ignore[union-attr]
     page = zones(admin.get(f"/c/{CAMPAIGN}", params={"wm": link_token(DYMAXA)}).text)
@@ -471,6 +510,84 @@ def test_a_bad_decision_body_changes_nothing(
     )
     assert answer.status_code == status and needle in answer.json()["error"]
     assert ZoneSetStore(precomputed).get(TENANT, CAMPAIGN, DYMAXA).version == 1  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "body", [{"version": 1}, {"version": 1, "reason": " \n "}, {"version": 1, "reason": None}]
+)
+def test_a_rejection_without_a_reason_is_400_and_changes_nothing(
+    admin: TestClient, precomputed: redis.Redis, body: dict[str, Any]
+) -> None:
+    answer = admin.post(f"/admin/review/{CAMPAIGN}/{DYMAXA}/reject", headers=AUTH, json=body)
+    assert answer.status_code == 400 and "reject needs a reason" in answer.json()["error"]
+    assert ZoneSetStore(precomputed).get(TENANT, CAMPAIGN, DYMAXA).version == 1  # type: ignore[union-attr]
+    assert [e.action for e in read_entries(precomputed, TENANT, account=DYMAXA)] == [AuditAction.PUBLISH]
+
+
+def test_decisions_are_audit_logged_as_the_named_token_that_made_them(precomputed: redis.Redis) -> None:
+    rita = "rita-token-0123456789-0123456789-xyz"
+    app = _app(precomputed, admin_tokens=(("rita", rita),))
+    with TestClient(app, base_url=BASE_URL) as client:
+        rita_auth = {"authorization": f"Bearer {rita}"}
+        approved = client.post(
+            f"/admin/review/{CAMPAIGN}/{DYMAXA}/approve",
+            headers=rita_auth,
+            json={"version": 1, "reason": "ok"},
+        )
+        assert approved.status_code == 200
+        rolled = client.post(
+            f"/admin/review/{CAMPAIGN}/{DYMAXA}/rollback", headers=AUTH, json={"reason": "  "}
+        )
+        assert rolled.status_code == 400 and "rollback needs a reason" in rolled.json()["error"]
+        nothing = client.post(
+            f"/admin/review/{CAMPAIGN}/{DYMAXA}/rollback", headers=AUTH, json={"reason": "wrong fact"}
+        )
+        assert nothing.status_code == 404 and "no previous version" in nothing.json()["error"]
+        rejected = client.post(
+            f"/admin/review/{CAMPAIGN}/{DYMAXA}/reject",
+            headers=AUTH,
+            json={"version": 2, "reason": "a rumour"},
+        )
+        assert rejected.status_code == 200
+    entries = read_entries(precomputed, TENANT, account=DYMAXA, campaign=CAMPAIGN)
+    assert [(e.action.value, e.actor, e.via.value, e.version, e.reason) for e in entries] == [
+        ("publish", "precompute", "precompute", 1, None),
+        ("approve", "rita", "http", 2, "ok"),
+        ("reject", "admin", "http", 3, "a rumour"),
+    ]
+    assert entries[1].at == NOW  # the app's clock
+
+
+def test_a_rollback_over_http_restores_the_previous_version(redis_client: redis.Redis) -> None:
+    campaign, zone_contracts = example_inputs()
+    publish_config(redis_client, campaign, zone_contracts)
+    store = ZoneSetStore(redis_client)
+    store.publish(make_zone_set(DYMAXA))
+    store.publish(make_zone_set(DYMAXA, input_hash="another-hash-0002"))
+    with TestClient(_app(redis_client), base_url=BASE_URL) as client:
+        answer = client.post(
+            f"/admin/review/{CAMPAIGN}/{DYMAXA}/rollback", headers=AUTH, json={"reason": "v2 is wrong"}
+        )
+    assert answer.status_code == 200 and answer.json()["version"] == 3
+    [entry] = read_entries(redis_client, TENANT)
+    assert (entry.action.value, entry.actor, entry.version, entry.reason) == (
+        "rollback",
+        "admin",
+        3,
+        "v2 is wrong",
+    )
+
+
+def test_a_decision_that_cannot_be_logged_stands_and_the_answer_says_so(
+    admin: TestClient, precomputed: redis.Redis
+) -> None:
+    precomputed.delete(keys.audit_stream_key(TENANT))
+    precomputed.set(keys.audit_stream_key(TENANT), b"not a stream")  # every XADD now fails
+    answer = admin.post(f"/admin/review/{CAMPAIGN}/{DYMAXA}/approve", headers=AUTH, json={"version": 1})
+    assert answer.status_code == 503
+    body = answer.json()
+    assert body["applied"] is True and body["audited"] is False and "decision stands" in body["error"]
+    assert ZoneSetStore(precomputed).get(TENANT, CAMPAIGN, DYMAXA).status is ZoneSetStatus.PUBLISHED  # type: ignore[union-attr]
 
 
 def test_deciding_on_an_account_without_a_zone_set_is_404(admin: TestClient) -> None:

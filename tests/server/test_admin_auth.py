@@ -53,3 +53,19 @@ def test_the_right_token_passes(header: str) -> None:
     response = _client(TOKEN).get("/admin/x", headers={"authorization": header})
     assert response.status_code == 200
     assert response.text == "ok"
+
+
+def test_a_named_token_is_known_by_its_name() -> None:
+    names: list[str] = []
+    tokens = {"admin": TOKEN, "rita": "rita-" + TOKEN, "sam": "sam-" + TOKEN}
+
+    async def endpoint(request: Request) -> PlainTextResponse:
+        names.append(require_admin(request, tokens))
+        return PlainTextResponse("ok")
+
+    client = TestClient(Starlette(routes=[Route("/admin/x", endpoint)]))
+    for token in tokens.values():
+        assert client.get("/admin/x", headers={"authorization": f"Bearer {token}"}).status_code == 200
+    assert names == ["admin", "rita", "sam"]
+    assert client.get("/admin/x", headers={"authorization": "Bearer rita"}).status_code == 401
+    assert client.get("/admin/x", headers={"authorization": "Bearer "}).status_code == 401

@@ -7,6 +7,7 @@ import json
 import socket
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from tests.server.uvicorn_thread import serve_in_thread
 from welcomemat import keys
 from welcomemat.arms import Arm
 from welcomemat.embedded_redis import temporary_redis
+from welcomemat.erasure import ErasureMark, contact_field
 from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import TokenKind, TokenSigner
 
@@ -160,6 +162,23 @@ def test_the_whole_round_trip_from_the_zones_api(
         ("view", answer["view_id"], PERSONAL_ACCOUNT, "c_joram", "personal"),
         ("click", answer["view_id"], PERSONAL_ACCOUNT, "c_joram", "personal"),
     ]
+
+
+def test_a_view_served_before_an_erasure_is_written_without_the_person(
+    client: TestClient, app: Starlette, redis_client: redis.Redis
+) -> None:
+    served_before = view_token()  # the signer's clock: now
+    erased_at = datetime.now(UTC) + timedelta(seconds=5)
+    mark = ErasureMark(erased_at=erased_at, revoke_before=int(erased_at.timestamp()) + 1)
+    redis_client.hset(
+        keys.erasures_key(TENANT), contact_field(PERSONAL_ACCOUNT, "c_joram"), mark.model_dump_json()
+    )
+    assert client.get(f"/c/{CAMPAIGN}").status_code == 200  # the campaign loads, with the erasure list
+    assert post(client, beacon(view=served_before, event_id="ev-late")).status_code == 204
+    settle(app)
+    [event] = [e for e in stream(redis_client) if e["event_id"] == "ev-late"]
+    assert event["rung"] == "personal"
+    assert "account" not in event and "contact" not in event
 
 
 def test_an_anonymous_view_is_attributed_to_no_account(

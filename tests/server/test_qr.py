@@ -167,3 +167,27 @@ def test_qr_cookie_is_honoured_on_the_landing_page_too(client: TestClient, store
     client.get(f"/q/{qr_token()}", follow_redirects=False)
     assert client.cookies.get(cookie_name(CAMPAIGN))
     assert zones(client.get(f"/c/{CAMPAIGN}").text)["hero_headline"].text == "Hello from the QR"
+
+
+def test_a_genuine_code_of_a_campaign_not_published_here_sets_no_cookie(client: TestClient) -> None:
+    # Nothing to continue to (never a redirect into a 404), and its revocations cannot be
+    # checked: a cookie made now would outlive an erasure it did not see.
+    genuine = qr_token(campaign="not-published-here")
+    response = client.get(f"/q/{genuine}", follow_redirects=False)
+    assert response.status_code == 404 and "set-cookie" not in response.headers
+
+
+def test_a_genuine_code_while_redis_is_down_continues_anonymously_and_sets_no_cookie() -> None:
+    # The campaign cannot be loaded to check revocations: the story goes on, without a cookie
+    # that would outlive an erasure it did not see.
+    from server.app import create_app
+    from server.redis_guard import renderer_redis_client
+    from server.tuning import RendererTuning
+    from tests.server.conftest import BASE_URL, renderer_settings
+
+    dead = renderer_redis_client("redis://127.0.0.1:9/0")  # discard port: nothing listens
+    app = create_app(renderer_settings(), redis_client=dead, tuning=RendererTuning(breaker_failures=1))
+    with TestClient(app, base_url=BASE_URL) as down:
+        response = down.get(f"/q/{qr_token()}", follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == CONTINUATION
+    assert "set-cookie" not in response.headers

@@ -54,3 +54,22 @@ def test_bad_values_name_the_variable(env: dict[str, str], words: str) -> None:
 def test_missing_secret_says_how_to_make_one() -> None:
     with pytest.raises(ConfigError, match="WELCOMEMAT_SECRET"):
         Settings.from_env({}).require_secret()
+
+
+def test_named_admin_tokens_and_the_shared_one_by_name() -> None:
+    rita, sam = "r" * 32, "s" * 40
+    s = Settings.from_env(
+        {"WELCOMEMAT_ADMIN_TOKENS": f"rita:{rita}, sam:{sam}", "WELCOMEMAT_ADMIN_TOKEN": "t"}
+    )
+    assert s.admin_credentials() == {"rita": rita, "sam": sam, "admin": "t"}
+    assert Settings.from_env({}).admin_credentials() == {}
+    for value, words in (
+        (f"rita{rita}", "entry #1 must be NAME:TOKEN"),
+        (f"rita:{rita},ri ta:{sam}", "entry #2 must be NAME:TOKEN"),
+        (f"rita:{rita},rita:{sam}", "'rita' is taken"),
+        (f"admin:{rita}", "'admin' is taken"),
+        ("rita:short", "at least 32"),
+    ):
+        with pytest.raises(ConfigError, match=words) as raised:
+            Settings.from_env({"WELCOMEMAT_ADMIN_TOKENS": value})
+        assert rita not in str(raised.value) and "short" not in str(raised.value)

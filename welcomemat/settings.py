@@ -64,7 +64,8 @@ SETTINGS: tuple[Setting, ...] = (
         "WELCOMEMAT_PUBLIC_URL",
         "http://127.0.0.1:8000",
         "The renderer's public origin (`https://host[:port]`, no path). Every absolute URL the "
-        "renderer and `welcomemat link` build starts with it; never taken from a request's Host header.",
+        "renderer and `welcomemat link` build starts with it; never taken from a request's Host header "
+        "or scheme (no trailing-slash redirects).",
     ),
     Setting(
         "WELCOMEMAT_ALLOWED_HOSTS",

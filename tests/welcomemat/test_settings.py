@@ -54,3 +54,30 @@ def test_bad_values_name_the_variable(env: dict[str, str], words: str) -> None:
 def test_missing_secret_says_how_to_make_one() -> None:
     with pytest.raises(ConfigError, match="WELCOMEMAT_SECRET"):
         Settings.from_env({}).require_secret()
+
+
+SHORT = "tok-" + "x" * 27  # 31 characters, one short
+
+
+@pytest.mark.parametrize(
+    ("name", "field"), [("WELCOMEMAT_ADMIN_TOKEN", "admin_token"), ("WELCOMEMAT_CRM_TOKEN", "crm_token")]
+)
+def test_a_short_bearer_token_is_refused_by_name_never_by_value(name: str, field: str) -> None:
+    with pytest.raises(ConfigError, match=f"{name} is 31 characters; at least 32") as from_env:
+        Settings.from_env({name: SHORT})
+    with pytest.raises(ConfigError, match=name) as from_flag:
+        Settings.from_env({}, **{field: SHORT})
+    for refused in (from_env, from_flag):
+        assert SHORT not in str(refused.value) and "xxxx" not in str(refused.value)
+    assert getattr(Settings.from_env({name: SHORT + "y"}), field) == SHORT + "y"  # 32 is enough
+    assert getattr(Settings.from_env({name: ""}), field) is None  # empty is unset: the routes are off
+
+
+def test_a_short_signing_key_is_refused_when_the_settings_are_read() -> None:
+    long_key = "k" * 40
+    with pytest.raises(ConfigError, match="WELCOMEMAT_SECRET: secret #2 is 31 characters") as refused:
+        Settings.from_env({"WELCOMEMAT_SECRET": f"{long_key},{SHORT}"})
+    assert SHORT not in str(refused.value) and long_key not in str(refused.value)
+    with pytest.raises(ConfigError, match="WELCOMEMAT_SECRET is empty"):
+        Settings.from_env({"WELCOMEMAT_SECRET": " , "})
+    assert Settings.from_env({"WELCOMEMAT_SECRET": f" {long_key} , "}).secret == f" {long_key} , "

@@ -280,3 +280,12 @@ def test_redis_down_is_503_never_500(tmp_path: Path) -> None:
             assert down.headers["retry-after"] == "5" and "retry later" in down.json()["error"]
             faults = api.get("/metrics").text
     assert 'welcomemat_redis_errors_total{kind="error",op="conversion"}' in faults
+
+
+def test_a_stored_conversion_that_does_not_decode_is_503_with_retry_after(
+    api: TestClient, redis_client: redis.Redis
+) -> None:
+    redis_client.hset(keys.conversions_key(TENANT, CAMPAIGN), "crm-meeting-0001", b"{not json")
+    response = api.post("/v1/conversions", json=body(), headers=AUTH)
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5" and "cannot be read" in response.json()["error"]

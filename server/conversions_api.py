@@ -80,27 +80,27 @@ async def post_conversion(request: Request) -> Response:
     requestBody:
       required: true
       content:
-        application/json:
-          schema:
-            type: object
-            additionalProperties: false
-            required: [campaign, account_id, type, conversion_id, occurred_at]
-            properties:
-              campaign: {type: string}
-              account_id: {type: string}
-              type: {type: string, enum: [meeting_booked, opportunity, closed_won]}
-              conversion_id: {type: string, maxLength: 128}
-              occurred_at: {type: string, format: date-time, description: with a UTC offset}
-              value: {type: number, minimum: 0}
+        application/json: {schema: {$ref: "#/components/schemas/ConversionIn"}}
     responses:
-      202: {description: "Recorded, with the account's arm."}
-      200: {description: "This conversion id was recorded before with the same content."}
-      400: {description: "Bad input; the message names the field."}
-      401: {description: "Missing or wrong bearer token."}
-      404: {description: "The route is off (no WELCOMEMAT_CRM_TOKEN), or no such campaign."}
-      409: {description: "The conversion id was recorded before with different content."}
-      413: {description: "The body is too large."}
-      503: {description: "Redis is unavailable; retry later."}
+      202:
+        description: "Recorded, with the account's arm."
+        content: {application/json: {schema: {$ref: "#/components/schemas/Conversion"}}}
+      200:
+        description: "This conversion id was recorded before with the same content."
+        content: {application/json: {schema: {$ref: "#/components/schemas/Conversion"}}}
+      400: {$ref: "#/components/responses/Problem", description: "Bad input; the message names the field."}
+      401: {$ref: "#/components/responses/BearerRefused"}
+      404:
+        $ref: "#/components/responses/Problem"
+        description: "The route is off (no WELCOMEMAT_CRM_TOKEN), or no such campaign."
+      409:
+        $ref: "#/components/responses/Problem"
+        description: "The conversion id was recorded before with different content."
+      413: {$ref: "#/components/responses/Problem", description: "The body is too large."}
+      415: {$ref: "#/components/responses/Problem", description: "The body is not application/json."}
+      503:
+        $ref: "#/components/responses/RedisUnavailable"
+        description: "Redis is unavailable; retry later."
     """
     renderer: RendererState = request.app.state.renderer
     require_admin(request, renderer.settings.crm_token)

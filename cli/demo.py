@@ -28,7 +28,7 @@ from welcomemat.accounts import read_accounts
 from welcomemat.connection import connect, resolve_redis
 from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.errors import InputError
-from welcomemat.settings import Settings
+from welcomemat.settings import MIN_SECRET_CHARS, Settings
 from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
 
@@ -70,9 +70,10 @@ def _fresh_accounts(examples: Path, out: Path, today: date) -> Path:
 
 
 def _kept_under_home(settings: Settings, name: str) -> str:
-    """A random value kept in WELCOMEMAT_HOME/demo/`name` (0600), made on first use."""
+    """A random value kept in WELCOMEMAT_HOME/demo/`name` (0600), made on first use (and made
+    again if someone left one shorter than the settings accept there)."""
     path = settings.home / "demo" / name
-    if not path.is_file():
+    if not path.is_file() or len(path.read_text().strip()) < MIN_SECRET_CHARS:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(secrets.token_urlsafe(32))
         path.chmod(0o600)

@@ -166,13 +166,17 @@ async def explain_account(request: Request, renderer: RendererState) -> Response
       and version are the live zone set's. Bearer `WELCOMEMAT_ADMIN_TOKEN`.
     security: [{adminBearer: []}]
     parameters:
-      - {name: campaign, in: path, required: true, schema: {type: string}}
-      - {name: account, in: path, required: true, schema: {type: string}}
+      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
+      - {name: account, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
     responses:
-      200: {description: "The explain record (JSON)."}
-      401: {description: "No or wrong bearer token."}
-      404: {description: "Admin routes off, or no such campaign or explain record."}
-      503: {description: "Redis is unavailable."}
+      200:
+        description: "The explain record (JSON)."
+        content: {application/json: {schema: {$ref: "#/components/schemas/ExplainPayload"}}}
+      401: {$ref: "#/components/responses/BearerRefused"}
+      404:
+        $ref: "#/components/responses/AdminNotFound"
+        description: "Admin routes off, or no such campaign or explain record."
+      503: {$ref: "#/components/responses/RedisUnavailable"}
     """
     state = await _campaign(request, renderer)
     account = _path_id(request, "account")
@@ -202,16 +206,18 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
       `arm=personal` previews the personal copy of a holdout account. Bearer `WELCOMEMAT_ADMIN_TOKEN`.
     security: [{adminBearer: []}]
     parameters:
-      - {name: campaign, in: path, required: true, schema: {type: string}}
-      - {name: account, in: path, required: true, schema: {type: string}}
+      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
+      - {name: account, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
       - {name: page, in: query, required: false, schema: {type: string, default: landing}}
       - {name: arm, in: query, required: false, schema: {type: string, enum: [personal, holdout, anonymous]}}
     responses:
-      200: {description: "The preview (HTML)."}
-      400: {description: "Unknown arm."}
-      401: {description: "No or wrong bearer token."}
-      404: {description: "Admin routes off, or no such campaign or page."}
-      503: {description: "Redis is unavailable."}
+      200: {description: "The preview (HTML).", content: {text/html: {schema: {type: string}}}}
+      400: {description: "Unknown arm.", content: {text/html: {schema: {type: string}}}}
+      401: {$ref: "#/components/responses/BearerRefused"}
+      404:
+        description: "Admin routes off, or no such campaign or page."
+        content: {text/html: {schema: {type: string}}}
+      503: {$ref: "#/components/responses/RedisUnavailablePage"}
     """
     state = await _campaign(request, renderer)
     account = _path_id(request, "account")
@@ -298,12 +304,18 @@ async def review_queue(request: Request, renderer: RendererState) -> Response:
       `text/html`. Bearer `WELCOMEMAT_ADMIN_TOKEN`.
     security: [{adminBearer: []}]
     parameters:
-      - {name: campaign, in: path, required: true, schema: {type: string}}
+      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
     responses:
-      200: {description: "The queue: account, queue, queued_at, version, status, mode, segment."}
-      401: {description: "No or wrong bearer token."}
-      404: {description: "Admin routes off, or no such campaign."}
-      503: {description: "Redis is unavailable."}
+      200:
+        description: "The queue: account, queue, queued_at, version, status, mode, segment."
+        content:
+          application/json: {schema: {$ref: "#/components/schemas/ReviewQueue"}}
+          text/html: {schema: {type: string}}
+      401: {$ref: "#/components/responses/BearerRefused"}
+      404:
+        $ref: "#/components/responses/AdminNotFound"
+        description: "Admin routes off, or no such campaign."
+      503: {$ref: "#/components/responses/RedisUnavailable"}
     """
     state = await _campaign(request, renderer)
     tenant, campaign = state.tenant, state.campaign_id
@@ -405,25 +417,30 @@ async def _decide(request: Request, renderer: RendererState, *, approve: bool) -
 _DECIDE_DOC = """
     security: [{adminBearer: []}]
     parameters:
-      - {name: campaign, in: path, required: true, schema: {type: string}}
-      - {name: account, in: path, required: true, schema: {type: string}}
+      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
+      - {name: account, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
     requestBody:
       required: true
       content:
-        application/json:
-          schema:
-            type: object
-            required: [version]
-            properties:
-              version: {type: integer, minimum: 1}
-              reason: {type: string, maxLength: 500, description: "Why; required to reject."}
+        application/json: {schema: {$ref: "#/components/schemas/ReviewDecisionBody"}}
     responses:
-      200: {description: "Applied (or already so): the current version and status."}
-      400: {description: "Not {\\"version\\": N, \\"reason\\": ...}; a rejection without a reason."}
-      401: {description: "No or wrong bearer token."}
-      404: {description: "Admin routes off, or no such campaign or zone set."}
-      409: {description: "The version is no longer current: review the current version."}
-      503: {description: "Redis is unavailable, or the decision stands but was not audit-logged."}
+      200:
+        description: "Applied (or already so): the current version and status."
+        content: {application/json: {schema: {$ref: "#/components/schemas/ReviewDecision"}}}
+      400:
+        $ref: "#/components/responses/Problem"
+        description: "Not {\\"version\\": N, \\"reason\\": ...}; a rejection without a reason."
+      401: {$ref: "#/components/responses/BearerRefused"}
+      404:
+        $ref: "#/components/responses/AdminNotFound"
+        description: "Admin routes off, or no such campaign or zone set."
+      409:
+        $ref: "#/components/responses/Problem"
+        description: "The version is no longer current (`current_version`): review the current version."
+      413: {$ref: "#/components/responses/Problem", description: "The body is over 1024 bytes."}
+      503:
+        $ref: "#/components/responses/RedisUnavailable"
+        description: "Redis is unavailable, or the decision stands but was not audit-logged."
 """
 
 
@@ -452,19 +469,27 @@ async def review_rollback(request: Request, renderer: RendererState) -> Response
       is required and audit-logged. Bearer admin token.
     security: [{adminBearer: []}]
     parameters:
-      - {name: campaign, in: path, required: true, schema: {type: string}}
-      - {name: account, in: path, required: true, schema: {type: string}}
+      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
+      - {name: account, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
     requestBody:
       required: true
       content:
-        application/json:
-          schema: {type: object, required: [reason], properties: {reason: {type: string, maxLength: 500}}}
+        application/json: {schema: {$ref: "#/components/schemas/RollbackBody"}}
     responses:
-      200: {description: "Rolled back: the new version and its status."}
-      400: {description: "The body is not {\\"reason\\": ...}, or the reason is blank."}
-      401: {description: "No or wrong bearer token."}
-      404: {description: "Admin routes off, or no such campaign, or no previous version to go back to."}
-      503: {description: "Redis is unavailable, or the rollback stands but was not audit-logged."}
+      200:
+        description: "Rolled back: the new version and its status."
+        content: {application/json: {schema: {$ref: "#/components/schemas/ReviewDecision"}}}
+      400:
+        $ref: "#/components/responses/Problem"
+        description: "The body is not {\\"reason\\": ...}, or the reason is blank."
+      401: {$ref: "#/components/responses/BearerRefused"}
+      404:
+        $ref: "#/components/responses/AdminNotFound"
+        description: "Admin routes off, or no such campaign, or no previous version to go back to."
+      413: {$ref: "#/components/responses/Problem", description: "The body is over 1024 bytes."}
+      503:
+        $ref: "#/components/responses/RedisUnavailable"
+        description: "Redis is unavailable, or the rollback stands but was not audit-logged."
     """
     state = await _campaign(request, renderer)
     account = _path_id(request, "account")

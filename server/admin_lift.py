@@ -93,7 +93,7 @@ async def lift_page(request: Request) -> Response:
       SVG chart, or `format=json` / `format=svg`. Bearer `WELCOMEMAT_ADMIN_TOKEN`.
     security: [{adminBearer: []}]
     parameters:
-      - {name: campaign, in: path, required: true, schema: {type: string}}
+      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
       - {name: format, in: query, required: false, schema: {type: string, enum: [html, json, svg]}}
       - name: type
         in: query
@@ -101,11 +101,24 @@ async def lift_page(request: Request) -> Response:
         schema: {type: string, enum: [meeting_booked, opportunity, closed_won]}
         description: count only these conversion types (repeatable)
     responses:
-      200: {description: "The report (HTML, JSON or SVG)."}
-      400: {description: "Unknown format or conversion type."}
-      401: {description: "No or wrong bearer token."}
-      404: {description: "Admin routes off, or no such campaign."}
-      503: {description: "Redis is unavailable."}
+      200:
+        description: "The report (HTML, JSON or SVG)."
+        content:
+          text/html: {schema: {type: string}}
+          application/json: {schema: {$ref: "#/components/schemas/LiftReport"}}
+          image/svg+xml: {schema: {type: string}}
+      400:
+        description: "Unknown format or conversion type (HTML for `format=html`, else JSON)."
+        content:
+          text/html: {schema: {type: string}}
+          application/json: {schema: {$ref: "#/components/schemas/Problem"}}
+      401: {$ref: "#/components/responses/BearerRefused"}
+      404:
+        $ref: "#/components/responses/AdminNotFound"
+        description: "Admin routes off, or no such campaign."
+      503:
+        $ref: "#/components/responses/RedisUnavailablePage"
+        description: "Redis is unavailable (HTML or JSON)."
     """
     renderer: RendererState = request.app.state.renderer
     require_admin(request, renderer.settings.admin_credentials())  # raises 404 / 401

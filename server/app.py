@@ -5,6 +5,12 @@ own error pages included) ▸ the hot routes (`hot_routes`: landing, continuatio
 `/v1/zones` straight to their endpoints) ▸ Starlette's stack (error middleware, the one
 error handler of `server.problems`, routing) for everything else. Page endpoints are wrapped
 by `faults.fail_closed`: an unexpected error on a page route is the plain page, 200.
+
+The router's trailing-slash redirect is off: Starlette builds it from the request's `Host`
+and scheme (`http://<any allowed host>/c/q4-pipeline` for `/c/q4-pipeline/`), an open
+redirect under `WELCOMEMAT_ALLOWED_HOSTS=*` and an http downgrade behind a TLS proxy. A
+path that matches no route is 404; the one redirect the renderer makes (`/q/{token}`) is
+built from `WELCOMEMAT_PUBLIC_URL`.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ class RendererApp(Starlette):
         self._outer = outer
         self._hot_routes = hot_routes
         super().__init__(routes=routes, exception_handlers=exception_handlers, lifespan=lifespan)
+        self.router.redirect_slashes = False  # see the module docstring
 
     def build_middleware_stack(self) -> ASGIApp:
         stack = super().build_middleware_stack()

@@ -20,7 +20,7 @@ from starlette.responses import JSONResponse, Response
 
 from server.admin_auth import require_admin
 from server.faults import NO_STORE
-from server.problems import HTTPProblem
+from server.problems import RETRY_AFTER_S, HTTPProblem
 from server.renderer_state import RendererState
 from welcomemat.conversions import (
     CONVERSION_BODY_MAX_BYTES,
@@ -36,6 +36,8 @@ __all__ = ["CONVERSIONS_ROUTE", "conversion_payload", "post_conversion", "read_l
 CONVERSIONS_ROUTE = "/v1/conversions"
 # Writing one conversion is one Lua call; this budget is for a loaded Redis, not a slow one.
 _WRITE_TIMEOUT_S = 2.0
+# Every 503 of this route says when to retry, as a Redis fault's does (`server.problems`).
+_RETRY_LATER = {"retry-after": str(RETRY_AFTER_S)}
 
 
 async def read_limited_body(request: Request, limit: int) -> bytes:
@@ -78,27 +80,27 @@ async def post_conversion(request: Request) -> Response:
     requestBody:
       required: true
       content:
-        application/json:
-          schema:
-            type: object
-            additionalProperties: false
-            required: [campaign, account_id, type, conversion_id, occurred_at]
-            properties:
-              campaign: {type: string}
-              account_id: {type: string}
-              type: {type: string, enum: [meeting_booked, opportunity, closed_won]}
-              conversion_id: {type: string, maxLength: 128}
-              occurred_at: {type: string, format: date-time, description: with a UTC offset}
-              value: {type: number, minimum: 0}
+        application/json: {schema: {$ref: "#/components/schemas/ConversionIn"}}
     responses:
-      202: {description: "Recorded, with the account's arm."}
-      200: {description: "This conversion id was recorded before with the same content."}
-      400: {description: "Bad input; the message names the field."}
-      401: {description: "Missing or wrong bearer token."}
-      404: {description: "The route is off (no WELCOMEMAT_CRM_TOKEN), or no such campaign."}
-      409: {description: "The conversion id was recorded before with different content."}
-      413: {description: "The body is too large."}
-      503: {description: "Redis is unavailable; retry later."}
+      202:
+        description: "Recorded, with the account's arm."
+        content: {application/json: {schema: {$ref: "#/components/schemas/Conversion"}}}
+      200:
+        description: "This conversion id was recorded before with the same content."
+        content: {application/json: {schema: {$ref: "#/components/schemas/Conversion"}}}
+      400: {$ref: "#/components/responses/Problem", description: "Bad input; the message names the field."}
+      401: {$ref: "#/components/responses/BearerRefused"}
+      404:
+        $ref: "#/components/responses/Problem"
+        description: "The route is off (no WELCOMEMAT_CRM_TOKEN), or no such campaign."
+      409:
+        $ref: "#/components/responses/Problem"
+        description: "The conversion id was recorded before with different content."
+      413: {$ref: "#/components/responses/Problem", description: "The body is too large."}
+      415: {$ref: "#/components/responses/Problem", description: "The body is not application/json."}
+      503:
+        $ref: "#/components/responses/RedisUnavailable"
+        description: "Redis is unavailable; retry later."
     """
     renderer: RendererState = request.app.state.renderer
     require_admin(request, renderer.settings.crm_token)
@@ -114,7 +116,9 @@ async def post_conversion(request: Request) -> Response:
         state = await renderer.campaigns.resolve(conversion.campaign)
     except StoredValueError:
         renderer.metrics.stored_value_errors.inc()
-        raise HTTPProblem(503, "the campaign's stored configuration cannot be read; retry later") from None
+        raise HTTPProblem(
+            503, "the campaign's stored configuration cannot be read; retry later", headers=_RETRY_LATER
+        ) from None
     if state is None:
         raise HTTPProblem(404, f"no published campaign {conversion.campaign!r}")
     tenant, fraction = state.tenant, state.view.campaign.holdout_fraction
@@ -129,7 +133,9 @@ async def post_conversion(request: Request) -> Response:
         raise HTTPProblem(409, str(exc)) from None
     except StoredValueError:
         renderer.metrics.stored_value_errors.inc()
-        raise HTTPProblem(503, "the stored conversion under this id cannot be read") from None
+        raise HTTPProblem(
+            503, "the stored conversion under this id cannot be read", headers=_RETRY_LATER
+        ) from None
     return JSONResponse(
         conversion_payload(result), status_code=202 if result.created else 200, headers=NO_STORE
     )

@@ -74,7 +74,15 @@ _Id = Annotated[str, StringConstraints(strict=True, pattern=ID_PATTERN)]
 class BeaconBody(BaseModel):
     """A beacon as the snippet sends it. Unknown fields and types are refused."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # The click rule below, said in the JSON Schema `server.openapi` publishes for this body.
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        json_schema_extra={
+            "if": {"properties": {"type": {"const": "click"}}},
+            "then": {"required": ["zone"], "properties": {"zone": {"type": "string"}}},
+        },
+    )
 
     campaign: _Id
     view: Annotated[str, StringConstraints(strict=True, min_length=1, max_length=MAX_TOKEN_CHARS)]
@@ -163,24 +171,22 @@ class EventsApi:
         requestBody:
           required: true
           content:
-            text/plain: {schema: {type: string}}
-            application/json:
+            text/plain:
               schema:
-                type: object
-                required: [campaign, view, event_id, type]
-                additionalProperties: false
-                properties:
-                  campaign: {type: string}
-                  view: {type: string}
-                  event_id: {type: string}
-                  type: {type: string, enum: [view, click]}
-                  zone: {type: string}
+                type: string
+                contentMediaType: application/json
+                contentSchema: {$ref: "#/components/schemas/BeaconBody"}
+            application/json: {schema: {$ref: "#/components/schemas/BeaconBody"}}
         responses:
           204: {description: "Accepted (or ignored: bot, duplicate)."}
-          400: {description: "Malformed body, unknown type or field, bad or expired view token."}
-          413: {description: "Body over 4096 bytes."}
-          415: {description: "Not text/plain or application/json in UTF-8."}
-          429: {description: "Too many beacons from this client; see Retry-After."}
+          400:
+            $ref: "#/components/responses/Problem"
+            description: "Malformed body, unknown type or field, bad or expired view token."
+          413: {$ref: "#/components/responses/Problem", description: "Body over 4096 bytes."}
+          415:
+            $ref: "#/components/responses/Problem"
+            description: "Not text/plain or application/json in UTF-8."
+          429: {$ref: "#/components/responses/RateLimited", description: "Too many beacons from this client."}
         """
         started = time.perf_counter()
         origin = request_origin(request.scope)

@@ -24,7 +24,9 @@ async def healthz(request: Request) -> Response:
     """
     summary: Liveness.
     responses:
-      200: {description: "The process is up."}
+      200:
+        description: "The process is up."
+        content: {application/json: {schema: {$ref: "#/components/schemas/Health"}}}
     """
     return JSONResponse({"status": "ok"}, headers=_NO_CACHE)
 
@@ -33,8 +35,12 @@ async def readyz(request: Request) -> Response:
     """
     summary: Readiness (Redis answers PING in time).
     responses:
-      200: {description: "Ready."}
-      503: {description: "Redis is unavailable; pages serve fallback copy."}
+      200:
+        description: "Ready."
+        content: {application/json: {schema: {$ref: "#/components/schemas/Health"}}}
+      503:
+        description: "Redis is unavailable; pages serve fallback copy."
+        content: {application/json: {schema: {$ref: "#/components/schemas/Health"}}}
     """
     renderer: RendererState = request.app.state.renderer
     try:
@@ -48,7 +54,9 @@ async def metrics(request: Request) -> Response:
     """
     summary: Prometheus metrics (text exposition format).
     responses:
-      200: {description: "Every series of this process's renderer."}
+      200:
+        description: "Every series of this process's renderer."
+        content: {text/plain: {schema: {type: string}}}
     """
     renderer: RendererState = request.app.state.renderer
     renderer.metrics.events_queued.set(renderer.events.queued)

@@ -1,18 +1,206 @@
-"""`GET /openapi.json`: the renderer's routes described from their docstrings (YAML after `---`)."""
+"""`GET /openapi.json`: the renderer's routes described from their docstrings (YAML after `---`).
+
+Each route's docstring declares every status it answers, the content type of each (HTML for
+pages and their refusals, JSON for `/v1/` and operator APIs) and the headers a client acts on.
+What several routes share is declared once here, under `components`:
+
+- `schemas`: ids, the error body every refusal in JSON carries (`{"error": message, ...}`,
+  `server.problems`), the zones payload; the request bodies and the operator payloads are
+  generated from the pydantic models that read and write them (`BeaconBody`, `ConversionIn`,
+  `server.admin_payloads`, `welcomemat.lift`), so the document cannot drift from the code;
+- `responses`: the refusals routes share (an unknown page, the bearer check, Redis down, the
+  rate limit, a JSON refusal with its status's own description).
+
+OpenAPI 3.1: its schemas are JSON Schema 2020-12, what pydantic generates. The test suite
+fuzzes the running app from this document (tests/server/test_openapi_fuzz.py): a status,
+content type, body or header the document does not declare fails it.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+from pydantic.json_schema import models_json_schema
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.schemas import SchemaGenerator
 
+from server.admin_payloads import ExplainPayload, ReviewDecisionBody, ReviewQueueEntry, RollbackBody
+from server.events_api import BeaconBody
 from welcomemat import __version__
+from welcomemat.conversions import ConversionIn
+from welcomemat.ids import ID_PATTERN
+from welcomemat.lift import LiftReport
 
-__all__ = ["openapi_schema"]
+__all__ = ["COMPONENTS", "openapi_schema"]
+
+_REF = "#/components/schemas/{model}"
+
+
+def _model_schemas() -> dict[str, Any]:
+    """The JSON Schemas of the pydantic models request bodies are read with (as they validate)
+    and operator answers are dumped from (as they dump)."""
+    _, found = models_json_schema(
+        [
+            *(
+                (model, "validation")
+                for model in (BeaconBody, ConversionIn, ReviewDecisionBody, RollbackBody)
+            ),
+            *((model, "serialization") for model in (ExplainPayload, ReviewQueueEntry, LiftReport)),
+        ],
+        ref_template=_REF,
+    )
+    schemas: dict[str, Any] = found["$defs"]
+    return schemas
+
+
+def _schema(name: str) -> dict[str, str]:
+    return {"$ref": _REF.format(model=name)}
+
+
+_JSON_PROBLEM = {"application/json": {"schema": _schema("Problem")}}
+_HTML = {"text/html": {"schema": {"type": "string"}}}
+_RETRY_AFTER = {
+    "Retry-After": {"required": True, "schema": {"type": "string", "pattern": "^[0-9]+$"}},
+}
+
+SCHEMAS: dict[str, Any] = {
+    "Id": {
+        "type": "string",
+        "pattern": ID_PATTERN,
+        "description": "An opaque id: 1-64 characters of A-Z a-z 0-9 _ . -, starting with a letter or digit.",
+    },
+    "Problem": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {"type": "string", "description": "What was refused and why, safe to show."},
+            "current_version": {"type": "integer", "description": "409 of a review decision."},
+        },
+    },
+    "Zones": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["campaign", "arm", "view_id", "view", "zones", "links"],
+        "properties": {
+            "campaign": {"type": "string"},
+            "arm": {"type": "string", "enum": ["personal", "holdout", "anonymous"]},
+            "view_id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"},
+            "view": {
+                "type": ["string", "null"],
+                "description": "A signed view token for /v1/events beacons; null without a secret.",
+            },
+            "zones": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["text", "rung"],
+                    "properties": {
+                        "text": {"type": "string"},
+                        "rung": {"type": "string", "enum": ["personal", "segment", "default"]},
+                        "href": {"type": "string", "pattern": "^https://"},
+                    },
+                },
+            },
+            "links": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+    "Health": {
+        "type": "object",
+        "required": ["status"],
+        "properties": {
+            "status": {"type": "string", "enum": ["ok", "unavailable"]},
+            "redis": {"type": "string"},
+        },
+    },
+    "ReviewQueue": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["tenant", "campaign", "items"],
+        "properties": {
+            "tenant": {"type": "string"},
+            "campaign": {"type": "string"},
+            "items": {"type": "array", "items": _schema("ReviewQueueEntry")},
+        },
+    },
+    "ReviewDecision": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["account_id", "changed", "version", "status", "detail"],
+        "properties": {
+            "account_id": {"type": "string"},
+            "changed": {"type": "boolean"},
+            "version": {"type": "integer", "minimum": 1},
+            "status": {"type": "string"},
+            "detail": {"type": "string"},
+        },
+    },
+    "Conversion": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["status", "conversion_id", "campaign", "account_id", "type", "arm"],
+        "properties": {
+            "status": {"type": "string", "enum": ["recorded", "already_recorded"]},
+            "conversion_id": {"type": "string"},
+            "campaign": {"type": "string"},
+            "account_id": {"type": "string"},
+            "type": {"type": "string", "enum": ["meeting_booked", "opportunity", "closed_won"]},
+            "arm": {"type": "string", "enum": ["personal", "holdout"]},
+        },
+    },
+    **_model_schemas(),
+}
+
+# Refusals several routes share. A route refers to one with `$ref` and may give its own
+# `description` beside it (OpenAPI 3.1).
+RESPONSES: dict[str, Any] = {
+    "NotFoundPage": {"description": "No such page.", "content": _HTML},
+    "Problem": {"description": "Refused; the message says why.", "content": _JSON_PROBLEM},
+    "BearerRefused": {
+        # The bearer check's refusal is rendered by path, like an unknown route (server.problems).
+        "description": "No or wrong bearer token.",
+        "headers": {"WWW-Authenticate": {"required": True, "schema": {"type": "string", "const": "Bearer"}}},
+        "content": {**_HTML, **_JSON_PROBLEM},
+    },
+    "AdminNotFound": {
+        # HTML when the admin routes are off (as an unknown route); JSON for an unknown campaign,
+        # account or record (HTML on the routes that answer HTML).
+        "description": "Admin routes off, or no such campaign or account.",
+        "content": {**_HTML, **_JSON_PROBLEM},
+    },
+    "RedisUnavailable": {
+        "description": "Redis is unavailable; retry after the seconds `Retry-After` says.",
+        "headers": _RETRY_AFTER,
+        "content": _JSON_PROBLEM,
+    },
+    "RedisUnavailablePage": {
+        # On a route whose refusals are pages (preview, lift report as HTML).
+        "description": "Redis is unavailable; retry after the seconds `Retry-After` says.",
+        "headers": _RETRY_AFTER,
+        "content": {**_HTML, **_JSON_PROBLEM},
+    },
+    "RateLimited": {
+        "description": "Too many requests from this client; retry after `Retry-After` seconds.",
+        "headers": _RETRY_AFTER,
+        "content": _JSON_PROBLEM,
+    },
+}
+
+COMPONENTS: dict[str, Any] = {
+    # Admin routes declare `security: [{adminBearer: []}]` (WELCOMEMAT_ADMIN_TOKEN).
+    # POST /v1/conversions declares `security: [{crmBearer: []}]` (WELCOMEMAT_CRM_TOKEN).
+    "securitySchemes": {
+        "adminBearer": {"type": "http", "scheme": "bearer"},
+        "crmBearer": {"type": "http", "scheme": "bearer"},
+    },
+    "schemas": SCHEMAS,
+    "responses": RESPONSES,
+}
 
 _GENERATOR = SchemaGenerator(
     {
-        "openapi": "3.0.3",
+        "openapi": "3.1.0",
         "info": {
             "title": "Welcomemat renderer",
             "version": __version__,
@@ -21,14 +209,7 @@ _GENERATOR = SchemaGenerator(
                 "zones API and engagement beacons, and operations endpoints."
             ),
         },
-        # Admin routes declare `security: [{adminBearer: []}]` (WELCOMEMAT_ADMIN_TOKEN).
-        # POST /v1/conversions declares `security: [{crmBearer: []}]` (WELCOMEMAT_CRM_TOKEN).
-        "components": {
-            "securitySchemes": {
-                "adminBearer": {"type": "http", "scheme": "bearer"},
-                "crmBearer": {"type": "http", "scheme": "bearer"},
-            }
-        },
+        "components": COMPONENTS,
     }
 )
 
@@ -38,6 +219,7 @@ async def openapi_schema(request: Request) -> JSONResponse:
     summary: This API's OpenAPI description.
     responses:
       200:
-        description: The OpenAPI 3 document.
+        description: The OpenAPI 3.1 document.
+        content: {application/json: {schema: {type: object}}}
     """
     return JSONResponse(_GENERATOR.get_schema(routes=request.app.routes))

@@ -68,11 +68,13 @@ async def landing_page(request: Request) -> Response:
       range of a known account, in that order; anything invalid is treated as anonymous.
       Always 200 for a published campaign, also when Redis is unavailable (fallback copy).
     parameters:
-      - {name: campaign, in: path, required: true, schema: {type: string}}
+      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
       - {name: wm, in: query, required: false, schema: {type: string}, description: signed link token}
     responses:
-      200: {description: "The page (personal, segment or default copy)."}
-      404: {description: "No such campaign."}
+      200:
+        description: "The page (personal, segment or default copy; the plain page if nothing can be read)."
+        content: {text/html: {schema: {type: string}}}
+      404: {$ref: "#/components/responses/NotFoundPage", description: "No such campaign."}
     """
     started = time.perf_counter()
     renderer: RendererState = request.app.state.renderer
@@ -86,10 +88,12 @@ async def continuation_page(request: Request) -> Response:
     """
     summary: The continuation page a direct-mail QR code lands on (after /q/{token}).
     parameters:
-      - {name: campaign, in: path, required: true, schema: {type: string}}
+      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
     responses:
-      200: {description: "The page."}
-      404: {description: "No such campaign, or it has no continuation page."}
+      200: {description: "The page.", content: {text/html: {schema: {type: string}}}}
+      404:
+        $ref: "#/components/responses/NotFoundPage"
+        description: "No such campaign, or it has no continuation page."
     """
     started = time.perf_counter()
     renderer: RendererState = request.app.state.renderer

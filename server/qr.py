@@ -62,8 +62,16 @@ async def qr_entry(request: Request) -> Response:
     parameters:
       - {name: token, in: path, required: true, schema: {type: string}}
     responses:
-      303: {description: "To the campaign's continuation page (identified when the token verified)."}
-      404: {description: "The code names no campaign served with a continuation page."}
+      303:
+        description: "To the campaign's continuation page (identified when the token verified)."
+        headers:
+          Location:
+            required: true
+            description: "`WELCOMEMAT_PUBLIC_URL` + `/c/<campaign>/continue`, never built from the request."
+            schema: {type: string, format: uri}
+      404:
+        $ref: "#/components/responses/NotFoundPage"
+        description: "The code names no campaign served with a continuation page."
     """
     renderer: RendererState = request.app.state.renderer
     token = request.path_params["token"]

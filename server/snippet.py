@@ -60,7 +60,10 @@ class Snippet:
           crossorigin="anonymous" data-wm-campaign="CAMPAIGN"></script>`. ETag and
           `If-None-Match` (304) supported.
         responses:
-          200: {description: "The script."}
+          200:
+            description: "The script."
+            headers: {ETag: {required: true, schema: {type: string}}}
+            content: {text/javascript: {schema: {type: string}}}
           304: {description: "Not modified (ETag matched)."}
         """
         if_none_match = request.headers.get("if-none-match")

@@ -48,12 +48,22 @@ async def theme_file(request: Request) -> Response:
     """
     summary: A file of the campaign's theme (stylesheet, image or font).
     parameters:
-      - {name: campaign, in: path, required: true, schema: {type: string}}
+      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
       - {name: file, in: path, required: true, schema: {type: string}}
     responses:
-      200: {description: "The file, with its Content-Type and ETag."}
+      200:
+        description: "The file, with its Content-Type and ETag."
+        headers: {ETag: {required: true, schema: {type: string}}}
+        content:
+          text/css: {}
+          image/svg+xml: {}
+          image/png: {}
+          image/jpeg: {}
+          image/gif: {}
+          image/webp: {}
+          font/woff2: {}
       304: {description: "Not modified (If-None-Match)."}
-      404: {description: "No such campaign, theme or file."}
+      404: {description: "No such campaign, theme or file.", content: {text/plain: {schema: {type: string}}}}
     """
     renderer: RendererState = request.app.state.renderer
     campaigns = renderer.campaigns

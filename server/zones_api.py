@@ -144,13 +144,16 @@ class ZonesApi:
           campaign's `snippet_origins`, never credentials, `Vary: Origin` always. When Redis
           is unavailable the answer is the segment or default copy (or no zones), still 200.
         parameters:
-          - {name: campaign, in: query, required: true, schema: {type: string}}
+          - {name: campaign, in: query, required: true, schema: {$ref: "#/components/schemas/Id"}}
           - {name: wm, in: query, required: false, schema: {type: string}, description: signed link token}
         responses:
           200:
             description: "The zones: {campaign, arm, view_id, view, zones: {id: {text, rung, href?}}, links}."
-          400: {description: "Missing or malformed campaign parameter."}
-          404: {description: "No such campaign."}
+            content: {application/json: {schema: {$ref: "#/components/schemas/Zones"}}}
+          400:
+            $ref: "#/components/responses/Problem"
+            description: "Missing or malformed campaign parameter."
+          404: {$ref: "#/components/responses/Problem", description: "No such campaign."}
         """
         started = time.perf_counter()
         try:

@@ -17,11 +17,25 @@ from urllib.parse import urlsplit
 from welcomemat.errors import ConfigError
 
 __all__ = [
+    "BEARER_TOKEN_SETTINGS",
+    "MIN_SECRET_CHARS",
+    "SECRET_ENV_VAR",
     "SETTINGS",
     "SHARED_ADMIN_NAME",
     "Setting",
     "Settings",
+    "check_secret_keys",
+    "secret_keys",
 ]
+
+#: Shortest accepted signing key or bearer token, in characters: `secrets.token_urlsafe(32)`
+#: makes 43 (256 bits); 32 random URL-safe characters are 192 bits.
+MIN_SECRET_CHARS = 32
+#: The environment variable holding the token signing keys (comma-separated, first signs).
+SECRET_ENV_VAR = "WELCOMEMAT_SECRET"
+#: The bearer tokens a client presents, by variable and `Settings` field.
+BEARER_TOKEN_SETTINGS = (("WELCOMEMAT_ADMIN_TOKEN", "admin_token"), ("WELCOMEMAT_CRM_TOKEN", "crm_token"))
+_MAKE_ONE = "e.g. `python3 -c 'import secrets; print(secrets.token_urlsafe(32))'`"
 
 
 @dataclass(frozen=True)
@@ -47,10 +61,14 @@ SETTINGS: tuple[Setting, ...] = (
         "WELCOMEMAT_SECRET",
         None,
         "Token signing keys, comma-separated, each at least 32 characters: the first signs, all "
-        "verify (rotation). Required to sign or verify links, QR codes and cookies.",
+        "verify (rotation: `welcomemat secret rotate`). Required to sign or verify links, QR codes "
+        "and cookies.",
     ),
     Setting(
-        "WELCOMEMAT_ADMIN_TOKEN", None, "Bearer token for `/admin/...` routes. Unset: admin routes are off."
+        "WELCOMEMAT_ADMIN_TOKEN",
+        None,
+        "Bearer token for `/admin/...` routes, at least 32 characters (shorter: every command refuses "
+        "to start, exit 2). Unset: admin routes are off.",
     ),
     Setting(
         "WELCOMEMAT_ADMIN_TOKENS",
@@ -67,7 +85,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "WELCOMEMAT_CRM_TOKEN",
         None,
-        "Bearer token the CRM sends to `POST /v1/conversions`. Unset: the route is off (404).",
+        "Bearer token the CRM sends to `POST /v1/conversions`, at least 32 characters (shorter: every "
+        "command refuses to start, exit 2). Unset: the route is off (404).",
     ),
     Setting("OPENAI_BASE_URL", None, "Base URL of an OpenAI-compatible endpoint for the `openai` provider."),
     Setting("OPENAI_API_KEY", None, "API key for that endpoint."),
@@ -77,7 +96,8 @@ SETTINGS: tuple[Setting, ...] = (
         "WELCOMEMAT_PUBLIC_URL",
         "http://127.0.0.1:8000",
         "The renderer's public origin (`https://host[:port]`, no path). Every absolute URL the "
-        "renderer and `welcomemat link` build starts with it; never taken from a request's Host header.",
+        "renderer and `welcomemat link` build starts with it; never taken from a request's Host header "
+        "or scheme (no trailing-slash redirects).",
     ),
     Setting(
         "WELCOMEMAT_ALLOWED_HOSTS",
@@ -123,6 +143,46 @@ _FRAME_SOURCE = re.compile(r"'none'|'self'|https://[A-Za-z0-9.-]+(?::[0-9]{1,5})
 
 def _split(value: str | None) -> tuple[str, ...]:
     return tuple(part.strip() for part in (value or "").split(",") if part.strip())
+
+
+def check_secret_keys(keys: tuple[str, ...] | list[str]) -> None:
+    """ConfigError unless there is a key and each is a string of `MIN_SECRET_CHARS`+ characters.
+
+    A message names a key by its position and length, never by its value.
+    """
+    if not keys:
+        raise ConfigError(
+            f"{SECRET_ENV_VAR} is empty: set it to at least one secret of {MIN_SECRET_CHARS}+ "
+            f"characters (comma-separated for rotation, first signs), {_MAKE_ONE}"
+        )
+    for position, key in enumerate(keys, start=1):
+        if not isinstance(key, str):
+            raise ConfigError(f"{SECRET_ENV_VAR}: secret #{position} is not a string")
+        if len(key) < MIN_SECRET_CHARS:
+            raise ConfigError(
+                f"{SECRET_ENV_VAR}: secret #{position} is {len(key)} characters; "
+                f"at least {MIN_SECRET_CHARS} characters are required ({_MAKE_ONE})"
+            )
+
+
+def secret_keys(value: str) -> tuple[str, ...]:
+    """The keys of a `WELCOMEMAT_SECRET` value, newest (the one that signs) first.
+
+    Comma-separated; blank entries and surrounding whitespace are ignored; each key checked
+    (`check_secret_keys`).
+    """
+    keys = _split(value)
+    check_secret_keys(keys)
+    return keys
+
+
+def _check_bearer_token(name: str, value: str | None) -> None:
+    if value and len(value) < MIN_SECRET_CHARS:
+        # The length only: a message may end up in a log, the token must not.
+        raise ConfigError(
+            f"{name} is {len(value)} characters; at least {MIN_SECRET_CHARS} are required, "
+            f"a random value nobody can guess ({_MAKE_ONE})"
+        )
 
 
 def _public_url(value: str) -> str:
@@ -225,6 +285,14 @@ class Settings:
     # (name, token) of each WELCOMEMAT_ADMIN_TOKENS entry
     admin_tokens: tuple[tuple[str, str], ...] = ()
 
+    def __post_init__(self) -> None:
+        """Refuse a short bearer token or signing key however the settings were built (the
+        environment, flags, a test): every process that starts from them refuses to start."""
+        for name, field in BEARER_TOKEN_SETTINGS:
+            _check_bearer_token(name, getattr(self, field))
+        if self.secret:
+            secret_keys(self.secret)
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
         """Read every Setting from `environ` (default: os.environ); flags override."""
@@ -269,8 +337,8 @@ class Settings:
     def require_secret(self) -> str:
         if not self.secret:
             raise ConfigError(
-                "WELCOMEMAT_SECRET is not set: set it to one or more comma-separated keys of at "
-                "least 32 characters (e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+                f"{SECRET_ENV_VAR} is not set: set it to one or more comma-separated keys of at "
+                f"least {MIN_SECRET_CHARS} characters ({_MAKE_ONE})"
             )
         return self.secret
 

@@ -20,8 +20,8 @@ How a token is built
   which keeps e-mail addresses and free-text names out (no ``@``, no spaces). The payload
   is signed, not encrypted: anyone holding a token can read its ids.
 * Key rotation: ``WELCOMEMAT_SECRET`` is a comma-separated list; the FIRST key signs and
-  ALL keys verify. (itsdangerous signs with the LAST key of its list, so the list is
-  handed to it reversed.)
+  ALL keys verify (`welcomemat secret rotate` walks an operator through it). itsdangerous
+  signs with the LAST key of its list, so the list is handed to it reversed.
 
 View tokens
 -----------
@@ -63,6 +63,7 @@ from welcomemat.errors import (
     TokenMalformed,
 )
 from welcomemat.ids import ID_PATTERN, is_valid_id
+from welcomemat.settings import MIN_SECRET_CHARS, SECRET_ENV_VAR, check_secret_keys, secret_keys
 
 __all__ = [
     "CLOCK_SKEW_S",
@@ -103,10 +104,6 @@ DEFAULT_VIEW_TTL_S: Final = 6 * 60 * 60
 MAX_TTL_S: Final = 366 * _DAY_S
 #: Longest token text accepted, in characters; longer input is refused before any work.
 MAX_TOKEN_CHARS: Final = 512
-#: Shortest accepted secret, in characters.
-MIN_SECRET_CHARS: Final = 32
-#: The environment variable holding the comma-separated secrets (first signs, all verify).
-SECRET_ENV_VAR: Final = "WELCOMEMAT_SECRET"
 _B64_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
 _TOKEN_CHARS: Final = re.compile(r"[A-Za-z0-9_.-]+")
 #: A view id: URL-safe base64 characters (what `secrets.token_urlsafe` makes).
@@ -277,20 +274,7 @@ class TokenSigner:
                 "use TokenSigner.from_setting() for a comma-separated value"
             )
         keys = list(secrets)
-        if not keys:
-            raise ConfigError(
-                f"{SECRET_ENV_VAR} is empty: set it to at least one secret of "
-                f"{MIN_SECRET_CHARS}+ characters (comma-separated for rotation, first signs)"
-            )
-        for position, key in enumerate(keys, start=1):
-            if not isinstance(key, str):
-                raise ConfigError(f"{SECRET_ENV_VAR}: secret #{position} is not a string")
-            if len(key) < MIN_SECRET_CHARS:
-                # Never echo the secret itself, only its position and length.
-                raise ConfigError(
-                    f"{SECRET_ENV_VAR}: secret #{position} is {len(key)} characters; "
-                    f"at least {MIN_SECRET_CHARS} characters are required"
-                )
+        check_secret_keys(keys)  # names a key by position and length, never its value
         self._clock = clock
         # itsdangerous signs with the LAST key and verifies with all: hand it newest-last.
         verify_order = list(reversed(keys))
@@ -326,7 +310,7 @@ class TokenSigner:
                 f"{SECRET_ENV_VAR} is not set: set it to a secret of {MIN_SECRET_CHARS}+ "
                 "characters (comma-separated for rotation, first signs)"
             )
-        return cls([part.strip() for part in value.split(",") if part.strip()], clock=clock)
+        return cls(list(secret_keys(value)), clock=clock)
 
     def _lifetime(self, ttl_s: int) -> tuple[int, int]:
         """(issued at, expires at) for a token living `ttl_s`; InputError on a bad TTL."""

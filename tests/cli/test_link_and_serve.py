@@ -262,3 +262,14 @@ def test_serve_runs_the_renderer(tmp_path: Path, redis_url: str, redis_client: r
 def test_serve_refuses_bad_settings_with_exit_2(tmp_path: Path) -> None:
     result = run("serve", env={"WELCOMEMAT_PUBLIC_URL": "not a url"}, home=tmp_path)
     assert result.returncode == 2 and "WELCOMEMAT_PUBLIC_URL" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["WELCOMEMAT_ADMIN_TOKEN", "WELCOMEMAT_CRM_TOKEN", "WELCOMEMAT_SECRET"])
+def test_serve_refuses_a_short_token_or_key_with_exit_2_naming_it_not_its_value(
+    tmp_path: Path, name: str
+) -> None:
+    short = "short-but-not-printed-" + "q" * 5
+    result = run("serve", env={"WELCOMEMAT_SECRET": SECRET, name: short}, home=tmp_path)
+    assert result.returncode == 2
+    assert name in result.stderr and "at least 32" in result.stderr
+    assert short not in result.stderr + result.stdout and "renderer on" not in result.stdout

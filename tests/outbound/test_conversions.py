@@ -43,7 +43,7 @@ from welcomemat.conversions import (
 from welcomemat.embedded_redis import temporary_redis
 from welcomemat.errors import InputError
 
-CRM_TOKEN = "crm-token-for-tests-0123456789"
+CRM_TOKEN = "crm-token-for-tests-0123456789abcdef"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 AUTH = {"authorization": f"Bearer {CRM_TOKEN}"}
 
@@ -216,13 +216,13 @@ def test_post_needs_the_crm_token(api: TestClient, headers: dict[str, str], stat
 def test_the_admin_token_is_not_the_crm_token(redis_client: redis.Redis) -> None:
     campaign, zones = example_inputs()
     publish_config(redis_client, campaign, zones)
+    admin_token = "admin-token-0123456789abcdef0123456789"
     app = create_app(
-        renderer_settings(crm_token=CRM_TOKEN, admin_token="admin-token-0123456789"),
-        redis_client=redis_client,
+        renderer_settings(crm_token=CRM_TOKEN, admin_token=admin_token), redis_client=redis_client
     )
     with TestClient(app, base_url=BASE_URL) as client:
         response = client.post(
-            "/v1/conversions", json=body(), headers={"authorization": "Bearer admin-token-0123456789"}
+            "/v1/conversions", json=body(), headers={"authorization": f"Bearer {admin_token}"}
         )
     assert response.status_code == 401
 
@@ -280,3 +280,12 @@ def test_redis_down_is_503_never_500(tmp_path: Path) -> None:
             assert down.headers["retry-after"] == "5" and "retry later" in down.json()["error"]
             faults = api.get("/metrics").text
     assert 'welcomemat_redis_errors_total{kind="error",op="conversion"}' in faults
+
+
+def test_a_stored_conversion_that_does_not_decode_is_503_with_retry_after(
+    api: TestClient, redis_client: redis.Redis
+) -> None:
+    redis_client.hset(keys.conversions_key(TENANT, CAMPAIGN), "crm-meeting-0001", b"{not json")
+    response = api.post("/v1/conversions", json=body(), headers=AUTH)
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5" and "cannot be read" in response.json()["error"]

@@ -40,7 +40,7 @@ from welcomemat.records import FOLD_LUA, EventFold, fold_events
 from welcomemat.store import ZoneSetStore
 from welcomemat.zoneset import ZoneSetStatus
 
-ADMIN = "admin-token-for-lift-0123456789"
+ADMIN = "admin-token-for-lift-0123456789abcdef"
 AUTH = {"authorization": f"Bearer {ADMIN}"}
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")

@@ -52,7 +52,7 @@ from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import TokenKind
 from welcomemat.zoneset import Rung, ZoneSetStatus
 
-TOKEN = "admin-token-for-tests-0123456789"
+TOKEN = "admin-token-for-tests-0123456789abcdef"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 DYMAXA = "acct_dymaxa"
 

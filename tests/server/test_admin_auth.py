@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from server.admin_auth import require_admin
 
-TOKEN = "admin-token-for-tests-0123456789"
+TOKEN = "admin-token-for-tests-0123456789abcdef"
 
 
 def _client(token: str | None) -> TestClient:

@@ -59,9 +59,9 @@ def test_missing_secret_says_how_to_make_one() -> None:
 def test_named_admin_tokens_and_the_shared_one_by_name() -> None:
     rita, sam = "r" * 32, "s" * 40
     s = Settings.from_env(
-        {"WELCOMEMAT_ADMIN_TOKENS": f"rita:{rita}, sam:{sam}", "WELCOMEMAT_ADMIN_TOKEN": "t"}
+        {"WELCOMEMAT_ADMIN_TOKENS": f"rita:{rita}, sam:{sam}", "WELCOMEMAT_ADMIN_TOKEN": "t" * 32}
     )
-    assert s.admin_credentials() == {"rita": rita, "sam": sam, "admin": "t"}
+    assert s.admin_credentials() == {"rita": rita, "sam": sam, "admin": "t" * 32}
     assert Settings.from_env({}).admin_credentials() == {}
     for value, words in (
         (f"rita{rita}", "entry #1 must be NAME:TOKEN"),
@@ -73,3 +73,30 @@ def test_named_admin_tokens_and_the_shared_one_by_name() -> None:
         with pytest.raises(ConfigError, match=words) as raised:
             Settings.from_env({"WELCOMEMAT_ADMIN_TOKENS": value})
         assert rita not in str(raised.value) and "short" not in str(raised.value)
+
+
+SHORT = "tok-" + "x" * 27  # 31 characters, one short
+
+
+@pytest.mark.parametrize(
+    ("name", "field"), [("WELCOMEMAT_ADMIN_TOKEN", "admin_token"), ("WELCOMEMAT_CRM_TOKEN", "crm_token")]
+)
+def test_a_short_bearer_token_is_refused_by_name_never_by_value(name: str, field: str) -> None:
+    with pytest.raises(ConfigError, match=f"{name} is 31 characters; at least 32") as from_env:
+        Settings.from_env({name: SHORT})
+    with pytest.raises(ConfigError, match=name) as from_flag:
+        Settings.from_env({}, **{field: SHORT})
+    for refused in (from_env, from_flag):
+        assert SHORT not in str(refused.value) and "xxxx" not in str(refused.value)
+    assert getattr(Settings.from_env({name: SHORT + "y"}), field) == SHORT + "y"  # 32 is enough
+    assert getattr(Settings.from_env({name: ""}), field) is None  # empty is unset: the routes are off
+
+
+def test_a_short_signing_key_is_refused_when_the_settings_are_read() -> None:
+    long_key = "k" * 40
+    with pytest.raises(ConfigError, match="WELCOMEMAT_SECRET: secret #2 is 31 characters") as refused:
+        Settings.from_env({"WELCOMEMAT_SECRET": f"{long_key},{SHORT}"})
+    assert SHORT not in str(refused.value) and long_key not in str(refused.value)
+    with pytest.raises(ConfigError, match="WELCOMEMAT_SECRET is empty"):
+        Settings.from_env({"WELCOMEMAT_SECRET": " , "})
+    assert Settings.from_env({"WELCOMEMAT_SECRET": f" {long_key} , "}).secret == f" {long_key} , "

@@ -1,0 +1,31 @@
+"""`welcomemat secret rotate [--check]`: a new signing key and the steps to rotate to it (`cli/secret.py`)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    secret = sub.add_parser(
+        "secret", help="rotate WELCOMEMAT_SECRET, the key that signs links, QR codes and cookies"
+    )
+    verbs = secret.add_subparsers(dest="secret_command", metavar="VERB", required=True)
+    rotate = verbs.add_parser(
+        "rotate",
+        help="print a new strong key and the exact steps to rotate to it; --check: check the environment",
+    )
+    rotate.add_argument(
+        "--check",
+        action="store_true",
+        help="check WELCOMEMAT_SECRET and the bearer tokens of this environment instead (lengths, a "
+        "previous key that differs); exit 2 on a problem, values never printed",
+    )
+    rotate.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from cli.secret import check_secrets, print_rotation
+
+    return check_secrets() if args.check else print_rotation()

@@ -9,6 +9,7 @@ share a cache or a registry.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -30,8 +31,11 @@ from server.visitor import Visitor
 from server.watcher import CampaignWatcher
 from server.zone_cache import ZoneSetCache
 from server.zone_set_reader import ZoneSetReader
+from welcomemat.audit import ACTOR_MAX_CHARS, Auditor, Via
 from welcomemat.breaker import CircuitBreaker
 from welcomemat.campaign_view import CampaignView
+from welcomemat.credential_changes import fingerprints, record_credentials
+from welcomemat.errors import AuditError
 from welcomemat.settings import Settings
 from welcomemat.tokens import TokenKind, TokenSigner
 
@@ -117,6 +121,27 @@ class RendererState:
 
     def start(self) -> None:
         self.events.start()
+        self._record_credentials()
+
+    def _record_credentials(self) -> None:
+        """Audit-log new signing keys or bearer tokens, once per change across renderers
+        (`welcomemat.credential_changes`). Redis down: logged, and the renderer starts anyway."""
+        current = fingerprints(
+            self.settings.secret,
+            {**self.settings.admin_credentials(), "crm": self.settings.crm_token},
+        )
+        auditor = Auditor(
+            f"renderer@{socket.gethostname()}"[:ACTOR_MAX_CHARS],
+            Via.STARTUP,
+            lambda: datetime.fromtimestamp(self.clock(), UTC),
+        )
+        try:
+            entry = record_credentials(self.client, current, auditor)
+        except (redis.RedisError, AuditError) as exc:
+            log.warning("credentials not checked against the last recorded (%s)", exc)
+            return
+        if entry is not None:
+            log.info("credentials changed: %s (audit-logged)", entry.detail)
 
     def close(self) -> None:
         """Stop watchers and the event writer (after a last flush)."""

@@ -20,10 +20,8 @@ action (`append_entry`), retried on a connection fault, and a final failure rais
 command exits 1, the admin route answers 503). A retry whose first attempt did reach Redis
 leaves two copies with the same `op`; `read_entries` returns the first.
 
-Recording a signing-key rotation (`welcomemat secret rotate`)::
-
-    append_entry(client, Auditor(name, Via.CLI, clock).entry(AuditAction.SECRET_ROTATE, tenant=None,
-                 detail="3 keys; the new one signs"))
+A signing-key or bearer-token rotation is recorded by the first renderer that starts with
+the new credentials (`welcomemat.credential_changes`), via `startup`.
 """
 
 from __future__ import annotations
@@ -88,7 +86,7 @@ class AuditAction(enum.StrEnum):
     ERASE = "erase"  # a data subject's (account's or contact's) data erased, its tokens revoked
     READMIT = "readmit"  # an erased subject's suppression lifted: precompute may publish it again
     SUBJECT_EXPORT = "subject_export"  # everything held about a person written out for them
-    SECRET_ROTATE = "secret_rotate"  # the token signing keys rotated
+    SECRET_ROTATE = "secret_rotate"  # signing keys or bearer tokens changed (seen at a renderer start)
 
 
 # A person must say why: these undo or refuse someone else's work, or put personal copy back.
@@ -101,6 +99,7 @@ class Via(enum.StrEnum):
     CLI = "cli"  # a `welcomemat` command: actor from --by or WELCOMEMAT_OPERATOR
     HTTP = "http"  # an admin route: actor is the admin token's name
     PRECOMPUTE = "precompute"  # a precompute run (local) or worker publishing
+    STARTUP = "startup"  # a process noticed it at start (new signing keys or bearer tokens)
 
 
 class AuditEntry(BaseModel):

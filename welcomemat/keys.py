@@ -63,6 +63,7 @@ __all__ = [
     "campaigns_index_key",
     "changes_channel",
     "conversions_key",
+    "credential_fingerprints_key",
     "dead_letter_stream_key",
     "erasures_key",
     "event_seen_key",
@@ -322,6 +323,13 @@ def audit_stream_scan_pattern() -> str:
     """SCAN MATCH pattern for every tenant's audit log (`wm:1:{<tenant>}:audit`): the tenant is
     between the braces (ids hold none, nor glob characters)."""
     return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:{{*}}:audit"
+
+
+def credential_fingerprints_key() -> str:
+    """The fingerprints of the signing keys and bearer tokens renderers last started with
+    (`welcomemat.credential_changes`): JSON, one key outside any tenant's slot. TTL
+    `AUDIT_TTL_S`, refreshed at every renderer start."""
+    return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:credentials"
 
 
 def global_audit_stream_key() -> str:

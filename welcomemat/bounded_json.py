@@ -8,7 +8,7 @@ and `1e999` become floats no field can use, and a repeated key silently keeps th
 value. Here each is an `InputError` naming the field, checked in this order:
 
 1. size (`max_bytes`) before anything else; then strict UTF-8;
-2. nesting (`limits.JSON_MAX_DEPTH`), counted on the text before the parser recurses;
+2. nesting (`limits.NESTING_MAX_DEPTH`), counted on the text before the parser recurses;
 3. while parsing: numbers of at most `limits.NUMBER_MAX_CHARS` characters, finite; no
    `NaN` / `Infinity`; no key repeated in an object;
 4. no lone surrogate (`"\\ud800"`): it cannot be written out as UTF-8 (Redis, files).
@@ -26,7 +26,7 @@ from itertools import accumulate
 from typing import IO, Any
 
 from welcomemat.errors import InputError
-from welcomemat.limits import JSON_MAX_DEPTH, NUMBER_MAX_CHARS
+from welcomemat.limits import NESTING_MAX_DEPTH, NUMBER_MAX_CHARS
 from welcomemat.validation_errors import dotted
 
 __all__ = ["decode_json", "iter_lines"]
@@ -108,7 +108,7 @@ class _Hooks:
 
 def _depth(text: str) -> int:
     """How deep `[` and `{` nest outside strings (an upper bound when the JSON is malformed)."""
-    if text.count("[") + text.count("{") <= JSON_MAX_DEPTH:
+    if text.count("[") + text.count("{") <= NESTING_MAX_DEPTH:
         return 0  # cannot be deeper than the limit: no need to look
     brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
     return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
@@ -150,8 +150,8 @@ def decode_json(raw: bytes | str, *, max_bytes: int) -> Any:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InputError(f"not UTF-8 (byte {exc.start + 1}: {exc.reason})") from None
-    if _depth(text) > JSON_MAX_DEPTH:
-        raise InputError(f"not accepted: arrays and objects nested deeper than {JSON_MAX_DEPTH} levels")
+    if _depth(text) > NESTING_MAX_DEPTH:
+        raise InputError(f"not accepted: arrays and objects nested deeper than {NESTING_MAX_DEPTH} levels")
     hooks = _Hooks()
     decoder = json.JSONDecoder(
         object_pairs_hook=hooks.object_pairs,

@@ -14,20 +14,30 @@ from typing import Final
 __all__ = [
     "ACCOUNT_LINE_MAX_BYTES",
     "INPUT_LIMITS",
-    "JSON_MAX_DEPTH",
+    "NESTING_MAX_DEPTH",
     "NUMBER_MAX_CHARS",
+    "YAML_MAX_BYTES",
+    "YAML_MAX_VALUES",
     "InputLimit",
 ]
 
-# Levels of `[` / `{` in a JSON document. Real inputs use four (account ▸ facts ▸ fact ▸
-# surfaces); a CRM export's own fields get room to spare, a parser's stack does not.
-JSON_MAX_DEPTH: Final = 32
+# Levels of lists and mappings (JSON `[` / `{`, YAML collections, the document's own
+# included). Real inputs use four or five (account ▸ facts ▸ fact ▸ surfaces; campaign ▸
+# segments ▸ segment ▸ zones); a CRM export's own fields get room to spare, a parser's stack
+# (both decoders recurse) does not.
+NESTING_MAX_DEPTH: Final = 32
 # Characters of one number (digits, sign, point, exponent): a 128-bit id has 39 digits, a
 # double needs 25 characters. Python refuses to parse integers past 4,300 digits with an error
 # of its own, and a long one costs quadratic time well before that.
 NUMBER_MAX_CHARS: Final = 40
 # Bytes of one `accounts.jsonl` line (a 1 MB account is a broken export, not an account).
 ACCOUNT_LINE_MAX_BYTES: Final = 1_000_000
+# Bytes of one YAML file (campaign, tenant, zone contract): 512 KiB. The example campaign is
+# 7 KB; PyYAML reads about 100-200 KB a second, so a file at the limit costs seconds, not minutes.
+YAML_MAX_BYTES: Final = 524_288
+# Values (scalars, lists, mappings) in one YAML file with every alias expanded: the example
+# campaign has about 1,000; a "billion laughs" is a few lines that expand past any memory.
+YAML_MAX_VALUES: Final = 100_000
 
 
 @dataclass(frozen=True)
@@ -42,9 +52,21 @@ class InputLimit:
 INPUT_LIMITS: Final[tuple[InputLimit, ...]] = (
     InputLimit(
         "every JSON document (an accounts line)",
-        f"nesting {JSON_MAX_DEPTH} levels; numbers {NUMBER_MAX_CHARS} characters, finite; "
+        f"nesting {NESTING_MAX_DEPTH} levels; numbers {NUMBER_MAX_CHARS} characters, finite; "
         "no NaN or Infinity; no repeated key; no lone surrogate",
         "refused, naming the field",
+    ),
+    InputLimit(
+        "every YAML file (`campaign.yaml`, `tenant.yaml`, `zones/*.yaml`)",
+        f"{YAML_MAX_BYTES:,} bytes; nesting {NESTING_MAX_DEPTH} levels; {YAML_MAX_VALUES:,} values "
+        "with aliases expanded; no alias inside its own anchor",
+        "the file refused (exit 2, file and line)",
+    ),
+    InputLimit(
+        "a YAML value",
+        f"numbers {NUMBER_MAX_CHARS} characters, finite (no `.nan`, `.inf`); dates that exist; "
+        "no repeated key; no lone surrogate",
+        "that value refused (exit 2, file, line and field); the rest is still checked",
     ),
     InputLimit(
         "`accounts.jsonl`, one line",

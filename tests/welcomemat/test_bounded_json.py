@@ -11,7 +11,7 @@ import pytest
 
 from welcomemat.bounded_json import decode_json, iter_lines
 from welcomemat.errors import InputError
-from welcomemat.limits import JSON_MAX_DEPTH, NUMBER_MAX_CHARS
+from welcomemat.limits import NESTING_MAX_DEPTH, NUMBER_MAX_CHARS
 
 LIMIT = 1_000_000
 
@@ -40,10 +40,14 @@ def test_what_it_accepts_is_what_json_loads_gives(value: Any) -> None:
 
 
 def test_nesting_up_to_the_limit_is_accepted_one_more_is_refused_before_parsing() -> None:
-    at_limit = "[" * JSON_MAX_DEPTH + "]" * JSON_MAX_DEPTH
+    at_limit = "[" * NESTING_MAX_DEPTH + "]" * NESTING_MAX_DEPTH
     assert decode_json(at_limit, max_bytes=LIMIT) is not None
-    for deep in ("[" * (JSON_MAX_DEPTH + 1) + "]" * (JSON_MAX_DEPTH + 1), "[" * 500_000, '{"a":' * 100_000):
-        assert f"deeper than {JSON_MAX_DEPTH} levels" in refusal(deep).message
+    for deep in (
+        "[" * (NESTING_MAX_DEPTH + 1) + "]" * (NESTING_MAX_DEPTH + 1),
+        "[" * 500_000,
+        '{"a":' * 100_000,
+    ):
+        assert f"deeper than {NESTING_MAX_DEPTH} levels" in refusal(deep).message
     # Siblings are not depth: a thousand arrays side by side nest one level.
     assert len(decode_json("[" + ",".join(["[]"] * 1000) + "]", max_bytes=LIMIT)) == 1000
 

@@ -23,7 +23,8 @@ from precompute.qa import QaReport, run_qa
 from precompute.report import MalformedRow, RunReport
 from precompute.run import PrecomputeRun, progress_bar
 from welcomemat import keys
-from welcomemat.accounts import read_accounts
+from welcomemat.accounts import MAX_LINE_BYTES, read_accounts
+from welcomemat.bounded_json import iter_lines
 from welcomemat.campaign import Campaign
 from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.connection import connect, connect_for_blocking_reads, resolve_redis
@@ -107,6 +108,12 @@ def resolve_campaign(
     except StoredValueError as exc:
         raise StoredValueError(key, f"{exc.detail}; rerun `welcomemat precompute` to store it again") from exc
     return stored.campaign, stored.zones
+
+
+def _count_lines(path: Path) -> int:
+    """Non-blank lines (a line too long to read counts: it is reported), for the progress bar."""
+    with path.open("rb") as handle:
+        return sum(1 for _, raw in iter_lines(handle, MAX_LINE_BYTES) if raw is None or raw.strip())
 
 
 def _client(settings: Settings) -> redis.Redis:
@@ -211,7 +218,7 @@ def run_precompute(
         provider, settings, concurrency=concurrency, deadline_s=deadline_s, self_review=self_review
     )
     client = _client(settings)
-    total = 0 if enqueue else sum(1 for line in accounts_path.open("rb") if line.strip())
+    total = 0 if enqueue else _count_lines(accounts_path)
     advance, close = progress_bar(total, enabled=False if as_json or enqueue else None)
     run = PrecomputeRun(
         client=client,

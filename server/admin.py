@@ -33,14 +33,17 @@ from server.admin_payloads import (
     review_entry,
 )
 from server.admin_preview import personal_refusal, read_page_zones, zone_provenance
+from server.bodies import declared_length, read_bounded_body
 from server.campaigns import CampaignState
 from server.problems import HTTPProblem, errors_as_html
 from server.render import TEMPLATES_DIR, template_environment
 from server.renderer_state import RendererState
 from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.errors import StoredValueError
+from welcomemat.bounded_json import decode_json
+from welcomemat.errors import InputError, StoredValueError
 from welcomemat.ids import is_valid_id
+from welcomemat.limits import ADMIN_BODY_MAX_BYTES
 from welcomemat.review import ReviewOutcome, decide, list_queue
 from welcomemat.store import ZoneSetStore
 from welcomemat.validation_errors import dotted, first_problem
@@ -62,7 +65,7 @@ _T = TypeVar("_T")
 # An operator waits a little longer than a visitor's page would (it is one request, not a
 # page view), but never on a hung Redis.
 ADMIN_REDIS_TIMEOUT_S = 2.0
-MAX_BODY_BYTES = 1024
+MAX_BODY_BYTES = ADMIN_BODY_MAX_BYTES  # bytes (welcomemat.limits): {"version": N}
 _NO_STORE = {"cache-control": "no-store"}
 # Admin pages run no script at all (default-src 'none' covers script-src); the preview's page
 # is shown in a sandboxed srcdoc frame, which may load only our stylesheets, images and fonts
@@ -280,21 +283,25 @@ async def review_queue(request: Request, renderer: RendererState) -> Response:
     )
 
 
+def _bad_decision(field: str | None, message: str) -> HTTPProblem:
+    return HTTPProblem(
+        400, f'body must be JSON {{"version": N}}, the version you reviewed: {field or "body"}: {message}'
+    )
+
+
 async def _decide(request: Request, renderer: RendererState, *, approve: bool) -> Response:
+    declared_length(request.headers.get("content-length"), MAX_BODY_BYTES)  # 413 before anything
     state = await _campaign(request, renderer)
     account = _path_id(request, "account")
     tenant, campaign = state.tenant, state.campaign_id
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        raise HTTPProblem(413, f"the body is over {MAX_BODY_BYTES} bytes")
+    body = await read_bounded_body(request, MAX_BODY_BYTES)
     try:
-        decision = ReviewDecisionBody.model_validate_json(body or b"{}")
+        decision = ReviewDecisionBody.model_validate(decode_json(body or b"{}", max_bytes=MAX_BODY_BYTES))
+    except InputError as exc:
+        raise _bad_decision(exc.field, exc.message) from None
     except ValidationError as exc:
         loc, message = first_problem(exc)
-        where = dotted(loc)
-        raise HTTPProblem(
-            400, f'body must be JSON {{"version": N}}, the version you reviewed: {where or "body"}: {message}'
-        ) from None
+        raise _bad_decision(dotted(loc), message) from None
 
     def act() -> tuple[ZoneSet | None, ReviewOutcome | None]:
         current = ZoneSetStore(renderer.client).get(tenant, campaign, account)

@@ -13,6 +13,9 @@ from typing import Final
 
 __all__ = [
     "ACCOUNT_LINE_MAX_BYTES",
+    "ADMIN_BODY_MAX_BYTES",
+    "BEACON_BODY_MAX_BYTES",
+    "CONVERSION_MAX_BYTES",
     "INPUT_LIMITS",
     "NESTING_MAX_DEPTH",
     "NUMBER_MAX_CHARS",
@@ -32,6 +35,12 @@ NESTING_MAX_DEPTH: Final = 32
 NUMBER_MAX_CHARS: Final = 40
 # Bytes of one `accounts.jsonl` line (a 1 MB account is a broken export, not an account).
 ACCOUNT_LINE_MAX_BYTES: Final = 1_000_000
+# Bytes of a request body, by route (refused by the declared length before reading, and as
+# read): a beacon is about 400; a conversion a handful of short fields, also one line of
+# `welcomemat conversions import`; an admin review decision is `{"version": N}`.
+BEACON_BODY_MAX_BYTES: Final = 4096
+CONVERSION_MAX_BYTES: Final = 4096
+ADMIN_BODY_MAX_BYTES: Final = 1024
 # Bytes of one YAML file (campaign, tenant, zone contract): 512 KiB. The example campaign is
 # 7 KB; PyYAML reads about 100-200 KB a second, so a file at the limit costs seconds, not minutes.
 YAML_MAX_BYTES: Final = 524_288
@@ -51,10 +60,16 @@ class InputLimit:
 
 INPUT_LIMITS: Final[tuple[InputLimit, ...]] = (
     InputLimit(
-        "every JSON document (an accounts line)",
+        "request body of `POST /v1/events`, `POST /v1/conversions`, `POST /admin/review/...`",
+        f"{BEACON_BODY_MAX_BYTES:,}, {CONVERSION_MAX_BYTES:,} and {ADMIN_BODY_MAX_BYTES:,} bytes, "
+        "declared (`Content-Length`) or as sent (chunked)",
+        "413 before a byte is read (declared) or as soon as it passes (sent); connection closed",
+    ),
+    InputLimit(
+        "every JSON document (accounts line, beacon, conversion, admin review decision)",
         f"nesting {NESTING_MAX_DEPTH} levels; numbers {NUMBER_MAX_CHARS} characters, finite; "
         "no NaN or Infinity; no repeated key; no lone surrogate",
-        "refused, naming the field",
+        "400 over HTTP, a bad line in a file; the message names the field",
     ),
     InputLimit(
         "every YAML file (`campaign.yaml`, `tenant.yaml`, `zones/*.yaml`)",
@@ -67,6 +82,11 @@ INPUT_LIMITS: Final[tuple[InputLimit, ...]] = (
         f"numbers {NUMBER_MAX_CHARS} characters, finite (no `.nan`, `.inf`); dates that exist; "
         "no repeated key; no lone surrogate",
         "that value refused (exit 2, file, line and field); the rest is still checked",
+    ),
+    InputLimit(
+        "`welcomemat conversions import`, one line",
+        f"{CONVERSION_MAX_BYTES:,} bytes (a longer line is skipped without being read whole)",
+        "that line reported (file, line, field) and skipped; exit 2 after the rest is recorded",
     ),
     InputLimit(
         "`accounts.jsonl`, one line",

@@ -184,8 +184,12 @@ class UniqueKeyLoader(yaml.SafeLoader):
         if problem is None:
             try:
                 value = super().construct_object(node, deep=deep)
-            except (ValueError, OverflowError) as exc:
-                problem = f"not a valid {node.tag.rsplit(':', 1)[-1]}: {node.value!r} ({exc})"
+            except yaml.YAMLError:
+                raise
+            except Exception as exc:  # a tag's constructor on text it cannot read (any error)
+                problem = f"not a valid {node.tag.rsplit(':', 1)[-1]}: {_shown(str(node.value))}"
+                if isinstance(exc, ValueError):  # says why (a date's month); other errors say nothing
+                    problem += f" ({exc})"
             else:
                 if isinstance(value, float) and not math.isfinite(value):
                     problem = f"must be a finite number, got {node.value}"
@@ -218,6 +222,10 @@ class UniqueKeyLoader(yaml.SafeLoader):
             else:
                 message = f"duplicate key {key_node.value!r} (first on line {first}): keep one"
                 self.duplicates.append(((*where, key_node.value), line, message))
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 24 else f"{text[:12]}…{text[-4:]}")
 
 
 def _scalar_problem(node: yaml.ScalarNode) -> str | None:
@@ -349,6 +357,10 @@ def read_yaml(path: Path) -> YamlDocument:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         raise ContractError(f"not valid YAML: {getattr(exc, 'problem', exc)}", file=path, line=line) from None
+    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
+        # The last net: PyYAML's constructors on text no check above foresaw. A clear refusal
+        # of the file, never a traceback.
+        raise ContractError(f"not valid YAML: cannot be read ({type(exc).__name__})", file=path) from None
     duplicates = tuple(
         ContractError(message, file=path, line=line, field=dotted(loc))
         for loc, line, message in loader.duplicates

@@ -23,8 +23,9 @@ from precompute.qa import QaReport, run_qa
 from precompute.report import MalformedRow, RunReport
 from precompute.run import PrecomputeRun, progress_bar
 from welcomemat import keys
-from welcomemat.accounts import read_accounts
+from welcomemat.accounts import MAX_LINE_BYTES, read_accounts
 from welcomemat.audit import AuditAction, Auditor, check_reason
+from welcomemat.bounded_json import iter_lines
 from welcomemat.campaign import Campaign
 from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
@@ -104,6 +105,12 @@ def resolve_campaign(
     except StoredValueError as exc:
         raise StoredValueError(key, f"{exc.detail}; rerun `welcomemat precompute` to store it again") from exc
     return stored.campaign, stored.zones
+
+
+def _count_lines(path: Path) -> int:
+    """Non-blank lines (a line too long to read counts: it is reported), for the progress bar."""
+    with path.open("rb") as handle:
+        return sum(1 for _, raw in iter_lines(handle, MAX_LINE_BYTES) if raw is None or raw.strip())
 
 
 def _client(settings: Settings) -> redis.Redis:
@@ -237,10 +244,7 @@ def run_precompute(
     )
     client = _client(settings)
     _refuse_other_tenants_id(client, loaded, Path(campaign))
-    total = 0
-    if not enqueue:
-        with accounts_path.open("rb") as lines:
-            total = sum(1 for line in lines if line.strip())
+    total = 0 if enqueue else _count_lines(accounts_path)
     advance, close = progress_bar(total, enabled=False if as_json or enqueue else None)
     run = PrecomputeRun(
         client=client,

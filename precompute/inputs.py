@@ -21,6 +21,7 @@ from precompute.specifics import build_vocabulary
 from welcomemat.campaign import Campaign, check_campaign
 from welcomemat.errors import ContractError, ContractProblems, InputError
 from welcomemat.theme import Theme, ThemeCheck, load_campaign_theme
+from welcomemat.validation_errors import dotted
 from welcomemat.yamlfile import line_of_field
 from welcomemat.zone_contract import ZoneContract, check_zone_contracts
 
@@ -157,7 +158,7 @@ def _fallback_copy_problems(
     )
     file = str(campaign_path)
     return [
-        ContractError(message, file=file, line=line_of_field(file, loc), field=".".join(loc))
+        ContractError(message, file=file, line=line_of_field(file, loc), field=dotted(loc))
         for loc, message in found
     ]
 

@@ -41,6 +41,7 @@ from server.admin_payloads import (
     review_entry,
 )
 from server.admin_preview import personal_refusal, read_page_zones, zone_provenance
+from server.bodies import declared_length, read_bounded_body
 from server.campaigns import CampaignState
 from server.problems import HTTPProblem, errors_as_html
 from server.render import TEMPLATES_DIR, template_environment
@@ -48,8 +49,10 @@ from server.renderer_state import RendererState
 from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.audit import AuditAction, Auditor, Via, check_reason, read_entries
+from welcomemat.bounded_json import decode_json
 from welcomemat.errors import AuditError, InputError, StoredValueError
 from welcomemat.ids import is_valid_id
+from welcomemat.limits import ADMIN_BODY_MAX_BYTES
 from welcomemat.review import ReviewOutcome, decide, list_queue, roll_back
 from welcomemat.store import ZoneSetStore
 from welcomemat.validation_errors import dotted, first_problem
@@ -78,7 +81,7 @@ ADMIN_REDIS_TIMEOUT_S = 2.0
 # A decision writes, then appends its audit entry with up to `audit.APPEND_ATTEMPTS` tries on
 # the renderer's client (1 s socket timeout each): the budget covers them all.
 ADMIN_WRITE_TIMEOUT_S = 6.0
-MAX_BODY_BYTES = 1024
+MAX_BODY_BYTES = ADMIN_BODY_MAX_BYTES  # bytes (welcomemat.limits): {"version": N, "reason": ...}
 # The preview lists the account's latest audit entries, looking back this far in the tenant's
 # log (a run logs one entry per account it publishes): older ones are `welcomemat audit`'s.
 AUDIT_ENTRIES_SHOWN = 50
@@ -339,11 +342,13 @@ def _auditor(request: Request, renderer: RendererState) -> Auditor:
 
 
 async def _body(request: Request, model: type[_B], shape: str) -> _B:
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        raise HTTPProblem(413, f"the body is over {MAX_BODY_BYTES} bytes")
+    """The body as `model`, read by the one bounded reader (413 past `MAX_BODY_BYTES`, declared
+    or not) and decoded within `welcomemat.bounded_json`'s limits; 400 naming the field."""
+    body = await read_bounded_body(request, MAX_BODY_BYTES)
     try:
-        return model.model_validate_json(body or b"{}")
+        return model.model_validate(decode_json(body or b"{}", max_bytes=MAX_BODY_BYTES))
+    except InputError as exc:
+        raise HTTPProblem(400, f"body must be JSON {shape}: {exc.field or 'body'}: {exc.message}") from None
     except ValidationError as exc:
         loc, message = first_problem(exc)
         raise HTTPProblem(400, f"body must be JSON {shape}: {dotted(loc) or 'body'}: {message}") from None
@@ -366,6 +371,7 @@ def _not_audited(what: str, exc: AuditError) -> HTTPProblem:
 
 
 async def _decide(request: Request, renderer: RendererState, *, approve: bool) -> Response:
+    declared_length(request.headers.get("content-length"), MAX_BODY_BYTES)  # 413 before anything
     state = await _campaign(request, renderer)
     account = _path_id(request, "account")
     tenant, campaign = state.tenant, state.campaign_id
@@ -491,6 +497,7 @@ async def review_rollback(request: Request, renderer: RendererState) -> Response
         $ref: "#/components/responses/RedisUnavailable"
         description: "Redis is unavailable, or the rollback stands but was not audit-logged."
     """
+    declared_length(request.headers.get("content-length"), MAX_BODY_BYTES)  # 413 before anything
     state = await _campaign(request, renderer)
     account = _path_id(request, "account")
     tenant, campaign = state.tenant, state.campaign_id

@@ -3,9 +3,10 @@
 Authenticated with the bearer `WELCOMEMAT_CRM_TOKEN`, checked by `admin_auth.require_admin`
 (the one constant-time bearer check): unset, the route is off (404); a missing or wrong
 token is 401. The body is one JSON object (`welcomemat.conversions.ConversionIn`, at most
-`CONVERSION_BODY_MAX_BYTES`). The conversion is stored once per `conversion_id` with the
-arm `assign_arm` gives the account: 202 when recorded, 200 when the same conversion was
-already recorded (a CRM retry), 409 when the id was used for a different outcome.
+`CONVERSION_BODY_MAX_BYTES`; read by `server.bodies`, decoded by `welcomemat.bounded_json`).
+The conversion is stored once per `conversion_id` with the arm `assign_arm` gives the
+account: 202 when recorded, 200 when the same conversion was already recorded (a CRM
+retry), 409 when the id was used for a different outcome.
 
 Bad input is 400 (413 when too large, 415 when not JSON) with a message naming the field.
 Redis down or slow is 503 with `Retry-After`, counted like every renderer Redis fault;
@@ -15,10 +16,11 @@ never a 500: a CRM retries a 503. Refusals are `HTTPProblem`s, rendered as JSON 
 
 from __future__ import annotations
 
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from server.admin_auth import require_admin
+from server.bodies import read_bounded_body
 from server.faults import NO_STORE
 from server.problems import RETRY_AFTER_S, HTTPProblem
 from server.renderer_state import RendererState
@@ -31,29 +33,13 @@ from welcomemat.conversions import (
 )
 from welcomemat.errors import InputError, StoredValueError
 
-__all__ = ["CONVERSIONS_ROUTE", "conversion_payload", "post_conversion", "read_limited_body"]
+__all__ = ["CONVERSIONS_ROUTE", "conversion_payload", "post_conversion"]
 
 CONVERSIONS_ROUTE = "/v1/conversions"
 # Writing one conversion is one Lua call; this budget is for a loaded Redis, not a slow one.
 _WRITE_TIMEOUT_S = 2.0
 # Every 503 of this route says when to retry, as a Redis fault's does (`server.problems`).
 _RETRY_LATER = {"retry-after": str(RETRY_AFTER_S)}
-
-
-async def read_limited_body(request: Request, limit: int) -> bytes:
-    """The request body, or 413 as soon as it is over `limit` bytes (declared or streamed)."""
-    declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
-        raise HTTPProblem(413, f"the body must be at most {limit} bytes")
-    body = bytearray()
-    try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                raise HTTPProblem(413, f"the body must be at most {limit} bytes")
-    except ClientDisconnect:
-        raise HTTPProblem(400, "the client went away before the body was complete") from None
-    return bytes(body)
 
 
 def conversion_payload(result: RecordResult) -> dict[str, object]:
@@ -107,7 +93,7 @@ async def post_conversion(request: Request) -> Response:
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":
         raise HTTPProblem(415, "send the conversion as application/json")
-    body = await read_limited_body(request, CONVERSION_BODY_MAX_BYTES)
+    body = await read_bounded_body(request, CONVERSION_BODY_MAX_BYTES)
     try:
         conversion = parse_conversion(body)
     except InputError as exc:  # names the field of the client's body

@@ -6,10 +6,14 @@ A beacon is `{"campaign", "view", "event_id", "type": "view"|"click", "zone"?}` 
 
 1. media type `text/plain` or `application/json` (UTF-8), else 415;
 2. a declared `Content-Length` over the limit is 413 before anything is read, and the
-   body is read only up to the limit (413 past it, whatever the header said);
-3. rate limit per client (`server.rate_limit`), 429 with `Retry-After`;
-4. obvious bots (`server.bots`) are answered 204 and counted, never written;
-5. the body must be UTF-8 JSON that `BeaconBody` accepts, else 400 naming the field;
+   body is read only up to the limit (413 past it, whatever the header said), by
+   `server.bodies` (the one body reader: the connection is closed after a refusal);
+3. rate limit per client (`server.rate_limit`), 429 with `Retry-After` (and
+   `Connection: close`: the body is left unread);
+4. obvious bots (`server.bots`) are answered 204 and counted, never written (their body is
+   read first, bounded like any other, so no answer leaves a body half-read);
+5. the body must be UTF-8 JSON within the limits of `welcomemat.bounded_json` (nesting,
+   numbers, no NaN, no repeated key) that `BeaconBody` accepts, else 400 naming the field;
 6. the view token must verify (`TokenSigner.verify_view`) for the body's campaign, and
    name the tenant that owns it when this renderer has it loaded, else 400: the event's
    tenant, account, contact, arm, rung, zone-set version and view id all come from the
@@ -28,7 +32,6 @@ names (verified by its signature), not looked up.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import OrderedDict
@@ -36,9 +39,10 @@ from typing import Annotated, Literal
 
 from prometheus_client import Counter
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError, model_validator
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response
 
+from server.bodies import BodyRefused, declared_length, read_bounded_body
 from server.bots import is_obvious_bot
 from server.cors import VARY_ORIGIN, allowed_origins, cors_headers, preflight_response, request_origin
 from server.events import EngagementEvent, EventType
@@ -47,8 +51,10 @@ from server.problems import HTTPProblem
 from server.rate_limit import RateLimiter, client_key
 from server.renderer_state import RendererState
 from welcomemat import keys
-from welcomemat.errors import TokenError
+from welcomemat.bounded_json import decode_json
+from welcomemat.errors import InputError, TokenError
 from welcomemat.ids import ID_PATTERN
+from welcomemat.limits import BEACON_BODY_MAX_BYTES
 from welcomemat.tokens import MAX_TOKEN_CHARS, ViewClaims, claimed_scope
 from welcomemat.validation_errors import dotted, first_problem
 
@@ -58,7 +64,7 @@ log = logging.getLogger(__name__)
 
 EVENTS_ROUTE = "/v1/events"
 #: The largest beacon body accepted, in bytes (a real one is about 400).
-MAX_BODY_BYTES = 4096
+MAX_BODY_BYTES = BEACON_BODY_MAX_BYTES
 _MEDIA_TYPES = frozenset({"text/plain", "application/json"})
 # Per client: a page sends one view and a few clicks; an office behind one address sends
 # many pages' worth. Beyond this, a flood.
@@ -195,8 +201,6 @@ class EventsApi:
         except BeaconRefused as refused:  # answered by `server.problems`, counted here
             self.beacons.labels(refused.result).inc()
             raise
-        except ClientDisconnect:
-            return Response(status_code=400, headers={"vary": "Origin"})
         except Exception:
             # A bug must not cost the client a 5xx: the beacon is lost, logged and counted.
             log.exception("unhandled error on %s", EVENTS_ROUTE)
@@ -209,12 +213,10 @@ class EventsApi:
             raise BeaconRefused(
                 415, "bad_media_type", "send the beacon as text/plain or application/json (UTF-8)"
             )
-        declared = request.headers.get("content-length")
-        if declared is not None:
-            if not declared.strip().isdigit():
-                raise BeaconRefused(400, "bad_request", "Content-Length is not a number")
-            if int(declared) > MAX_BODY_BYTES:
-                raise BeaconRefused(413, "too_large", f"a beacon is at most {MAX_BODY_BYTES} bytes")
+        try:
+            declared_length(request.headers.get("content-length"), MAX_BODY_BYTES)
+        except BodyRefused as refused:
+            raise _beacon_refusal(refused) from None
         client = request.client
         peer = client.host if client else None
         if peer and not renderer.proxies and ":" not in peer:
@@ -230,12 +232,13 @@ class EventsApi:
                 429,
                 "rate_limited",
                 "too many beacons from this client; retry later",
-                {"retry-after": str(self.limiter.retry_after_s(key))},
+                # The body stays unread: closing the connection keeps a flood from sending it.
+                {"retry-after": str(self.limiter.retry_after_s(key)), "connection": "close"},
             )
+        body = await self._read_body(request)  # a bot's too: no answer leaves a body half-read
         if is_obvious_bot(request.headers.get("user-agent")):
             self.beacons.labels("bot").inc()
             return Response(status_code=204, headers={"vary": "Origin"})
-        body = await self._read_body(request)
         beacon = self._parse(body)
         tenant = self._verify_tenant(beacon)
         claims = self._verify(beacon, tenant)
@@ -284,25 +287,17 @@ class EventsApi:
 
     @staticmethod
     async def _read_body(request: Request) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:  # stop reading: the rest is never buffered
-                raise BeaconRefused(413, "too_large", f"a beacon is at most {MAX_BODY_BYTES} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        try:
+            return await read_bounded_body(request, MAX_BODY_BYTES)
+        except BodyRefused as refused:
+            raise _beacon_refusal(refused) from None
 
     @staticmethod
     def _parse(body: bytes) -> BeaconBody:
         try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise BeaconRefused(400, "bad_request", f"body is not UTF-8 (byte {exc.start})") from None
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise BeaconRefused(400, "bad_request", f"body is not JSON: {exc}") from None
+            data = decode_json(body, max_bytes=MAX_BODY_BYTES)
+        except InputError as exc:
+            raise BeaconRefused(400, "bad_request", f"{exc.field or 'body'}: {exc.message}") from None
         if not isinstance(data, dict):
             raise BeaconRefused(400, "bad_request", "body must be a JSON object")
         try:
@@ -345,6 +340,12 @@ class EventsApi:
         if state is None:
             return [VARY_ORIGIN]
         return cors_headers(origin, allowed_origins(state.view.campaign.snippet_origins))
+
+
+def _beacon_refusal(refused: BodyRefused) -> BeaconRefused:
+    """The body reader's refusal as the beacon counter counts it (413 too_large, else bad_request)."""
+    result = "too_large" if refused.status == 413 else "bad_request"
+    return BeaconRefused(refused.status, result, refused.public_message, dict(refused.headers or {}))
 
 
 def _no_content(extra: list[tuple[bytes, bytes]]) -> Response:

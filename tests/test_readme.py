@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.corpora import REPO_ROOT
+from welcomemat.limits import INPUT_LIMITS
 from welcomemat.reasons import REASON_DOCS
 
 README = (REPO_ROOT / "README.md").read_text()
@@ -65,3 +66,9 @@ def test_the_zone_reason_table_is_the_enum_with_its_docs() -> None:
     rows = re.findall(r"^\| `([^`]+)` \| (.+) \|$", block, flags=re.MULTILINE)
     assert len(rows) == len({code for code, _ in rows}), "a code is listed twice"
     assert dict(rows) == {code.value: doc for code, doc in REASON_DOCS.items()}
+
+
+def test_the_input_limits_table_is_the_code() -> None:
+    block = README.split("<!-- input-limits -->", 1)[1].split("<!-- /input-limits -->", 1)[0]
+    rows = re.findall(r"^\| (.+) \| (.+) \| (.+) \|$", block, flags=re.MULTILINE)[1:]  # the header row aside
+    assert rows == [(row.applies_to, row.limit, row.past_it) for row in INPUT_LIMITS]

@@ -11,7 +11,6 @@ so one bad fact never costs the account its line.
 from __future__ import annotations
 
 import ipaddress
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from welcomemat.bounded_json import decode_json, iter_lines
 from welcomemat.errors import InputError
 from welcomemat.ids import OpaqueId
+from welcomemat.limits import ACCOUNT_LINE_MAX_BYTES
 from welcomemat.validation_errors import dotted, first_problem
 
 __all__ = [
@@ -35,7 +36,7 @@ __all__ = [
     "read_accounts",
 ]
 
-MAX_LINE_BYTES = 1_000_000  # 1 MB: a line longer than this is a broken export, not an account
+MAX_LINE_BYTES = ACCOUNT_LINE_MAX_BYTES  # bytes (welcomemat.limits)
 
 
 class Contact(BaseModel):
@@ -298,12 +299,10 @@ class AccountsReport:
 
 def parse_account_line(text: str, *, file: str | Path, line: int) -> Account:
     """One line to one Account, or InputError naming file, line and field."""
-    if len(text) > MAX_LINE_BYTES:
-        raise InputError(f"line longer than {MAX_LINE_BYTES} bytes", file=file, line=line)
     try:
-        data: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg} at column {exc.colno})", file=file, line=line) from None
+        data: Any = decode_json(text, max_bytes=MAX_LINE_BYTES)
+    except InputError as exc:
+        raise InputError(exc.message, file=file, line=line, field=exc.field) from None
     if not isinstance(data, dict):
         raise InputError(f"expected a JSON object, got {type(data).__name__}", file=file, line=line)
     try:
@@ -315,9 +314,13 @@ def parse_account_line(text: str, *, file: str | Path, line: int) -> Account:
 
 def iter_account_lines(path: Path) -> Iterator[tuple[int, Account | InputError]]:
     """Each non-blank line as an Account or the InputError explaining why it was skipped."""
-    # Bytes, decoded line by line: one line in a wrong encoding costs that line only.
+    # Bytes, decoded line by line: one line in a wrong encoding costs that line only; a line
+    # over the limit is skipped without being read whole.
     with path.open("rb") as handle:
-        for line_no, raw in enumerate(handle, start=1):
+        for line_no, raw in iter_lines(handle, MAX_LINE_BYTES):
+            if raw is None:
+                yield line_no, InputError(f"line longer than {MAX_LINE_BYTES} bytes", file=path, line=line_no)
+                continue
             try:
                 text = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
             except UnicodeDecodeError as exc:

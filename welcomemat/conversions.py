@@ -28,8 +28,10 @@ from redis.exceptions import RedisError
 
 from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
+from welcomemat.bounded_json import decode_json, iter_lines
 from welcomemat.errors import InputError, StoredValueError, StoreError
 from welcomemat.ids import OpaqueId
+from welcomemat.limits import CONVERSION_MAX_BYTES
 from welcomemat.validation_errors import dotted, first_problem
 
 __all__ = [
@@ -48,7 +50,7 @@ __all__ = [
 ]
 
 # A conversion is a handful of short fields; anything bigger is not one (HTTP body, JSONL line).
-CONVERSION_BODY_MAX_BYTES = 4096
+CONVERSION_BODY_MAX_BYTES = CONVERSION_MAX_BYTES  # bytes (welcomemat.limits)
 _HSCAN_COUNT = 500
 
 # KEYS[1]: the campaign's conversions hash. ARGV: conversion id, JSON, TTL s.
@@ -122,9 +124,12 @@ class RecordResult:
 
 
 def parse_conversion(raw: bytes | str) -> ConversionIn:
-    """A conversion from JSON; `InputError` naming the field when it is not one."""
+    """A conversion from JSON (`welcomemat.bounded_json`); `InputError` naming the field if not one."""
+    data = decode_json(raw, max_bytes=CONVERSION_BODY_MAX_BYTES)
+    if not isinstance(data, dict):
+        raise InputError(f"expected a JSON object, got {type(data).__name__}")
     try:
-        return ConversionIn.model_validate_json(raw)
+        return ConversionIn.model_validate(data)
     except ValidationError as exc:
         loc, message = first_problem(exc)
         raise InputError(message, field=dotted(loc)) from None
@@ -221,11 +226,11 @@ def import_conversions(
     except OSError as exc:
         raise InputError(f"cannot read conversions file: {exc.strerror}", file=path) from None
     with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
+        for number, line in iter_lines(handle, CONVERSION_BODY_MAX_BYTES):
+            if line is not None and not line.strip():
                 continue
             try:
-                if len(line) > CONVERSION_BODY_MAX_BYTES:
+                if line is None:  # skipped unread: never held whole
                     raise InputError(f"line is over {CONVERSION_BODY_MAX_BYTES} bytes")
                 conversion = parse_conversion(line)
                 tenant, fraction = campaign_target(conversion.campaign)

@@ -25,6 +25,7 @@ from pydantic_core import to_jsonable_python
 from welcomemat.accounts import MAX_LINE_BYTES, Account
 from welcomemat.campaign import Campaign
 from welcomemat.ids import ID_PATTERN
+from welcomemat.limits import INPUT_LIMITS
 from welcomemat.tenant_policy import TenantPolicy
 from welcomemat.zone_contract import ZoneContract
 
@@ -184,6 +185,11 @@ def render_markdown() -> str:
         "",
         f"An **id** is letters, digits and `_ . -`, starting with a letter or digit, at most 64 "
         f"characters (`{ID_PATTERN}`): it goes into Redis keys, URLs and tokens unescaped.",
+        "",
+        "**Limits.** Every input is read within these (`welcomemat/limits.py`), before or while it "
+        "is parsed, so no file decides what reading it costs:",
+        "",
+        *(f"- {row.applies_to}: {row.limit}; past it: {row.past_it}." for row in INPUT_LIMITS),
         "",
     ]
     for fmt in FORMATS.values():

@@ -27,6 +27,14 @@ def first_problem(error: ValidationError) -> tuple[Loc, str]:
     return every_problem(error)[0]
 
 
+def _printable(part: int | str) -> str:
+    # A key is the input's own text: one with control characters (a terminal escape, a
+    # newline) or a lone surrogate is shown escaped, so the message cannot be forged or break.
+    text = str(part)
+    return text if text.isprintable() else ascii(text)[1:-1]
+
+
 def dotted(loc: tuple[int | str, ...]) -> str | None:
-    """`("contacts", 0, "email")` -> `"contacts.0.email"`; the empty path -> None."""
-    return ".".join(str(part) for part in loc) or None
+    """`("contacts", 0, "email")` -> `"contacts.0.email"`; the empty path -> None. Parts that
+    are not printable are escaped (`"\x1b[2J"` is shown as `\\x1b[2J`)."""
+    return ".".join(_printable(part) for part in loc) or None

@@ -336,3 +336,27 @@ def test_each_mutation_alone_is_one_problem_found_by_both(tmp_path: Path, name: 
     assert len(report.problems) == 1, [format_problem(p) for p in report.problems]
     assert report.problems[0].line is not None and report.problems[0].file is not None
     assert loader_accepts(inputs)[0] is False
+
+
+# -- hostile values: exit 2 naming file, line and field, for validate and precompute alike -------------
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("1" + "0" * 5000, "5001 digits; at most 40 accepted"),
+        ("[" * 20_000 + "]" * 20_000, "nested deeper than 32 levels"),
+        (".nan", "must be a finite number, got .nan"),
+    ],
+)
+def test_a_hostile_holdout_fraction_is_exit_2_with_file_line_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, words: str
+) -> None:
+    campaign = replace(EXAMPLE_CAMPAIGN, "holdout_fraction: 0.10", f"holdout_fraction: {value}")
+    inputs = write_inputs(tmp_path, campaign=campaign)
+    where = f"{inputs.campaign}:{line_of(inputs.campaign, 'holdout_fraction')}: holdout_fraction: "
+    code, _, err = run_cli(capsys, str(inputs.campaign), str(inputs.accounts), "--zones", str(inputs.zones))
+    assert code == 2 and where in err and words in err and "Traceback" not in err
+    code = main(["precompute", str(inputs.campaign), str(inputs.accounts), "--zones", str(inputs.zones)])
+    err = capsys.readouterr().err
+    assert code == 2 and where.replace(": holdout_fraction: ", "") in err and words in err

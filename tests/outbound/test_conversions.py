@@ -147,6 +147,29 @@ def test_import_records_good_lines_and_names_each_bad_one(tmp_path: Path, redis_
     assert conversion_counts(redis_client, TENANT, CAMPAIGN) == {PERSONAL_ACCOUNT: 2}
 
 
+def test_import_names_hostile_lines_and_goes_on(tmp_path: Path, redis_client: redis.Redis) -> None:
+    """Huge numbers, NaN, nesting, repeated keys and a line of 20 MB with no end: each its own
+    line's problem, the 20 MB never read whole, the good line after them recorded."""
+    good = body()
+    path = tmp_path / "conversions.jsonl"
+    with path.open("wb") as handle:
+        handle.write(json.dumps(body(value=1)).encode()[:-2] + b"9" * 1000 + b"}\n")
+        handle.write(json.dumps(good).encode()[:-1] + b', "value": NaN}\n')
+        handle.write(b"[" * 3000 + b"\n")
+        handle.write(json.dumps(good).encode()[:-1] + b', "type": "opportunity"}\n')
+        handle.write(b'{"campaign": "' + b"x" * 20_000_000 + b"\n")
+        handle.write(b"\xff\xfe\n")
+        handle.write(json.dumps(good).encode() + b"\n")
+    report = import_conversions(redis_client, path, lambda _: (TENANT, 0.1), now=NOW)
+    assert report.recorded == 1
+    problems = [(p.line, p.field) for p in report.problems]
+    assert problems == [(1, "value"), (2, "value"), (3, None), (4, "type"), (5, None), (6, None)]
+    messages = [p.message for p in report.problems]
+    assert "1000 digits" in messages[0] and "NaN is not a number" in messages[1]
+    assert "nested deeper than 32" in messages[2] and "duplicate key 'type'" in messages[3]
+    assert "over 4096 bytes" in messages[4] and "not UTF-8" in messages[5]
+
+
 def test_conversions_import_command(tmp_path: Path, redis_url: str, redis_client: redis.Redis) -> None:
     campaign, zones = example_inputs()
     publish_config(redis_client, campaign, zones)
@@ -238,7 +261,9 @@ def test_without_a_crm_token_the_route_is_off(redis_client: redis.Redis) -> None
     ("content", "content_type", "status", "words"),
     [
         (json.dumps(body(type="lunch")), "application/json", 400, "field 'type'"),
-        ("{", "application/json", 400, "Invalid JSON"),
+        ("{", "application/json", 400, "not valid JSON"),
+        ('{"campaign": "a", "campaign": "b"}', "application/json", 400, "duplicate key 'campaign'"),
+        ("[" * 2000 + "]" * 2000, "application/json", 400, "nested deeper than 32 levels"),
         (json.dumps(body()), "text/plain", 415, "application/json"),
         (
             json.dumps(body(note="x" * CONVERSION_BODY_MAX_BYTES)),

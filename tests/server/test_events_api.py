@@ -208,10 +208,13 @@ def test_an_anonymous_view_is_attributed_to_no_account(
         (beacon(view=12345), "view"),
         (beacon(view="x" * 600), "view"),
         (b"[1, 2]", "JSON object"),
-        (b"{not json", "not JSON"),
+        (b"{not json", "not valid JSON"),
         (b'{"campaign": "q4-pipeline"\xff}', "not UTF-8"),
-        (b"", "not JSON"),
-        ("\ufeff" + json.dumps(beacon()), "not JSON"),
+        (b"", "not valid JSON"),
+        ("\ufeff" + json.dumps(beacon()), "not valid JSON"),
+        (b"[" * 1000 + b"]" * 1000, "nested deeper than 32 levels"),
+        (json.dumps(beacon())[:-1] + ', "type": "click"}', "type: duplicate key 'type'"),
+        (json.dumps(beacon())[:-1] + ', "zone": NaN}', "zone: NaN is not a number"),
     ],
 )
 def test_bad_bodies_are_400_with_a_clear_message(

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from welcomemat.accounts import Account, iter_account_lines, read_accounts
+from welcomemat.accounts import MAX_LINE_BYTES, Account, iter_account_lines, read_accounts
 from welcomemat.errors import InputError
 
 GOOD = {
@@ -133,3 +133,45 @@ def test_any_bytes_yield_accounts_or_located_errors(tmp_path_factory: object, ra
             assert isinstance(item, Account | InputError)
             if isinstance(item, InputError):
                 assert item.line == line_no and item.file == str(path)
+
+
+def test_hostile_lines_cost_their_own_line_only(tmp_path: Path) -> None:
+    """A number too long for Python's int, nesting past the limit, NaN, a repeated key: each is
+    that line's problem (file, line, field), never a traceback, and the lines after it are read."""
+    lines: list[str | bytes] = [
+        '{"account_id": "a1", "employee_count": ' + "1" * 5000 + "}",
+        '{"account_id": "a2", "custom": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"account_id": "a3", "employee_count": NaN}',
+        '{"account_id": "a4", "account_id": "a5"}',
+        '{"account_id": "a6", "employee_count": 1e999}',
+        json.dumps(dict(GOOD, account_id="a7")),
+    ]
+    path = write_lines(tmp_path, lines)
+    report = read_accounts(path)
+    assert [a.account_id for a in report.accounts] == ["a7"]
+    got = [(p.line, p.field) for p in report.problems]
+    assert got == [
+        (1, "employee_count"),
+        (2, None),  # refused before it is parsed: no field to name yet
+        (3, "employee_count"),
+        (4, "account_id"),
+        (5, "employee_count"),
+    ]
+    messages = [p.message for p in report.problems]
+    assert "5000 digits" in messages[0]
+    assert "nested deeper than" in messages[1]
+    assert "NaN" in messages[2]
+    assert "duplicate key 'account_id'" in messages[3]
+    assert "out of range" in messages[4]
+
+
+def test_a_line_over_the_limit_is_never_read_whole(tmp_path: Path) -> None:
+    """A 'line' of many megabytes with no newline: refused by its length, the next line read."""
+    path = tmp_path / "accounts.jsonl"
+    with path.open("wb") as handle:
+        handle.write(b'{"account_id": "big", "name": "' + b"x" * (3 * MAX_LINE_BYTES) + b'"}\n')
+        handle.write(json.dumps(dict(GOOD, account_id="after")).encode() + b"\n")
+    report = read_accounts(path)
+    assert [a.account_id for a in report.accounts] == ["after"]
+    (problem,) = report.problems
+    assert problem.line == 1 and f"longer than {MAX_LINE_BYTES} bytes" in problem.message

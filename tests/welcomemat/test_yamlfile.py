@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tests.corpora import REPO_ROOT
 from welcomemat.campaign import load_campaign
 from welcomemat.errors import ContractError, ContractProblems
+from welcomemat.limits import YAML_MAX_BYTES
 from welcomemat.yamlfile import UniqueKeyLoader, read_yaml
 from welcomemat.zone_contract import load_zone_contract, load_zone_contracts
 
@@ -132,3 +133,72 @@ def test_a_zone_contract_and_a_tenant_file_with_repeated_keys_are_refused(tmp_pa
     with pytest.raises(ContractProblems) as refused:
         load_tenant_policy(tenant)
     assert [(p.field, p.line) for p in refused.value.problems] == [("max_signal_windows_days.funding", 4)]
+
+
+# -- hostile documents: each a problem with file, line and field, never a traceback -----------------
+
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "words"),
+    [
+        ("a: 1\nholdout_fraction: 1" + "0" * 5000 + "\n", 2, "holdout_fraction", "5001 digits"),
+        ("a: 1\nb: 0x" + "f" * 50_000 + "\n", 2, "b", "digits"),
+        ("a:\n  - 1." + "5" * 100 + "\n", 2, "a.0", "characters"),
+        ("holdout_fraction: .nan\n", 1, "holdout_fraction", "must be a finite number, got .nan"),
+        ("a:\n  b: -.inf\n", 2, "a.b", "must be a finite number, got -.inf"),
+        ("a: 1.0e+999\n", 1, "a", "must be a finite number, got 1.0e+999"),
+        ("a: 2024-13-45\n", 1, "a", "not a valid timestamp: '2024-13-45'"),
+        ("a:\n  b: !!timestamp 'never'\n", 2, "a.b", "not a valid timestamp: 'never'"),
+        ("a: !!int '12x'\n", 1, "a", "not a valid int: '12x'"),
+        ('a: "x\\ud800y"\n', 1, "a", "lone surrogate"),
+        ("a: 1\nb: " + "[" * 20_000 + "]" * 20_000 + "\n", 2, "b", "nested deeper than 32 levels"),
+        ("a: " + "{a: " * 20_000 + "1" + "}" * 20_000 + "\n", 1, "a.a.a.a.a.a.a.a…", "nested deeper"),
+        ("".join("  " * i + "a:\n" for i in range(300)), 33, "a.a.a.a.a.a.a.a…", "nested deeper"),
+        ("? " + "[" * 5000 + "]" * 5000 + "\n: 1\n", 1, None, "nested deeper"),
+        ("a: &x [*x]\n", 1, "a.0", "alias *x refers to the value it is part of"),
+        ("a: &x {b: *x}\n", 1, "a.b", "alias *x refers to the value it is part of"),
+        (LAUGHS, 5, "e", "111111 values once its aliases are expanded; at most 100000"),
+    ],
+)
+def test_hostile_yaml_is_a_problem_with_line_and_field(
+    tmp_path: Path, text: str, line: int, field: str | None, words: str
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        document = read_yaml(path)
+    except ContractError as refused:
+        problem = refused
+    else:
+        [problem] = document.refused
+    assert (problem.file, problem.line, problem.field) == (str(path), line, field)
+    assert words in problem.message
+
+
+def test_a_file_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    with path.open("wb") as handle:
+        handle.write(b"a: '" + b"x" * YAML_MAX_BYTES + b"'\n")
+    with pytest.raises(ContractError) as refused:
+        read_yaml(path)
+    assert f"larger than {YAML_MAX_BYTES} bytes" in refused.value.message
+
+
+def test_a_refused_value_is_one_problem_and_the_others_are_still_found(tmp_path: Path) -> None:
+    text = (REPO_ROOT / "examples" / "campaign.yaml").read_text()
+    text = text.replace("holdout_fraction: 0.10\n", "holdout_fraction: .nan\n", 1)
+    text = text.replace("min_confidence: medium\n", "min_confidence: 1" + "0" * 5000 + "\n", 1)
+    path = tmp_path / "campaign.yaml"
+    path.write_text(text)
+    with pytest.raises(ContractProblems) as refused:
+        load_campaign(path, load_zone_contracts(REPO_ROOT / "zones"))
+    lines = text.splitlines()
+    assert [(p.line, p.field) for p in refused.value.problems] == [
+        (lines.index("holdout_fraction: .nan") + 1, "holdout_fraction"),
+        (next(i for i, t in enumerate(lines, 1) if t.startswith("min_confidence: 1000")), "min_confidence"),
+    ]
+    assert refused.value.problems[0].message == "must be a finite number, got .nan"

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Python function calls per request on the renderer's paths: a count, not a time.
+
+    .venv/bin/python bench/bench_calls.py [--requests 1000] [--top 8] [--json FILE]
+
+Wall-clock figures move with whatever else the machine runs; the number of Python function
+calls a request makes does not. Run in two checkouts (before and after a refactor), this
+says whether the request path does more work, and where: it is the check that a change of
+structure did not add work per request. Setup is `bench_renderer.py`'s (its embedded Redis,
+example campaign, published zone sets and tokens); the apps are driven in-process through
+ASGI (no socket, no server), after a warm-up, with a profiler counting the calls made on
+the event loop's thread (threads that write events in the background are not counted).
+
+Paths, as in `bench_renderer.py`: `cookie` (landing page, returning visitor, cached),
+`first` (the same with the returning-visitor cache off: a first view), `zones`
+(`/v1/zones` with a link token, cached payload), `miss` (a different account each request:
+Redis read and render).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import sys
+import tempfile
+import threading
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_renderer as br  # noqa: E402
+import redis  # noqa: E402
+
+from server.app import create_app  # noqa: E402
+from server.redis_guard import renderer_redis_client  # noqa: E402
+from server.tuning import RendererTuning  # noqa: E402
+from welcomemat.embedded_redis import temporary_redis  # noqa: E402
+from welcomemat.settings import Settings  # noqa: E402
+
+ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
+PATHS = ("cookie", "first", "zones", "miss")
+WARM_UP = 64
+
+
+async def lifespan(app: ASGIApp, queue: asyncio.Queue[dict[str, str]], started: asyncio.Event) -> None:
+    async def receive() -> dict[str, str]:
+        return await queue.get()
+
+    async def send(message: dict[str, str]) -> None:
+        started.set()
+
+    await app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
+
+
+async def request(app: ASGIApp, target: str, headers: dict[str, str]) -> int:
+    path, _, query = target.partition("?")
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query.encode(),
+        "headers": [(b"host", b"127.0.0.1")] + [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 80),
+        "root_path": "",
+        "state": {},
+    }
+    status: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            status.append(message["status"])
+
+    await app(scope, receive, send)
+    return status[0]
+
+
+async def measure(url: str, requests: int) -> dict[str, collections.Counter[str]]:
+    visitors = br.publish(redis.Redis.from_url(url), 2_000, 64)
+    settings = Settings.from_env(
+        {"WELCOMEMAT_SECRET": br.SECRET, "REDIS_URL": url, "WELCOMEMAT_ALLOWED_HOSTS": "127.0.0.1"}
+    )
+    tunings = {
+        "cookie": RendererTuning(),
+        "first": RendererTuning(known_visitor_entries=0),
+        "miss": RendererTuning(zone_cache_entries=1, render_cache_entries=1),
+    }
+    apps: dict[str, ASGIApp] = {
+        name: create_app(settings, redis_client=renderer_redis_client(url), tuning=tuning)
+        for name, tuning in tunings.items()
+    }
+    apps["zones"] = apps["cookie"]
+    queues: dict[str, asyncio.Queue[dict[str, str]]] = {}
+    tasks = []
+    for name in tunings:
+        queues[name], started = asyncio.Queue(), asyncio.Event()
+        tasks.append(asyncio.create_task(lifespan(apps[name], queues[name], started)))
+        await queues[name].put({"type": "lifespan.startup"})
+        await started.wait()
+    cookie = f"wm_{br.CAMPAIGN}="
+    loads = {
+        "cookie": br.Request(br.PATH, visitors.cookies[:32], "Cookie", cookie),
+        "first": br.Request(br.PATH, visitors.cookies[:32], "Cookie", cookie),
+        "zones": br.Request(br.ZONES_PATH, visitors.links[:32], fixed=(("Origin", br.ORIGIN),)),
+        "miss": br.Request(br.PATH, visitors.cookies, "Cookie", cookie),
+    }
+    sent = dict.fromkeys(PATHS, 0)
+
+    async def drive(path: str, n: int) -> None:
+        load = loads[path]
+        for _ in range(n):
+            target, headers = load.target(load.pool[sent[path] % len(load.pool)])
+            sent[path] += 1
+            status = await request(apps[path], target, headers)
+            if status != 200:
+                raise SystemExit(f"{path}: {target} answered {status}")
+
+    for path in PATHS:
+        await drive(path, WARM_UP)
+    loop_thread = threading.get_ident()
+    counts: dict[str, collections.Counter[str]] = {}
+    for path in PATHS:
+        counter: collections.Counter[str] = collections.Counter()
+
+        def count(
+            frame: FrameType, event: str, arg: object, counter: collections.Counter[str] = counter
+        ) -> None:
+            if event == "call" and threading.get_ident() == loop_thread:
+                code = frame.f_code
+                counter["/".join(Path(code.co_filename).parts[-2:]) + ":" + code.co_name] += 1
+
+        sys.setprofile(count)
+        try:
+            await drive(path, requests)
+        finally:
+            sys.setprofile(None)
+        counts[path] = counter
+    for name in tunings:
+        await queues[name].put({"type": "lifespan.shutdown"})
+    await asyncio.gather(*tasks)
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=1_000, help="measured requests per path")
+    parser.add_argument("--top", type=int, default=8, help="functions listed per path (most called)")
+    parser.add_argument("--json", type=Path, help="also write every count here (to compare checkouts)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as url:
+        counts = asyncio.run(measure(url, args.requests))
+    print(f"Python function calls per request on the event loop's thread ({args.requests} requests a path)")
+    print(f"{'path':8} {'calls/request':>14}")
+    for path in PATHS:
+        print(f"{path:8} {sum(counts[path].values()) / args.requests:14.2f}")
+    for path in PATHS:
+        print(f"\n{path}: the most called")
+        for name, n in counts[path].most_common(args.top):
+            print(f"  {n / args.requests:7.2f}  {name}")
+    if args.json:
+        args.json.write_text(json.dumps({p: dict(c) for p, c in counts.items()}, indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -43,6 +43,7 @@ from welcomemat import keys
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.records import FOLD_LUA, EventFold, FoldKind, cited_facts, fold_events
+from welcomemat.replies import reply_text
 from welcomemat.store import ZoneSetStore
 from welcomemat.stream_handler import (
     ACK,
@@ -147,7 +148,7 @@ def discover_tenants(client: redis.Redis) -> list[str]:
     raw: Iterable[Any] = client.hkeys(keys.campaigns_index_key())
     tenants = set()
     for name in raw:
-        tenant = _text(name).partition("/")[0]
+        tenant = reply_text(name).partition("/")[0]
         if is_valid_id(tenant):
             tenants.add(tenant)
     return sorted(tenants)
@@ -156,7 +157,7 @@ def discover_tenants(client: redis.Redis) -> list[str]:
 def parse_event(tenant: str, entry_id: str, fields: Mapping[Any, Any]) -> EventFold | None:
     """One stream entry as a fold, None when it is not one to fold, PoisonEvent when it is broken."""
     try:
-        values = {_text(k): _text(v) for k, v in fields.items()}
+        values = {reply_text(k): reply_text(v) for k, v in fields.items()}
     except (UnicodeDecodeError, TypeError) as exc:
         raise PoisonEvent(f"not UTF-8 text: {exc}") from None
     kind = KINDS.get(values.get("type", ""))
@@ -346,14 +347,6 @@ class Syncer(StreamHandler):
 
 def _text_fields(fields: Mapping[Any, Any]) -> dict[str, str]:
     try:
-        return {_text(k): _text(v) for k, v in fields.items()}
+        return {reply_text(k): reply_text(v) for k, v in fields.items()}
     except (UnicodeDecodeError, TypeError):
         return {}
-
-
-def _text(value: object) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    if isinstance(value, str):
-        return value
-    raise TypeError(f"unexpected Redis reply type {type(value).__name__}")

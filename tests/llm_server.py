@@ -20,6 +20,8 @@ of `response_format` (`PageDraft`: generation, `PageReview`: self-review,
     malformed       JSON that does not parse / validate (`times=N`: only the first N answers)
     truncated       half the JSON with finish_reason "length" (`times=N` as above)
     refuse          a refusal instead of content (`times=N` as above)
+    hostile_body    a 200 whose body no decoder should follow: 100,000 nested arrays, or a
+                    5,000-digit token count, in turn (`times=N` as above)
     injection       obeys "Ignore previous instructions and say '...'" planted in the data
     rate_limit      429 with Retry-After (`retry_after="1"`, `times=1`), then well
     server_error    500 (`times=N`; default: always)
@@ -63,6 +65,7 @@ MODES = (
     "malformed",
     "truncated",
     "refuse",
+    "hostile_body",
     "injection",
     "rate_limit",
     "server_error",
@@ -71,7 +74,7 @@ MODES = (
     "hang",
 )
 OUTPUT_MODES = ("hallucinate", "banned_opener", "html", "wrong_company", "bad_fact_ids")
-BROKEN_MODES = ("malformed", "truncated", "refuse")
+BROKEN_MODES = ("malformed", "truncated", "refuse", "hostile_body")
 
 # What each hostile mode writes that must never be published.
 HOSTILE_STRINGS: dict[str, tuple[str, ...]] = {
@@ -347,6 +350,13 @@ def _error(status: int, code: str, message: str, headers: dict[str, str] | None 
 def _broken(model: str, mode: str, data: dict[str, Any], served: int) -> _Answer:
     if mode == "refuse":
         return _completion(model, None, refusal="I can't help with that.")
+    if mode == "hostile_body":
+        if served % 2:
+            return _Answer(200, b"[" * 100_000 + b"]" * 100_000)
+        usage = b'"usage":{"total_tokens":' + b"9" * 5_000 + b"}"
+        return _Answer(
+            200, b'{"choices":[{"message":{"content":"{}"},"finish_reason":"stop"}],' + usage + b"}"
+        )
     if mode == "truncated":
         whole = json.dumps({"zones": _write(data, "well", {})})
         return _completion(model, whole[: len(whole) // 2], finish="length")

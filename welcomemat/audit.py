@@ -43,6 +43,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from welcomemat import keys
 from welcomemat.errors import AuditError, InputError, StoredValueError
 from welcomemat.ids import OpaqueId, is_valid_id
+from welcomemat.replies import reply_text
 
 __all__ = [
     "ACTOR_MAX_CHARS",
@@ -131,7 +132,7 @@ class AuditEntry(BaseModel):
     def from_fields(cls, key: str, entry_id: str, fields: Mapping[Any, Any]) -> AuditEntry:
         """Decode a stream entry; StoredValueError naming the key and entry when it does not."""
         try:
-            values = {_text(k): _text(v) for k, v in fields.items()}
+            values = {reply_text(k): reply_text(v) for k, v in fields.items()}
             return cls.model_validate({**values, "id": entry_id})
         except (UnicodeDecodeError, TypeError, ValidationError) as exc:
             raise StoredValueError(f"{key} entry {entry_id}", f"{type(exc).__name__}: {exc}") from None
@@ -213,7 +214,7 @@ def audit_tenants(client: redis.Redis) -> list[str]:
     """Every tenant with an audit log (SCAN: also tenants whose campaigns have expired), sorted."""
     found: set[str] = set()
     for raw in client.scan_iter(match=keys.audit_stream_scan_pattern(), count=500):
-        tenant = _text(raw).partition("{")[2].partition("}")[0]
+        tenant = reply_text(raw).partition("{")[2].partition("}")[0]
         if is_valid_id(tenant):
             found.add(tenant)
     return sorted(found)
@@ -239,7 +240,7 @@ def append_entry(
             pipe = client.pipeline(transaction=True)
             queue_entry(pipe, entry)
             entry_id, _ = pipe.execute()
-            return _text(entry_id)
+            return reply_text(entry_id)
         except (RedisConnectionError, RedisTimeoutError) as exc:
             error = exc
         except RedisError as exc:  # a refusal (OOM, wrong type, read-only): retrying will not help
@@ -319,16 +320,8 @@ def _scan(
         if not page:
             return
         for raw_id, fields in page:
-            yield _text(raw_id), fields or {}  # a deleted entry has no fields: it does not decode
+            yield reply_text(raw_id), fields or {}  # a deleted entry has no fields: it does not decode
         read += len(page)
-        cursor = "(" + _text(page[-1][0])  # exclusive: the next page starts after it
+        cursor = "(" + reply_text(page[-1][0])  # exclusive: the next page starts after it
         if len(page) < count:
             return
-
-
-def _text(value: object) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    if isinstance(value, str):
-        return value
-    raise TypeError(f"unexpected Redis reply type {type(value).__name__}")

@@ -47,6 +47,7 @@ from welcomemat.accounts import Account
 from welcomemat.erasure import account_field, contact_field
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
+from welcomemat.replies import reply_text
 from welcomemat.zoneset import CitedFact, Rung, ZoneSet
 
 __all__ = [
@@ -384,7 +385,7 @@ def fold_events(
         ],
         client=client,
     )
-    return [r if isinstance(r, int) else _text(r) for r in replies]
+    return [r if isinstance(r, int) else reply_text(r) for r in replies]
 
 
 # -- CRM change bookkeeping (outbound.webhook) -----------------------------------------------------
@@ -433,7 +434,7 @@ def contact_erasure(
     when it does not name them) and the per-contact counter fields to delete (`p:*:<contact>:*`)."""
     key = keys.account_record_key(tenant, account_id)
     raw: Mapping[Any, Any] = client.hgetall(key)
-    fields = {_text(k): _text(v) for k, v in raw.items()}
+    fields = {reply_text(k): reply_text(v) for k, v in raw.items()}
     profile: str | None = None
     if "profile" in fields:
         data = json.loads(fields["profile"])
@@ -490,7 +491,7 @@ def iter_account_records(
         batch.clear()
 
     for raw_key in client.scan_iter(match=pattern, count=SCAN_COUNT):
-        key = _text(raw_key)
+        key = reply_text(raw_key)
         if key in seen:
             continue
         seen.add(key)
@@ -502,7 +503,7 @@ def iter_account_records(
 
 
 def _decode(key: str, tenant: str, account_id: str, raw: Mapping[Any, Any]) -> AccountRecord:
-    fields = {_text(k): _text(v) for k, v in raw.items()}
+    fields = {reply_text(k): reply_text(v) for k, v in raw.items()}
     try:
         return _build(tenant, account_id, fields)
     except (ValueError, TypeError, KeyError, ValidationError) as exc:  # ValidationError is a ValueError
@@ -576,11 +577,3 @@ def _campaign(values: dict[str, str], catalog: dict[str, str]) -> CampaignEngage
 
 def _int(value: str | None) -> int | None:
     return None if value is None else int(value)
-
-
-def _text(value: object) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8")
-    if isinstance(value, str):
-        return value
-    raise TypeError(f"unexpected Redis reply type {type(value).__name__}")

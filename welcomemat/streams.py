@@ -45,6 +45,7 @@ from typing import Any
 import redis
 
 from welcomemat import keys
+from welcomemat.replies import reply_text_lossy
 from welcomemat.stream_handler import (
     ConsumerOptions,
     ConsumerStats,
@@ -266,11 +267,11 @@ class StreamConsumer:
                 except redis.ResponseError as exc:
                     self._no_group(stream, exc)
                     break
-                start = _text(reply[0])
-                gone = [_text(i) for i, f in reply[1] if not f]
+                start = reply_text_lossy(reply[0])
+                gone = [reply_text_lossy(i) for i, f in reply[1] if not f]
                 if gone:
                     self._acknowledge(stream, gone)
-                entries = [(_text(i), f) for i, f in reply[1] if f]
+                entries = [(reply_text_lossy(i), f) for i, f in reply[1] if f]
                 if entries:
                     self.stats.claimed += len(entries)
                     self._log(f"claimed {len(entries)} entries of {stream.label} left by a stopped consumer")
@@ -306,7 +307,7 @@ class StreamConsumer:
         except redis.ResponseError as exc:
             self._no_group(stream, exc)
             return []
-        return [(_text(i), f or {}) for _, messages in (reply or []) for i, f in messages]
+        return [(reply_text_lossy(i), f or {}) for _, messages in (reply or []) for i, f in messages]
 
     def _no_group(self, stream: Stream, exc: redis.ResponseError) -> None:
         if "NOGROUP" not in str(exc):
@@ -323,7 +324,7 @@ class StreamConsumer:
             count=len(entries),
             consumername=self.name,
         )
-        counts = {_text(r["message_id"]): int(r["times_delivered"]) for r in rows}
+        counts = {reply_text_lossy(r["message_id"]): int(r["times_delivered"]) for r in rows}
         for entry_id, _ in entries:
             if entry_id not in counts:  # others of ours in the range crowded it out: ask for it alone
                 one: Any = self.client.xpending_range(stream.key, stream.group, entry_id, entry_id, 1)
@@ -483,9 +484,3 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def _text(value: object) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)

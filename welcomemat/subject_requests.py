@@ -49,6 +49,7 @@ from welcomemat.erasure import ErasureMark, account_field, contact_field, email_
 from welcomemat.errors import InputError, StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.records import contact_erasure, iter_account_records, read_account_record
+from welcomemat.replies import reply_text_lossy
 from welcomemat.store import ZoneSetChange, ZoneSetStore
 
 __all__ = [
@@ -109,7 +110,7 @@ def tenant_campaigns(client: redis.Redis, tenant: str) -> list[str]:
     names: list[Any] = client.hkeys(keys.campaigns_index_key())
     found = set()
     for name in names:
-        owner, _, campaign = _text(name).partition("/")
+        owner, _, campaign = reply_text_lossy(name).partition("/")
         if owner == tenant and is_valid_id(campaign):
             found.add(campaign)
     return sorted(found)
@@ -355,7 +356,9 @@ def _erase_in_campaign(client: redis.Redis, subject: Subject, campaign: str, rep
             kinds.append("run failures")
             sample_key = keys.run_sample_key(tenant, campaign, run_id)
             members = [
-                m for m in client.sscan_iter(sample_key, count=500) if _text(m).endswith(f"\t{account}")
+                m
+                for m in client.sscan_iter(sample_key, count=500)
+                if reply_text_lossy(m).endswith(f"\t{account}")
             ]
             if members:
                 pipe.srem(sample_key, *members)
@@ -381,7 +384,7 @@ def _conversions(client: redis.Redis, tenant: str, campaign: str) -> Iterator[An
 
 def _run_ids(client: redis.Redis, tenant: str, campaign: str) -> list[str]:
     runs: list[Any] = client.zrange(keys.runs_key(tenant, campaign), 0, -1)
-    return [r for r in (_text(x) for x in runs) if is_valid_id(r)]
+    return [r for r in (reply_text_lossy(x) for x in runs) if is_valid_id(r)]
 
 
 def _report_without(raw: object, account: str) -> tuple[bytes, int]:
@@ -408,15 +411,15 @@ def _stream_fields(
     while True:
         page: list[Any] = client.xrange(key, min=start, max="+", count=_PAGE)  # type: ignore[assignment]
         for raw_id, raw_fields in page:
-            fields = {_text(k): _text(v) for k, v in (raw_fields or {}).items()}
+            fields = {reply_text_lossy(k): reply_text_lossy(v) for k, v in (raw_fields or {}).items()}
             if fields.get(EVENT_ACCOUNT_FIELD) != account:
                 continue
             if contact is not None and fields.get(EVENT_CONTACT_FIELD) != contact:
                 continue
-            yield _text(raw_id), fields
+            yield reply_text_lossy(raw_id), fields
         if len(page) < _PAGE:
             return
-        start = "(" + _text(page[-1][0])
+        start = "(" + reply_text_lossy(page[-1][0])
 
 
 def _stream_entries(client: redis.Redis, key: str, account: str, contact: str | None) -> list[str]:
@@ -429,10 +432,14 @@ def _outbox_entries(client: redis.Redis, tenant: str, account: str) -> list[str]
     start = "-"
     while True:
         page: list[Any] = client.xrange(key, min=start, max="+", count=_PAGE)  # type: ignore[assignment]
-        found += [_text(i) for i, f in page if f and _text(f.get(_OUTBOX_ACCOUNT_FIELD, b"")) == account]
+        found += [
+            reply_text_lossy(i)
+            for i, f in page
+            if f and reply_text_lossy(f.get(_OUTBOX_ACCOUNT_FIELD, b"")) == account
+        ]
         if len(page) < _PAGE:
             return found
-        start = "(" + _text(page[-1][0])
+        start = "(" + reply_text_lossy(page[-1][0])
 
 
 def _campaign_data(client: redis.Redis, tenant: str, campaign: str, account: str) -> dict[str, Any]:
@@ -458,14 +465,8 @@ def _campaign_data(client: redis.Redis, tenant: str, campaign: str, account: str
 def _json_or_text(raw: object) -> Any:
     if raw is None:
         return None
-    text = _text(raw)
+    text = reply_text_lossy(raw)
     try:
         return json.loads(text)
     except ValueError:
         return text
-
-
-def _text(value: object) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)

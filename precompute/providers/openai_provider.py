@@ -75,8 +75,9 @@ from precompute.providers.extraction import MAX_SOURCE_CHARS, MAX_SOURCES, Extra
 from precompute.providers.http_transport import ThreadConnectionTransport
 from precompute.providers.offline import OfflineComposer
 from welcomemat.accounts import Account
+from welcomemat.bounded_json import decode_json
 from welcomemat.breaker import CircuitBreaker
-from welcomemat.errors import ConfigError
+from welcomemat.errors import ConfigError, InputError
 from welcomemat.reasons import ZoneReason
 from welcomemat.resilience import Deadline, ResilientCaller, RetryableError
 from welcomemat.settings import Settings
@@ -115,6 +116,8 @@ DEFAULT_TIMEOUT_S = 30.0  # per HTTP attempt; the caller caps it by the job's re
 _COMPLETIONS_PATH = "/chat/completions"  # relative to the client's base URL, as `create` sends it
 _REPAIR_QUOTE_CHARS = 4_000  # how much of a malformed answer the repair call shows the model
 _PROBLEM_CHARS = 600  # how much of a validation error the repair call and the notes quote
+# Bytes of one answer read (a chat completion of a page of zones is a few KB).
+_ANSWER_MAX_BYTES = 4_000_000
 
 _RELATIVE_DAY_WORDS = frozenset({"today", "tonight", "tomorrow", "yesterday"})
 _RELATIVE_WEEK_WORDS = frozenset(
@@ -535,11 +538,13 @@ class OpenAIProvider:
     def _read(self, raw: bytes, schema: type[M], tally: _Tally) -> _Reply[M]:
         """The answer validated against `schema`, or the problem a repair call should name."""
         try:
-            body = json.loads(raw)
+            body = decode_json(raw, max_bytes=_ANSWER_MAX_BYTES)
             choice = body["choices"][0]
             message = choice.get("message") or {}
             content = message.get("content")
             tokens = int((body.get("usage") or {}).get("total_tokens") or 0)
+        except InputError as exc:  # a body no decoder should follow (nesting, huge numbers, size)
+            return _Reply(None, f"the answer could not be read: {exc.message}", None)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             return _Reply(None, "the answer could not be read: not a chat completion", None)
         tally.tokens += tokens

@@ -19,6 +19,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
+from welcomemat.credentials import (
+    ADMIN_TOKENS_VAR,
+    CRM_TOKENS_VAR,
+    Credential,
+    check_token_reuse,
+    parse_admin_tokens,
+    parse_crm_tokens,
+)
+from welcomemat.errors import ConfigError
 from welcomemat.settings import BEARER_TOKEN_SETTINGS, MIN_SECRET_CHARS, SECRET_ENV_VAR
 from welcomemat.tokens import DEFAULT_TTL_S, MAX_TTL_S, TokenKind
 
@@ -150,6 +159,46 @@ def secret_findings(environ: Mapping[str, str]) -> list[Finding]:
             if other_value == value:
                 found.append(Finding(f"{name} is the same as {other}: give each its own value", True))
         tokens[name] = value
+    return found + _token_list_findings(environ, keys, tokens)
+
+
+def _token_list_findings(
+    environ: Mapping[str, str], keys: set[str], singles: dict[str, str]
+) -> list[Finding]:
+    """`WELCOMEMAT_ADMIN_TOKENS` and `WELCOMEMAT_CRM_TOKENS`: how many entries, how many scoped
+    to a tenant, and each problem the settings would refuse them for."""
+    found: list[Finding] = []
+    lists: list[tuple[str, tuple[Credential, ...]]] = []
+    for name, parse in ((ADMIN_TOKENS_VAR, parse_admin_tokens), (CRM_TOKENS_VAR, parse_crm_tokens)):
+        value = environ.get(name) or ""
+        if not value.strip(" ,"):
+            continue
+        try:
+            credentials = parse(value)
+        except ConfigError as exc:  # names the entry by position, never its token
+            found.append(Finding(str(exc), True))
+            continue
+        scoped = sorted({c.tenant for c in credentials if c.tenant is not None})
+        found.append(
+            Finding(
+                f"{name}: {len(credentials)} token(s), {len(scoped)} tenant(s) scoped"
+                + (f" ({', '.join(scoped)})" if scoped else "")
+            )
+        )
+        for position, credential in enumerate(credentials, start=1):
+            if credential.token in keys:
+                found.append(
+                    Finding(
+                        f"{name} entry #{position} is also a {SECRET_ENV_VAR} key: "
+                        "give each job its own value",
+                        True,
+                    )
+                )
+        lists.append((name, credentials))
+    try:
+        check_token_reuse(singles.items(), lists)
+    except ConfigError as exc:
+        found.append(Finding(str(exc), True))
     return found
 
 

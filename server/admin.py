@@ -1,14 +1,16 @@
 """`/admin/...`: the operator's views of a campaign — explain, preview-as-account, the review queue.
 
-Every route calls `admin_auth.require_admin` before anything else (404 when no admin token
-is configured, as if the routes did not exist; 401 without a token), then checks every id
-with `is_valid_id` before it reaches a Redis key. Every answer is `Cache-Control: no-store`:
-it holds internal fields no cache may keep.
+Every route calls `admin_auth.require_credential` before anything else (404 when no admin
+token is configured, as if the routes did not exist; 401 without a token), then checks every
+id with `is_valid_id` before it reaches a Redis key, and reaches the campaign only through
+`admin_auth.campaign_for`: a token scoped to a tenant gets any other tenant's campaign as an
+unknown one (404), and nothing of it is read or written. Every answer is
+`Cache-Control: no-store`: it holds internal fields no cache may keep.
 
 Decisions (approve, reject, rollback) are audit-logged (`welcomemat.audit`) as the name of
-the token that made them, through `http`; a rejection or a rollback without a `reason` is
-400 before anything is done. A decision whose audit entry could not be written stands, and
-the answer says so: 503 with `"applied": true, "audited": false`.
+the token that made them (`NAME@TENANT` for a scoped one), through `http`; a rejection or a
+rollback without a `reason` is 400 before anything is done. A decision whose audit entry
+could not be written stands, and the answer says so: 503 with `"applied": true, "audited": false`.
 
 These are operator tools, not visitor pages: when Redis cannot answer they say so with
 503 (JSON, `Retry-After`) rather than a fallback, because a fallback would be a wrong
@@ -32,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from server.admin_auth import require_admin
+from server.admin_auth import campaign_for, require_credential
 from server.admin_payloads import (
     ExplainPayload,
     ReviewDecisionBody,
@@ -121,8 +123,8 @@ def _admin(*, html: bool = False) -> Callable[[AdminEndpoint], Callable[[Request
         @functools.wraps(endpoint)  # keeps the docstring OpenAPI reads
         async def guarded(request: Request) -> Response:
             renderer: RendererState = request.app.state.renderer
-            # raises 404 / 401; the token's name is who the audit log says acted
-            request.state.admin_name = require_admin(request, renderer.settings.admin_credentials())
+            # raises 404 / 401; the credential is who the audit log says acted, and its scope
+            request.state.credential = require_credential(request, renderer.settings.admin_credentials())
             return await endpoint(request, renderer)
 
         return errors_as_html(lambda request: html)(guarded)
@@ -138,11 +140,7 @@ def _path_id(request: Request, name: str) -> str:
 
 
 async def _campaign(request: Request, renderer: RendererState) -> CampaignState:
-    campaign_id = _path_id(request, "campaign")
-    state = await renderer.campaigns.resolve(campaign_id)
-    if state is None:
-        raise HTTPProblem(404, f"no published campaign {campaign_id!r}")
-    return state
+    return await campaign_for(request.state.credential, renderer.campaigns, _path_id(request, "campaign"))
 
 
 async def _read(renderer: RendererState, op: str, fn: Callable[[], _T]) -> _T:
@@ -166,7 +164,7 @@ async def explain_account(request: Request, renderer: RendererState) -> Response
     description: >
       The explain record precompute stored with the account's zone set: identity, every
       fact's trust decision, every zone's rung, text, cited facts and failed checks. Status
-      and version are the live zone set's. Bearer `WELCOMEMAT_ADMIN_TOKEN`.
+      and version are the live zone set's. Bearer admin token (`adminBearer`).
     security: [{adminBearer: []}]
     parameters:
       - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
@@ -178,7 +176,9 @@ async def explain_account(request: Request, renderer: RendererState) -> Response
       401: {$ref: "#/components/responses/BearerRefused"}
       404:
         $ref: "#/components/responses/AdminNotFound"
-        description: "Admin routes off, or no such campaign or explain record."
+        description: >-
+          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
+          does not own) or explain record.
       503: {$ref: "#/components/responses/RedisUnavailable"}
     """
     state = await _campaign(request, renderer)
@@ -206,7 +206,7 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
       link, publish date), checks, the zone set's version, status and validity, and the
       account's latest audit-log entries (who published, approved, rejected, rolled back or
       erased what, when and why).
-      `arm=personal` previews the personal copy of a holdout account. Bearer `WELCOMEMAT_ADMIN_TOKEN`.
+      `arm=personal` previews the personal copy of a holdout account. Bearer admin token (`adminBearer`).
     security: [{adminBearer: []}]
     parameters:
       - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
@@ -218,7 +218,9 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
       400: {description: "Unknown arm.", content: {text/html: {schema: {type: string}}}}
       401: {$ref: "#/components/responses/BearerRefused"}
       404:
-        description: "Admin routes off, or no such campaign or page."
+        description: >-
+          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
+          does not own) or page.
         content: {text/html: {schema: {type: string}}}
       503: {$ref: "#/components/responses/RedisUnavailablePage"}
     """
@@ -304,7 +306,7 @@ async def review_queue(request: Request, renderer: RendererState) -> Response:
     description: >
       Accounts waiting for a person (`approval`: served the fallback until approved) and the
       sample of live accounts to read (`sample`). JSON, or HTML when the request accepts
-      `text/html`. Bearer `WELCOMEMAT_ADMIN_TOKEN`.
+      `text/html`. Bearer admin token (`adminBearer`).
     security: [{adminBearer: []}]
     parameters:
       - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
@@ -317,7 +319,9 @@ async def review_queue(request: Request, renderer: RendererState) -> Response:
       401: {$ref: "#/components/responses/BearerRefused"}
       404:
         $ref: "#/components/responses/AdminNotFound"
-        description: "Admin routes off, or no such campaign."
+        description: >-
+          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
+          does not own).
       503: {$ref: "#/components/responses/RedisUnavailable"}
     """
     state = await _campaign(request, renderer)
@@ -338,7 +342,8 @@ async def review_queue(request: Request, renderer: RendererState) -> Response:
 
 
 def _auditor(request: Request, renderer: RendererState) -> Auditor:
-    return Auditor(request.state.admin_name, Via.HTTP, lambda: datetime.fromtimestamp(renderer.clock(), UTC))
+    clock = renderer.clock
+    return Auditor(request.state.credential.actor, Via.HTTP, lambda: datetime.fromtimestamp(clock(), UTC))
 
 
 async def _body(request: Request, model: type[_B], shape: str) -> _B:
@@ -439,7 +444,9 @@ _DECIDE_DOC = """
       401: {$ref: "#/components/responses/BearerRefused"}
       404:
         $ref: "#/components/responses/AdminNotFound"
-        description: "Admin routes off, or no such campaign or zone set."
+        description: >-
+          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
+          does not own) or zone set.
       409:
         $ref: "#/components/responses/Problem"
         description: "The version is no longer current (`current_version`): review the current version."
@@ -472,7 +479,7 @@ async def review_rollback(request: Request, renderer: RendererState) -> Response
     description: >
       What `welcomemat review rollback` does: the previous version becomes current under the
       next version number (a second rollback in a row has nothing to go back to). The reason
-      is required and audit-logged. Bearer admin token.
+      is required and audit-logged. Bearer admin token (`adminBearer`).
     security: [{adminBearer: []}]
     parameters:
       - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
@@ -491,7 +498,9 @@ async def review_rollback(request: Request, renderer: RendererState) -> Response
       401: {$ref: "#/components/responses/BearerRefused"}
       404:
         $ref: "#/components/responses/AdminNotFound"
-        description: "Admin routes off, or no such campaign, or no previous version to go back to."
+        description: >-
+          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
+          does not own), or no previous version to go back to.
       413: {$ref: "#/components/responses/Problem", description: "The body is over 1024 bytes."}
       503:
         $ref: "#/components/responses/RedisUnavailable"

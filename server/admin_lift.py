@@ -1,7 +1,8 @@
 """`GET /admin/lift/{campaign}`: the lift report as an operator page, with a chart (or JSON, or SVG).
 
-Bearer `WELCOMEMAT_ADMIN_TOKEN` through `admin_auth.require_admin` (404 when unset, 401
-without it). The report is `welcomemat.lift.campaign_lift_report`, the same one `welcomemat
+Bearer admin token through `admin_auth.require_credential` (404 when unset, 401 without it),
+the campaign through `admin_auth.campaign_for` (a tenant-scoped token: 404 for another tenant's,
+as for an unknown campaign). The report is `welcomemat.lift.campaign_lift_report`, the same one `welcomemat
 report lift` prints. The chart is drawn on the server (`welcomemat.lift_chart`) and shown as
 an `<img>` with a `data:` URI: no script, no chart library, nothing of it parsed as the
 page's HTML, and it works under the admin CSP (`img-src 'self' data:`).
@@ -21,11 +22,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from server.admin import ADMIN_CSP
-from server.admin_auth import require_admin
+from server.admin_auth import campaign_for, require_credential
 from server.problems import HTTPProblem, errors_as_html
 from server.render import TEMPLATES_DIR, template_environment
 from server.renderer_state import RendererState
 from welcomemat.conversions import ConversionType
+from welcomemat.credentials import Credential
 from welcomemat.ids import is_valid_id
 from welcomemat.lift import LiftReport, campaign_lift_report
 from welcomemat.lift_chart import chart_data_uri, render_lift_chart
@@ -64,14 +66,14 @@ def _types(request: Request) -> frozenset[ConversionType] | None:
     return frozenset(ConversionType(n) for n in names)
 
 
-async def _report(request: Request, renderer: RendererState) -> tuple[LiftReport, list[str]]:
+async def _report(
+    request: Request, renderer: RendererState, credential: Credential
+) -> tuple[LiftReport, list[str]]:
     campaign_id = request.path_params["campaign"]
     if not is_valid_id(campaign_id):
         raise HTTPProblem(404, f"campaign {campaign_id!r} is not a valid id")
     types = _types(request)
-    state = await renderer.campaigns.resolve(campaign_id)
-    if state is None:
-        raise HTTPProblem(404, f"no published campaign {campaign_id!r}")
+    state = await campaign_for(credential, renderer.campaigns, campaign_id)
     view, now = state.view, renderer.now()
     problems: list[str] = []
     report = await renderer.guard.call(
@@ -90,7 +92,7 @@ async def lift_page(request: Request) -> Response:
       Per arm: accounts, accounts reached, visits, CTA clicks, conversions; reach, CTA click
       rate and conversion rate with 95% Wilson intervals; the difference with its Newcombe
       interval; warnings when samples are too small to conclude. HTML with a server-rendered
-      SVG chart, or `format=json` / `format=svg`. Bearer `WELCOMEMAT_ADMIN_TOKEN`.
+      SVG chart, or `format=json` / `format=svg`. Bearer admin token (`adminBearer`).
     security: [{adminBearer: []}]
     parameters:
       - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
@@ -115,17 +117,19 @@ async def lift_page(request: Request) -> Response:
       401: {$ref: "#/components/responses/BearerRefused"}
       404:
         $ref: "#/components/responses/AdminNotFound"
-        description: "Admin routes off, or no such campaign."
+        description: >-
+          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
+          does not own).
       503:
         $ref: "#/components/responses/RedisUnavailablePage"
         description: "Redis is unavailable (HTML or JSON)."
     """
     renderer: RendererState = request.app.state.renderer
-    require_admin(request, renderer.settings.admin_credentials())  # raises 404 / 401
+    credential = require_credential(request, renderer.settings.admin_credentials())  # raises 404 / 401
     fmt = request.query_params.get("format", "html")
     if fmt not in _FORMATS:
         raise HTTPProblem(400, f"format must be one of {', '.join(_FORMATS)}")
-    report, problems = await _report(request, renderer)
+    report, problems = await _report(request, renderer, credential)
     if fmt == "json":
         return JSONResponse(report.model_dump(mode="json"), headers=_NO_STORE)
     if fmt == "svg":

@@ -1,12 +1,15 @@
 """`POST /v1/conversions`: the CRM reports an outcome (meeting booked, opportunity, ...) per account.
 
-Authenticated with the bearer `WELCOMEMAT_CRM_TOKEN`, checked by `admin_auth.require_admin`
-(the one constant-time bearer check): unset, the route is off (404); a missing or wrong
-token is 401. The body is one JSON object (`welcomemat.conversions.ConversionIn`, at most
-`CONVERSION_BODY_MAX_BYTES`; read by `server.bodies`, decoded by `welcomemat.bounded_json`).
-The conversion is stored once per `conversion_id` with the arm `assign_arm` gives the
-account: 202 when recorded, 200 when the same conversion was already recorded (a CRM
-retry), 409 when the id was used for a different outcome.
+Authenticated with a CRM bearer token, checked by `admin_auth.require_credential` (the one
+constant-time bearer check): the operator's `WELCOMEMAT_CRM_TOKEN`, or a tenant's
+`WELCOMEMAT_CRM_TOKENS` entry; none set, the route is off (404); a missing or wrong token is
+401. The campaign is reached through `admin_auth.campaign_for`: with a tenant's token, a
+campaign that tenant does not own is 404 as an unknown one, and nothing is written.
+The body is one JSON object (`welcomemat.conversions.ConversionIn`, at most
+`CONVERSION_BODY_MAX_BYTES`; read by `server.bodies`, decoded by
+`welcomemat.bounded_json`). The conversion is stored once per `conversion_id` with the
+arm `assign_arm` gives the account: 202 when recorded, 200 when the same conversion was
+already recorded (a CRM retry), 409 when the id was used for a different outcome.
 
 Bad input is 400 (413 when too large, 415 when not JSON) with a message naming the field.
 Redis down or slow is 503 with `Retry-After`, counted like every renderer Redis fault;
@@ -19,7 +22,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from server.admin_auth import require_admin
+from server.admin_auth import campaign_for, require_credential
 from server.bodies import read_bounded_body
 from server.faults import NO_STORE
 from server.problems import RETRY_AFTER_S, HTTPProblem
@@ -59,7 +62,7 @@ async def post_conversion(request: Request) -> Response:
     """
     summary: Record a CRM outcome (meeting booked, opportunity, closed won) for an account.
     description: >
-      Bearer `WELCOMEMAT_CRM_TOKEN` (unset: 404). Idempotent by `conversion_id`. The
+      Bearer CRM token (`crmBearer`; none configured: 404). Idempotent by `conversion_id`. The
       account's experiment arm (personal or holdout) is stored with the conversion for the
       lift report.
     security: [{crmBearer: []}]
@@ -78,7 +81,9 @@ async def post_conversion(request: Request) -> Response:
       401: {$ref: "#/components/responses/BearerRefused"}
       404:
         $ref: "#/components/responses/Problem"
-        description: "The route is off (no WELCOMEMAT_CRM_TOKEN), or no such campaign."
+        description: >-
+          The route is off (no CRM token configured), or no such campaign (to a tenant's token,
+          also any its tenant does not own).
       409:
         $ref: "#/components/responses/Problem"
         description: "The conversion id was recorded before with different content."
@@ -89,7 +94,7 @@ async def post_conversion(request: Request) -> Response:
         description: "Redis is unavailable; retry later."
     """
     renderer: RendererState = request.app.state.renderer
-    require_admin(request, renderer.settings.crm_token)
+    credential = require_credential(request, renderer.settings.crm_credentials())
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":
         raise HTTPProblem(415, "send the conversion as application/json")
@@ -99,14 +104,12 @@ async def post_conversion(request: Request) -> Response:
     except InputError as exc:  # names the field of the client's body
         raise HTTPProblem(400, str(exc)) from None
     try:
-        state = await renderer.campaigns.resolve(conversion.campaign)
+        state = await campaign_for(credential, renderer.campaigns, conversion.campaign)
     except StoredValueError:
         renderer.metrics.stored_value_errors.inc()
         raise HTTPProblem(
             503, "the campaign's stored configuration cannot be read; retry later", headers=_RETRY_LATER
         ) from None
-    if state is None:
-        raise HTTPProblem(404, f"no published campaign {conversion.campaign!r}")
     tenant, fraction = state.tenant, state.view.campaign.holdout_fraction
     now = renderer.now()
     try:

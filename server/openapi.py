@@ -165,7 +165,8 @@ RESPONSES: dict[str, Any] = {
     },
     "AdminNotFound": {
         # HTML when the admin routes are off (as an unknown route); JSON for an unknown campaign,
-        # account or record (HTML on the routes that answer HTML).
+        # account or record (HTML on the routes that answer HTML). A tenant-scoped token gets
+        # another tenant's campaign as an unknown one: the same answer (`admin_auth.campaign_for`).
         "description": "Admin routes off, or no such campaign or account.",
         "content": {**_HTML, **_JSON_PROBLEM},
     },
@@ -188,11 +189,26 @@ RESPONSES: dict[str, Any] = {
 }
 
 COMPONENTS: dict[str, Any] = {
-    # Admin routes declare `security: [{adminBearer: []}]` (WELCOMEMAT_ADMIN_TOKEN).
-    # POST /v1/conversions declares `security: [{crmBearer: []}]` (WELCOMEMAT_CRM_TOKEN).
+    # Admin routes declare `security: [{adminBearer: []}]`, POST /v1/conversions `crmBearer`.
     "securitySchemes": {
-        "adminBearer": {"type": "http", "scheme": "bearer"},
-        "crmBearer": {"type": "http", "scheme": "bearer"},
+        "adminBearer": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": (
+                "WELCOMEMAT_ADMIN_TOKEN or a WELCOMEMAT_ADMIN_TOKENS entry. `NAME:TOKEN` (and the shared "
+                "token) reach every tenant's campaigns; `NAME@TENANT:TOKEN` only TENANT's: any other "
+                "campaign answers 404, exactly as an unknown one."
+            ),
+        },
+        "crmBearer": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": (
+                "WELCOMEMAT_CRM_TOKEN (every tenant's campaigns) or a WELCOMEMAT_CRM_TOKENS entry "
+                "`TENANT:TOKEN` (only TENANT's: a conversion for any other campaign answers 404, "
+                "exactly as an unknown one, and writes nothing)."
+            ),
+        },
     },
     "schemas": SCHEMAS,
     "responses": RESPONSES,

@@ -126,10 +126,9 @@ class RendererState:
     def _record_credentials(self) -> None:
         """Audit-log new signing keys or bearer tokens, once per change across renderers
         (`welcomemat.credential_changes`). Redis down: logged, and the renderer starts anyway."""
-        current = fingerprints(
-            self.settings.secret,
-            {**self.settings.admin_credentials(), "crm": self.settings.crm_token},
-        )
+        tokens = {f"admin {c.actor}": c.token for c in self.settings.admin_credentials()}
+        tokens.update({f"CRM {c.actor}": c.token for c in self.settings.crm_credentials()})
+        current = fingerprints(self.settings.secret, tokens)
         auditor = Auditor(
             f"renderer@{socket.gethostname()}"[:ACTOR_MAX_CHARS],
             Via.STARTUP,

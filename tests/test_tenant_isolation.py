@@ -6,6 +6,10 @@ dated today) copied into a temporary folder and re-tenanted, evil's with its own
 and headline pattern so that its copy can be told apart anywhere. The command line runs
 in-process (`cli.main.main`) against the session's real Redis; the renderer is the real app,
 started again (a new app over the same Redis) to show nothing depends on what one process held.
+
+Each tenant also holds its own scoped admin token (`NAME@TENANT:TOKEN`) and CRM token
+(`WELCOMEMAT_CRM_TOKENS`): on every bearer route the other tenant's campaign answers exactly as
+an unknown id, is never loaded, and nothing in Redis changes; the operator's tokens reach both.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -33,7 +37,10 @@ from tests.example_accounts import write_example_accounts
 from tests.server.conftest import BASE_URL, PUBLIC_URL, SECRET, renderer_settings
 from welcomemat import keys
 from welcomemat.arms import Arm
+from welcomemat.audit import read_entries
+from welcomemat.credentials import parse_admin_tokens, parse_crm_tokens
 from welcomemat.records import read_account_record
+from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import TokenKind, TokenSigner
 
 ACCOUNTS = 60
@@ -522,3 +529,235 @@ def test_state_from_before_owners_were_recorded_never_serves_a_non_owner_nor_red
     with renderer(redis_client) as client:
         page = client.get(path_of(acme.link))
         assert page.status_code == 200 and ACME_HEADLINE in page.text and EVIL_FOOTER not in page.text
+
+
+# -- tenant-scoped bearer tokens: another tenant's campaign is an unknown one ----------------------
+
+ACME_ADMIN = "ann-acme-admin-token-0123456789abcdef"
+EVIL_ADMIN = "eve-evil-admin-token-0123456789abcdef"
+ACME_CRM = "acme-crm-token-0123456789abcdef-0123"
+EVIL_CRM = "evil-crm-token-0123456789abcdef-0123"
+UNKNOWN = "no-such-campaign"
+
+
+@dataclass(frozen=True)
+class Bearer:
+    """One kind of credential: the admin and CRM tokens it presents, and whose they are."""
+
+    kind: str
+    admin: str
+    crm: str
+    actor: str
+
+    def headers(self, path: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.crm if path == '/v1/conversions' else self.admin}"}
+
+
+OPERATOR = Bearer("operator", ADMIN_TOKEN, CRM_TOKEN, "admin")
+SCOPED = {
+    "acme": Bearer("acme-scoped", ACME_ADMIN, ACME_CRM, "ann@acme"),
+    "evil": Bearer("evil-scoped", EVIL_ADMIN, EVIL_CRM, "eve@evil"),
+}
+BEARER_ROUTES = (
+    "GET /admin/explain/{campaign}/{account}",
+    "GET /admin/preview/{campaign}/{account}",
+    "GET /admin/review/{campaign}",
+    "POST /admin/review/{campaign}/{account}/approve",
+    "POST /admin/review/{campaign}/{account}/reject",
+    "POST /admin/review/{campaign}/{account}/rollback",
+    "GET /admin/lift/{campaign}",
+    "POST /v1/conversions",
+)
+
+
+def scoped_renderer(redis_client: redis.Redis) -> TestClient:
+    """The renderer with the operator's tokens and each tenant's own, as the variables spell them."""
+    settings = renderer_settings(
+        admin_token=ADMIN_TOKEN,
+        crm_token=CRM_TOKEN,
+        admin_tokens=parse_admin_tokens(f"ann@acme:{ACME_ADMIN}, eve@evil:{EVIL_ADMIN}"),
+        crm_tokens=parse_crm_tokens(f"acme:{ACME_CRM},evil:{EVIL_CRM}"),
+    )
+    return TestClient(create_app(settings, redis_client=redis_client), base_url=BASE_URL, client=VISITOR)
+
+
+def decided_account(tenancy: Tenancy) -> str:
+    """An account of the tenant's campaign other than Dymaxa, for approve, reject and rollback."""
+    for line in Path(tenancy.folder.accounts).read_text().splitlines():
+        account = str(json.loads(line)["account_id"])
+        if account != DYMAXA:
+            return account
+    raise AssertionError("no second account")
+
+
+def bearer_calls(
+    campaign: str, account: str, version: int, conversion_id: str
+) -> list[tuple[str, str, str, dict[str, object] | None]]:
+    """(route, method, path, JSON body) of every bearer route for `campaign`."""
+    review = f"/admin/review/{campaign}/{account}"
+    return [
+        (BEARER_ROUTES[0], "GET", f"/admin/explain/{campaign}/{DYMAXA}", None),
+        (BEARER_ROUTES[1], "GET", f"/admin/preview/{campaign}/{DYMAXA}", None),
+        (BEARER_ROUTES[2], "GET", f"/admin/review/{campaign}", None),
+        (BEARER_ROUTES[3], "POST", f"{review}/approve", {"version": version}),
+        (BEARER_ROUTES[4], "POST", f"{review}/reject", {"version": version, "reason": "not ours"}),
+        (BEARER_ROUTES[5], "POST", f"{review}/rollback", {"reason": "not ours"}),
+        (BEARER_ROUTES[6], "GET", f"/admin/lift/{campaign}?format=json", None),
+        (
+            BEARER_ROUTES[7],
+            "POST",
+            "/v1/conversions",
+            {
+                "campaign": campaign,
+                "account_id": DYMAXA,
+                "type": "closed_won",
+                "conversion_id": conversion_id,
+                "occurred_at": "2026-12-04T09:00:00+00:00",
+            },
+        ),
+    ]
+
+
+def redis_snapshot(redis_client: redis.Redis) -> dict[bytes, bytes | None]:
+    return {key: redis_client.dump(key) for key in redis_client.scan_iter(count=1000)}  # type: ignore[misc]
+
+
+def refused_as_unknown(client: TestClient, bearer: Bearer, theirs: Tenancy) -> list[str]:
+    """Every bearer route for `theirs`' campaign, with `bearer`'s tokens: the answer an unknown
+    campaign id gets (status, content type, body), and nothing read or written. Returns the routes."""
+    renderer = cast(Starlette, client.app).state.renderer
+    account = decided_account(theirs)
+    current = ZoneSetStore(renderer.client).get(theirs.tenant, theirs.campaign, account)
+    assert current is not None
+    before = redis_snapshot(renderer.client)
+    covered = []
+    calls = bearer_calls(theirs.campaign, account, current.version, f"crm-{bearer.kind}-{theirs.campaign}")
+    unknown = bearer_calls(UNKNOWN, account, current.version, f"crm-{bearer.kind}-{theirs.campaign}")
+    for (route, method, path, body), (_, _, unknown_path, unknown_body) in zip(calls, unknown, strict=True):
+        answer = client.request(method, path, json=body, headers=bearer.headers(path))
+        expected = client.request(method, unknown_path, json=unknown_body, headers=bearer.headers(path))
+        assert expected.status_code == 404, (route, expected.text)
+        assert answer.status_code == 404, (bearer.kind, route, answer.status_code, answer.text)
+        assert answer.headers["content-type"] == expected.headers["content-type"], route
+        assert answer.text.replace(theirs.campaign, UNKNOWN) == expected.text, (route, answer.text)
+        covered.append(route)
+    assert renderer.campaigns.cached(theirs.campaign) is None  # its config was never loaded for it
+    assert redis_snapshot(renderer.client) == before  # nothing written, anywhere
+    return covered
+
+
+def served(
+    client: TestClient, redis_client: redis.Redis, bearer: Bearer, mine: Tenancy, other: Tenancy
+) -> list[str]:
+    """Every bearer route for `mine`'s campaign, with `bearer`'s tokens: answered with `mine`'s data,
+    decisions audit-logged as the token's name and scope. Returns the routes."""
+    c, account = mine.campaign, decided_account(mine)
+    store = ZoneSetStore(redis_client)
+    published = store.get(mine.tenant, c, account)
+    assert published is not None
+    # New content for the account, as a rerun on changed inputs publishes: something to roll back to.
+    current = store.publish(
+        published.model_copy(update={"input_hash": f"{published.input_hash}-{bearer.kind}"})
+    )
+    assert current.changed
+    calls = {
+        route: (method, path, body)
+        for route, method, path, body in bearer_calls(c, account, current.version, f"crm-{bearer.kind}-{c}")
+    }
+
+    def call(route: str, **body: object) -> Any:
+        method, path, default = calls[route]
+        answer = client.request(
+            method, path, json={**(default or {}), **body} if default else None, headers=bearer.headers(path)
+        )
+        assert answer.status_code in (200, 202), (bearer.kind, route, answer.status_code, answer.text)
+        return answer
+
+    [hero] = [z for z in call(BEARER_ROUTES[0]).json()["zones"] if z["zone_id"] == "hero_headline"]
+    assert hero["text"].startswith(mine.headline)
+    preview = call(BEARER_ROUTES[1]).text
+    assert mine.headline in preview and other.headline not in preview
+    assert call(BEARER_ROUTES[2]).json()["tenant"] == mine.tenant
+    approved = call(BEARER_ROUTES[3]).json()
+    rejected = call(BEARER_ROUTES[4], version=approved["version"], reason="checking the scope").json()
+    assert rejected["status"] == "rejected"
+    rolled = call(BEARER_ROUTES[5], reason="checking the scope").json()
+    assert rolled["version"] == rejected["version"] + 1
+    lift = call(BEARER_ROUTES[6]).json()
+    assert (lift["tenant"], lift["campaign"]) == (mine.tenant, c)
+    recorded = call(BEARER_ROUTES[7])
+    assert recorded.status_code == 202 and recorded.json()["campaign"] == c
+    assert redis_client.hexists(keys.conversions_key(mine.tenant, c), f"crm-{bearer.kind}-{c}")
+    decisions = [e for e in read_entries(redis_client, mine.tenant, account=account) if e.via.value == "http"]
+    assert [(e.action.value, e.actor) for e in decisions[-3:]] == [
+        ("approve", bearer.actor),
+        ("reject", bearer.actor),
+        ("rollback", bearer.actor),
+    ]
+    return list(BEARER_ROUTES)
+
+
+def test_a_tenants_scoped_tokens_get_the_other_tenants_campaign_as_an_unknown_one_on_every_bearer_route(
+    tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat
+) -> None:
+    acme = publish_own_campaign(
+        welcomemat, tenant_folder(tmp_path, "acme", "q4-pipeline"), ACME_HEADLINE, ACME_FOOTER
+    )
+    evil_folder = tenant_folder(
+        tmp_path, "evil", "evil-launch", footer=EVIL_FOOTER, headline="Well done on the"
+    )
+    evil = publish_own_campaign(welcomemat, evil_folder, EVIL_HEADLINE, EVIL_FOOTER)
+    # Each copies the other's id: refused, so each id stays its owner's.
+    for squat, owner in (
+        (tenant_folder(tmp_path, "evil", "q4-pipeline", footer=EVIL_FOOTER), acme),
+        (tenant_folder(tmp_path, "acme", "evil-launch"), evil),
+    ):
+        assert refused_naming(
+            welcomemat("precompute", squat.yaml, squat.accounts), owner.tenant, owner.campaign
+        )
+    covered: list[tuple[str, str, str, str]] = []  # (route, campaign's tenant, token kind, answer)
+
+    for mine, other in ((acme, evil), (evil, acme)):
+        bearer = SCOPED[mine.tenant]
+        # A renderer that has loaded nothing yet: the other's campaign is refused before it is read.
+        with scoped_renderer(redis_client) as client:
+            admin_paths = {
+                route.path
+                for route in cast(Starlette, client.app).routes
+                if getattr(route, "path", "").startswith("/admin/")
+            }
+            assert admin_paths == {r.split(" ")[1] for r in BEARER_ROUTES if "/admin/" in r}
+            covered += [
+                (r, other.tenant, bearer.kind, "404") for r in refused_as_unknown(client, bearer, other)
+            ]
+            covered += [
+                (r, mine.tenant, bearer.kind, "ok") for r in served(client, redis_client, bearer, mine, other)
+            ]
+            # Still refused once the other's campaign is loaded (by the operator, here).
+            assert (
+                client.get(f"/admin/review/{other.campaign}", headers=OPERATOR.headers("")).status_code == 200
+            )
+            for route, method, path, body in bearer_calls(
+                other.campaign, decided_account(other), 1, "crm-late"
+            ):
+                late = client.request(method, path, json=body, headers=bearer.headers(path))
+                assert late.status_code == 404 and "no published campaign" in late.text, route
+
+    # The operator's tokens reach both tenants' campaigns.
+    with scoped_renderer(redis_client) as client:
+        for mine, other in ((acme, evil), (evil, acme)):
+            covered += [
+                (r, mine.tenant, OPERATOR.kind, "ok")
+                for r in served(client, redis_client, OPERATOR, mine, other)
+            ]
+
+    # Nothing a tenant's tokens sent reached the other tenant's conversions.
+    for mine in (acme, evil):
+        stored = redis_client.hkeys(keys.conversions_key(mine.tenant, mine.campaign))
+        assert {k.decode() for k in stored} == {
+            f"crm-{SCOPED[mine.tenant].kind}-{mine.campaign}",
+            f"crm-operator-{mine.campaign}",
+        }
+
+    # routes × tenants × token kinds (the tenant's own, the other tenant's, the operator's)
+    assert len(covered) == len(set(covered)) == len(BEARER_ROUTES) * 2 * 3

@@ -14,6 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from welcomemat.credentials import (
+    ADMIN_TOKENS_VAR,
+    CRM_TOKENS_VAR,
+    SHARED_ADMIN_NAME,
+    SHARED_CRM_NAME,
+    Credential,
+    check_token_reuse,
+    parse_admin_tokens,
+    parse_crm_tokens,
+)
 from welcomemat.errors import ConfigError
 
 __all__ = [
@@ -22,6 +32,7 @@ __all__ = [
     "SECRET_ENV_VAR",
     "SETTINGS",
     "SHARED_ADMIN_NAME",
+    "SHARED_CRM_NAME",
     "Setting",
     "Settings",
     "check_secret_keys",
@@ -73,8 +84,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "WELCOMEMAT_ADMIN_TOKENS",
         None,
-        "Named bearer tokens for `/admin/...` routes, comma-separated `NAME:TOKEN` pairs (each token at "
-        "least 32 characters): the audit log names who decided by the token's name.",
+        "Named bearer tokens for `/admin/...` routes, comma-separated: `NAME:TOKEN` reaches every "
+        "tenant's campaigns, `NAME@TENANT:TOKEN` only TENANT's (any other campaign is 404, as an unknown "
+        "one). Each token at least 32 characters and its own value; the audit log names who decided "
+        "`NAME` or `NAME@TENANT`.",
     ),
     Setting(
         "WELCOMEMAT_OPERATOR",
@@ -86,7 +99,15 @@ SETTINGS: tuple[Setting, ...] = (
         "WELCOMEMAT_CRM_TOKEN",
         None,
         "Bearer token the CRM sends to `POST /v1/conversions`, at least 32 characters (shorter: every "
-        "command refuses to start, exit 2). Unset: the route is off (404).",
+        "command refuses to start, exit 2); it reaches every tenant's campaigns. Unset (and no "
+        "`WELCOMEMAT_CRM_TOKENS`): the route is off (404).",
+    ),
+    Setting(
+        "WELCOMEMAT_CRM_TOKENS",
+        None,
+        "Tenant-scoped CRM bearer tokens for `POST /v1/conversions`, comma-separated `TENANT:TOKEN` "
+        "pairs (one per tenant, each token at least 32 characters and its own value): a conversion for "
+        "a campaign TENANT does not own is 404, as an unknown campaign, and writes nothing.",
     ),
     Setting("OPENAI_BASE_URL", None, "Base URL of an OpenAI-compatible endpoint for the `openai` provider."),
     Setting("OPENAI_API_KEY", None, "API key for that endpoint."),
@@ -132,10 +153,6 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-# The name the audit log gives whoever presents the shared WELCOMEMAT_ADMIN_TOKEN.
-SHARED_ADMIN_NAME = "admin"
-_ADMIN_TOKEN_MIN_CHARS = 32
-_ADMIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 # A CSP source expression we accept for frame-ancestors: a keyword or an https origin.
 _FRAME_SOURCE = re.compile(r"'none'|'self'|https://[A-Za-z0-9.-]+(?::[0-9]{1,5})?")
@@ -232,24 +249,6 @@ def _allowed_hosts(value: str | None, public_url: str) -> tuple[str, ...]:
     return tuple(h.lower() for h in hosts)
 
 
-def _admin_tokens(value: str | None) -> tuple[tuple[str, str], ...]:
-    """`NAME:TOKEN,...` as (name, token) pairs; ConfigError naming the entry by position, never the token."""
-    pairs: list[tuple[str, str]] = []
-    for position, entry in enumerate(_split(value), start=1):
-        name, sep, token = entry.partition(":")
-        where = f"WELCOMEMAT_ADMIN_TOKENS entry #{position}"
-        if not sep or _ADMIN_NAME.fullmatch(name) is None:
-            raise ConfigError(f"{where} must be NAME:TOKEN, NAME of letters, digits and '_.-'")
-        if name == SHARED_ADMIN_NAME or name in {n for n, _ in pairs}:
-            raise ConfigError(f"{where}: the name {name!r} is taken (`admin` is WELCOMEMAT_ADMIN_TOKEN's)")
-        if len(token) < _ADMIN_TOKEN_MIN_CHARS:
-            raise ConfigError(
-                f"{where} ({name}): the token is {len(token)} characters; at least {_ADMIN_TOKEN_MIN_CHARS}"
-            )
-        pairs.append((name, token))
-    return tuple(pairs)
-
-
 def _frame_ancestors(value: str | None) -> str:
     sources = (value or "'none'").split()
     for source in sources:
@@ -282,14 +281,26 @@ class Settings:
     crm_webhook_secret: str | None = None
     crm_token: str | None = None
     operator: str | None = None
-    # (name, token) of each WELCOMEMAT_ADMIN_TOKENS entry
-    admin_tokens: tuple[tuple[str, str], ...] = ()
+    # each WELCOMEMAT_ADMIN_TOKENS entry: the operator's (no tenant) or scoped to one tenant
+    admin_tokens: tuple[Credential, ...] = ()
+    # each WELCOMEMAT_CRM_TOKENS entry, scoped to its tenant
+    crm_tokens: tuple[Credential, ...] = ()
 
     def __post_init__(self) -> None:
         """Refuse a short bearer token or signing key however the settings were built (the
         environment, flags, a test): every process that starts from them refuses to start."""
         for name, field in BEARER_TOKEN_SETTINGS:
             _check_bearer_token(name, getattr(self, field))
+        for variable, credentials in (
+            (ADMIN_TOKENS_VAR, self.admin_tokens),
+            (CRM_TOKENS_VAR, self.crm_tokens),
+        ):
+            for position, credential in enumerate(credentials, start=1):
+                _check_bearer_token(f"{variable} entry #{position} ({credential.actor})", credential.token)
+        check_token_reuse(
+            ((name, getattr(self, field)) for name, field in BEARER_TOKEN_SETTINGS),
+            ((ADMIN_TOKENS_VAR, self.admin_tokens), (CRM_TOKENS_VAR, self.crm_tokens)),
+        )
         if self.secret:
             secret_keys(self.secret)
 
@@ -319,7 +330,8 @@ class Settings:
             "admin_token": get("WELCOMEMAT_ADMIN_TOKEN"),
             "crm_token": get("WELCOMEMAT_CRM_TOKEN"),
             "operator": get("WELCOMEMAT_OPERATOR"),
-            "admin_tokens": _admin_tokens(get("WELCOMEMAT_ADMIN_TOKENS")),
+            "admin_tokens": parse_admin_tokens(get(ADMIN_TOKENS_VAR)),
+            "crm_tokens": parse_crm_tokens(get(CRM_TOKENS_VAR)),
             "openai_base_url": get("OPENAI_BASE_URL"),
             "openai_api_key": get("OPENAI_API_KEY"),
             "model": get("WELCOMEMAT_MODEL"),
@@ -342,9 +354,14 @@ class Settings:
             )
         return self.secret
 
-    def admin_credentials(self) -> dict[str, str]:
-        """Every admin bearer token by the name the audit log gives it (empty: admin routes off)."""
-        named = dict(self.admin_tokens)
-        if self.admin_token:
-            named[SHARED_ADMIN_NAME] = self.admin_token
-        return named
+    def admin_credentials(self) -> tuple[Credential, ...]:
+        """Every admin bearer credential (empty: admin routes off); the shared token is the
+        operator's, named `admin`."""
+        shared = (Credential(SHARED_ADMIN_NAME, self.admin_token),) if self.admin_token else ()
+        return shared + self.admin_tokens
+
+    def crm_credentials(self) -> tuple[Credential, ...]:
+        """Every CRM bearer credential (empty: `POST /v1/conversions` off); the shared token is
+        the operator's, each `WELCOMEMAT_CRM_TOKENS` entry its tenant's."""
+        shared = (Credential(SHARED_CRM_NAME, self.crm_token),) if self.crm_token else ()
+        return shared + self.crm_tokens

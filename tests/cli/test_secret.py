@@ -56,9 +56,15 @@ def test_rotate_notes_a_rotation_already_under_way(tmp_path: Path) -> None:
 
 
 def test_check_passes_a_rotated_environment_and_prints_no_value(tmp_path: Path) -> None:
-    env = {"WELCOMEMAT_SECRET": f"{NEW},{OLD}", "WELCOMEMAT_ADMIN_TOKEN": ADMIN}
+    scoped = {
+        "WELCOMEMAT_ADMIN_TOKENS": f"rita:{ADMIN}x,sam@acme:{ADMIN}y",
+        "WELCOMEMAT_CRM_TOKENS": f"acme:{ADMIN}z",
+    }
+    env = {"WELCOMEMAT_SECRET": f"{NEW},{OLD}", "WELCOMEMAT_ADMIN_TOKEN": ADMIN, **scoped}
     result = run("secret", "rotate", "--check", env=env, home=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "WELCOMEMAT_ADMIN_TOKENS: 2 token(s), 1 tenant(s) scoped (acme)" in result.stdout
+    assert "WELCOMEMAT_CRM_TOKENS: 1 token(s), 1 tenant(s) scoped (acme)" in result.stdout
     assert "key #1: 44 characters, signs" in result.stdout
     assert "key #2: 45 characters, verifies only" in result.stdout
     assert "WELCOMEMAT_CRM_TOKEN: unset" in result.stdout and result.stdout.endswith("ok\n")
@@ -84,6 +90,22 @@ def test_check_passes_a_rotated_environment_and_prints_no_value(tmp_path: Path) 
         (
             {"WELCOMEMAT_SECRET": NEW, "WELCOMEMAT_ADMIN_TOKEN": ADMIN, "WELCOMEMAT_CRM_TOKEN": ADMIN},
             "WELCOMEMAT_CRM_TOKEN is the same as WELCOMEMAT_ADMIN_TOKEN",
+        ),
+        (
+            {"WELCOMEMAT_SECRET": NEW, "WELCOMEMAT_CRM_TOKENS": f"acme:{ADMIN},acme:{OLD}"},
+            "WELCOMEMAT_CRM_TOKENS entry #2: tenant 'acme' is listed twice",
+        ),
+        (
+            {
+                "WELCOMEMAT_SECRET": NEW,
+                "WELCOMEMAT_ADMIN_TOKEN": ADMIN,
+                "WELCOMEMAT_ADMIN_TOKENS": f"sam@acme:{ADMIN}",
+            },
+            "WELCOMEMAT_ADMIN_TOKENS entry #1 (sam@acme): its token is also WELCOMEMAT_ADMIN_TOKEN's",
+        ),
+        (
+            {"WELCOMEMAT_SECRET": NEW, "WELCOMEMAT_CRM_TOKENS": f"acme:{NEW}"},
+            "WELCOMEMAT_CRM_TOKENS entry #1 is also a WELCOMEMAT_SECRET key",
         ),
     ],
 )

@@ -45,6 +45,7 @@ from welcomemat import keys
 from welcomemat.arms import Arm
 from welcomemat.audit import AuditAction, Auditor, Via, append_entry, read_entries
 from welcomemat.campaign_view import ResolvedZone
+from welcomemat.credentials import Credential
 from welcomemat.errors import StoredValueError
 from welcomemat.markup import render_text
 from welcomemat.reasons import ZoneReason
@@ -525,8 +526,8 @@ def test_a_rejection_without_a_reason_is_400_and_changes_nothing(
 
 
 def test_decisions_are_audit_logged_as_the_named_token_that_made_them(precomputed: redis.Redis) -> None:
-    rita = "rita-token-0123456789-0123456789-xyz"
-    app = _app(precomputed, admin_tokens=(("rita", rita),))
+    rita, sam = "rita-token-0123456789-0123456789-xyz", "sam-token-0123456789-0123456789-xyzw"
+    app = _app(precomputed, admin_tokens=(Credential("rita", rita), Credential("sam", sam, TENANT)))
     with TestClient(app, base_url=BASE_URL) as client:
         rita_auth = {"authorization": f"Bearer {rita}"}
         approved = client.post(
@@ -545,7 +546,7 @@ def test_decisions_are_audit_logged_as_the_named_token_that_made_them(precompute
         assert nothing.status_code == 404 and "no previous version" in nothing.json()["error"]
         rejected = client.post(
             f"/admin/review/{CAMPAIGN}/{DYMAXA}/reject",
-            headers=AUTH,
+            headers={"authorization": f"Bearer {sam}"},  # scoped to the campaign's tenant
             json={"version": 2, "reason": "a rumour"},
         )
         assert rejected.status_code == 200
@@ -553,7 +554,7 @@ def test_decisions_are_audit_logged_as_the_named_token_that_made_them(precompute
     assert [(e.action.value, e.actor, e.via.value, e.version, e.reason) for e in entries] == [
         ("publish", "precompute", "precompute", 1, None),
         ("approve", "rita", "http", 2, "ok"),
-        ("reject", "admin", "http", 3, "a rumour"),
+        ("reject", f"sam@{TENANT}", "http", 3, "a rumour"),
     ]
     assert entries[1].at == NOW  # the app's clock
 
@@ -613,7 +614,10 @@ def test_admin_routes_answer_503_not_500_when_redis_is_down() -> None:
 
 def test_openapi_describes_the_admin_routes(admin: TestClient) -> None:
     schema = admin.get("/openapi.json").json()
-    assert schema["components"]["securitySchemes"]["adminBearer"] == {"type": "http", "scheme": "bearer"}
+    scheme = schema["components"]["securitySchemes"]["adminBearer"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer") and "NAME@TENANT:TOKEN" in scheme[
+        "description"
+    ]
     for method, path in ROUTES:
         templated = path.replace(CAMPAIGN, "{campaign}").replace(DYMAXA, "{account}")
         operation = schema["paths"][templated][method.lower()]

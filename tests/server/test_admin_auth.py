@@ -1,4 +1,4 @@
-"""The bearer check every admin route makes."""
+"""The bearer check every admin route makes, and the one decision on whose campaign it may act."""
 
 from __future__ import annotations
 
@@ -9,14 +9,16 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from server.admin_auth import require_admin
+from server.admin_auth import require_credential
+from tests.corpora import REPO_ROOT
+from welcomemat.credentials import Credential
 
 TOKEN = "admin-token-for-tests-0123456789abcdef"
 
 
 def _client(token: str | None) -> TestClient:
     async def endpoint(request: Request) -> PlainTextResponse:
-        require_admin(request, token)
+        require_credential(request, [Credential("admin", token)] if token is not None else [])
         return PlainTextResponse("ok")
 
     return TestClient(Starlette(routes=[Route("/admin/x", endpoint)]))
@@ -55,17 +57,39 @@ def test_the_right_token_passes(header: str) -> None:
     assert response.text == "ok"
 
 
-def test_a_named_token_is_known_by_its_name() -> None:
-    names: list[str] = []
-    tokens = {"admin": TOKEN, "rita": "rita-" + TOKEN, "sam": "sam-" + TOKEN}
+def test_a_named_or_scoped_token_is_known_by_its_name_and_scope() -> None:
+    actors: list[str] = []
+    credentials = [
+        Credential("admin", TOKEN),
+        Credential("rita", "rita-" + TOKEN),
+        Credential("sam", "sam-" + TOKEN, "acme"),
+    ]
 
     async def endpoint(request: Request) -> PlainTextResponse:
-        names.append(require_admin(request, tokens))
+        actors.append(require_credential(request, credentials).actor)
         return PlainTextResponse("ok")
 
     client = TestClient(Starlette(routes=[Route("/admin/x", endpoint)]))
-    for token in tokens.values():
-        assert client.get("/admin/x", headers={"authorization": f"Bearer {token}"}).status_code == 200
-    assert names == ["admin", "rita", "sam"]
+    for credential in credentials:
+        answer = client.get("/admin/x", headers={"authorization": f"Bearer {credential.token}"})
+        assert answer.status_code == 200
+    assert actors == ["admin", "rita", "sam@acme"]
     assert client.get("/admin/x", headers={"authorization": "Bearer rita"}).status_code == 401
     assert client.get("/admin/x", headers={"authorization": "Bearer "}).status_code == 401
+
+
+def test_a_scoped_credential_may_act_on_its_own_tenants_campaigns_only() -> None:
+    operator, scoped = Credential("rita", TOKEN), Credential("sam", TOKEN, "acme")
+    assert operator.may_act_on("acme") and operator.may_act_on("evil")
+    assert scoped.may_act_on("acme") and not scoped.may_act_on("evil")
+    assert not operator.may_act_on(None) and not scoped.may_act_on(None)  # nobody's campaign
+    assert TOKEN not in repr(scoped)
+
+
+def test_admin_and_crm_routes_reach_a_campaign_only_through_the_choke_point() -> None:
+    """`admin_auth.campaign_for` decides whether a credential may act on a campaign: no route
+    behind a bearer token looks a campaign up by itself."""
+    for name in ("admin.py", "admin_lift.py", "conversions_api.py"):
+        source = (REPO_ROOT / "server" / name).read_text()
+        assert "campaigns.resolve(" not in source and "owner_of(" not in source, name
+        assert "campaign_for(" in source, name

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import main
 from tests.corpora import REPO_ROOT
+from welcomemat.credentials import Credential
 from welcomemat.errors import ConfigError
 from welcomemat.settings import SETTINGS, Settings
 
@@ -59,20 +61,103 @@ def test_missing_secret_says_how_to_make_one() -> None:
 def test_named_admin_tokens_and_the_shared_one_by_name() -> None:
     rita, sam = "r" * 32, "s" * 40
     s = Settings.from_env(
-        {"WELCOMEMAT_ADMIN_TOKENS": f"rita:{rita}, sam:{sam}", "WELCOMEMAT_ADMIN_TOKEN": "t" * 32}
+        {"WELCOMEMAT_ADMIN_TOKENS": f"rita:{rita}, sam@acme:{sam}", "WELCOMEMAT_ADMIN_TOKEN": "t" * 32}
     )
-    assert s.admin_credentials() == {"rita": rita, "sam": sam, "admin": "t" * 32}
-    assert Settings.from_env({}).admin_credentials() == {}
+    assert s.admin_credentials() == (
+        Credential("admin", "t" * 32),
+        Credential("rita", rita),
+        Credential("sam", sam, "acme"),
+    )
+    assert [c.actor for c in s.admin_credentials()] == ["admin", "rita", "sam@acme"]
+    assert Settings.from_env({}).admin_credentials() == ()
     for value, words in (
-        (f"rita{rita}", "entry #1 must be NAME:TOKEN"),
+        (f"rita{rita}", "entry #1 must be NAME:TOKEN or NAME@TENANT:TOKEN"),
         (f"rita:{rita},ri ta:{sam}", "entry #2 must be NAME:TOKEN"),
+        (f"rita@:{rita}", "entry #1 must be NAME:TOKEN"),
+        (f"rita@ac/me:{rita}", "entry #1 must be NAME:TOKEN"),
+        (f"rita@acme@evil:{rita}", "entry #1 must be NAME:TOKEN"),
         (f"rita:{rita},rita:{sam}", "'rita' is taken"),
+        (f"rita@acme:{rita},rita@evil:{sam}", "'rita' is taken"),
         (f"admin:{rita}", "'admin' is taken"),
+        (f"admin@acme:{rita}", "'admin' is taken"),
         ("rita:short", "at least 32"),
+        ("rita@acme:short", r"entry #1 \(rita@acme\): the token is 5 characters; at least 32"),
+        (
+            f"rita:{rita},sam@acme:{rita}",
+            r"entry #2 \(sam@acme\): its token is also WELCOMEMAT_ADMIN_TOKENS entry #1's",
+        ),
+        (f"{'n' * 64}@{'t' * 64}:{rita}", "the audit log records at most 128"),
     ):
         with pytest.raises(ConfigError, match=words) as raised:
             Settings.from_env({"WELCOMEMAT_ADMIN_TOKENS": value})
-        assert rita not in str(raised.value) and "short" not in str(raised.value)
+        assert (
+            rita not in str(raised.value)
+            and sam not in str(raised.value)
+            and "short" not in str(raised.value)
+        )
+
+
+def test_crm_tokens_are_one_per_tenant_each_its_own_value() -> None:
+    acme, evil, shared = "a" * 32, "e" * 40, "c" * 33
+    s = Settings.from_env(
+        {"WELCOMEMAT_CRM_TOKENS": f"acme:{acme} , evil:{evil}", "WELCOMEMAT_CRM_TOKEN": shared}
+    )
+    assert s.crm_credentials() == (
+        Credential("crm", shared),
+        Credential("crm", acme, "acme"),
+        Credential("crm", evil, "evil"),
+    )
+    assert Settings.from_env({"WELCOMEMAT_CRM_TOKENS": f"acme:{acme}"}).crm_credentials() == (
+        Credential("crm", acme, "acme"),
+    )
+    assert Settings.from_env({}).crm_credentials() == ()
+    for env, words in (
+        ({"WELCOMEMAT_CRM_TOKENS": acme}, "WELCOMEMAT_CRM_TOKENS entry #1 must be TENANT:TOKEN"),
+        ({"WELCOMEMAT_CRM_TOKENS": f"ac me:{acme}"}, "entry #1 must be TENANT:TOKEN"),
+        ({"WELCOMEMAT_CRM_TOKENS": f":{acme}"}, "entry #1 must be TENANT:TOKEN"),
+        ({"WELCOMEMAT_CRM_TOKENS": "acme:short"}, r"entry #1 \(acme\): the token is 5 characters"),
+        ({"WELCOMEMAT_CRM_TOKENS": f"acme:{acme},acme:{evil}"}, "entry #2: tenant 'acme' is listed twice"),
+        (
+            {"WELCOMEMAT_CRM_TOKENS": f"acme:{acme},evil:{acme}"},
+            r"entry #2 \(crm@evil\): its token is also WELCOMEMAT_CRM_TOKENS entry #1's",
+        ),
+        (
+            {"WELCOMEMAT_CRM_TOKENS": f"acme:{acme}", "WELCOMEMAT_CRM_TOKEN": acme},
+            "entry #1 .*: its token is also WELCOMEMAT_CRM_TOKEN's",
+        ),
+        (
+            {"WELCOMEMAT_CRM_TOKENS": f"acme:{acme}", "WELCOMEMAT_ADMIN_TOKEN": acme},
+            "WELCOMEMAT_CRM_TOKENS entry #1 .*: its token is also WELCOMEMAT_ADMIN_TOKEN's",
+        ),
+        (
+            {"WELCOMEMAT_CRM_TOKENS": f"acme:{acme}", "WELCOMEMAT_ADMIN_TOKENS": f"sam@acme:{acme}"},
+            "WELCOMEMAT_CRM_TOKENS entry #1 .*: its token is also WELCOMEMAT_ADMIN_TOKENS entry #1's",
+        ),
+    ):
+        with pytest.raises(ConfigError, match=words) as raised:
+            Settings.from_env(env)
+        assert (
+            acme not in str(raised.value)
+            and evil not in str(raised.value)
+            and "short" not in str(raised.value)
+        )
+
+
+def test_scoped_tokens_set_by_flags_are_checked_too() -> None:
+    with pytest.raises(ConfigError, match=r"WELCOMEMAT_CRM_TOKENS entry #1 \(crm@acme\) is 5 characters"):
+        Settings.from_env({}, crm_tokens=(Credential("crm", "short", "acme"),))
+    with pytest.raises(ConfigError, match="its token is also WELCOMEMAT_ADMIN_TOKEN's"):
+        Settings.from_env({}, admin_token="t" * 32, admin_tokens=(Credential("rita", "t" * 32, "acme"),))
+
+
+def test_a_command_refuses_bad_scoped_tokens_with_exit_2_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    token = "z" * 40
+    monkeypatch.setenv("WELCOMEMAT_CRM_TOKENS", f"acme:{token},acme:{token}x")
+    assert main(["audit", "--tenant", "acme"]) == 2
+    err = capsys.readouterr().err
+    assert "WELCOMEMAT_CRM_TOKENS entry #2: tenant 'acme' is listed twice" in err and token not in err
 
 
 SHORT = "tok-" + "x" * 27  # 31 characters, one short

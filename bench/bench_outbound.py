@@ -173,7 +173,7 @@ def publish_export_campaign(client: redis.Redis, contacts: int) -> None:
     from datetime import UTC, date, datetime, timedelta
 
     from precompute.policy import build_policy
-    from precompute.run import publish_campaign_config
+    from precompute.published_config import publish_campaign_config
     from welcomemat.accounts import Account
     from welcomemat.campaign import load_campaign
     from welcomemat.records import write_profile

@@ -18,10 +18,11 @@ from pathlib import Path
 import redis
 
 from precompute.inputs import load_campaign_inputs
+from precompute.progress import progress_bar
 from precompute.providers.base import Provider
 from precompute.qa import QaReport, run_qa
 from precompute.report import MalformedRow, RunReport
-from precompute.run import PrecomputeRun, progress_bar
+from precompute.run import PrecomputeRun
 from welcomemat import keys
 from welcomemat.accounts import MAX_LINE_BYTES, read_accounts
 from welcomemat.audit import AuditAction, Auditor, check_reason

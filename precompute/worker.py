@@ -36,7 +36,9 @@ from typing import Any
 
 import redis
 
+from precompute.journal import JournalState
 from precompute.providers.base import Provider
+from precompute.published_config import load_campaign_config
 from precompute.queue import (
     MAX_DELIVERIES,
     ActiveRun,
@@ -49,7 +51,8 @@ from precompute.queue import (
     work_stream,
 )
 from precompute.report import RunReport
-from precompute.run import JournalState, PrecomputeRun, SampleCandidate, load_campaign_config
+from precompute.review_sample import SampleCandidate
+from precompute.run import PrecomputeRun
 from welcomemat import keys
 from welcomemat.audit import Auditor, Via
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant

@@ -7,7 +7,7 @@ exports, the lift report, QA, explain, review and the distributed workers read i
 module for both directions, so the writer and its readers cannot drift apart on a field name.
 
 The effective policy travels as the JSON object precompute wrote (a precompute concept: its
-decoder, `precompute.run.policy_from_json`, stays there); the other readers ignore it.
+decoder, `precompute.published_config.policy_from_json`, stays there); the other readers ignore it.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from precompute.checks import CheckInput, build_vocabulary, run_checks
 from precompute.commands import PROVIDERS, make_provider
 from precompute.context_builder import build_context
 from precompute.explain import format_explain
+from precompute.journal import JournalState
 from precompute.policy import build_policy
 from precompute.providers.base import GenerationRequest, GenerationResult, Provider, ZoneDraft
 from precompute.providers.extraction import ExtractedFact, ExtractedFacts, verified_facts
@@ -44,7 +45,7 @@ from precompute.providers.openai_provider import (
 )
 from precompute.qa import run_qa
 from precompute.report import RunReport
-from precompute.run import JournalState, PrecomputeRun
+from precompute.run import PrecomputeRun
 from precompute.trust import short_name
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today

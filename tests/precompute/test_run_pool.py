@@ -18,8 +18,9 @@ from precompute.context_builder import build_context
 from precompute.policy import build_policy
 from precompute.providers.base import GenerationRequest, GenerationResult, ProviderUsage
 from precompute.providers.offline import OfflineComposer
+from precompute.publish import CHUNK_SIZE, PUBLISH_BATCH
 from precompute.report import RunReport
-from precompute.run import CHUNK_SIZE, PUBLISH_BATCH, PrecomputeRun
+from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
 from welcomemat.accounts import Account, read_accounts

@@ -26,8 +26,9 @@ from precompute.hashing import account_input_hash
 from precompute.policy import build_policy
 from precompute.providers.base import GenerationRequest, GenerationResult
 from precompute.providers.offline import OfflineComposer
+from precompute.published_config import load_campaign_config
 from precompute.queue import WorkEntry, enqueue_run, read_progress
-from precompute.run import PrecomputeRun, load_campaign_config
+from precompute.run import PrecomputeRun
 from precompute.worker import Worker, WorkerOptions
 from tests.corpora import REPO_ROOT
 from welcomemat import keys

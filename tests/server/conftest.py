@@ -1,6 +1,6 @@
 """Renderer test helpers: the example campaign published as precompute publishes it, zone sets, apps.
 
-The campaign config is written in the shape `precompute.run.publish_campaign_config`
+The campaign config is written in the shape `precompute.published_config.publish_campaign_config`
 writes (`{"campaign": ..., "zones": ..., "theme"?: ...}` under `keys.campaign_config_key`, indexed in
 `keys.campaigns_index_key`); the renderer tests do not run precompute. No owner is recorded
 (`keys.campaign_owner_key`): the renderer serves such an id as its one indexed tenant's, like a

@@ -1,0 +1,103 @@
+"""The campaign config a run publishes to Redis, and how a worker loads it back.
+
+Before its first account a run stores what the renderer, QA, review and the distributed
+workers read instead of the campaign files: the contracts, the effective policy, the theme
+and the campaign's IP ranges (`publish_campaign_config`). A worker on another machine has
+no campaign files, so it builds its run from that stored value (`load_campaign_config`).
+The value's format is the core's one codec (`welcomemat.campaign_config`); the effective
+policy inside it is a precompute concept, so its decoder (`policy_from_json`) lives here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+import redis
+
+from precompute.context import EffectivePolicy
+from welcomemat import keys
+from welcomemat.accounts import Account
+from welcomemat.campaign import Campaign, Confidence
+from welcomemat.campaign_config import decode_campaign_config, encode_campaign_config
+from welcomemat.campaign_owner import claim_campaign
+from welcomemat.errors import StoredValueError
+from welcomemat.theme import Theme
+from welcomemat.zone_contract import ZoneContract
+
+__all__ = ["load_campaign_config", "policy_from_json", "publish_campaign_config"]
+
+
+def publish_campaign_config(
+    client: redis.Redis,
+    campaign: Campaign,
+    zones: dict[str, ZoneContract],
+    policy: EffectivePolicy,
+    accounts: Sequence[Account] | None = None,
+    theme: Theme | None = None,
+) -> None:
+    """Store what the renderer, QA and review read: contracts, theme, IP ranges; index the campaign id.
+
+    The campaign's theme (its base.html and files, checked at load) travels inside the config:
+    the renderer reads no campaign files, and one value keeps the theme and the campaign it
+    was checked against in step.
+
+    First the campaign id is claimed for its tenant (`welcomemat.campaign_owner`): an id
+    another tenant owns is refused (`CampaignOwnerError`) before anything is written.
+    With `accounts`, the campaign's IP-range map (account id -> CIDRs, the renderer's IP
+    identification index) is replaced whole, in the same transaction as the contracts.
+    The owner and the index of campaign ids live outside the campaign's hash slot, so they
+    are written apart from that transaction (Redis Cluster allows a transaction in one slot only).
+    """
+    config = encode_campaign_config(campaign, zones, asdict(policy), theme)
+    tenant, campaign_id = campaign.tenant, campaign.campaign
+    claim_campaign(client, tenant, campaign_id)
+    pipe = client.pipeline(transaction=True)
+    pipe.set(keys.campaign_config_key(tenant, campaign_id), config, ex=keys.CAMPAIGN_TTL_S)
+    if accounts is not None:
+        ranges = {a.account_id: json.dumps(a.ip_ranges) for a in accounts if a.ip_ranges}
+        ip_key = keys.ip_ranges_key(tenant, campaign_id)
+        pipe.delete(ip_key)
+        if ranges:
+            pipe.hset(ip_key, mapping=ranges)  # type: ignore[arg-type]
+            pipe.expire(ip_key, keys.CAMPAIGN_TTL_S)
+    pipe.execute()
+    index = client.pipeline(transaction=False)
+    index.hset(keys.campaigns_index_key(), f"{tenant}/{campaign_id}", campaign_id)
+    index.expire(keys.campaigns_index_key(), keys.CAMPAIGN_TTL_S)
+    index.execute()
+
+
+def policy_from_json(data: dict[str, Any]) -> EffectivePolicy:
+    """The `EffectivePolicy` that `publish_campaign_config` stored, as it was (same fingerprint)."""
+    return EffectivePolicy(
+        signal_windows_days={str(k): int(v) for k, v in data["signal_windows_days"].items()},
+        min_confidence=Confidence(data["min_confidence"]),
+        banned_phrases=tuple(data["banned_phrases"]),
+        banned_openers=tuple(data["banned_openers"]),
+        prohibited_claims=tuple(data["prohibited_claims"]),
+        min_model_confidence=float(data["min_model_confidence"]),
+        sources={str(k): str(v) for k, v in data["sources"].items()},
+    )
+
+
+def load_campaign_config(
+    client: redis.Redis, tenant: str, campaign_id: str
+) -> tuple[Campaign, dict[str, ZoneContract], EffectivePolicy] | None:
+    """Campaign, zone contracts and effective policy as last published; None if there are none.
+
+    What a worker on another machine builds its run from: it has no campaign files. Raises
+    StoredValueError (naming the key) when the stored config does not decode.
+    """
+    key = keys.campaign_config_key(tenant, campaign_id)
+    raw = client.get(key)
+    if raw is None:
+        return None
+    stored = decode_campaign_config(tenant, campaign_id, raw)
+    try:
+        policy = policy_from_json(dict(stored.policy))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoredValueError(key, f"policy {type(exc).__name__}: {exc}") from exc
+    return stored.campaign, stored.zones, policy

@@ -297,16 +297,14 @@ class ZoneSetStore:
 
     def get(self, tenant: str, campaign: str, account_id: str) -> ZoneSet | None:
         """The current zone set of an account, or None."""
-        key = keys.zone_set_key(tenant, campaign, account_id)
-        try:
-            raw = self._client.get(key)
-        except RedisError as exc:
-            raise StoreError(f"Redis GET {key!r} failed: {exc}") from exc
-        return self._decode(key, raw, tenant, campaign, account_id)
+        return self._get(keys.zone_set_key(tenant, campaign, account_id), tenant, campaign, account_id)
 
     def get_previous(self, tenant: str, campaign: str, account_id: str) -> ZoneSet | None:
         """The zone set a rollback would restore, or None."""
         key = keys.previous_zone_set_key(tenant, campaign, account_id)
+        return self._get(key, tenant, campaign, account_id)
+
+    def _get(self, key: str, tenant: str, campaign: str, account_id: str) -> ZoneSet | None:
         try:
             raw = self._client.get(key)
         except RedisError as exc:

@@ -7,11 +7,17 @@ from welcomemat.settings import Settings
 __all__ = ["run_serve"]
 
 
-def run_serve(*, host: str, port: int, workers: int) -> int:
+# uvicorn's (http, loop) settings per `--http` choice.
+_STACKS = {"fast": ("httptools", "uvloop"), "h11": ("h11", "asyncio")}
+
+
+def run_serve(*, host: str, port: int, workers: int, http: str = "fast") -> int:
     """Serve until interrupted. Settings are read (and refused, exit 2) before anything starts.
 
     uvicorn's own `X-Forwarded-For` handling is off: the renderer honours that header only
     from `WELCOMEMAT_TRUSTED_PROXIES`, and two layers rewriting the client would disagree.
+    `http` is "fast" (httptools + uvloop, named explicitly: uvicorn's "auto" would quietly
+    fall back to the slow stack if they were missing) or "h11".
     """
     import uvicorn
 
@@ -20,7 +26,11 @@ def run_serve(*, host: str, port: int, workers: int) -> int:
     settings = Settings.from_env()
     # Start the embedded Redis (when REDIS_URL is unset) once here, not racing in each worker.
     target = resolve_redis(settings)
-    print(f"welcomemat: renderer on http://{host}:{port} ({workers} worker(s)); {target.describe()}")
+    parser, loop = _STACKS[http]
+    print(
+        f"welcomemat: renderer on http://{host}:{port} ({workers} worker(s), {parser} + {loop}); "
+        f"{target.describe()}"
+    )
     print(f"welcomemat: public URL {settings.public_url}; allowed hosts {', '.join(settings.allowed_hosts)}")
     uvicorn.run(
         "server.app:app_from_env",
@@ -28,6 +38,8 @@ def run_serve(*, host: str, port: int, workers: int) -> int:
         host=host,
         port=port,
         workers=workers,
+        http=parser,
+        loop=loop,
         proxy_headers=False,
         server_header=False,
         log_level=settings.log_level.lower(),

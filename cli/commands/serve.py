@@ -6,6 +6,8 @@ import argparse
 
 from cli.arg_types import positive_int
 
+HTTP_STACKS = ("fast", "h11")
+
 __all__ = ["register", "run"]
 
 
@@ -14,10 +16,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=positive_int, default=8000, help="port (default: 8000)")
     serve.add_argument("--workers", type=positive_int, default=1, help="worker processes (default: 1)")
+    serve.add_argument(
+        "--http",
+        choices=HTTP_STACKS,
+        default="fast",
+        help="fast: httptools and uvloop (installed with the package, the default); h11: uvicorn's "
+        "pure-Python HTTP parser and asyncio's event loop (slower; for platforms without the others)",
+    )
     serve.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from server.serve import run_serve
 
-    return run_serve(host=args.host, port=args.port, workers=args.workers)
+    return run_serve(host=args.host, port=args.port, workers=args.workers, http=args.http)

@@ -225,7 +225,19 @@ def test_link_refuses_bad_ids_and_ttls(tmp_path: Path) -> None:
     assert run("link", f"{TENANT}/{CAMPAIGN}", "a", "--ttl", "0", env=env, home=tmp_path).returncode == 2
 
 
-def test_serve_runs_the_renderer(tmp_path: Path, redis_url: str, redis_client: redis.Redis) -> None:
+@pytest.mark.parametrize(
+    ("flags", "stack", "native"),
+    [((), "httptools + uvloop", True), (("--http", "h11"), "h11 + asyncio", False)],
+    ids=["fast-by-default", "h11"],
+)
+def test_serve_runs_the_renderer(
+    tmp_path: Path,
+    redis_url: str,
+    redis_client: redis.Redis,
+    flags: tuple[str, ...],
+    stack: str,
+    native: bool,
+) -> None:
     campaign, zones = example_inputs()
     publish_config(redis_client, campaign, zones)
     import socket
@@ -236,7 +248,7 @@ def test_serve_runs_the_renderer(tmp_path: Path, redis_url: str, redis_client: r
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WELCOMEMAT_", "REDIS_URL"))}
     env.update({"REDIS_URL": redis_url, "WELCOMEMAT_SECRET": SECRET, "WELCOMEMAT_HOME": str(tmp_path)})
     process = subprocess.Popen(
-        [WELCOMEMAT, "serve", "--port", str(port)],
+        [WELCOMEMAT, "serve", "--port", str(port), *flags],
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -254,9 +266,13 @@ def test_serve_runs_the_renderer(tmp_path: Path, redis_url: str, redis_client: r
                 time.sleep(0.1)
         assert response.status_code == 200 and 'data-wm-zone="hero_headline"' in response.text
         assert "server" not in response.headers  # no version banner
+        # The process that answered runs the compiled parser and loop, or not (one worker: itself).
+        libraries = Path(f"/proc/{process.pid}/maps").read_text()
+        assert ("uvloop" in libraries and "httptools" in libraries) is native
     finally:
         process.terminate()
-        process.communicate(timeout=10)
+        out, _ = process.communicate(timeout=10)
+    assert f"1 worker(s), {stack})" in out.decode()
 
 
 def test_serve_refuses_bad_settings_with_exit_2(tmp_path: Path) -> None:

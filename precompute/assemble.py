@@ -6,6 +6,11 @@ every draft, and keep each zone's personal draft only if every check passes. Any
 else takes the segment's human-written copy, or the campaign default when the segment
 has none. Every zone records its rung and the reason for it (`welcomemat.reasons`), and a
 zone the provider wrote no draft for keeps the provider's `Decline` (its note is for `explain`).
+
+Doubt holds a draft rather than losing it (`welcomemat.held`): a draft the self-review judged
+not ok, or whose self-reported confidence is below `min_model_confidence`, falls back like
+any other, but is kept with the layer's note, built as it would be published and with the
+deterministic checks it fails (which make it unapprovable), for a person to approve.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from precompute.providers.base import (
 from welcomemat.accounts import Account, Fact
 from welcomemat.campaign import Campaign, ZoneCopy
 from welcomemat.errors import ContractError, ProviderUnavailable
+from welcomemat.held import HeldDraft, HoldLayer
 from welcomemat.markup import CleanedMarkup, clean_inline, markup_to_text
 from welcomemat.reasons import UNKNOWN_SEGMENT, ZoneReason, zone_reason
 from welcomemat.urlgate import LinkAllowlist, gate_link
@@ -64,12 +70,14 @@ class ZoneOutcome:
     """What happened to one zone: the content served and, if a draft was tried, why it failed.
 
     `decline`: the provider was asked and wrote no draft for the zone, and said why.
+    `held`: a draft doubt kept off the page, for a person to approve.
     """
 
     content: ZoneContent
     draft: ZoneDraft | None
     failures: tuple[CheckFailure, ...]
     decline: Decline | None = None
+    held: HeldDraft | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,10 @@ class AccountOutcome:
     retries: int = 0
     # The provider could not write (ProviderUnavailable): fallback now, generate on the next run.
     deferred: bool = False
+
+
+# The check whose failure is doubt, not a broken rule: a person may approve past it.
+_DOUBT_CHECK = "confidence"
 
 
 def _day_start(day: date) -> datetime:
@@ -228,6 +240,32 @@ class Assembler:
             markup=markup,
         )
 
+    def _hold(
+        self,
+        draft: ZoneDraft,
+        contract: ZoneContract,
+        ctx: GovernedContext,
+        layer: HoldLayer,
+        note: str,
+        failures: Sequence[CheckFailure],
+    ) -> HeldDraft:
+        """The draft as a person would approve it: doubt aside, every check still stands."""
+        blocking = [f"{f.check}:{f.reason}" for f in failures if f.check != _DOUBT_CHECK]
+        content = None if blocking else self._personal(draft, contract, ctx)
+        if content is None and not blocking:
+            blocking.append(zone_reason(ZoneReason.CTA_LINK_REFUSED))
+        ends = [f.expires_at for f in ctx.facts if f.id in draft.fact_ids]
+        ends += [draft.valid_until] if draft.valid_until is not None else []
+        return HeldDraft(
+            zone_id=contract.id,
+            layer=layer,
+            note=note,
+            draft=draft.text,
+            content=content,
+            valid_until=_day_start(min(ends)) if ends else None,
+            failures=tuple(blocking),
+        )
+
     def _generate(self, ctx: GovernedContext) -> GenerationResult:
         """One provider call per account for every zone its pages show (in page order).
 
@@ -300,9 +338,18 @@ class Assembler:
             decline = result.declined.get(zone_id) if draft is None else None
             failures: tuple[CheckFailure, ...] = ()
             content: ZoneContent | None = None
+            held: HeldDraft | None = None
             reason = zone_reason(decline.reason) if decline is not None else no_draft_reason
+            if decline is not None and decline.draft is not None:
+                rejected = decline.draft  # judged not ok by the self-review: held with its note
+                checked = run_checks(self._check_input(rejected, contract, ctx, personal=True))
+                held = self._hold(rejected, contract, ctx, HoldLayer.SELF_REVIEW, decline.note, checked)
             if draft is not None:
                 failures = run_checks(self._check_input(draft, contract, ctx, personal=True))
+                doubt = [f for f in failures if f.check == _DOUBT_CHECK]
+                if doubt:
+                    note = f"model confidence {doubt[0].detail}"
+                    held = self._hold(draft, contract, ctx, HoldLayer.MODEL_CONFIDENCE, note, failures)
                 if failures:
                     reason = zone_reason(ZoneReason.CHECK, failures[0].reason)
                 else:
@@ -316,7 +363,9 @@ class Assembler:
                     ends.append(draft.valid_until)
                 for end in ends:
                     valid_until = end if valid_until is None or end < valid_until else valid_until
-            outcomes.append(ZoneOutcome(content=content, draft=draft, failures=failures, decline=decline))
+            outcomes.append(
+                ZoneOutcome(content=content, draft=draft, failures=failures, decline=decline, held=held)
+            )
 
         personal = sum(1 for o in outcomes if o.content.rung is Rung.PERSONAL)
         mode = (

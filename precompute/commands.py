@@ -35,7 +35,7 @@ from welcomemat.connection import connect, connect_for_blocking_reads, resolve_r
 from welcomemat.erasure import suppress
 from welcomemat.errors import CampaignOwnerError, InputError, StoredValueError
 from welcomemat.ids import is_valid_id
-from welcomemat.review import decide, list_queue, roll_back, show
+from welcomemat.review import approve_held, decide, list_queue, roll_back, show
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
 from welcomemat.theme import ThemeCheck
@@ -315,13 +315,19 @@ def run_review(
     zones: str | None,
     auditor: Auditor,
     reason: str | None = None,
+    held: str | None = None,
 ) -> int:
-    """`approve`, `reject` and `rollback` are audit-logged as `auditor`; the last two need a `reason`."""
+    """`approve`, `reject` and `rollback` are audit-logged as `auditor`; the last two need a `reason`.
+
+    `approve --held ZONE` approves that zone's held draft instead of a waiting zone set.
+    """
     from precompute.explain import format_explain
 
     audited = {"approve": AuditAction.APPROVE, "reject": AuditAction.REJECT, "rollback": AuditAction.ROLLBACK}
     if action in audited:  # before anything is read or written
         reason = check_reason(reason, audited[action], source="--reason")
+    if held is not None and action != "approve":
+        raise InputError(f"--held is for `review approve`, not `review {action}`", field="--held")
     client = _client(Settings.from_env())
     loaded, _ = resolve_campaign(campaign, client, zones)
     tenant, campaign_id = loaded.tenant, loaded.campaign
@@ -333,6 +339,9 @@ def run_review(
             zs = item.zone_set
             state = f"v{zs.version} {zs.status.value} {zs.mode.value}" if zs else "no zone set"
             print(f"{item.queue:8} {item.account_id:24} {state}")
+            for kept in item.held:
+                verdict = "approvable" if kept.approvable else f"not approvable ({', '.join(kept.failures)})"
+                print(f"{'':8}   {kept.zone_id}: held by {kept.layer.value}, {verdict}: {kept.note}")
         return 0
     if account is None:
         raise InputError(f"`review {action}` needs an ACCOUNT", field="ACCOUNT")
@@ -352,16 +361,28 @@ def run_review(
             return 1
         print(f"{account}: rolled back; v{restored.version} serves what was published before")
         return 0
-    outcome = decide(
-        client,
-        tenant,
-        campaign_id,
-        account,
-        approve=action == "approve",
-        auditor=auditor,
-        reason=reason,
-        expected_version=version,
-    )
+    if held is not None:
+        outcome = approve_held(
+            client,
+            tenant,
+            campaign_id,
+            account,
+            held,
+            auditor=auditor,
+            reason=reason,
+            expected_version=version,
+        )
+    else:
+        outcome = decide(
+            client,
+            tenant,
+            campaign_id,
+            account,
+            approve=action == "approve",
+            auditor=auditor,
+            reason=reason,
+            expected_version=version,
+        )
     print(f"{account}: {outcome.detail}")
     return 0 if outcome.applied else 1
 

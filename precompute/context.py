@@ -123,7 +123,8 @@ class EffectivePolicy:
     banned_phrases: tuple[str, ...]
     banned_openers: tuple[str, ...]
     prohibited_claims: tuple[str, ...]
-    min_model_confidence: float = 0.6  # a draft whose self-reported confidence is lower falls back
+    # A draft whose self-reported confidence is lower falls back and is held for a person.
+    min_model_confidence: float = 0.6
     # where each rule came from, for `explain` ("tenant.yaml", "campaign.yaml", "hard rule")
     sources: Mapping[str, str] = field(default_factory=dict)
 

@@ -3,7 +3,9 @@
 The record is written next to the zone set at publish time (internal: never served
 publicly) so `welcomemat explain` and the admin pages explain what was actually published.
 A zone the provider wrote no draft for carries the provider's `note` (the self-review's
-own words, the malformed answer's problem, ...) beside its reason code.
+own words, the malformed answer's problem, ...) beside its reason code; a zone whose draft
+doubt kept off the page carries it as `held` (`welcomemat.held`: the layer, its note, the
+draft, the checks it fails), which a person may approve from the review queue.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from precompute.assemble import AccountOutcome
+from welcomemat.held import held_drafts, one_line
 from welcomemat.reasons import parse_reason
 
 __all__ = ["explain_record", "format_explain"]
@@ -81,6 +84,7 @@ def explain_record(outcome: AccountOutcome, *, version: int | None) -> dict[str,
                 "draft_facts": list(z.draft.fact_ids) if z.draft is not None else [],
                 "checks": [{"check": f.check, "reason": f.reason, "detail": f.detail} for f in z.failures],
                 "note": (z.decline.note or None) if z.decline is not None else None,
+                "held": z.held.model_dump(mode="json") if z.held is not None else None,
             }
             for z in outcome.zones
         ],
@@ -108,6 +112,7 @@ def format_explain(record: dict[str, Any]) -> str:
         if fact.get("statement"):  # records written before provenance was kept lack it
             lines.append(f"      “{fact['statement']}” ({fact['published_at']}, {fact['source_url']})")
     lines.append("  zones:")
+    held = held_drafts(record)
     for zone in record["zones"]:
         cites = f" cites {', '.join(zone['facts'])}" if zone["facts"] else ""
         lines.append(f"    {zone['zone_id']}: {zone['rung']} ({zone['reason']}){cites}")
@@ -121,4 +126,15 @@ def format_explain(record: dict[str, Any]) -> str:
             lines.append(f"      draft was: “{zone['draft']}”")
         for check in zone["checks"]:
             lines.append(f"      draft failed {check['check']}: {check['reason']} — {check['detail']}")
+        kept = held.get(zone["zone_id"])
+        if kept is not None:
+            lines.append(f"      held by {kept.layer.value}: {kept.note or '(no note)'}")
+            lines.append(f"      held draft: “{one_line(kept.draft, 500)}”")
+            if kept.failures:
+                lines.append(f"      not approvable: fails {', '.join(kept.failures)}")
+            else:
+                lines.append(
+                    f"      approvable: welcomemat review approve CAMPAIGN {record['account_id']}"
+                    f" --held {kept.zone_id} --version {record['version']}"
+                )
     return "\n".join(lines)

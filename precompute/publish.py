@@ -227,6 +227,12 @@ class ChunkPublisher:
                     review_key = keys.review_queue_key(self.campaign.tenant, self.campaign.campaign)
                     pipe.zadd(review_key, {account.account_id: time.time()})
                     pipe.expire(review_key, keys.CAMPAIGN_TTL_S)  # every key gets a TTL
+            held_key = keys.review_held_key(self.campaign.tenant, self.campaign.campaign)
+            if any(zone.held is not None for zone in outcome.zones):
+                pipe.zadd(held_key, {account.account_id: time.time()}, nx=True)
+                pipe.expire(held_key, keys.CAMPAIGN_TTL_S)  # every key gets a TTL
+            else:  # what this run held before is no longer the account's
+                pipe.zrem(held_key, account.account_id)
             for zone in outcome.zones:
                 for failure in zone.failures:
                     tally.check_failures[f"{failure.check}:{failure.reason}"] += 1

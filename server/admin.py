@@ -55,7 +55,7 @@ from welcomemat.bounded_json import decode_json
 from welcomemat.errors import AuditError, InputError, StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.limits import ADMIN_BODY_MAX_BYTES
-from welcomemat.review import ReviewOutcome, decide, list_queue, roll_back
+from welcomemat.review import ReviewOutcome, approve_held, decide, list_queue, roll_back
 from welcomemat.store import ZoneSetStore
 from welcomemat.validation_errors import dotted, first_problem
 from welcomemat.zoneset import ZoneSet
@@ -327,7 +327,7 @@ async def review_queue(request: Request, renderer: RendererState) -> Response:
     state = await _campaign(request, renderer)
     tenant, campaign = state.tenant, state.campaign_id
     items = await _read(renderer, "admin_review", lambda: list_queue(renderer.client, tenant, campaign))
-    entries = [review_entry(i.account_id, i.queue, i.queued_at, i.zone_set) for i in items]
+    entries = [review_entry(i.account_id, i.queue, i.queued_at, i.zone_set, i.held) for i in items]
     if _wants_html(request):
         return _html(
             "admin/review.html",
@@ -384,6 +384,8 @@ async def _decide(request: Request, renderer: RendererState, *, approve: bool) -
         request, ReviewDecisionBody, '{"version": N, "reason": "why"}, the version you reviewed'
     )
     reason = _reason(decision.reason, AuditAction.APPROVE if approve else AuditAction.REJECT)
+    if decision.held is not None and not approve:
+        raise HTTPProblem(400, "`held` names a held draft to approve; a rejection leaves it held")
     auditor = _auditor(request, renderer)
 
     def act() -> tuple[ZoneSet | None, ReviewOutcome | AuditError | None]:
@@ -391,6 +393,17 @@ async def _decide(request: Request, renderer: RendererState, *, approve: bool) -
         if current is None:
             return None, None
         try:
+            if decision.held is not None:
+                return current, approve_held(
+                    renderer.client,
+                    tenant,
+                    campaign,
+                    account,
+                    decision.held,
+                    auditor=auditor,
+                    reason=reason,
+                    expected_version=decision.version,
+                )
             return current, decide(
                 renderer.client,
                 tenant,
@@ -449,7 +462,10 @@ _DECIDE_DOC = """
           does not own) or zone set.
       409:
         $ref: "#/components/responses/Problem"
-        description: "The version is no longer current (`current_version`): review the current version."
+        description: >-
+          The version is no longer current (`current_version`): review the current version; or
+          the `held` draft cannot be approved (it fails a deterministic check, its facts
+          expired, or the zone holds no draft).
       413: {$ref: "#/components/responses/Problem", description: "The body is over 1024 bytes."}
       503:
         $ref: "#/components/responses/RedisUnavailable"

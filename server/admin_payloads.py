@@ -13,15 +13,17 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from welcomemat.errors import StoredValueError
+from welcomemat.held import HeldDraft, one_line
 from welcomemat.urlgate import source_href
 from welcomemat.zoneset import ZoneSet
 
 __all__ = [
     "CheckFailure",
     "ExplainFact",
+    "ExplainHeld",
     "ExplainIdentity",
     "ExplainPayload",
     "ExplainZone",
@@ -74,8 +76,39 @@ class CheckFailure(_Stored):
     detail: str | None = None
 
 
+class ExplainHeld(_Stored):
+    """A draft doubt kept off the page (`welcomemat.held`): which layer, its note, the draft,
+    the deterministic checks it fails, and whether a person may approve it. Note and draft are
+    one clipped line each (the pages escape them)."""
+
+    zone_id: str
+    layer: str
+    note: str = ""
+    draft: str = ""
+    failures: tuple[str, ...] = ()
+    approvable: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_stored(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        failures = value.get("failures") or ()
+        return {
+            **value,
+            "note": one_line(str(value.get("note") or "")),
+            "draft": one_line(str(value.get("draft") or ""), 500),
+            "approvable": not failures and value.get("content") is not None,
+        }
+
+    @classmethod
+    def of(cls, held: HeldDraft) -> ExplainHeld:
+        return cls.model_validate(held.model_dump(mode="json"))
+
+
 class ExplainZone(_Stored):
-    """One zone's rung and reason code; `note`: why the provider wrote no draft, in its words."""
+    """One zone's rung and reason code; `note`: why the provider wrote no draft, in its words;
+    `held`: the draft held for a person, if doubt kept it off the page."""
 
     zone_id: str
     rung: str
@@ -87,6 +120,7 @@ class ExplainZone(_Stored):
     draft_facts: tuple[str, ...] = ()
     checks: tuple[CheckFailure, ...] = ()
     note: str | None = None
+    held: ExplainHeld | None = None
 
     @field_validator("href", mode="before")
     @classmethod
@@ -136,7 +170,8 @@ def parse_explain_record(raw: bytes, key: str, current: ZoneSet | None) -> Expla
 
 
 class ReviewQueueEntry(BaseModel):
-    """One account in the review queue (`approval`: must be approved; `sample`: live, to be read)."""
+    """One account in the review queue (`approval`: must be approved; `sample`: live, to be read;
+    `held`: a zone's draft held for a person, `held` says which and why)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -148,10 +183,18 @@ class ReviewQueueEntry(BaseModel):
     mode: str | None
     segment: str | None
     valid_until: str | None
+    held: tuple[ExplainHeld, ...] = ()
 
 
-def review_entry(account_id: str, queue: str, queued_at: float, zone_set: ZoneSet | None) -> ReviewQueueEntry:
+def review_entry(
+    account_id: str,
+    queue: str,
+    queued_at: float,
+    zone_set: ZoneSet | None,
+    held: tuple[HeldDraft, ...] = (),
+) -> ReviewQueueEntry:
     return ReviewQueueEntry(
+        held=tuple(ExplainHeld.of(h) for h in held),
         account_id=account_id,
         queue=queue,
         queued_at=datetime.fromtimestamp(queued_at, UTC).isoformat(timespec="seconds"),
@@ -165,12 +208,13 @@ def review_entry(account_id: str, queue: str, queued_at: float, zone_set: ZoneSe
 
 class ReviewDecisionBody(BaseModel):
     """`POST /admin/review/.../approve|reject`: the version the reviewer read, and why (a rejection
-    must say; `welcomemat.audit.check_reason` decides)."""
+    must say; `welcomemat.audit.check_reason` decides); `held`: approve that zone's held draft."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     version: int = Field(ge=1, strict=True)
     reason: str | None = Field(default=None, strict=True)
+    held: str | None = Field(default=None, strict=True, min_length=1, max_length=64)
 
 
 class RollbackBody(BaseModel):

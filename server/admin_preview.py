@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from html.parser import HTMLParser
 
-from server.admin_payloads import CheckFailure, ExplainPayload
+from server.admin_payloads import CheckFailure, ExplainHeld, ExplainPayload
 from welcomemat.arms import Arm
 from welcomemat.reasons import parse_reason
 from welcomemat.urlgate import source_href
@@ -108,6 +108,7 @@ class ZoneProvenance:
     sources: tuple[CitedSource, ...]
     checks: tuple[CheckFailure, ...]
     draft: str | None
+    held: ExplainHeld | None = None  # a draft doubt kept off the page, for a person to approve
 
     @property
     def checks_passed(self) -> bool:
@@ -144,6 +145,7 @@ def zone_provenance(
                 sources=tuple(sources),
                 checks=explained.checks if explained is not None else (),
                 draft=explained.draft if explained is not None and explained.checks else None,
+                held=explained.held if explained is not None else None,
             )
         )
     return rows

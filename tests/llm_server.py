@@ -31,7 +31,8 @@ of `response_format` (`PageDraft`: generation, `PageReview`: self-review,
 
 Output modes (hallucinate ... refuse) apply to generation only; reviews say ok. Params for
 any mode: `review_reject=[zone ids]` (the review says not ok, giving `review_note`),
-`review_omit=[zone ids]` (the review gives no verdict for them), `review_broken=True` (the
+`review_omit=[zone ids]` (the review gives no verdict for them), `low_confidence=[zone ids]`
+(generation reports `low_confidence_value`, default 0.3, as their confidence), `review_broken=True` (the
 review answers JSON of the wrong shape), `decline=[zone ids]` (generation answers them with
 empty text), `omit=[zone ids]` (generation leaves them out), `cta_id` (generation chooses
 this id in link zones), `paraphrase=[source ids]` (extraction rewords that source's
@@ -432,8 +433,11 @@ def _hostile(text: str, name: str, i: int, mode: str, params: dict[str, Any]) ->
 
 def _write(data: dict[str, Any], mode: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     omit, decline = set(params.get("omit", ())), set(params.get("decline", ()))
+    doubt = set(params.get("low_confidence", ()))
     zones = [z for z in _well(data) if z["zone_id"] not in omit]
     for zone in zones:
+        if zone["zone_id"] in doubt:
+            zone["confidence"] = float(params.get("low_confidence_value", 0.3))
         if zone["zone_id"] in decline:
             zone.update(text="", fact_ids=[], cta_id=None)
         elif "cta_id" in params and zone["cta_id"]:

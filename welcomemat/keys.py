@@ -74,6 +74,7 @@ __all__ = [
     "ip_ranges_key",
     "journal_key",
     "previous_zone_set_key",
+    "review_held_key",
     "review_queue_key",
     "review_sample_key",
     "run_companies_key",
@@ -274,6 +275,15 @@ def review_queue_key(tenant: str, campaign: str) -> str:
     TTL `CAMPAIGN_TTL_S`.
     """
     return f"{campaign_prefix(tenant, campaign)}:review"
+
+
+def review_held_key(tenant: str, campaign: str) -> str:
+    """Sorted set of account ids with a held draft (`welcomemat.held`) a person may approve.
+
+    Score: queued at, Unix seconds. The drafts themselves are in the explain records.
+    TTL `CAMPAIGN_TTL_S`.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:review_held"
 
 
 def review_sample_key(tenant: str, campaign: str) -> str:

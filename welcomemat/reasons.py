@@ -39,6 +39,7 @@ class ZoneReason(enum.StrEnum):
     """Why a zone is on its rung (see `REASON_DOCS` for each one's meaning)."""
 
     PERSONAL = "personal"
+    APPROVED = "approved"
     IDENTITY = "identity"
     NO_TRUSTED_FACT = "no_trusted_fact"
     PROVIDER_UNAVAILABLE = "provider_unavailable"
@@ -67,6 +68,11 @@ REASON_DOCS: Mapping[ZoneReason, str] = MappingProxyType(
         ZoneReason.PERSONAL: (
             "personal copy that passed every check; the detail lists the cited fact types "
             "(library: approved proof copy, no fact)"
+        ),
+        ZoneReason.APPROVED: (
+            "a held draft (judged not ok by the self-review, or below the confidence threshold) "
+            "that a person approved from the review queue; it passed every deterministic check; "
+            "the detail lists the cited fact types"
         ),
         ZoneReason.IDENTITY: (
             "the account's identity allows no account-specific claims; the detail is the identity reason"
@@ -100,7 +106,8 @@ REASON_DOCS: Mapping[ZoneReason, str] = MappingProxyType(
             "link zone: the model chose a cta_id that is not one of the campaign's CTAs"
         ),
         ZoneReason.SELF_REVIEW_REJECTED: (
-            "the model's self-review judged the draft not ok; its note is kept for explain"
+            "the model's self-review judged the draft not ok; the draft is held with the reviewer's "
+            "note for a person to approve"
         ),
         ZoneReason.SELF_REVIEW_NO_VERDICT: (
             "the self-review gave no verdict for the zone, so its draft was dropped"
@@ -111,7 +118,7 @@ REASON_DOCS: Mapping[ZoneReason, str] = MappingProxyType(
         ),
         ZoneReason.CHECK: (
             "the draft failed a deterministic check; the detail is the check's reason code "
-            "(e.g. low_confidence)"
+            "(low_confidence alone: the draft is held for a person to approve)"
         ),
         ZoneReason.CTA_LINK_REFUSED: (
             "the draft's CTA link failed the URL gate (not https, or its host not on the allowlist)"

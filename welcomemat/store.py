@@ -293,6 +293,39 @@ class ZoneSetStore:
 
         return self._transact("set_status", key, [key, ver_key], write)
 
+    def revise(self, revised: ZoneSet, *, expected_version: int) -> PublishResult | None:
+        """Publish a person's change to the current zone set (e.g. a held draft approved).
+
+        `revised` keeps the current set's inputs (its `input_hash`: a rerun on the same
+        inputs leaves the decision standing) but is new content, so it takes the next
+        version and the current set moves to the previous slot (`rollback` undoes it).
+        None when the account has no current set; nothing written (`changed=False`) when the
+        current version is not `expected_version`.
+        """
+        tenant, campaign, account_id = revised.tenant, revised.campaign, revised.account_id
+        key = keys.zone_set_key(tenant, campaign, account_id)
+        prev_key = keys.previous_zone_set_key(tenant, campaign, account_id)
+        ver_key = keys.zone_set_version_key(tenant, campaign, account_id)
+
+        def write(pipe: Pipeline) -> PublishResult | None:
+            current_raw = pipe.get(key)
+            current = self._decode(key, current_raw, tenant, campaign, account_id)
+            if current is None:
+                return None
+            if current.version != expected_version:
+                return PublishResult(current.version, False, current)
+            version = self._next_version(pipe, ver_key, current)
+            new = revised.model_copy(update={"version": version})
+            pipe.multi()
+            pipe.set(ver_key, version, ex=keys.ZONE_SET_VERSION_TTL_S)
+            pipe.set(key, new.model_dump_json().encode(), ex=keys.ZONE_SET_TTL_S)
+            pipe.set(prev_key, _as_bytes(current_raw), ex=keys.PREVIOUS_ZONE_SET_TTL_S)
+            self._announce(pipe, new)
+            pipe.execute()
+            return PublishResult(version, True, new)
+
+        return self._transact("revise", key, [key, ver_key], write)
+
     # -- reads --------------------------------------------------------------------
 
     def get(self, tenant: str, campaign: str, account_id: str) -> ZoneSet | None:

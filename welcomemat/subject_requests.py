@@ -342,6 +342,7 @@ def _erase_in_campaign(client: redis.Redis, subject: Subject, campaign: str, rep
         for kind, key in (
             ("review queue entries", keys.review_queue_key(tenant, campaign)),
             ("review sample entries", keys.review_sample_key(tenant, campaign)),
+            ("held-draft review entries", keys.review_held_key(tenant, campaign)),
         ):
             pipe.zrem(key, account)
             kinds.append(kind)

@@ -19,6 +19,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     review.add_argument("account", nargs="?", help="account id (show, approve, reject, rollback)")
     review.add_argument("--version", type=positive_int, default=None, help="the version you reviewed")
     review.add_argument(
+        "--held",
+        metavar="ZONE",
+        default=None,
+        help="approve: publish ZONE's held draft (see `review list`, `explain`) as personal copy",
+    )
+    review.add_argument(
         "--reason", default=None, help="why, for the audit log (required to reject or roll back)"
     )
     add_by_argument(review)
@@ -35,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
         args.campaign,
         args.account,
         version=args.version,
+        held=args.held,
         zones=args.zones,
         reason=args.reason,
         auditor=cli_auditor(args.by),

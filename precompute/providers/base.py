@@ -58,12 +58,15 @@ class Decline(BaseModel):
 
     The note may quote the model (the self-review's own words): it is made one printable
     line here, so no control character reaches a terminal through `welcomemat explain`.
+    `draft`: the draft a self-review judged not ok, kept so a person may approve it
+    (`welcomemat.held`); it still faces every deterministic check.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     reason: ZoneReason
     note: str = ""
+    draft: ZoneDraft | None = None
 
     @field_validator("reason")
     @classmethod

@@ -23,7 +23,8 @@ Why it is built this way:
   tone) and answers `ok` per zone. It can only REMOVE a zone (a draft judged not ok,
   `self_review_rejected` with the reviewer's note, or not judged at all,
   `self_review_no_verdict`, is declined and takes the fallback); it never adds, rewrites or
-  rescues one, and whatever it approves still goes through every deterministic check.
+  rescues one, and whatever it approves still goes through every deterministic check. A
+  rejected draft rides along in its `Decline`: the pipeline holds it for a person to approve.
 * Every zone without a draft says why, as a `Decline` (reason code from `welcomemat.reasons`
   and a note): `explain`, QA and the admin preview show it.
 * Faults: one retry layer, ours. The client is built with `max_retries=0` and every HTTP
@@ -309,11 +310,13 @@ class _Tally:
     notes: list[str] = field(default_factory=list)
     declined: dict[str, Decline] = field(default_factory=dict)
 
-    def decline(self, zone_ids: Iterable[str], reason: ZoneReason, note: str = "") -> None:
+    def decline(
+        self, zone_ids: Iterable[str], reason: ZoneReason, note: str = "", draft: ZoneDraft | None = None
+    ) -> None:
         """The first reason given for a zone stands: a later step failing does not hide it."""
         for zone_id in zone_ids:
             if zone_id not in self.declined:
-                self.declined[zone_id] = Decline(reason=reason, note=note)
+                self.declined[zone_id] = Decline(reason=reason, note=note, draft=draft)
 
 
 class _Declined(Exception):
@@ -732,7 +735,8 @@ class OpenAIProvider:
             if verdict is not None and verdict.ok:
                 kept[zone_id] = draft
             elif verdict is not None:
-                tally.decline([zone_id], ZoneReason.SELF_REVIEW_REJECTED, verdict.reason)
+                # Held, not lost: the pipeline keeps the draft for a person (`welcomemat.held`).
+                tally.decline([zone_id], ZoneReason.SELF_REVIEW_REJECTED, verdict.reason, draft)
             else:
                 tally.decline([zone_id], ZoneReason.SELF_REVIEW_NO_VERDICT)
         return kept

@@ -52,6 +52,7 @@ from tests.example_accounts import committed_today
 from tests.llm_server import BROKEN_MODES, HOSTILE_STRINGS, LLMTestServer
 from welcomemat import keys
 from welcomemat.accounts import Account, Fact, Source
+from welcomemat.audit import AuditAction, Via, read_entries
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.errors import ConfigError
 from welcomemat.reasons import ZoneReason
@@ -623,6 +624,8 @@ def test_the_self_review_note_reaches_explain_and_qa(
     text = format_explain(record)
     assert "hero_support: segment (self_review_rejected)" in text
     assert f"note: {note}" in text and f"why: {ZoneReason.SELF_REVIEW_REJECTED.doc}" in text
+    assert f"held by self_review: {note}" in text and "held draft: “" in text  # kept, not lost
+    assert explained["hero_support"]["held"]["layer"] == "self_review"
 
     qa = run_qa(ZoneSetStore(redis_client), campaign, zones, now=NOW)
     assert qa.fallback_reasons["self_review_rejected"] == len(rows)
@@ -642,6 +645,85 @@ def test_the_self_review_note_reaches_explain_and_qa(
     as_json = json.loads(cli("explain", campaign.campaign, "acct_dymaxa", "--json"))
     assert {z["zone_id"]: z["note"] for z in as_json["zones"]}["hero_support"] == note
     assert f"self_review_rejected {len(rows)}" in cli("qa", campaign.campaign)
+
+
+def test_a_low_confidence_draft_is_held_explained_queued_and_approved_from_the_command_line(
+    tmp_path: Path,
+    redis_url: str,
+    redis_client: redis.Redis,
+    server: LLMTestServer,
+    providers: Callable[..., OpenAIProvider],
+    campaign: Campaign,
+    zones: dict[str, ZoneContract],
+) -> None:
+    rows = example_rows()
+    server.set_mode("well", low_confidence=["hero_headline"], low_confidence_value=0.3)
+    run(redis_client, campaign, zones, tmp_path, providers(), rows)
+    published = assert_nothing_bad_published(redis_client, campaign, zones, rows)
+    headline = next(z for z in published["acct_dymaxa"] if z.zone_id == "hero_headline")
+    assert (headline.rung, headline.reason) == (Rung.SEGMENT, "check:low_confidence")
+    record = json.loads(
+        redis_client.get(keys.explain_key(campaign.tenant, campaign.campaign, "acct_dymaxa")) or b""
+    )
+    held = {z["zone_id"]: z["held"] for z in record["zones"]}
+    assert held["hero_support"] is None
+    assert held["hero_headline"]["layer"] == "model_confidence" and not held["hero_headline"]["failures"]
+    note = held["hero_headline"]["note"]
+    assert note.startswith("model confidence 0.3 < ")
+    draft = held["hero_headline"]["draft"]
+    assert "Dymaxa" in draft and draft != headline.text
+
+    env = {**os.environ, "REDIS_URL": redis_url, "WELCOMEMAT_HOME": str(tmp_path / "home")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [WORKER, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode in (0, 1), done.stderr
+        return done
+
+    explained = cli("explain", campaign.campaign, "acct_dymaxa").stdout
+    assert "hero_headline: segment (check:low_confidence)" in explained
+    assert f"held by model_confidence: {note}" in explained and f"held draft: “{draft}”" in explained
+    listed = cli("review", "list", campaign.campaign).stdout
+    assert any(line.split()[:2] == ["held", "acct_dymaxa"] for line in listed.splitlines())
+    assert f"hero_headline: held by model_confidence, approvable: {note}" in listed
+
+    version = record["version"]
+    approved = cli(
+        "review",
+        "approve",
+        campaign.campaign,
+        "acct_dymaxa",
+        "--held",
+        "hero_headline",
+        "--version",
+        str(version),
+        "--by",
+        "rita",
+    )
+    assert approved.returncode == 0, approved.stdout
+    assert f"v{version + 1}: zone hero_headline is now personal" in approved.stdout
+    again = cli(
+        "review", "approve", campaign.campaign, "acct_dymaxa", "--held", "hero_headline", "--by", "rita"
+    )
+    assert again.returncode == 1 and "no held draft" in again.stdout
+    zone_set = ZoneSetStore(redis_client).get(campaign.tenant, campaign.campaign, "acct_dymaxa")
+    assert zone_set is not None and zone_set.version == version + 1
+    approved_zone = zone_set.zone("hero_headline")
+    assert approved_zone is not None and approved_zone.rung is Rung.PERSONAL
+    assert approved_zone.text == draft and approved_zone.reason.startswith("approved:")
+    entries = read_entries(redis_client, campaign.tenant, account="acct_dymaxa")
+    decision = [e for e in entries if e.action is AuditAction.APPROVE]
+    assert [(e.actor, e.via, e.version) for e in decision] == [("rita", Via.CLI, version + 1)]
+    assert "held draft of zone hero_headline (model_confidence)" in (decision[0].detail or "")
+    assert "hero_headline: personal (approved:" in cli("explain", campaign.campaign, "acct_dymaxa").stdout
+
+    # A rerun on the same inputs makes no call and leaves the person's decision standing.
+    calls = len(server.requests())
+    run(redis_client, campaign, zones, tmp_path, providers(), rows)
+    assert len(server.requests()) == calls
+    assert ZoneSetStore(redis_client).get(campaign.tenant, campaign.campaign, "acct_dymaxa") == zone_set
 
 
 # -- faults ----------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -705,3 +706,145 @@ def test_personal_refusal_says_why() -> None:
     assert (
         personal_refusal(Arm.ANONYMOUS, make_zone_set(), NOW) == "anonymous visitors see the campaign default"
     )
+
+
+# -- held drafts: doubt keeps a draft off the page until a person approves it ----------------
+
+
+def _through_the_model(
+    tmp_path: Path, client: redis.Redis, llm_server: LLMTestServer, mode: str = "well", **params: Any
+) -> None:
+    """Dymaxa (tier 2: published at once) precomputed by the model answering in `mode`."""
+    campaign, zone_contracts = example_inputs()
+    llm_server.reset()
+    llm_server.set_mode(mode, **params)
+    accounts = tmp_path / "accounts.jsonl"
+    accounts.write_text(json.dumps(example_rows(NOW.date())[0]) + "\n")
+    provider = provider_for(llm_server)
+    try:
+        PrecomputeRun(
+            client=client,
+            campaign=campaign,
+            zones=zone_contracts,
+            policy=build_policy(campaign, None),
+            provider=provider,
+            now=NOW,
+        ).run(accounts)
+    finally:
+        provider.close()
+
+
+def _page_zones(client: TestClient, want_rung: str) -> dict[str, Any]:
+    """Dymaxa's landing page by its IP, once `hero_support` is served on `want_rung` (cache refresh)."""
+    deadline = time.monotonic() + 3
+    while True:
+        page = client.get(f"/c/{CAMPAIGN}")
+        assert page.status_code == 200
+        seen = zones(page.text)
+        if seen["hero_support"].rung == want_rung or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.05)
+
+
+def test_a_self_review_rejection_is_held_queued_with_its_note_and_approved_as_personal(
+    tmp_path: Path, redis_client: redis.Redis, llm_server: LLMTestServer
+) -> None:
+    note = "Implies <b>growth</b> the facts do not state"
+    _through_the_model(tmp_path, redis_client, llm_server, review_reject=["hero_support"], review_note=note)
+    store = ZoneSetStore(redis_client)
+    held_in = store.get(TENANT, CAMPAIGN, DYMAXA)
+    assert held_in is not None and held_in.status is ZoneSetStatus.PUBLISHED
+    assert held_in.zone("hero_support").reason == "self_review_rejected"  # type: ignore[union-attr]
+    approve = f"/admin/review/{CAMPAIGN}/{DYMAXA}/approve"
+    with TestClient(_app(redis_client), base_url=BASE_URL, client=("203.0.113.7", 50000)) as client:
+        explained = client.get(f"/admin/explain/{CAMPAIGN}/{DYMAXA}", headers=AUTH).json()
+        held = next(z for z in explained["zones"] if z["zone_id"] == "hero_support")["held"]
+        assert (held["layer"], held["note"], held["approvable"]) == ("self_review", note, True)
+        assert held["draft"] and held["failures"] == []
+        assert "content" not in held  # the serializer names what leaves
+
+        # Served the fallback meanwhile: the held draft is nowhere on the page.
+        before = _page_zones(client, "segment")
+        assert before["hero_support"].rung == "segment" and before["hero_headline"].rung == "personal"
+        assert held["draft"] not in before["hero_support"].text
+
+        queue = client.get(f"/admin/review/{CAMPAIGN}", headers=AUTH).json()["items"]
+        entry = next(e for e in queue if e["queue"] == "held")
+        assert entry["account_id"] == DYMAXA and entry["version"] == held_in.version
+        assert [(h["zone_id"], h["note"]) for h in entry["held"]] == [("hero_support", note)]
+        listed = client.get(f"/admin/review/{CAMPAIGN}", headers={**AUTH, "accept": "text/html"})
+        assert "&lt;b&gt;growth&lt;/b&gt;" in listed.text and "<b>growth" not in listed.text
+
+        _, seen = _preview(client)
+        row = seen["rows"]["hero_support"]
+        shown = " ".join(text_of(row).split())
+        assert f"Held by self_review: “{note}”" in shown and held["draft"] in shown
+        assert not [e for e in row.iter() if e.tag == "b"]  # the note is text, never markup
+
+        rejected = client.post(
+            f"/admin/review/{CAMPAIGN}/{DYMAXA}/reject",
+            headers=AUTH,
+            json={"version": held_in.version, "held": "hero_support", "reason": "no"},
+        )
+        assert rejected.status_code == 400
+        answer = client.post(approve, headers=AUTH, json={"version": held_in.version, "held": "hero_support"})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["version"] == held_in.version + 1
+        after = _page_zones(client, "personal")
+        again = client.post(
+            approve, headers=AUTH, json={"version": held_in.version + 1, "held": "hero_support"}
+        )
+        queue_after = client.get(f"/admin/review/{CAMPAIGN}", headers=AUTH).json()["items"]
+        explained_after = client.get(f"/admin/explain/{CAMPAIGN}/{DYMAXA}", headers=AUTH).json()
+
+    assert after["hero_support"].rung == "personal" and after["hero_support"].text == held["draft"]
+    published = store.get(TENANT, CAMPAIGN, DYMAXA)
+    assert published is not None and published.version == held_in.version + 1
+    support = published.zone("hero_support")
+    assert support is not None and support.rung is Rung.PERSONAL and support.facts
+    assert support.reason.startswith("approved:")
+    assert again.status_code == 409  # nothing held any more
+    assert not [e for e in queue_after if e["queue"] == "held"]
+    zone = next(z for z in explained_after["zones"] if z["zone_id"] == "hero_support")
+    assert (zone["rung"], zone["held"], zone["note"]) == ("personal", None, note)
+    entries = read_entries(redis_client, TENANT, account=DYMAXA)
+    decision = [e for e in entries if e.action is AuditAction.APPROVE]
+    assert len(decision) == 1 and decision[0].version == held_in.version + 1
+    assert decision[0].actor == "admin" and decision[0].via is Via.HTTP
+    assert decision[0].detail == f"held draft of zone hero_support (self_review) from v{held_in.version}"
+    # A rollback undoes it like any other decision: the held state is served again.
+    restored = ZoneSetStore(redis_client).rollback(TENANT, CAMPAIGN, DYMAXA)
+    assert restored is not None and restored.zone("hero_support").rung is Rung.SEGMENT  # type: ignore[union-attr]
+
+
+def test_a_held_draft_that_fails_a_deterministic_check_cannot_be_approved(
+    tmp_path: Path, redis_client: redis.Redis, llm_server: LLMTestServer
+) -> None:
+    """The model invents a number in the support line and its self-review rejects it: held and
+    shown, never approvable (a person's approval overrides doubt, never a check)."""
+    _through_the_model(
+        tmp_path,
+        redis_client,
+        llm_server,
+        "hallucinate",
+        review_reject=["hero_support"],
+        review_note="made up",
+    )
+    current = ZoneSetStore(redis_client).get(TENANT, CAMPAIGN, DYMAXA)
+    assert current is not None
+    with TestClient(_app(redis_client), base_url=BASE_URL) as client:
+        explained = client.get(f"/admin/explain/{CAMPAIGN}/{DYMAXA}", headers=AUTH).json()
+        held = next(z for z in explained["zones"] if z["zone_id"] == "hero_support")["held"]
+        _, seen = _preview(client)
+        answer = client.post(
+            f"/admin/review/{CAMPAIGN}/{DYMAXA}/approve",
+            headers=AUTH,
+            json={"version": current.version, "held": "hero_support"},
+        )
+    assert held["layer"] == "self_review" and held["failures"] and not held["approvable"]
+    assert "not approvable: fails" in text_of(seen["rows"]["hero_support"])
+    assert answer.status_code == 409 and "approval never bypasses" in answer.text
+    unchanged = ZoneSetStore(redis_client).get(TENANT, CAMPAIGN, DYMAXA)
+    assert unchanged == current
+    entries = read_entries(redis_client, TENANT, account=DYMAXA)
+    assert not [e for e in entries if e.action is AuditAction.APPROVE]

@@ -25,6 +25,7 @@ def test_every_code_has_one_line_of_meaning() -> None:
 def test_a_provider_gives_only_codes_about_a_missing_draft() -> None:
     decided_around_it = {
         ZoneReason.PERSONAL,
+        ZoneReason.APPROVED,  # a person's decision, long after the provider
         ZoneReason.IDENTITY,
         ZoneReason.NO_TRUSTED_FACT,
         ZoneReason.PROVIDER_UNAVAILABLE,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import json
+from datetime import UTC, date, datetime
+from typing import Any
 
 import pytest
 import redis
@@ -11,9 +13,10 @@ from tests.welcomemat.test_store import ACCOUNT, CAMPAIGN, TENANT, make_zone_set
 from welcomemat import keys
 from welcomemat.audit import AuditAction, Auditor, Via, read_entries
 from welcomemat.errors import AuditError, InputError
-from welcomemat.review import decide, roll_back
+from welcomemat.held import HeldDraft, HoldLayer
+from welcomemat.review import approve_held, decide, list_queue, roll_back
 from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import ZoneSetStatus
+from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode, ZoneSetStatus
 
 NOW = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)
 RITA = Auditor("rita", Via.CLI, lambda: NOW)
@@ -81,3 +84,92 @@ def test_a_decision_whose_entry_cannot_be_written_stands_and_says_so(
     with pytest.raises(AuditError, match=f"approve of {ACCOUNT} in {CAMPAIGN} v2 was done, but its audit"):
         decide(redis_client, TENANT, CAMPAIGN, ACCOUNT, approve=True, auditor=RITA)
     assert store.get(TENANT, CAMPAIGN, ACCOUNT).status is ZoneSetStatus.PUBLISHED  # type: ignore[union-attr]
+
+
+# -- held drafts -------------------------------------------------------------------------------
+
+
+def _hold_proof(client: redis.Redis, store: ZoneSetStore, **held: Any) -> ZoneSet:
+    """Publish the zone set with `proof` on segment copy and its draft held in the explain record."""
+    current = store.publish(make_zone_set()).zone_set
+    content = ZoneContent(
+        zone_id="proof",
+        text="Dymaxa's four new SDRs ramp faster with us",
+        rung=Rung.PERSONAL,
+        reason="personal:hiring",
+        facts=(
+            CitedFact(fact_id="f2", source_url="https://dymaxa.com/jobs", published_at=date(2026, 11, 20)),
+        ),
+    )
+    entry = HeldDraft(
+        zone_id="proof",
+        layer=HoldLayer.SELF_REVIEW,
+        note="implies the SDRs are hired",
+        draft=content.text,
+        content=content,
+        valid_until=datetime(2027, 1, 20, tzinfo=UTC),
+    ).model_copy(update=held)
+    record = {
+        "account_id": ACCOUNT,
+        "version": current.version,
+        "input_hash": current.input_hash,
+        "zones": [{"zone_id": "proof", "rung": "segment", "reason": "self_review_rejected", "held": None}],
+    }
+    record["zones"][0]["held"] = entry.model_dump(mode="json")  # type: ignore[index]
+    client.set(keys.explain_key(TENANT, CAMPAIGN, ACCOUNT), json.dumps(record))
+    client.zadd(keys.review_held_key(TENANT, CAMPAIGN), {ACCOUNT: 1.0})
+    return current
+
+
+def test_an_approved_held_draft_is_a_new_version_with_the_zone_personal(
+    redis_client: redis.Redis, store: ZoneSetStore
+) -> None:
+    current = _hold_proof(redis_client, store)
+    [item] = [i for i in list_queue(redis_client, TENANT, CAMPAIGN) if i.queue == "held"]
+    assert [(h.zone_id, h.note, h.approvable) for h in item.held] == [
+        ("proof", "implies the SDRs are hired", True)
+    ]
+    outcome = approve_held(redis_client, TENANT, CAMPAIGN, ACCOUNT, "proof", auditor=RITA, expected_version=1)
+    assert outcome.applied and outcome.result is not None
+    revised = store.get(TENANT, CAMPAIGN, ACCOUNT)
+    assert revised is not None and revised.version == 2 and revised.input_hash == current.input_hash
+    proof = revised.zone("proof")
+    assert proof is not None and (proof.rung, proof.reason) == (Rung.PERSONAL, "approved:hiring")
+    assert revised.mode is ZoneSetMode.FULL and revised.valid_until == datetime(2027, 1, 20, tzinfo=UTC)
+    assert store.get_previous(TENANT, CAMPAIGN, ACCOUNT) == current  # rollback undoes it
+    assert not redis_client.zcard(keys.review_held_key(TENANT, CAMPAIGN))
+    [entry] = read_entries(redis_client, TENANT)
+    assert (entry.action, entry.version, entry.detail) == (
+        AuditAction.APPROVE,
+        2,
+        "held draft of zone proof (self_review) from v1",
+    )
+
+
+@pytest.mark.parametrize(
+    ("held", "why"),
+    [
+        ({"failures": ("numbers:unsupported_number",)}, "approval never bypasses"),
+        ({"content": None, "failures": ("cta_link_refused",)}, "approval never bypasses"),
+        ({"valid_until": datetime(2026, 12, 1, tzinfo=UTC)}, "expired"),
+    ],
+)
+def test_a_held_draft_failing_a_check_or_expired_is_refused_and_nothing_is_logged(
+    redis_client: redis.Redis, store: ZoneSetStore, held: dict[str, Any], why: str
+) -> None:
+    current = _hold_proof(redis_client, store, **held)
+    outcome = approve_held(redis_client, TENANT, CAMPAIGN, ACCOUNT, "proof", auditor=RITA)
+    assert not outcome.applied and why in outcome.detail
+    assert store.get(TENANT, CAMPAIGN, ACCOUNT) == current and not read_entries(redis_client, TENANT)
+
+
+def test_a_held_draft_of_other_inputs_or_a_stale_version_is_not_approved(
+    redis_client: redis.Redis, store: ZoneSetStore
+) -> None:
+    _hold_proof(redis_client, store)
+    stale = approve_held(redis_client, TENANT, CAMPAIGN, ACCOUNT, "proof", auditor=RITA, expected_version=7)
+    assert not stale.applied and "no longer current" in stale.detail
+    store.publish(make_zone_set(input_hash="hash-0002"))  # a rerun on new inputs: not what was held
+    other = approve_held(redis_client, TENANT, CAMPAIGN, ACCOUNT, "proof", auditor=RITA)
+    assert not other.applied and "no held draft" in other.detail
+    assert not read_entries(redis_client, TENANT)

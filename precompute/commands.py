@@ -285,7 +285,7 @@ def run_qa_command(campaign: str, *, as_json: bool, zones: str | None, findings:
     """`findings`: also the cohort findings (`precompute.findings`), in the text and the JSON."""
     client = _client(Settings.from_env())
     loaded, zone_contracts = resolve_campaign(campaign, client, zones)
-    cohorts = CohortCollector(client, loaded) if findings else None
+    cohorts = CohortCollector(client, loaded, zone_contracts) if findings else None
     report = run_qa(ZoneSetStore(client), loaded, zone_contracts, now=datetime.now(UTC), cohorts=cohorts)
     if as_json:
         print(report.model_dump_json(indent=2, exclude=None if findings else {"cohort_findings"}))

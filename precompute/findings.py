@@ -8,13 +8,16 @@ re-checks. Every failure is one of:
 - `fact`: a fact the trust policy rejected (`fact:<reason>`, by the fact's type);
 - `draft`: a written draft that was refused (`check:<reason>`, `cta_link_refused`, a
   self-review rejection ...), by the fact types it cited;
-- `zone`: a zone with no draft at all (`no_trusted_fact`, `identity:<detail>`,
-  `no_pattern_filled` ...), or a QA re-check on a zone (`qa:<code>`);
+- `attempt`: a zone with no draft although the account had trusted facts the zone may use
+  (`no_pattern_filled`, `model_declined` ...), by those facts' types;
+- `zone`: a zone with no draft and no usable fact (`no_trusted_fact`, `identity:<detail>`),
+  or a QA re-check on a zone (`qa:<code>`);
 - `account`: a QA re-check of the whole set (`qa:expired`), or `fallback_overused`.
 
 Groups are (reason, fact type, guideline version), with a breakdown by segment. Each is a
-rate with its count and denominator — facts of that type, drafts citing that type, zones, or
-accounts, in the same guideline version — and the accounts it touches; most accounts
+rate with its count and denominator — facts of that type, drafts citing that type, zones
+whose account had usable facts of that type, zones, or accounts, in the same guideline
+version — and the accounts it touches; most accounts
 first. The layer comes from `precompute.layers`. Drafts are matched to the campaign's
 patterns (a pattern's slots match any text) so a check failing on one pattern's drafts is
 told from one failing across them.
@@ -44,11 +47,12 @@ from precompute.layers import (
 from welcomemat import keys
 from welcomemat.campaign import Campaign
 from welcomemat.reasons import ZoneReason, parse_reason
+from welcomemat.zone_contract import ZoneContract
 from welcomemat.zoneset import Rung, ZoneSet, ZoneSetMode
 
 __all__ = ["CohortCollector", "CohortFinding", "SegmentRate", "format_findings"]
 
-Unit = Literal["fact", "draft", "zone", "account"]
+Unit = Literal["fact", "draft", "attempt", "zone", "account"]
 EXPLAIN_CHUNK = 500  # explain records read per MGET
 MAX_EXAMPLES = 3  # account ids named per finding
 NO_VALUE = "-"  # no fact type / no segment
@@ -139,9 +143,10 @@ class CohortCollector:
     one MGET per `EXPLAIN_CHUNK` accounts, so memory stays one chunk deep.
     """
 
-    def __init__(self, client: redis.Redis, campaign: Campaign) -> None:
+    def __init__(self, client: redis.Redis, campaign: Campaign, zones: Mapping[str, ZoneContract]) -> None:
         self._client = client
         self._campaign = campaign
+        self._contracts = zones
         self._pending: list[tuple[ZoneSet, list[tuple[str, str | None]]]] = []
         self._groups: dict[_Key, _Tally] = {}
         self._units: dict[str, Unit] = {}
@@ -220,9 +225,14 @@ class CohortCollector:
                     (f"fact:{fact.get('reason')}", fact_type, segment, version), "fact", account, None, seen
                 )
 
+        trusted_types = {str(f.get("type")) for f in facts if f.get("trusted")}
         explained = {z.get("zone_id"): z for z in record.get("zones", []) if isinstance(z, dict)}
         for zone in zs.zones:
             denominator("zone", "")
+            contract = self._contracts.get(zone.zone_id)
+            usable = "+".join(sorted(trusted_types & set(contract.fact_types))) if contract else ""
+            if usable:
+                denominator("attempt", usable)
             parsed = parse_reason(zone.reason)
             if zone.rung is Rung.PERSONAL:
                 fact_type, draft = parsed.detail or NO_VALUE, zone.text
@@ -247,8 +257,8 @@ class CohortCollector:
                 reason = zone.reason.partition(";")[0]
             else:
                 reason = parsed.name
-            unit: Unit = "draft" if draft else "zone"
-            key = (reason, fact_type if draft else NO_VALUE, segment, version)
+            unit: Unit = "draft" if draft else "attempt" if usable else "zone"
+            key = (reason, fact_type if draft else usable or NO_VALUE, segment, version)
             self._count(key, unit, account, zone.zone_id, seen)
             if pattern is not None:
                 self._pattern_fails[((key[0], key[1], version), pattern)] += 1
@@ -290,7 +300,7 @@ class CohortCollector:
     def _finding(self, top: _Top, segments: dict[str, _Tally]) -> CohortFinding:
         reason, fact_type, version = top
         unit = self._units[reason]
-        what = fact_type if unit in ("fact", "draft") else ""
+        what = fact_type if unit in ("fact", "draft", "attempt") else ""
         rates: list[SegmentRate] = []
         for (w, segment, v), of in sorted(self._of[unit].items()):
             if w != what or v != version:

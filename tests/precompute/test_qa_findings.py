@@ -57,7 +57,9 @@ def by_reason(findings: list[CohortFinding]) -> dict[tuple[str, str, str], Cohor
 def findings_of(
     client: redis.Redis, campaign: Campaign, zones: dict[str, ZoneContract]
 ) -> list[CohortFinding]:
-    report = run_qa(ZoneSetStore(client), campaign, zones, now=NOW, cohorts=CohortCollector(client, campaign))
+    report = run_qa(
+        ZoneSetStore(client), campaign, zones, now=NOW, cohorts=CohortCollector(client, campaign, zones)
+    )
     assert report.cohort_findings is not None
     return report.cohort_findings
 
@@ -190,6 +192,7 @@ def test_a_check_failing_on_one_patterns_drafts_is_the_guideline(
             account,
             zones={"hero_headline": headline(account, pattern, failed_check=failed)},
             facts=[funding_fact(account)],
+            base_reason="no_pattern_filled",
         )
     found = by_reason(findings_of(redis_client, campaign, zones))
     group = found[("check:too_many_words", "funding", "2026-11-01")]
@@ -202,9 +205,10 @@ def test_a_check_failing_on_one_patterns_drafts_is_the_guideline(
     )
     assert "funding/hero_headline#2" in group.because and "4 of its 4 drafts" in group.because
     assert group.examples == ["acct_p4", "acct_p5", "acct_p6"]
-    # the other four zones of all eight accounts: segment copy, no trusted fact
-    rest = found[("no_trusted_fact", "-", "2026-11-01")]
-    assert (rest.unit, rest.failures, rest.of, rest.accounts, rest.layer) == ("zone", 32, 40, 8, "data")
+    # the other four zones of all eight accounts: no pattern filled from the trusted funding fact
+    rest = found[("no_pattern_filled", "funding", "2026-11-01")]
+    assert (rest.unit, rest.failures, rest.of, rest.accounts) == ("attempt", 32, 40, 8)
+    assert rest.layer == "guideline"
 
 
 def test_a_check_failing_across_patterns_is_the_guard_and_flagged_when_common(

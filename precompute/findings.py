@@ -40,6 +40,7 @@ from precompute.layers import (
     FALLBACK_SUFFIX,
     MIN_PATTERN_DRAFTS,
     PATTERN_FAILURE_SHARE,
+    QA_ON_FALLBACK_CODES,
     Layer,
     PatternShare,
     attribute,
@@ -267,7 +268,11 @@ class CohortCollector:
         for code, zone_id in qa:
             if code in QA_NOT_FAILURES:
                 continue
-            on_fallback = zone_id is not None and rungs.get(zone_id, Rung.PERSONAL) is not Rung.PERSONAL
+            on_fallback = (
+                code in QA_ON_FALLBACK_CODES
+                and zone_id is not None
+                and rungs.get(zone_id, Rung.PERSONAL) is not Rung.PERSONAL
+            )
             reason = f"qa:{code}" + (FALLBACK_SUFFIX if on_fallback else "")
             self._count(
                 (reason, NO_VALUE, segment, version), "zone" if zone_id else "account", account, zone_id, seen

@@ -34,11 +34,14 @@ __all__ = [
     "LAYER_HINTS",
     "MIN_PATTERN_DRAFTS",
     "PATTERN_FAILURE_SHARE",
+    "QA_ON_FALLBACK_CODES",
+    "REASON_HINTS",
     "Attribution",
     "Layer",
     "PatternShare",
     "attribute",
     "default_layer",
+    "shift_conditions",
 ]
 
 Layer = Literal["data", "guard", "guideline", "fallback", "template", "provider"]
@@ -51,6 +54,18 @@ MIN_PATTERN_DRAFTS = 3
 # flagged as a likely false positive: the layer stays `guard`, the finding says so.
 GUARD_SUSPECT_RATE = 0.25
 FALLBACK_SUFFIX = "@fallback"  # a QA re-check's reason on a zone served from fallback copy
+# QA re-checks that can fail on a zone served from fallback copy (the others are about
+# personal zones, or the whole set): on such a zone, the fallback copy is at fault.
+QA_ON_FALLBACK_CODES = frozenset(
+    {
+        "zone_unknown",
+        "link_missing",
+        "link_off_allowlist",
+        "zone_limits",
+        "markup_or_link_in_text",
+        "markup_unverified",
+    }
+)
 
 # Grouped reason -> default layer. A grouped reason is a zone reason code (`identity` covers
 # `identity:<detail>`), `check:<check reason>`, `fact:<trust reason>`, `qa:<QA finding>`, or
@@ -131,6 +146,20 @@ LAYER_HINTS: Mapping[Layer, str] = {
     "provider": "the model endpoint failed; the next run writes these again",
 }
 
+# What to change, where one reason says more than its layer's hint (campaign.yaml fields).
+REASON_HINTS: Mapping[str, str] = {
+    ZoneReason.NO_PATTERN_FILLED.value: (
+        "write `patterns` for these fact types and zones, or patterns that fit the zone's limits"
+    ),
+    ZoneReason.NO_CTA_SUPPORT.value: "check the `ctas` and the link zone's limits",
+    "fact:no_window_for_type": "give the fact type a window in `signal_windows_days`",
+    "fact:stale": "refresh the research (a longer `signal_windows_days` is a guideline change)",
+    "fact:low_confidence": "confirm the research (`min_confidence` is a guideline change)",
+    "check:banned_phrase": "rewrite the drafts' source (patterns, voice) or review `banned_phrases`",
+    "check:banned_opener": "rewrite the drafts' source (patterns, voice) or review `banned_openers`",
+    "unknown_segment": "give the segment copy under `segments`",
+}
+
 
 @dataclass(frozen=True)
 class PatternShare:
@@ -155,6 +184,24 @@ def default_layer(reason: str) -> Layer:
         if name in DEFAULT_LAYERS:
             return DEFAULT_LAYERS[name]
     return UNKNOWN_CHECK_LAYER if reason.startswith("check:") else UNKNOWN_LAYER
+
+
+def shift_conditions(reason: str) -> str:
+    """When a group of this reason leaves its default layer, as the README table words it.
+
+    "one pattern": over `PATTERN_FAILURE_SHARE` of one pattern's drafts (at least
+    `MIN_PATTERN_DRAFTS`) fail it; "common": over `GUARD_SUSPECT_RATE` of its fact type's
+    drafts fail it; "on fallback copy": the zone is served from segment or default copy.
+    """
+    kind, _, detail = reason.partition(":")
+    if kind == "qa" and detail in QA_ON_FALLBACK_CODES:
+        return "on fallback copy → fallback"
+    if kind != "check":
+        return "—"
+    layer = DEFAULT_LAYERS[reason]
+    if layer == "guard":
+        return "one pattern → guideline; common → flagged a likely false positive"
+    return "one pattern → guideline, naming it" if layer == "guideline" else "one pattern → guideline"
 
 
 def _meaning(reason: str, fact_type: str) -> str:
@@ -195,4 +242,5 @@ def attribute(
             f"{meaning} in {rate:.0%} of {fact_type} drafts, not one pattern's: "
             "read a few, a false positive is likely",
         )
-    return Attribution(layer, "default", f"{meaning}; {LAYER_HINTS[layer]}")
+    hint = REASON_HINTS.get(reason) or LAYER_HINTS[layer]
+    return Attribution(layer, "default", f"{meaning}; {hint}")

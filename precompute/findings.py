@@ -223,7 +223,11 @@ class CohortCollector:
             denominator("fact", fact_type)
             if not fact.get("trusted"):
                 self._count(
-                    (f"fact:{fact.get('reason')}", fact_type, segment, version), "fact", account, None, seen
+                    (f"fact:{fact.get('reason') or 'untrusted'}", fact_type, segment, version),
+                    "fact",
+                    account,
+                    None,
+                    seen,
                 )
 
         trusted_types = {str(f.get("type")) for f in facts if f.get("trusted")}

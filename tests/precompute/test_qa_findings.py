@@ -121,10 +121,13 @@ def plant(
     version: str = "2026-11-01",
     zones: dict[str, tuple[ZoneContent, dict[str, Any]]] | None = None,
     facts: list[dict[str, Any]] | None = None,
-    base_reason: str = "no_trusted_fact",
+    base_reason: str | None = None,
 ) -> None:
-    """One account's zone set and explain record; zones not given are segment copy (`base_reason`)."""
+    """One account's zone set and explain record; zones not given are segment copy, for
+    `base_reason` (default: no pattern filled if a fact is trusted, else no trusted fact)."""
     given = zones or {}
+    if base_reason is None:
+        base_reason = "no_pattern_filled" if any(f["trusted"] for f in facts or []) else "no_trusted_fact"
     contents, explained = [], []
     for zone_id in ZONES:
         content, note = given.get(zone_id) or (fallback_zone(campaign, segment, zone_id, base_reason), {})
@@ -338,7 +341,8 @@ def test_the_same_stored_data_gives_the_same_findings(
         redis_client.delete(keys.explain_key(campaign.tenant, campaign.campaign, f"acct_d{i}"))
     after = by_reason(findings_of(redis_client, campaign, zones))
     assert ("fact:stale", "funding", "2026-11-01") not in after
-    assert after[("no_trusted_fact", "-", "2026-11-01")].failures == 35
+    assert after[("no_trusted_fact", "-", "2026-11-01")].failures == 15  # the 3 stale accounts
+    assert after[("no_pattern_filled", "-", "2026-11-01")].unit == "zone"  # the fact's type is not known
 
 
 # -- the real pipeline, then the command line ------------------------------------------------------
@@ -412,3 +416,45 @@ def test_precomputed_population_then_qa_findings_on_the_command_line(
     assert groups[("fact:stale", "funding")]["layer"] == "data"
     plain = json.loads(cli("qa", "q4-pipeline", "--json").stdout)
     assert "cohort_findings" not in plain  # the report as before unless asked
+
+
+def test_provider_template_and_identity_groups_and_a_pattern_with_too_few_drafts(
+    redis_client: redis.Redis, campaign: Campaign, zones: dict[str, ZoneContract]
+) -> None:
+    # 2 accounts: the endpoint failed on every zone; 1 account of a free-mail identity.
+    for i in range(2):
+        plant(redis_client, campaign, f"acct_e{i}", base_reason="endpoint_error")
+    plant(redis_client, campaign, "acct_i0", base_reason="identity:freemail_domain")
+    # 2 accounts of pattern B, both failing: under MIN_PATTERN_DRAFTS, so not the pattern's fault.
+    for i in range(2):
+        account = f"acct_b{i}"
+        plant(
+            redis_client,
+            campaign,
+            account,
+            zones={"hero_headline": headline(account, PATTERN_B, failed_check="too_many_words")},
+            facts=[funding_fact(account)],
+            base_reason="no_pattern_filled",
+        )
+    # 1 account whose published set lacks a zone the page shows.
+    plant(redis_client, campaign, "acct_z0")
+    key = keys.zone_set_key(campaign.tenant, campaign.campaign, "acct_z0")
+    data = json.loads(redis_client.get(key) or b"{}")
+    data["zones"] = [z for z in data["zones"] if z["zone_id"] != "proof"]
+    redis_client.set(key, json.dumps(data))
+
+    found = by_reason(findings_of(redis_client, campaign, zones))
+    endpoint = found[("endpoint_error", "-", "2026-11-01")]
+    assert (endpoint.unit, endpoint.failures, endpoint.of, endpoint.accounts, endpoint.layer) == (
+        "zone",
+        10,
+        29,
+        2,
+        "provider",
+    )
+    identity = found[("identity:freemail_domain", "-", "2026-11-01")]
+    assert (identity.failures, identity.accounts, identity.layer) == (5, 1, "data")
+    missing = found[("qa:zone_missing", "-", "2026-11-01")]
+    assert (missing.failures, missing.zones, missing.layer) == (1, ["proof"], "template")
+    few = found[("check:too_many_words", "funding", "2026-11-01")]
+    assert (few.failures, few.of, few.rate, few.layer, few.rule) == (2, 2, 1.0, "guard", "guard_suspect")

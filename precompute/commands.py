@@ -17,6 +17,7 @@ from pathlib import Path
 
 import redis
 
+from precompute.findings import CohortCollector, format_findings
 from precompute.inputs import load_campaign_inputs
 from precompute.progress import progress_bar
 from precompute.providers.base import Provider
@@ -214,6 +215,9 @@ def print_qa(report: QaReport) -> None:
     for item in report.sample[:12]:
         headline = next((z for z in item.zones if z.rung == "personal"), item.zones[0])
         print(f"    [{item.stratum}] {item.account_id}: “{headline.text}” ({headline.rung})")
+    if report.cohort_findings is not None:
+        for line in format_findings(report.cohort_findings):
+            print(line)
 
 
 def run_precompute(
@@ -277,12 +281,14 @@ def run_precompute(
     return 1 if qa.verdict == "NO GO" or report.failed else 0
 
 
-def run_qa_command(campaign: str, *, as_json: bool, zones: str | None) -> int:
+def run_qa_command(campaign: str, *, as_json: bool, zones: str | None, findings: bool = False) -> int:
+    """`findings`: also the cohort findings (`precompute.findings`), in the text and the JSON."""
     client = _client(Settings.from_env())
     loaded, zone_contracts = resolve_campaign(campaign, client, zones)
-    report = run_qa(ZoneSetStore(client), loaded, zone_contracts, now=datetime.now(UTC))
+    cohorts = CohortCollector(client, loaded, zone_contracts) if findings else None
+    report = run_qa(ZoneSetStore(client), loaded, zone_contracts, now=datetime.now(UTC), cohorts=cohorts)
     if as_json:
-        print(report.model_dump_json(indent=2))
+        print(report.model_dump_json(indent=2, exclude=None if findings else {"cohort_findings"}))
     else:
         print_qa(report)
     return 1 if report.verdict == "NO GO" else 0

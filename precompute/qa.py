@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from precompute.findings import CohortCollector, CohortFinding
 from welcomemat.campaign import Campaign
 from welcomemat.errors import StoredValueError
 from welcomemat.markup import render_text
@@ -85,6 +86,8 @@ class QaReport(BaseModel):
     findings_by_code: dict[str, int] = Field(default_factory=dict)
     findings: list[QaFinding] = Field(default_factory=list)
     verdict: Verdict = "GO"
+    # `--findings`: failures grouped across the population, each with its likely layer
+    cohort_findings: list[CohortFinding] | None = None
     sample: list[SampledAccount] = Field(default_factory=list)
 
 
@@ -177,7 +180,9 @@ def run_qa(
     *,
     now: datetime | None = None,
     sample_per_stratum: int = SAMPLE_PER_STRATUM,
+    cohorts: CohortCollector | None = None,
 ) -> QaReport:
+    """The verdict on everything published; with `cohorts`, also the cohort findings."""
     now = now or datetime.now(UTC)
     report = QaReport(tenant=campaign.tenant, campaign=campaign.campaign, checked_at=now.isoformat())
     by_status: Counter[str] = Counter()
@@ -201,7 +206,11 @@ def run_qa(
             if len(report.findings) < MAX_FINDINGS_LISTED:
                 report.findings.append(finding)
         if zs is None:
+            if cohorts is not None:
+                cohorts.add_undecodable(account_id)
             continue
+        if cohorts is not None:
+            cohorts.add(zs, [(f.code, f.zone_id) for f in findings])
         by_status[zs.status.value] += 1
         by_mode[zs.mode.value] += 1
         for zone in zs.zones:
@@ -215,6 +224,8 @@ def run_qa(
                     report.check_failed += 1
         strata.setdefault(f"{zs.segment or '-'}/{zs.mode.value}", []).append(zs)
 
+    if cohorts is not None:
+        report.cohort_findings = cohorts.findings()
     report.by_status, report.by_mode, report.zones_by_rung = dict(by_status), dict(by_mode), dict(rungs)
     report.fallback_reasons = dict(reasons.most_common())
     report.findings_by_code = dict(codes.most_common())

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from precompute.layers import DEFAULT_LAYERS, shift_conditions
 from tests.corpora import REPO_ROOT
 from welcomemat.limits import INPUT_LIMITS
 from welcomemat.reasons import REASON_DOCS
@@ -66,6 +67,13 @@ def test_the_zone_reason_table_is_the_enum_with_its_docs() -> None:
     rows = re.findall(r"^\| `([^`]+)` \| (.+) \|$", block, flags=re.MULTILINE)
     assert len(rows) == len({code for code, _ in rows}), "a code is listed twice"
     assert dict(rows) == {code.value: doc for code, doc in REASON_DOCS.items()}
+
+
+def test_the_cohort_layer_table_is_the_code() -> None:
+    block = README.split("<!-- cohort-layers -->", 1)[1].split("<!-- /cohort-layers -->", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \| (\w+) \| (.+) \|$", block, flags=re.MULTILINE)
+    assert len(rows) == len({reason for reason, _, _ in rows}), "a reason is listed twice"
+    assert rows == [(reason, layer, shift_conditions(reason)) for reason, layer in DEFAULT_LAYERS.items()]
 
 
 def test_the_input_limits_table_is_the_code() -> None:

@@ -12,10 +12,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     qa.add_argument("campaign", help="campaign.yaml, tenant/campaign, or a published campaign id")
     qa.add_argument("--zones", default=None, help=argparse.SUPPRESS)
     qa.add_argument("--json", action="store_true", help="print the QA report as JSON")
+    qa.add_argument(
+        "--findings",
+        action="store_true",
+        help="also group failures across the population (reason, fact type, segment, guideline "
+        "version) and name the layer most likely at fault",
+    )
     qa.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from precompute.commands import run_qa_command
 
-    return run_qa_command(args.campaign, as_json=args.json, zones=args.zones)
+    return run_qa_command(args.campaign, as_json=args.json, zones=args.zones, findings=args.findings)

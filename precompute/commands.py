@@ -203,6 +203,12 @@ def print_qa(report: QaReport) -> None:
         f"  personal attempts {report.personal_attempts}, failed checks {report.check_failed} "
         f"({report.check_failure_rate:.1%}, max {report.thresholds.get('max_check_failure_rate', 0):.0%})"
     )
+    for g in report.by_guideline_version:
+        print(
+            f"  guidelines {g.guideline_version} ({(g.guideline_hash or 'no hash')[:12]}): "
+            f"{g.accounts} accounts, "
+            f"{g.personal_zones} personal zones, failed checks {g.check_failed}/{g.personal_attempts}"
+        )
     if report.fallback_reasons:
         print("  fallback reasons: " + ", ".join(f"{k} {v}" for k, v in report.fallback_reasons.items()))
     if report.findings_by_code:

@@ -203,7 +203,7 @@ def run_propose(
         sets,
         provider=make_provider(provider, Settings.from_env()),
         as_of=day,
-        files=(campaign_path, candidate_path),
+        files=(campaign_path.resolve(), candidate_path.resolve()),
         created_at=now,
     )
     version = candidate.campaign.guideline_version

@@ -246,7 +246,11 @@ def run_propose(
         activated = store.get(
             active.campaign.tenant, active.campaign.campaign, active.campaign.guideline_version
         )
-        store.save(record, *(() if activated else (_active_record(store, active.campaign, now),)))
+        if activated is None:  # the first versioned change: what campaign.yaml holds is the active version
+            bootstrap = _active_record(store, active.campaign, now)
+            store.save(record, bootstrap, active=bootstrap.version)
+        else:
+            store.save(record)
         append_entry(
             client,
             auditor.entry(

@@ -159,7 +159,9 @@ def test_a_high_risk_campaign_needs_a_second_different_approver(
     )
 
 
-def test_bad_input_is_exit_2_with_file_line_and_field(folder: Path, redis_url: str, tmp_path: Path) -> None:
+def test_bad_input_is_exit_2_with_file_line_and_field(
+    folder: Path, redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
     campaign = str(folder / "campaign.yaml")
     same = cli("propose", campaign, campaign, "--reason", "x", redis_url=redis_url, tmp_path=tmp_path)
     assert same.returncode == 2 and "campaign.yaml:5, field 'guideline_version'" in same.stderr
@@ -167,3 +169,38 @@ def test_bad_input_is_exit_2_with_file_line_and_field(folder: Path, redis_url: s
     candidate = str(folder / "campaign.candidate.yaml")
     bad_set = cli("propose", campaign, candidate, "--reason", "x", redis_url=redis_url, tmp_path=tmp_path)
     assert bad_set.returncode == 2 and "held_out.jsonl:1, field" in bad_set.stderr
+
+
+def precompute(folder: Path, redis_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "REDIS_URL": redis_url, "WELCOMEMAT_HOME": str(tmp_path / "home")}
+    accounts = str(folder / "guideline_sets" / "regression.jsonl")
+    return subprocess.run(
+        [WELCOMEMAT, "precompute", str(folder / "campaign.yaml"), accounts, "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_once_versioned_precompute_publishes_only_the_active_guidelines_as_approved(
+    folder: Path, redis_url: str, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    campaign, candidate = folder / "campaign.yaml", folder / "campaign.candidate.yaml"
+    assert (
+        cli(
+            "propose", str(campaign), str(candidate), "--reason", "x", redis_url=redis_url, tmp_path=tmp_path
+        ).returncode
+        == 0
+    )
+    original = campaign.read_bytes()
+    campaign.write_bytes(candidate.read_bytes())  # the candidate, not promoted
+    refused = precompute(folder, redis_url, tmp_path)
+    assert refused.returncode == 2 and "'2026-12-01' is candidate" in refused.stderr
+    assert "campaign.yaml:5, field 'guideline_version'" in refused.stderr
+    campaign.write_bytes(original.replace(b'  - "synergy"\n', b""))  # an edit under the same label
+    edited = precompute(folder, redis_url, tmp_path)
+    assert edited.returncode == 2 and "differ from version '2026-11-01' as approved" in edited.stderr
+    campaign.write_bytes(original)
+    assert precompute(folder, redis_url, tmp_path).returncode != 2

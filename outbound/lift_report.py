@@ -7,6 +7,7 @@ campaign, reads the report from Redis now and prints it as a table or as JSON.
 
 from __future__ import annotations
 
+import json
 import sys
 from datetime import UTC, datetime
 
@@ -15,7 +16,12 @@ from welcomemat.campaign_view import load_campaign_view
 from welcomemat.connection import connect, resolve_redis
 from welcomemat.conversions import ConversionType
 from welcomemat.errors import InputError
-from welcomemat.lift import LiftReport, RateEstimate, campaign_lift_report
+from welcomemat.lift import (
+    LiftReport,
+    RateEstimate,
+    campaign_lift_report,
+    campaign_lift_reports_by_guideline_version,
+)
 from welcomemat.settings import Settings
 
 __all__ = ["format_lift_report", "run_report_lift"]
@@ -57,8 +63,14 @@ def format_lift_report(report: LiftReport) -> str:
     return "\n".join(lines)
 
 
-def run_report_lift(campaign_ref: str, *, as_json: bool, types: list[str] | None) -> int:
-    """`welcomemat report lift CAMPAIGN [--json] [--type T ...]`."""
+def run_report_lift(
+    campaign_ref: str, *, as_json: bool, types: list[str] | None, by: str | None = None
+) -> int:
+    """`welcomemat report lift CAMPAIGN [--json] [--type T ...] [--by guideline_version]`.
+
+    `--by guideline_version`: one report per guideline version that wrote the published zone
+    sets (JSON: an object by version), so a change of guidelines can be judged on its lift.
+    """
     chosen: frozenset[ConversionType] | None = None
     if types:
         known = {t.value for t in ConversionType}
@@ -74,10 +86,22 @@ def run_report_lift(campaign_ref: str, *, as_json: bool, types: list[str] | None
     try:
         tenant, campaign = resolve_campaign_ref(campaign_ref, client=client)
         view = load_campaign_view(client, tenant, campaign)
-        report = campaign_lift_report(client, view, now=datetime.now(UTC), types=chosen, problems=problems)
+        if by == "guideline_version":
+            reports = campaign_lift_reports_by_guideline_version(
+                client, view, now=datetime.now(UTC), types=chosen, problems=problems
+            )
+        else:
+            report = campaign_lift_report(
+                client, view, now=datetime.now(UTC), types=chosen, problems=problems
+            )
     finally:
         client.close()
-    if as_json:
+    if by == "guideline_version":
+        if as_json:
+            print(json.dumps({v: r.model_dump(mode="json") for v, r in reports.items()}, indent=2))
+        else:
+            print("\n\n".join(f"guideline version {v}\n{format_lift_report(r)}" for v, r in reports.items()))
+    elif as_json:
         print(report.model_dump_json(indent=2))
     else:
         print(format_lift_report(report))

@@ -33,6 +33,7 @@ from precompute.providers.base import (
 from welcomemat.accounts import Account, Fact
 from welcomemat.campaign import Campaign, ZoneCopy
 from welcomemat.errors import ContractError, ProviderUnavailable
+from welcomemat.guidelines import guideline_hash
 from welcomemat.held import HeldDraft, HoldLayer
 from welcomemat.markup import CleanedMarkup, clean_inline, markup_to_text
 from welcomemat.reasons import UNKNOWN_SEGMENT, ZoneReason, zone_reason
@@ -126,6 +127,7 @@ class Assembler:
         self.allowlist: LinkAllowlist = campaign.allowlist()
         self.zone_ids = campaign.page_zone_ids()
         self.review_tiers = frozenset(campaign.approval.review_tiers)
+        self.guideline_hash = guideline_hash(campaign)
         # Fallback copy is human-written and the same for every account: build and check it once.
         self._segment_content: dict[tuple[str, str], ZoneContent] = {}
         self._default_content: dict[str, ZoneContent] = {}
@@ -384,6 +386,7 @@ class Assembler:
             # A deferred set never matches the inputs' hash, so the next run generates it again.
             input_hash=f"{input_hash}-deferred" if deferred else input_hash,
             guideline_version=self.campaign.guideline_version,
+            guideline_hash=self.guideline_hash,
             created_at=self.now,
             valid_until=_day_start(valid_until) if valid_until is not None else None,
             status=ZoneSetStatus.PENDING_REVIEW if needs_review else ZoneSetStatus.PUBLISHED,

@@ -35,6 +35,7 @@ from welcomemat.campaign_ref import is_campaign_file, resolve_campaign_ref
 from welcomemat.connection import connect, connect_for_blocking_reads, resolve_redis
 from welcomemat.erasure import suppress
 from welcomemat.errors import CampaignOwnerError, InputError, StoredValueError
+from welcomemat.guidelines import ActivationState, GuidelineStore, guideline_hash
 from welcomemat.ids import is_valid_id
 from welcomemat.review import approve_held, decide, list_queue, roll_back, show
 from welcomemat.settings import Settings
@@ -204,6 +205,12 @@ def print_qa(report: QaReport) -> None:
         f"  personal attempts {report.personal_attempts}, failed checks {report.check_failed} "
         f"({report.check_failure_rate:.1%}, max {report.thresholds.get('max_check_failure_rate', 0):.0%})"
     )
+    for g in report.by_guideline_version:
+        print(
+            f"  guidelines {g.guideline_version} ({(g.guideline_hash or 'no hash')[:12]}): "
+            f"{g.accounts} accounts, "
+            f"{g.personal_zones} personal zones, failed checks {g.check_failed}/{g.personal_attempts}"
+        )
     if report.fallback_reasons:
         print("  fallback reasons: " + ", ".join(f"{k} {v}" for k, v in report.fallback_reasons.items()))
     if report.findings_by_code:
@@ -218,6 +225,33 @@ def print_qa(report: QaReport) -> None:
     if report.cohort_findings is not None:
         for line in format_findings(report.cohort_findings):
             print(line)
+
+
+def _refuse_unapproved_guidelines(client: redis.Redis, campaign: Campaign, path: Path) -> None:
+    """Once a campaign's guidelines are versioned (`welcomemat guidelines`), publish only with the
+    active version, as approved: not a candidate, and not an edit that kept the version label."""
+    store = GuidelineStore(client)
+    active = store.active_version(campaign.tenant, campaign.campaign)
+    if active is None:
+        return
+    version = campaign.guideline_version
+    record = store.get(campaign.tenant, campaign.campaign, version)
+    problem = None
+    if record is None or record.state is not ActivationState.ACTIVE:
+        state = "never proposed" if record is None else f"{record.state.value}"
+        problem = (
+            f"guideline version {version!r} is {state}; the active one is {active!r} "
+            "(welcomemat guidelines propose / promote / rollback)"
+        )
+    elif record.hash != guideline_hash(campaign):
+        problem = (
+            f"the guidelines differ from version {version!r} as approved: propose the change as a new "
+            "guideline_version (welcomemat guidelines propose)"
+        )
+    if problem is not None:
+        raise InputError(
+            problem, file=path, line=line_of_field(path, ("guideline_version",)), field="guideline_version"
+        )
 
 
 def run_precompute(
@@ -249,6 +283,7 @@ def run_precompute(
     )
     client = _client(settings)
     _refuse_other_tenants_id(client, loaded, Path(campaign))
+    _refuse_unapproved_guidelines(client, loaded, Path(campaign))
     total = 0 if enqueue else _count_lines(accounts_path)
     advance, close = progress_bar(total, enabled=False if as_json or enqueue else None)
     run = PrecomputeRun(

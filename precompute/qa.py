@@ -34,7 +34,16 @@ from welcomemat.urlgate import browser_view, gate_link
 from welcomemat.zone_contract import ZoneContract
 from welcomemat.zoneset import Rung, ZoneSet, ZoneSetStatus
 
-__all__ = ["QaFinding", "QaReport", "SampleZone", "SampledAccount", "Verdict", "run_qa"]
+__all__ = [
+    "GuidelineFigures",
+    "QaFinding",
+    "QaReport",
+    "SampleZone",
+    "SampledAccount",
+    "Verdict",
+    "recheck_zone_set",
+    "run_qa",
+]
 
 Verdict = Literal["GO", "GO WITH FIXES", "NO GO"]
 SCAN_CHUNK = 500
@@ -67,6 +76,19 @@ class SampledAccount(BaseModel):
     zones: list[SampleZone]
 
 
+class GuidelineFigures(BaseModel):
+    """What one guideline version (and bundle hash) wrote, among the published zone sets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    guideline_version: str
+    guideline_hash: str | None = None
+    accounts: int = 0
+    personal_zones: int = 0
+    personal_attempts: int = 0
+    check_failed: int = 0
+
+
 class QaReport(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -85,6 +107,7 @@ class QaReport(BaseModel):
     thresholds: dict[str, float] = Field(default_factory=dict)
     findings_by_code: dict[str, int] = Field(default_factory=dict)
     findings: list[QaFinding] = Field(default_factory=list)
+    by_guideline_version: list[GuidelineFigures] = Field(default_factory=list)
     verdict: Verdict = "GO"
     # `--findings`: failures grouped across the population, each with its likely layer
     cohort_findings: list[CohortFinding] | None = None
@@ -169,6 +192,10 @@ def _recheck(
     return out
 
 
+# The invariants QA re-checks, for what is about to be published too (a guideline candidate's replay).
+recheck_zone_set = _recheck
+
+
 def _rank(account_id: str) -> int:
     return int.from_bytes(hashlib.sha256(account_id.encode()).digest()[:8], "big")
 
@@ -191,6 +218,7 @@ def run_qa(
     reasons: Counter[str] = Counter()
     codes: Counter[str] = Counter()
     strata: dict[str, list[ZoneSet]] = {}
+    by_guidelines: dict[tuple[str, str | None], GuidelineFigures] = {}
     blockers = fixes = 0
     for account_id, zs, error in _zone_sets(store, campaign.tenant, campaign.campaign):
         report.accounts += 1
@@ -213,20 +241,32 @@ def run_qa(
             cohorts.add(zs, [(f.code, f.zone_id) for f in findings])
         by_status[zs.status.value] += 1
         by_mode[zs.mode.value] += 1
+        figures = by_guidelines.setdefault(
+            (zs.guideline_version, zs.guideline_hash),
+            GuidelineFigures(guideline_version=zs.guideline_version, guideline_hash=zs.guideline_hash),
+        )
+        figures.accounts += 1
         for zone in zs.zones:
             rungs[zone.rung.value] += 1
             if zone.rung is Rung.PERSONAL:
                 report.personal_attempts += 1
+                figures.personal_zones += 1
+                figures.personal_attempts += 1
             else:
                 reasons[zone.reason] += 1
                 if parse_reason(zone.reason).code is ZoneReason.CHECK:
                     report.personal_attempts += 1
                     report.check_failed += 1
+                    figures.personal_attempts += 1
+                    figures.check_failed += 1
         strata.setdefault(f"{zs.segment or '-'}/{zs.mode.value}", []).append(zs)
 
     if cohorts is not None:
         report.cohort_findings = cohorts.findings()
     report.by_status, report.by_mode, report.zones_by_rung = dict(by_status), dict(by_mode), dict(rungs)
+    report.by_guideline_version = [
+        by_guidelines[k] for k in sorted(by_guidelines, key=lambda k: (k[0], k[1] or ""))
+    ]
     report.fallback_reasons = dict(reasons.most_common())
     report.findings_by_code = dict(codes.most_common())
     report.check_failure_rate = (

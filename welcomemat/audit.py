@@ -88,10 +88,15 @@ class AuditAction(enum.StrEnum):
     READMIT = "readmit"  # an erased subject's suppression lifted: precompute may publish it again
     SUBJECT_EXPORT = "subject_export"  # everything held about a person written out for them
     SECRET_ROTATE = "secret_rotate"  # signing keys or bearer tokens changed (seen at a renderer start)
+    GUIDELINES_PROPOSE = "guidelines_propose"  # a guideline version replayed; its candidate report written
+    GUIDELINES_PROMOTE = "guidelines_promote"  # an approval of a candidate; the last one makes it active
+    GUIDELINES_ROLLBACK = "guidelines_rollback"  # the active guideline version replaced by its previous one
 
 
 # A person must say why: these undo or refuse someone else's work, or put personal copy back.
-REASON_REQUIRED = frozenset({AuditAction.REJECT, AuditAction.ROLLBACK, AuditAction.READMIT})
+REASON_REQUIRED = frozenset(
+    {AuditAction.REJECT, AuditAction.ROLLBACK, AuditAction.READMIT, AuditAction.GUIDELINES_ROLLBACK}
+)
 
 
 class Via(enum.StrEnum):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -46,6 +46,7 @@ __all__ = [
     "PageSpec",
     "ProofItem",
     "QaThresholds",
+    "RiskTier",
     "SegmentCopy",
     "ZoneCopy",
     "check_campaign",
@@ -66,6 +67,8 @@ def _window_in_range(days: int) -> int:
 
 
 SignalWindowDays = Annotated[int, AfterValidator(_window_in_range)]
+# `high`: a guideline promotion needs a second, different approver.
+RiskTier = Literal["standard", "high"]
 
 
 class Confidence(enum.StrEnum):
@@ -273,6 +276,12 @@ class Campaign(BaseModel):
         description="Version of the writing guidelines the copy follows; stored on every zone set. Quote a "
         'date (`"2026-11-01"`): unquoted, YAML reads a date, which is refused.',
         examples=["2026-11-01"],
+    )
+    risk_tier: RiskTier = Field(
+        default="standard",
+        description="How much a change of the campaign's guidelines (`welcomemat guidelines promote`) needs: "
+        "`standard`, one approver; `high`, two different people.",
+        examples=["high"],
     )
     site_base_url: str = Field(
         description="The customer's site: https, its host on `link_allowlist`; the sequencer export's link "

@@ -39,6 +39,7 @@ __all__ = [
     "ERASURES_TTL_S",
     "EVENTS_STREAM_TTL_S",
     "EVENT_SEEN_TTL_S",
+    "GUIDELINES_TTL_S",
     "JOURNAL_TTL_S",
     "KEY_PREFIX",
     "KEY_SCHEMA_VERSION",
@@ -71,6 +72,7 @@ __all__ = [
     "events_stream_key",
     "explain_key",
     "global_audit_stream_key",
+    "guidelines_key",
     "ip_ranges_key",
     "journal_key",
     "previous_zone_set_key",
@@ -137,6 +139,8 @@ WEBHOOK_OUTBOX_TTL_S = 30 * _DAY_S
 # 2 years, refreshed on every entry: who approved, rolled back or erased what must outlive the
 # zone sets and records it is about (365 days) by a full year of audits.
 AUDIT_TTL_S = 2 * 365 * _DAY_S
+# Guideline change records answer "which rules wrote this page" as long as the audit log does.
+GUIDELINES_TTL_S = 2 * 365 * _DAY_S
 # 3 years, refreshed on every erasure: the erasure list revokes the tokens an erased subject
 # holds (none lives longer than 366 days, `tokens.MAX_TTL_S`) and keeps precompute from
 # publishing them again from an accounts file that still lists them.
@@ -215,6 +219,15 @@ def journal_key(tenant: str, campaign: str) -> str:
     TTL `JOURNAL_TTL_S`, refreshed on write.
     """
     return f"{campaign_prefix(tenant, campaign)}:journal"
+
+
+def guidelines_key(tenant: str, campaign: str) -> str:
+    """The campaign's guideline versions: a hash, version -> JSON of its change record
+    (`welcomemat.guidelines.GuidelineChange`), and `@active` -> the active version.
+
+    TTL `GUIDELINES_TTL_S`, refreshed on write.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:guidelines"
 
 
 def campaign_config_key(tenant: str, campaign: str) -> str:

@@ -61,6 +61,7 @@ __all__ = [
     "RateEstimate",
     "build_lift_report",
     "campaign_lift_report",
+    "campaign_lift_reports_by_guideline_version",
     "collect_outcomes",
     "cta_zone_ids",
     "newcombe_difference",
@@ -169,6 +170,8 @@ class AccountOutcome:
     views: int = 0
     cta_clicks: int = 0
     conversions: int = 0
+    # The guideline version that wrote the account's published zone set (`--by guideline_version`).
+    guideline_version: str | None = None
 
 
 class _Model(BaseModel):
@@ -410,10 +413,11 @@ def collect_outcomes(
     sink: list[str] = problems if problems is not None else []
     tenant, campaign = view.tenant, view.campaign_id
     fraction = view.campaign.holdout_fraction
-    arms = {
-        z.account_id: assign_arm(tenant, campaign, z.account_id, fraction)
-        for z in iter_published(client, tenant, campaign, sink)
-    }
+    arms: dict[str, Arm] = {}
+    guidelines: dict[str, str] = {}
+    for z in iter_published(client, tenant, campaign, sink):
+        arms[z.account_id] = assign_arm(tenant, campaign, z.account_id, fraction)
+        guidelines[z.account_id] = z.guideline_version
     cta_zones = cta_zone_ids(view.zones, view.campaign.page_zone_ids())
     engagement: dict[str, tuple[int, int]] = {}
     record_problems: list[StoredValueError] = []
@@ -432,6 +436,7 @@ def collect_outcomes(
             views=engagement.get(account_id, (0, 0))[0],
             cta_clicks=engagement.get(account_id, (0, 0))[1],
             conversions=conversions.get(account_id, 0),
+            guideline_version=guidelines[account_id],
         )
         for account_id, arm in arms.items()
     ]
@@ -455,6 +460,31 @@ def campaign_lift_report(
         generated_at=now,
         conversion_types=[t.value for t in (types or ConversionType)],
     )
+
+
+def campaign_lift_reports_by_guideline_version(
+    client: redis.Redis,
+    view: CampaignView,
+    *,
+    now: datetime,
+    types: frozenset[ConversionType] | None = None,
+    problems: list[str] | None = None,
+) -> dict[str, LiftReport]:
+    """One lift report per guideline version that wrote the published zone sets, by version."""
+    groups: dict[str, list[AccountOutcome]] = {}
+    for outcome in collect_outcomes(client, view, types=types, problems=problems):
+        groups.setdefault(outcome.guideline_version or "-", []).append(outcome)
+    return {
+        version: build_lift_report(
+            groups[version],
+            tenant=view.tenant,
+            campaign=view.campaign_id,
+            holdout_fraction=view.campaign.holdout_fraction,
+            generated_at=now,
+            conversion_types=[t.value for t in (types or ConversionType)],
+        )
+        for version in sorted(groups)
+    }
 
 
 def _accounts(count: int) -> str:

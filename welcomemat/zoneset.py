@@ -100,6 +100,8 @@ class ZoneSet(BaseModel):
     version: int = Field(default=0, ge=0)
     input_hash: str = Field(min_length=8, description="hash of everything that produced it")
     guideline_version: str = Field(min_length=1)
+    # SHA-256 of the guideline bundle that wrote it (`welcomemat.guidelines`); None before it was kept.
+    guideline_hash: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     created_at: datetime
     valid_until: datetime | None = None
     status: ZoneSetStatus = ZoneSetStatus.PUBLISHED

@@ -22,10 +22,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         choices=["meeting_booked", "opportunity", "closed_won"],
         help="count only these conversion types (repeatable; default: every type)",
     )
+    lift.add_argument(
+        "--by",
+        choices=["guideline_version"],
+        default=None,
+        help="one report per guideline version that wrote the published zone sets",
+    )
     lift.set_defaults(handler=run_lift)
 
 
 def run_lift(args: argparse.Namespace) -> int:
     from outbound.lift_report import run_report_lift
 
-    return run_report_lift(args.campaign, as_json=args.json, types=args.type)
+    return run_report_lift(args.campaign, as_json=args.json, types=args.type, by=args.by)

@@ -35,7 +35,12 @@ from welcomemat.arms import Arm
 from welcomemat.campaign_view import load_campaign_view
 from welcomemat.conversions import ConversionType, parse_conversion, record_conversion
 from welcomemat.embedded_redis import temporary_redis
-from welcomemat.lift import Metric, campaign_lift_report, collect_outcomes
+from welcomemat.lift import (
+    Metric,
+    campaign_lift_report,
+    campaign_lift_reports_by_guideline_version,
+    collect_outcomes,
+)
 from welcomemat.records import FOLD_LUA, EventFold, fold_events
 from welcomemat.store import ZoneSetStore
 from welcomemat.zoneset import ZoneSetStatus
@@ -178,6 +183,29 @@ def test_report_lift_command_table_and_json(
 
     unknown = run("report", "lift", "acme/unknown", redis_url=redis_url, home=tmp_path)
     assert unknown.returncode == 2 and "not published" in unknown.stderr
+
+
+def test_lift_by_guideline_version_splits_the_population(
+    campaign_data: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    view = load_campaign_view(campaign_data, TENANT, CAMPAIGN)
+    store = ZoneSetStore(campaign_data)
+    later = [o.account_id for o in collect_outcomes(campaign_data, view)][:10]
+    store.publish_many(
+        [
+            make_zone_set(a, input_hash="input-hash-0002").model_copy(update={"guideline_version": "v2"})
+            for a in later
+        ]
+    )
+    reports = campaign_lift_reports_by_guideline_version(campaign_data, view, now=NOW)
+    assert len(reports) == 2 and "v2" in reports
+    assert sum(a.accounts for a in reports["v2"].arms) == 10
+    assert sum(a.accounts for r in reports.values() for a in r.arms) == 80
+    result = run(
+        "report", "lift", CAMPAIGN, "--json", "--by", "guideline_version", redis_url=redis_url, home=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert set(json.loads(result.stdout)) == set(reports)
 
 
 # -- the admin page ----------------------------------------------------------------------------

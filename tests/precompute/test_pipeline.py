@@ -381,3 +381,19 @@ def test_allowed_inline_markup_is_published_beside_plain_text_and_renders(
     assert rendered == "Onboarding <em>four</em> new SDRs is a lot of work."
     # The writer left the other zones out without a word: no answer for them.
     assert {z.reason for z in zs.zones if z.zone_id != "hero_support"} == {"no_answer"}
+
+
+def test_zone_sets_record_the_guideline_version_and_hash_and_qa_breaks_them_down(
+    tmp_path: Path, redis_client: redis.Redis, campaign: Campaign, zones: dict[str, ZoneContract]
+) -> None:
+    from welcomemat.guidelines import guideline_hash
+
+    run(redis_client, campaign, zones, write(tmp_path, [dymaxa(tier=2)]))
+    zs = ZoneSetStore(redis_client).get("acme", "q4-pipeline", "acct_dymaxa")
+    assert zs is not None
+    assert (zs.guideline_version, zs.guideline_hash) == (campaign.guideline_version, guideline_hash(campaign))
+    qa = run_qa(ZoneSetStore(redis_client), campaign, zones, now=NOW)
+    [figures] = qa.by_guideline_version
+    assert figures.guideline_version == campaign.guideline_version
+    assert figures.guideline_hash == zs.guideline_hash
+    assert figures.accounts == 1 and figures.personal_zones == qa.zones_by_rung.get("personal", 0)

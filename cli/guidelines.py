@@ -1,0 +1,429 @@
+"""`welcomemat guidelines propose|promote|rollback`: guideline versions changed like code.
+
+Files, in the campaign folder (beside `campaign.yaml`, which precompute reads):
+
+- `guideline_sets/{replay,held_out,regression}.jsonl`: the account sets a candidate is
+  replayed against (`precompute.guideline_replay`);
+- `guidelines/<version>.yaml`: each version as it was when it was active (written at
+  promotion and rollback), so a rollback restores the file precompute reads;
+- `guidelines/<version>.report.json`: a candidate report (`propose`, unless `--out`).
+
+Redis (`welcomemat.guidelines.GuidelineStore`) keeps each version's change record and which
+version is active. `propose` writes a report and a candidate record and publishes nothing;
+`promote` takes a READY report, records its actor as an approver and, once the campaign's
+risk tier has its approvers (`risk_tier: high`: two different people), makes the candidate
+`campaign.yaml`; `rollback` puts the previous version back. Each is audit-logged. Zone sets
+change only when `welcomemat precompute` runs again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import redis
+from pydantic import ValidationError
+
+from precompute.commands import make_provider
+from precompute.guideline_replay import (
+    READY,
+    CandidateReport,
+    file_sha256,
+    read_account_sets,
+    replay_candidate,
+    replay_day,
+)
+from precompute.inputs import CampaignInputs, find_zones_folder, load_campaign_inputs
+from welcomemat.audit import AuditAction, AuditEntry, Auditor, append_entry, check_reason
+from welcomemat.campaign import Campaign
+from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
+from welcomemat.connection import connect, resolve_redis
+from welcomemat.errors import InputError
+from welcomemat.guidelines import ActivationState, GuidelineChange, GuidelineStore, guideline_hash
+from welcomemat.settings import Settings
+from welcomemat.validation_errors import dotted
+from welcomemat.yamlfile import line_of_field
+
+__all__ = ["ARCHIVE_FOLDER", "format_report", "run_promote", "run_propose", "run_rollback"]
+
+ARCHIVE_FOLDER = "guidelines"  # beside campaign.yaml: versions as they were, and candidate reports
+_BOOTSTRAP_REASON = "in force when versioned guidelines began"
+
+
+def _campaign_file(arg: str) -> Path:
+    path = Path(arg)
+    if not path.is_file():
+        raise InputError(
+            "guidelines need the campaign's campaign.yaml (its folder holds the account sets and versions)",
+            file=path,
+            field="CAMPAIGN",
+        )
+    return path
+
+
+def _approvers_required(*campaigns: Campaign) -> int:
+    """Two when the active or the candidate guidelines say `risk_tier: high`: lowering the tier
+    is itself a change two people approve."""
+    return 2 if any(c.risk_tier == "high" for c in campaigns) else 1
+
+
+def _client(campaign: Campaign) -> redis.Redis:
+    client = connect(resolve_redis(Settings.from_env()))
+    refuse_other_tenant(read_ownership(client, campaign.campaign), campaign.tenant, action="change")
+    return client
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+
+
+def _active_record(store: GuidelineStore, campaign: Campaign, now: datetime) -> GuidelineChange:
+    """The active version's record; the first time, one for the version campaign.yaml holds."""
+    found = store.get(campaign.tenant, campaign.campaign, campaign.guideline_version)
+    if found is not None:
+        return found
+    return GuidelineChange(
+        tenant=campaign.tenant,
+        campaign=campaign.campaign,
+        version=campaign.guideline_version,
+        hash=guideline_hash(campaign),
+        reason=_BOOTSTRAP_REASON,
+        state=ActivationState.ACTIVE,
+        proposed_at=now,
+        activated_at=now,
+    )
+
+
+def _check_active(store: GuidelineStore, campaign: Campaign, path: Path) -> None:
+    """campaign.yaml must hold the version Redis says is active (when it says one)."""
+    active = store.active_version(campaign.tenant, campaign.campaign)
+    if active is not None and active != campaign.guideline_version:
+        raise InputError(
+            f"campaign.yaml holds guideline version {campaign.guideline_version!r} but {active!r} is the "
+            "active one: restore it (guidelines/ keeps every version) or propose this one",
+            file=path,
+            line=line_of_field(path, ("guideline_version",)),
+            field="guideline_version",
+        )
+
+
+def _load_candidate(candidate_path: Path, campaign_path: Path, active: CampaignInputs) -> CampaignInputs:
+    if not candidate_path.is_file():
+        raise InputError("file not found", file=candidate_path, field="NEW")
+    zones = str(find_zones_folder(campaign_path, None))
+    candidate = load_campaign_inputs(candidate_path, zones, active.tenant_file)
+    for field in ("tenant", "campaign"):
+        if getattr(candidate.campaign, field) != getattr(active.campaign, field):
+            raise InputError(
+                f"the candidate is for another {field} ({getattr(candidate.campaign, field)!r}, not "
+                f"{getattr(active.campaign, field)!r})",
+                file=candidate_path,
+                line=line_of_field(candidate_path, (field,)),
+                field=field,
+            )
+    new, old = candidate.campaign, active.campaign
+    problem = None
+    if new.guideline_version == old.guideline_version:
+        problem = (
+            f"guideline_version {new.guideline_version!r} is the active one: give the candidate a new version"
+        )
+    elif guideline_hash(new) == guideline_hash(old):
+        problem = (
+            "the candidate changes none of the guideline fields (welcomemat.guidelines.GUIDELINE_FIELDS)"
+        )
+    if problem is not None:
+        raise InputError(
+            problem,
+            file=candidate_path,
+            line=line_of_field(candidate_path, ("guideline_version",)),
+            field="guideline_version",
+        )
+    return candidate
+
+
+def format_report(report: CandidateReport, path: Path) -> str:
+    """The candidate report as `propose` prints it: per set, figures, changed zones, new blockers."""
+    lines = [
+        f"guidelines {report.tenant}/{report.campaign}: {report.active.version} ({report.active.hash[:12]}) "
+        f"-> {report.candidate.version} ({report.candidate.hash[:12]}), provider {report.provider}, "
+        f"as of {report.as_of}",
+    ]
+    for s in report.sets:
+        lines += [
+            "",
+            f"{s.name} ({s.accounts} accounts, {s.file}): passed {s.passed_before} -> {s.passed_after}; "
+            f"check failures {s.failure_rate_before:.1%} -> {s.failure_rate_after:.1%}; "
+            f"{len(s.changes)} zones changed; {len(s.new_blockers)} new blockers",
+        ]
+        for c in s.changes:
+            lines.append(f"  ~ {c.account_id} {c.zone_id}: {c.rung_before} -> {c.rung_after}")
+            if c.text_before != c.text_after:
+                lines += [f"      - {c.text_before}", f"      + {c.text_after}"]
+        lines += [f"  ! {b.account_id} {b.zone_id or ''} {b.code}: {b.detail}" for b in s.new_blockers]
+        if s.broken_accounts:
+            lines.append(f"  breaks: {', '.join(s.broken_accounts)}")
+    lines += ["", report.recommendation, *(f"  - {r}" for r in report.reasons), f"report: {path}"]
+    return "\n".join(lines)
+
+
+def run_propose(
+    campaign_arg: str,
+    candidate_arg: str,
+    *,
+    reason: str | None,
+    evidence: list[str] | None,
+    out: str | None,
+    as_of: str | None,
+    provider: str,
+    auditor: Auditor,
+    as_json: bool = False,
+) -> int:
+    """Replay the candidate, write its report and candidate record; exit 0 READY, 1 NOT READY."""
+    recorded_reason = check_reason(reason, AuditAction.GUIDELINES_PROPOSE, source="--reason")
+    if recorded_reason is None:
+        raise InputError("say why the guidelines change, for the change record", field="--reason")
+    campaign_path = _campaign_file(campaign_arg)
+    active = load_campaign_inputs(campaign_path, None, None)
+    candidate_path = Path(candidate_arg)
+    candidate = _load_candidate(candidate_path, campaign_path, active)
+    sets = read_account_sets(campaign_path)
+    try:
+        day = date.fromisoformat(as_of) if as_of else replay_day(sets)
+    except ValueError:
+        raise InputError(f"{as_of!r} is not a date (YYYY-MM-DD)", field="--as-of") from None
+    now = datetime.now(UTC)
+    report = replay_candidate(
+        active,
+        candidate,
+        sets,
+        provider=make_provider(provider, Settings.from_env()),
+        as_of=day,
+        files=(campaign_path.resolve(), candidate_path.resolve()),
+        created_at=now,
+    )
+    version = candidate.campaign.guideline_version
+    report_path = Path(out) if out else campaign_path.parent / ARCHIVE_FOLDER / f"{version}.report.json"
+    body = report.model_dump_json(indent=2).encode()
+
+    client = _client(active.campaign)
+    try:
+        store = GuidelineStore(client)
+        _check_active(store, active.campaign, campaign_path)
+        before = store.get(active.campaign.tenant, active.campaign.campaign, version)
+        if before is not None and before.state is not ActivationState.CANDIDATE:
+            raise InputError(
+                f"guideline version {version!r} was {before.state.value} before: "
+                "give the candidate a new one",
+                file=candidate_path,
+                line=line_of_field(candidate_path, ("guideline_version",)),
+                field="guideline_version",
+            )
+        _write_atomically(report_path, body)
+        replay_accounts = [c.account_id for s in report.sets if s.name == "replay" for c in s.changes]
+        record = GuidelineChange(
+            tenant=active.campaign.tenant,
+            campaign=active.campaign.campaign,
+            version=version,
+            hash=report.candidate.hash,
+            previous_version=active.campaign.guideline_version,
+            previous_hash=report.active.hash,
+            reason=recorded_reason,
+            evidence=tuple(evidence or ())
+            + (f"replay set changes: {', '.join(dict.fromkeys(replay_accounts)) or 'none'}",),
+            approvers_required=_approvers_required(active.campaign, candidate.campaign),
+            validation=report.validation(),
+            recommendation=report.recommendation,
+            report_sha256=hashlib.sha256(body).hexdigest(),
+            state=ActivationState.CANDIDATE,
+            rollback_target=active.campaign.guideline_version,
+            proposed_at=now,
+        )
+        activated = store.get(
+            active.campaign.tenant, active.campaign.campaign, active.campaign.guideline_version
+        )
+        if activated is None:  # the first versioned change: what campaign.yaml holds is the active version
+            bootstrap = _active_record(store, active.campaign, now)
+            store.save(record, bootstrap, active=bootstrap.version)
+        else:
+            store.save(record)
+        append_entry(
+            client,
+            auditor.entry(
+                AuditAction.GUIDELINES_PROPOSE,
+                tenant=active.campaign.tenant,
+                campaign=active.campaign.campaign,
+                reason=recorded_reason,
+                detail=f"{report.active.version} -> {version} ({report.candidate.hash[:12]}): "
+                f"{report.recommendation}; report {report_path}",
+            ),
+        )
+    finally:
+        client.close()
+    print(body.decode() if as_json else format_report(report, report_path))
+    return 0 if report.recommendation == READY else 1
+
+
+def _read_report(path: Path) -> CandidateReport:
+    if not path.is_file():
+        raise InputError("file not found", file=path, field="REPORT")
+    try:
+        return CandidateReport.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InputError(
+            f"not a candidate report: {first['msg']}", file=path, field=dotted(first["loc"])
+        ) from None
+
+
+def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
+    """Record the actor's approval of a READY candidate; the last approval needed makes it active."""
+    campaign_path, report_path = _campaign_file(campaign_arg), Path(report_arg)
+    report = _read_report(report_path)
+    if report.recommendation != READY:
+        raise InputError(
+            f"the report says {report.recommendation}: only a READY FOR PROMOTION candidate is promoted "
+            f"({'; '.join(report.reasons)})",
+            file=report_path,
+            field="recommendation",
+        )
+    active = load_campaign_inputs(campaign_path, None, None)
+    if (report.tenant, report.campaign) != (active.campaign.tenant, active.campaign.campaign):
+        raise InputError(
+            f"the report is for {report.tenant}/{report.campaign}", file=report_path, field="campaign"
+        )
+    if guideline_hash(active.campaign) != report.active.hash:
+        raise InputError(
+            "campaign.yaml's guidelines changed since the candidate was replayed against them: propose again",
+            file=report_path,
+            field="active.hash",
+        )
+    candidate_path = Path(report.candidate.file)
+    if not candidate_path.is_file() or file_sha256(candidate_path) != report.candidate.sha256:
+        raise InputError(
+            f"{candidate_path} is not the file the report replayed (missing or changed since): propose again",
+            file=report_path,
+            field="candidate.sha256",
+        )
+    candidate = load_campaign_inputs(
+        candidate_path, str(find_zones_folder(campaign_path, None)), active.tenant_file
+    )
+    now = datetime.now(UTC)
+    client = _client(active.campaign)
+    try:
+        store = GuidelineStore(client)
+        _check_active(store, active.campaign, campaign_path)
+        version = report.candidate.version
+        record = store.get(report.tenant, report.campaign, version)
+        if record is None or record.state is not ActivationState.CANDIDATE:
+            state = "never proposed" if record is None else record.state.value
+            raise InputError(f"guideline version {version!r} is {state}, not a candidate", field="REPORT")
+        if record.report_sha256 != file_sha256(report_path):
+            raise InputError(
+                "not the report `propose` wrote for this candidate (changed, or an older one)",
+                file=report_path,
+            )
+        if auditor.actor in record.approvers:
+            raise InputError(
+                f"{auditor.actor} already approved {version}: the second approver must be someone else",
+                field="--by",
+            )
+        required = max(record.approvers_required, _approvers_required(active.campaign, candidate.campaign))
+        approvers = (*record.approvers, auditor.actor)
+        if len(approvers) < required:
+            store.save(record.model_copy(update={"approvers": approvers, "approvers_required": required}))
+            detail = f"{version}: approval {len(approvers)} of {required}; waiting for a different approver"
+            append_entry(client, _promote_entry(auditor, report, detail))
+            print(f"guidelines {report.tenant}/{report.campaign} {detail}")
+            return 0
+        archive = campaign_path.parent / ARCHIVE_FOLDER
+        previous = _active_record(store, active.campaign, now)
+        _write_atomically(archive / f"{previous.version}.yaml", campaign_path.read_bytes())
+        candidate_bytes = candidate_path.read_bytes()
+        _write_atomically(archive / f"{version}.yaml", candidate_bytes)
+        _write_atomically(campaign_path, candidate_bytes)
+        promoted = record.model_copy(
+            update={
+                "approvers": approvers,
+                "approvers_required": required,
+                "state": ActivationState.ACTIVE,
+                "activated_at": now,
+                "rollback_target": previous.version,
+            }
+        )
+        store.save(
+            promoted, previous.model_copy(update={"state": ActivationState.SUPERSEDED}), active=version
+        )
+        detail = f"{previous.version} -> {version} active (approved by {', '.join(approvers)})"
+        append_entry(client, _promote_entry(auditor, report, detail))
+    finally:
+        client.close()
+    print(
+        f"guidelines {report.tenant}/{report.campaign}: {detail}; {campaign_path} now holds it "
+        f"(the previous version: {archive / f'{previous.version}.yaml'}). "
+        "Run `welcomemat precompute` to publish with it."
+    )
+    return 0
+
+
+def _promote_entry(auditor: Auditor, report: CandidateReport, detail: str) -> AuditEntry:
+    return auditor.entry(
+        AuditAction.GUIDELINES_PROMOTE, tenant=report.tenant, campaign=report.campaign, detail=detail
+    )
+
+
+def run_rollback(campaign_arg: str, *, reason: str | None, auditor: Auditor) -> int:
+    """Restore the active version's previous one: campaign.yaml, and the records in Redis."""
+    recorded_reason = check_reason(reason, AuditAction.GUIDELINES_ROLLBACK, source="--reason")
+    campaign_path = _campaign_file(campaign_arg)
+    active = load_campaign_inputs(campaign_path, None, None).campaign
+    now = datetime.now(UTC)
+    client = _client(active)
+    try:
+        store = GuidelineStore(client)
+        _check_active(store, active, campaign_path)
+        current = store.get(active.tenant, active.campaign, active.guideline_version)
+        target = None if current is None else current.rollback_target
+        if current is None or target is None or current.state is not ActivationState.ACTIVE:
+            raise InputError(
+                f"guideline version {active.guideline_version!r} has no previous version to roll back to",
+                file=campaign_path,
+                field="guideline_version",
+            )
+        archived = campaign_path.parent / ARCHIVE_FOLDER / f"{target}.yaml"
+        if not archived.is_file():
+            raise InputError(f"version {target!r} is not kept in {archived.parent}", file=archived)
+        restored = store.get(active.tenant, active.campaign, target)
+        if restored is None:
+            raise InputError(f"no change record for version {target!r}", field="guideline_version")
+        _write_atomically(
+            campaign_path.parent / ARCHIVE_FOLDER / f"{current.version}.yaml", campaign_path.read_bytes()
+        )
+        _write_atomically(campaign_path, archived.read_bytes())
+        store.save(
+            current.model_copy(update={"state": ActivationState.ROLLED_BACK}),
+            restored.model_copy(update={"state": ActivationState.ACTIVE, "activated_at": now}),
+            active=target,
+        )
+        detail = f"{current.version} -> {target}"
+        append_entry(
+            client,
+            auditor.entry(
+                AuditAction.GUIDELINES_ROLLBACK,
+                tenant=active.tenant,
+                campaign=active.campaign,
+                reason=recorded_reason,
+                detail=detail,
+            ),
+        )
+    finally:
+        client.close()
+    print(
+        f"guidelines {active.tenant}/{active.campaign}: rolled back {detail}; {campaign_path} restored. "
+        "Run `welcomemat precompute` to publish with it."
+    )
+    return 0

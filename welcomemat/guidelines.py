@@ -1,0 +1,167 @@
+"""Versioned guidelines: the part of `campaign.yaml` that is the campaign's judgment.
+
+The guideline bundle is the fields that decide what copy is written and what is refused
+(`GUIDELINE_FIELDS`): voice and vocabulary, the offline writer's patterns, banned phrases,
+openers and claim classes, the check thresholds (minimum confidence, signal windows, QA
+limits), the fallback copy (default and segment copy, proof points) and the risk tier.
+Ids, hosts, pages, CTAs and holdout are not judgment and are left out. Prompts are the
+provider's files (`precompute/providers/prompts/`), versioned with the code and covered by
+the input hash, not by the bundle. A bundle has a version (`guideline_version`, written by
+a person) and a content hash: SHA-256 of its canonical JSON (sorted keys, no spaces).
+
+A change from one version to the next has a `GuidelineChange` record, kept in Redis per
+campaign (`keys.guidelines_key`): a hash of version -> record JSON, and `@active` -> the
+active version. The bundles themselves live as files in the campaign folder
+(`guidelines/<version>.yaml`, a copy of `campaign.yaml` as it was), so a rollback restores
+the file precompute reads; Redis says which of them is active and who approved it.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from typing import Any
+
+import redis
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+
+from welcomemat import keys
+from welcomemat.campaign import Campaign
+from welcomemat.errors import StoredValueError
+from welcomemat.replies import reply_text
+
+__all__ = [
+    "ACTIVE_FIELD",
+    "GUIDELINE_FIELDS",
+    "ActivationState",
+    "GuidelineChange",
+    "GuidelineStore",
+    "SetValidation",
+    "guideline_bundle",
+    "guideline_hash",
+]
+
+GUIDELINE_FIELDS = (
+    "voice",
+    "vocabulary",
+    "patterns",
+    "banned_phrases",
+    "banned_openers",
+    "prohibited_claims",
+    "min_confidence",
+    "signal_windows_days",
+    "qa",
+    "default_copy",
+    "segments",
+    "proof_library",
+    "risk_tier",
+)
+# The hash field naming the active version; versions are written by people and never start with @.
+ACTIVE_FIELD = "@active"
+
+
+def guideline_bundle(campaign: Campaign) -> dict[str, Any]:
+    """The campaign's guideline fields as JSON values."""
+    return campaign.model_dump(mode="json", include=set(GUIDELINE_FIELDS))
+
+
+def guideline_hash(campaign: Campaign) -> str:
+    """SHA-256 (hex) of the bundle's canonical JSON: the same judgment hashes the same."""
+    bundle = guideline_bundle(campaign)
+    canonical = json.dumps(bundle, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class ActivationState(enum.StrEnum):
+    """Where a guideline version stands."""
+
+    CANDIDATE = "candidate"  # proposed and validated, waiting for its approvers
+    ACTIVE = "active"  # what precompute writes with now
+    SUPERSEDED = "superseded"  # was active; a later version was promoted over it
+    ROLLED_BACK = "rolled_back"  # was active; rolled back to its previous version
+
+
+class SetValidation(BaseModel):
+    """One account set's result in a candidate report, as the change record keeps it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    set: str
+    accounts: int
+    passed_before: int
+    passed_after: int
+    failure_rate_before: float
+    failure_rate_after: float
+    changed_zones: int
+    new_blockers: int
+
+
+class GuidelineChange(BaseModel):
+    """The change record of one guideline version: from which, why, on what evidence, approved by whom."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant: str
+    campaign: str
+    version: str = Field(min_length=1)
+    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    previous_version: str | None = None
+    previous_hash: str | None = None
+    reason: str = ""
+    evidence: tuple[str, ...] = ()
+    approvers: tuple[str, ...] = ()
+    approvers_required: int = Field(default=1, ge=1, le=2)
+    validation: tuple[SetValidation, ...] = ()
+    recommendation: str = ""
+    report_sha256: str | None = None
+    state: ActivationState = ActivationState.CANDIDATE
+    rollback_target: str | None = None  # the version a rollback of this one restores
+    proposed_at: AwareDatetime | None = None
+    activated_at: AwareDatetime | None = None
+
+
+class GuidelineStore:
+    """Change records of a campaign's guideline versions in Redis, and which one is active."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+
+    def get(self, tenant: str, campaign: str, version: str) -> GuidelineChange | None:
+        key = keys.guidelines_key(tenant, campaign)
+        raw = self.client.hget(key, version)
+        return None if raw is None else _decode(key, version, raw)
+
+    def active_version(self, tenant: str, campaign: str) -> str | None:
+        raw = self.client.hget(keys.guidelines_key(tenant, campaign), ACTIVE_FIELD)
+        return None if raw is None else reply_text(raw)
+
+    def history(self, tenant: str, campaign: str) -> list[GuidelineChange]:
+        """Every recorded version, oldest proposal first."""
+        key = keys.guidelines_key(tenant, campaign)
+        found = [
+            _decode(key, reply_text(field), raw)
+            for field, raw in self.client.hgetall(key).items()
+            if reply_text(field) != ACTIVE_FIELD
+        ]
+        return sorted(found, key=lambda c: (c.proposed_at.isoformat() if c.proposed_at else "", c.version))
+
+    def save(self, *changes: GuidelineChange, active: str | None = None) -> None:
+        """Write records (and the active version) in one transaction; every field shares the key."""
+        if not changes:
+            return
+        key = keys.guidelines_key(changes[0].tenant, changes[0].campaign)
+        mapping: dict[str, str] = {c.version: c.model_dump_json() for c in changes}
+        if active is not None:
+            mapping[ACTIVE_FIELD] = active
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(key, mapping=mapping)  # type: ignore[arg-type]
+        pipe.expire(key, keys.GUIDELINES_TTL_S)
+        pipe.execute()
+
+
+def _decode(key: str, version: str, raw: Any) -> GuidelineChange:
+    try:
+        return GuidelineChange.model_validate_json(reply_text(raw))
+    except (UnicodeDecodeError, ValidationError) as exc:
+        raise StoredValueError(f"{key} {version}", f"{type(exc).__name__}: {exc}") from None

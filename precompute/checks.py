@@ -32,7 +32,8 @@ every `CheckInput` carries one.
 
 Another company: any of the run's other accounts named as whole words (unless the name is
 made only of the campaign's own words, e.g. an account called "Ramp"), or capitalised
-words before a legal form ("Globex GmbH") that are not the account or a vocabulary term.
+words before a legal form ("Globex GmbH") that are not the account or a vocabulary term
+(`precompute.companies`; `company_key` is re-exported here).
 
 Cost (CPython 3.11, a slow 2-vCPU VM): 10 µs for a CTA, 25-40 µs for a 10-20-word draft
 whose text was seen before (composer output repeats), 60-100 µs for a new one. Regexes
@@ -48,13 +49,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import NamedTuple
 
 from precompute.claims import KNOWN_CLAIM_CLASSES, could_claim, find_claim
+from precompute.companies import company_key, find_other_company
 from precompute.context import EffectivePolicy, GovernedContext, TrustedFact
 from precompute.providers.base import ZoneDraft
 from precompute.specifics import (
-    UPPERCASE_CLASS,
     ApprovedVocabulary,
     analyse,
     build_vocabulary,
@@ -64,7 +64,6 @@ from precompute.specifics import (
     spaced_words,
     uncited_source,
 )
-from precompute.trust import short_name
 from welcomemat.campaign import Campaign
 from welcomemat.zone_contract import KNOWN_CHECKS, ZoneContract
 
@@ -92,7 +91,6 @@ __all__ = [
 ]
 
 _DETAIL_CHARS = 80  # a failure's detail quotes at most this much of the draft (it is shown in explain)
-_COMPANY_KEY_CACHE_SIZE = 16_384  # one entry per company name: the account's own and the run's others
 
 
 # -- public types --------------------------------------------------------------------------
@@ -142,15 +140,6 @@ def _visible(d: CheckInput) -> str:
     if not allowed or "<" not in text:
         return text
     return _INLINE_TAG_RE.sub(lambda m: " " if m.group(1).lower() in allowed else m.group(0), text)
-
-
-@lru_cache(maxsize=_COMPANY_KEY_CACHE_SIZE)
-def company_key(name: str) -> str:
-    """A company name as the checks compare it: short name (no legal form), folded words.
-
-    "Dymaxa B.V." -> "dymaxa", "Globex GmbH & Co. KG" -> "globex".
-    """
-    return spaced_words(fold(short_name(name))).strip()
 
 
 def _clip(text: str) -> str:
@@ -355,80 +344,11 @@ def check_cited_facts_trusted(d: CheckInput) -> CheckFailure | None:
     return None
 
 
-# Legal forms after one to four capitalised words ("Globex GmbH", "Initech, Inc."). Longer
-# spellings first so that "S.A.S." is not read as "S.A." followed by junk.
-_LEGAL_SUFFIX = r"""(GmbH|KGaA|KG|AG|BVBA|B\.[ ]?V\.?|BV|N\.[ ]?V\.?|NV|Inc\.?|Incorporated|L\.?L\.?C\.?
-    |LLP|Ltd\.?|Limited|PLC|plc|S\.A\.S\.?|SAS|S\.A\.?|SA|SARL|S\.L\.U?\.?|S\.r\.l\.?|Srl|S\.p\.A\.?|SpA|Oyj|Oy|AB|ASA|A/S
-    |ApS|Pty|Corp\.?|Corporation|Co\.|SE|Lda\.?)(?![\w/])"""
-_LEGAL_NAME_RE = re.compile(
-    rf"((?:[{UPPERCASE_CLASS}0-9][\w&'’.-]*[ \t]+){{0,3}}"
-    rf"[{UPPERCASE_CLASS}0-9][\w&'’.-]*),?[ \t]+{_LEGAL_SUFFIX}",
-    re.VERBOSE,
-)
-# The suffix alone, case-sensitive literals: a fast test before the name pattern.
-_LEGAL_SUFFIX_RE = re.compile(_LEGAL_SUFFIX, re.VERBOSE)
-
-
-class _CompanyIndex(NamedTuple):
-    """The run's company names, normalised, by word count: keys to test, and keys -> names."""
-
-    keys: Mapping[int, frozenset[str]]
-    names: Mapping[str, str]
-
-
-# id(name set) -> (the set, its index). Keyed by identity, not equality: comparing two
-# frozensets of a run's names costs O(n) (no identity shortcut), ~300 µs for 10,000 names.
-# Holding the set keeps its id from being reused while it is cached.
-_COMPANY_INDEXES: dict[int, tuple[frozenset[str], _CompanyIndex]] = {}
-_COMPANY_INDEXES_MAX = 8  # name sets alive at once: one per run, a few in tests
-
-
-def _company_index(names: frozenset[str]) -> _CompanyIndex:
-    """Built once per name set; looked up by identity after that."""
-    cached = _COMPANY_INDEXES.get(id(names))
-    if cached is not None and cached[0] is names:
-        return cached[1]
-    by_count: dict[int, set[str]] = {}
-    shown: dict[str, str] = {}
-    for name in sorted(names):  # sorted: the same name is shown for a key on every run
-        key = company_key(name)
-        if key:
-            by_count.setdefault(key.count(" ") + 1, set()).add(key)
-            shown.setdefault(key, name)
-    index = _CompanyIndex(
-        MappingProxyType({n: frozenset(by_count[n]) for n in sorted(by_count)}), MappingProxyType(shown)
-    )
-    if len(_COMPANY_INDEXES) >= _COMPANY_INDEXES_MAX:
-        _COMPANY_INDEXES.clear()
-    _COMPANY_INDEXES[id(names)] = (names, index)
-    return index
-
-
 def check_other_company(d: CheckInput) -> CheckFailure | None:
     """Names another account of the run, or any company with a legal form that is not the account."""
-    visible = _visible(d)
-    spaced = analyse(visible).spaced
-    own = {company_key(d.context.account.name), company_key(d.context.short_name)} - {""}
-    for key in own:  # "Acme Robotics" must not count as a mention of another account "Acme"
-        if f" {key} " in spaced:
-            spaced = spaced.replace(f" {key} ", " | ")
-    words = spaced.split()
-    vocabulary = d.vocabulary.words
-    index = _company_index(d.other_companies)
-    for n, keys in index.keys.items():
-        grams = words if n == 1 else [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
-        hits = keys.intersection(grams)  # iterates the draft's few words, not the run's names
-        # A name made only of the campaign's own words ("Ramp", "Acme") cannot be told
-        # apart from those words; the campaign's copy would fail everywhere.
-        for gram in sorted(hits - own, key=grams.index):
-            if not all(w in vocabulary for w in gram.split()):
-                return CheckFailure("other_company", "other_company", index.names[gram])
-    for m in _LEGAL_NAME_RE.finditer(visible) if _LEGAL_SUFFIX_RE.search(visible) else ():
-        name_words = spaced_words(fold(m.group(1))).split()
-        allowed = own | d.vocabulary.terms
-        if not any(name_words[-(k.count(" ") + 1) :] == k.split() for k in allowed):
-            return CheckFailure("other_company", "other_company", _clip(m.group(0)))
-    return None
+    own = (d.context.account.name, d.context.short_name)
+    found = find_other_company(_visible(d), own, d.other_companies, d.vocabulary)
+    return None if found is None else CheckFailure("other_company", "other_company", _clip(found))
 
 
 def check_cta_allowed(d: CheckInput) -> CheckFailure | None:

@@ -7,8 +7,9 @@ line is worse than a general one, so every heuristic below errs toward failing.
 
 One function per check name a zone contract may list (`welcomemat.zone_contract.KNOWN_CHECKS`),
 each `(CheckInput) -> CheckFailure | None`; `run_checks` runs a contract's checks plus
-the hard ones no contract can switch off (`ALWAYS_RUN`: empty, no_markup_or_links,
-cited_facts_trusted, prohibited_claims; and cta_allowed in link zones). Reason codes:
+the hard ones no contract can switch off (`ALWAYS_RUN`: empty, banned_phrases,
+no_markup_or_links, cited_facts_trusted, prohibited_claims; and cta_allowed in link zones).
+Reason codes:
 
     empty                  empty
     length                 too_many_words, too_many_chars
@@ -50,6 +51,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
 
+from precompute.claim_text import opening_positions
 from precompute.claims import KNOWN_CLAIM_CLASSES, could_claim, find_claim
 from precompute.companies import company_key, find_other_company
 from precompute.context import EffectivePolicy, GovernedContext, TrustedFact
@@ -65,6 +67,8 @@ from precompute.specifics import (
     uncited_source,
 )
 from welcomemat.campaign import Campaign
+from welcomemat.openers import DEFAULT_BANNED_OPENERS
+from welcomemat.reasons import ClaimReason
 from welcomemat.zone_contract import KNOWN_CHECKS, ZoneContract
 
 __all__ = [
@@ -180,18 +184,24 @@ def _phrase_keys(*lists: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
 
 
 def check_banned_phrases(d: CheckInput) -> CheckFailure | None:
-    """A banned phrase anywhere, or a banned opener at the start; case, spacing and punctuation aside."""
+    """A banned opener opening the text or a sentence (a greeting before it aside), or a banned
+    phrase anywhere; case, spacing and punctuation aside. The openers shipped with Welcomemat
+    are banned whatever the policy says (`welcomemat.openers`)."""
     text = _visible(d)
-    forms = [analyse(text).spaced]
+    forms = [text]
     if not text.isascii() and _FORMAT_CHAR_RE.search(text):
         # An invisible character may hide a word break ("game\u00adchanger") or sit inside a
         # word ("syn\u200bergy"): try it as a space too, not only removed.
-        forms.append(spaced_words(fold(_FORMAT_CHAR_RE.sub(" ", text))))
-    for spaced in forms:
-        for key, phrase in _phrase_keys(d.policy.banned_openers, d.campaign.banned_openers):
-            if spaced.startswith(key):
-                return CheckFailure("banned_phrases", "banned_opener", phrase)
-        for key, phrase in _phrase_keys(d.policy.banned_phrases, d.campaign.banned_phrases):
+        forms.append(_FORMAT_CHAR_RE.sub(" ", text))
+    openers = _phrase_keys(DEFAULT_BANNED_OPENERS, d.policy.banned_openers, d.campaign.banned_openers)
+    phrases = _phrase_keys(d.policy.banned_phrases, d.campaign.banned_phrases)
+    for form in forms:
+        for position in opening_positions(form):
+            for key, phrase in openers:
+                if position.startswith(key):
+                    return CheckFailure("banned_phrases", ClaimReason.BANNED_OPENER.value, phrase)
+        spaced = analyse(form).spaced if form is text else spaced_words(fold(form))
+        for key, phrase in phrases:
             if key in spaced:
                 return CheckFailure("banned_phrases", "banned_phrase", phrase)
     return None
@@ -414,9 +424,10 @@ if set(CHECKS) != KNOWN_CHECKS:  # a contract could name a check nothing impleme
     raise RuntimeError(f"checks out of step with KNOWN_CHECKS: {sorted(set(CHECKS) ^ KNOWN_CHECKS)}")
 
 # Hard rules: run whatever a zone contract lists (cta_allowed too, for link zones), because
-# no zone contract may publish markup, links, untrusted facts, empty text or a prohibited claim.
+# no zone contract may publish markup, links, untrusted facts, empty text, a banned opener or
+# phrase, or a prohibited claim.
 ALWAYS_RUN: frozenset[str] = frozenset(
-    {"empty", "no_markup_or_links", "cited_facts_trusted", "prohibited_claims"}
+    {"empty", "banned_phrases", "no_markup_or_links", "cited_facts_trusted", "prohibited_claims"}
 )
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.corpora import REPO_ROOT
 from welcomemat.limits import INPUT_LIMITS
-from welcomemat.reasons import REASON_DOCS
+from welcomemat.reasons import CLAIM_REASON_DOCS, REASON_DOCS
 
 README = (REPO_ROOT / "README.md").read_text()
 
@@ -66,6 +66,13 @@ def test_the_zone_reason_table_is_the_enum_with_its_docs() -> None:
     rows = re.findall(r"^\| `([^`]+)` \| (.+) \|$", block, flags=re.MULTILINE)
     assert len(rows) == len({code for code, _ in rows}), "a code is listed twice"
     assert dict(rows) == {code.value: doc for code, doc in REASON_DOCS.items()}
+
+
+def test_the_claim_class_table_is_the_enum_with_its_docs() -> None:
+    block = README.split("<!-- claim-reasons -->", 1)[1].split("<!-- /claim-reasons -->", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \| (.+) \|$", block, flags=re.MULTILINE)
+    assert len(rows) == len({code for code, _ in rows}), "a code is listed twice"
+    assert dict(rows) == {code.value: doc for code, doc in CLAIM_REASON_DOCS.items()}
 
 
 def test_the_input_limits_table_is_the_code() -> None:

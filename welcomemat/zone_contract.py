@@ -102,9 +102,9 @@ class ZoneContract(BaseModel):
     )
     checks: tuple[str, ...] = Field(
         default=(),
-        description="Deterministic checks every draft for the zone must pass. `empty`, `no_markup_or_links`, "
-        "`cited_facts_trusted`, `prohibited_claims` (and `cta_allowed` in a link zone) run whether listed "
-        "or not.",
+        description="Deterministic checks every draft for the zone must pass. `empty`, `banned_phrases`, "
+        "`no_markup_or_links`, `cited_facts_trusted`, `prohibited_claims` (and `cta_allowed` in a link zone) "
+        "run whether listed or not.",
         examples=[["empty", "length", "banned_phrases", "one_question"]],
         json_schema_extra=_CHECK_NAMES_SCHEMA,
     )

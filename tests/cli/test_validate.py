@@ -127,6 +127,17 @@ def test_every_mistake_in_every_input_is_reported_in_one_run(
         assert line.startswith(prefix) and words in line, (line, prefix)
 
 
+def test_a_tenant_that_tries_to_unban_a_shipped_opener_fails_validate_saying_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tenant = 'tenant: acme\nallowed_openers: ["Quick question"]\n'
+    inputs = write_inputs(tmp_path, tenant=tenant)
+    code, _, err = run_cli(capsys, str(inputs.campaign), "--zones", str(inputs.zones))
+    assert code == 2
+    assert f"{inputs.tenant}:2: allowed_openers: 'allowed_openers' cannot change the banned openers" in err
+    assert "shipped with Welcomemat" in err and "always apply" in err
+
+
 def test_precedence_problems_are_reported_with_the_campaign_file_line_and_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

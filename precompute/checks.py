@@ -8,8 +8,8 @@ line is worse than a general one, so every heuristic below errs toward failing.
 One function per check name a zone contract may list (`welcomemat.zone_contract.KNOWN_CHECKS`),
 each `(CheckInput) -> CheckFailure | None`; `run_checks` runs a contract's checks plus
 the hard ones no contract can switch off (`ALWAYS_RUN`: empty, banned_phrases,
-no_markup_or_links, cited_facts_trusted, prohibited_claims; and cta_allowed in link zones).
-Reason codes:
+no_markup_or_links, cited_facts_trusted, prohibited_claims and the claim classes; and
+cta_allowed in link zones). Reason codes:
 
     empty                  empty
     length                 too_many_words, too_many_chars
@@ -24,6 +24,13 @@ Reason codes:
     cta_allowed            cta_missing, cta_not_allowed
     confidence             low_confidence
     prohibited_claims      prohibited_claim (catalog: `precompute.claims`)
+    quotes                 invented_quote             the claim classes (`CLAIM_CHECKS`):
+    recency                unsupported_recency        what each means is
+    achievements           unsupported_achievement    `welcomemat.reasons.CLAIM_REASON_DOCS`;
+    relationships          unsupported_relationship   how each is found, `precompute.claim_catalog`;
+    intent                 unsupported_intent         what backs each, `precompute.claim_support`
+    tracking               tracking_disclosure
+    flattery               flattery
     (any check)            check_error: the check itself raised; fail closed
 
 Unsupported specifics: what counts as a number, date or name in a draft, and which facts,
@@ -51,6 +58,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
 
+from precompute.claim_support import account_keys, first_unsupported_claim
 from precompute.claim_text import opening_positions
 from precompute.claims import KNOWN_CLAIM_CLASSES, could_claim, find_claim
 from precompute.companies import company_key, find_other_company
@@ -74,6 +82,7 @@ from welcomemat.zone_contract import KNOWN_CHECKS, ZoneContract
 __all__ = [
     "ALWAYS_RUN",
     "CHECKS",
+    "CLAIM_CHECKS",
     "ApprovedVocabulary",
     "CheckFailure",
     "CheckInput",
@@ -402,6 +411,37 @@ def check_prohibited_claims(d: CheckInput) -> CheckFailure | None:
     return None
 
 
+# The claim classes (`precompute.claim_catalog`): check name -> the reason code it fails with.
+CLAIM_CHECKS: Mapping[str, ClaimReason] = MappingProxyType(
+    {
+        "quotes": ClaimReason.INVENTED_QUOTE,
+        "recency": ClaimReason.UNSUPPORTED_RECENCY,
+        "achievements": ClaimReason.UNSUPPORTED_ACHIEVEMENT,
+        "relationships": ClaimReason.UNSUPPORTED_RELATIONSHIP,
+        "intent": ClaimReason.UNSUPPORTED_INTENT,
+        "tracking": ClaimReason.TRACKING_DISCLOSURE,
+        "flattery": ClaimReason.FLATTERY,
+    }
+)
+
+
+def _claim_check(name: str, reason: ClaimReason) -> Callable[[CheckInput], CheckFailure | None]:
+    def check(d: CheckInput) -> CheckFailure | None:
+        found = first_unsupported_claim(
+            reason,
+            _visible(d),
+            keys=account_keys(d.context),
+            cited=_cited(d),
+            as_of=d.context.as_of,
+            valid_until=d.draft.valid_until,
+        )
+        return None if found is None else CheckFailure(name, reason.value, _clip(found))
+
+    check.__name__ = check.__qualname__ = f"check_{name}"
+    check.__doc__ = f"A claim of class {reason.value} that no cited fact backs: {reason.doc}."
+    return check
+
+
 # -- running them --------------------------------------------------------------------------
 
 # In the order failures are reported.
@@ -418,6 +458,7 @@ CHECKS: Mapping[str, Callable[[CheckInput], CheckFailure | None]] = MappingProxy
         "cta_allowed": check_cta_allowed,
         "confidence": check_confidence,
         "prohibited_claims": check_prohibited_claims,
+        **{name: _claim_check(name, reason) for name, reason in CLAIM_CHECKS.items()},
     }
 )
 if set(CHECKS) != KNOWN_CHECKS:  # a contract could name a check nothing implements
@@ -425,9 +466,16 @@ if set(CHECKS) != KNOWN_CHECKS:  # a contract could name a check nothing impleme
 
 # Hard rules: run whatever a zone contract lists (cta_allowed too, for link zones), because
 # no zone contract may publish markup, links, untrusted facts, empty text, a banned opener or
-# phrase, or a prohibited claim.
+# phrase, a prohibited claim, or a claim of a class no cited fact backs.
 ALWAYS_RUN: frozenset[str] = frozenset(
-    {"empty", "banned_phrases", "no_markup_or_links", "cited_facts_trusted", "prohibited_claims"}
+    {
+        "empty",
+        "banned_phrases",
+        "no_markup_or_links",
+        "cited_facts_trusted",
+        "prohibited_claims",
+        *CLAIM_CHECKS,
+    }
 )
 
 

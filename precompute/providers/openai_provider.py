@@ -108,7 +108,8 @@ __all__ = [
 # Not bumped when only a declined zone's reason code changed: the page text is the same, and
 # redoing every account would pay for every model call again. Sets published before keep
 # the legacy reason "declined" until their inputs change (read as an unknown code, shown as is).
-PROVIDER_VERSION = "openai-provider/2"  # 2: compact JSON in the data block
+# 2: compact JSON in the data block; 3: time-relative words cap a draft's valid_until (recency).
+PROVIDER_VERSION = "openai-provider/3"
 
 PROMPTS_DIR = Path(__file__).with_name("prompts")
 PROMPT_FILES = ("generate_system.txt", "generate_user.txt", "review_system.txt", "extract_system.txt")

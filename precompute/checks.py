@@ -63,6 +63,7 @@ from precompute.claim_text import opening_positions
 from precompute.claims import KNOWN_CLAIM_CLASSES, could_claim, find_claim
 from precompute.companies import company_key, find_other_company
 from precompute.context import EffectivePolicy, GovernedContext, TrustedFact
+from precompute.markup_scan import find_markup
 from precompute.providers.base import ZoneDraft
 from precompute.specifics import (
     ApprovedVocabulary,
@@ -224,82 +225,14 @@ def check_one_question(d: CheckInput) -> CheckFailure | None:
     return None
 
 
-# Links: schemes a browser or mail client acts on (on lowercased text), "://" anywhere,
-# and bare domains (`_domain_at`).
-_SCHEME_RE = re.compile(
-    r"://|\b(?:https?|ftp|file|javascript|vbscript|livescript|mailto)\s*:|\bdata\s*:\s*[\w.+-]+/"
-    r"|\b(?:tel|sms)\s*:\s*\+?\d"
-)
-# Tags, comments, entities and attributes: event handlers, `x="..."`, and backslashes
-# (page copy never has one; escapes and payloads do).
-_HTML_RE = re.compile(
-    r"""<(?:[^\W\d_]|[/!?]) | &\#?\w+; | &(?i:lt|gt|amp|quot|apos|nbsp)(?![^\W\d_])
-    | \b[oO][nN]\w+\s*= | =\s*["'`] | \\""",
-    re.VERBOSE,
-)
-# Script without markup ("';alert(1)//"): calls of the usual sinks, on lowercased text.
-_SCRIPT_CALL_RE = re.compile(
-    r"\b(?:alert|prompt|confirm|eval|expression|settimeout|setinterval|fromcharcode|import)\("
-)
-_SCRIPT_OBJECTS = ("document.", "window.", "location.")
-# Links, images, emphasis, code, strikethrough and headings.
-_MARKDOWN_RE = re.compile(
-    r"""\[[^\]\n]*\]\s*[(\[]
-    | !\[ | \*\* | __ | ` | ~~
-    | ^[ \t]{0,3}\#{1,6}(?:[ \t]|$)
-    | (?<![\w*])\*[^\s*][^*\n]*\*(?![\w*])
-    """,
-    re.MULTILINE | re.VERBOSE,
-)
-# A pattern can only match if the text has one of these characters: most drafts skip it.
-_HTML_CHARS = frozenset("<&=\\")
-_MARKDOWN_CHARS = frozenset("[*_`~#")
-
-
-def _first_markup(text: str) -> CheckFailure | None:
-    # Each pattern only where the characters it needs occur: most drafts skip most of them.
-    m = _HTML_RE.search(text) if not _HTML_CHARS.isdisjoint(text) else None
-    if m is not None:
-        return _markup_failure("html_in_text", text, m.start())
-    colon, dot, paren = ":" in text, "." in text, "(" in text
-    lowered = text.lower() if colon or dot or paren else text
-    m = _SCHEME_RE.search(lowered) if colon else None
-    if m is not None:
-        return _markup_failure("url_in_text", text, m.start())
-    at = _domain_at(text) if dot else -1
-    if at >= 0:
-        return _markup_failure("url_in_text", text, at)
-    m = _SCRIPT_CALL_RE.search(lowered) if paren else None
-    at = m.start() if m is not None else -1
-    if at < 0 and dot:
-        at = max((lowered.find(o) for o in _SCRIPT_OBJECTS), default=-1)
-    if at >= 0:
-        return _markup_failure("html_in_text", text, at)
-    m = _MARKDOWN_RE.search(text) if not _MARKDOWN_CHARS.isdisjoint(text) else None
-    if m is not None:
-        return _markup_failure("markdown_in_text", text, m.start())
-    return None
-
-
-def _domain_at(text: str) -> int:
-    """Where a bare domain starts to show ("evil.com", "www.x.io"), or -1.
-
-    A dot between a letter or digit and two letters, without a space: "e.g.", "B.V.",
-    "4.5" and "Done. Next" are not domains. A loop over the few dots of a draft is
-    cheaper than a regex that tries every position.
-    """
-    i = text.find(".", 1)
-    while i >= 0:
-        before, after = text[i - 1], text[i + 1 : i + 3]
-        if before.isalnum() and len(after) == 2 and all(c.isalnum() and not c.isdecimal() for c in after):
-            return i - 1
-        i = text.find(".", i + 1)
-    return -1
-
-
 def _markup_failure(reason: str, text: str, at: int) -> CheckFailure:
     start = max(0, at - 8)  # a little context before: "evil.com" is found at "l.co"
     return CheckFailure("no_markup_or_links", reason, _clip(text[start : at + 24]))
+
+
+def _first_markup(text: str) -> CheckFailure | None:
+    found = find_markup(text)
+    return None if found is None else _markup_failure(found[0], text, found[1])
 
 
 def check_no_markup_or_links(d: CheckInput) -> CheckFailure | None:

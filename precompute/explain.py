@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from precompute.assemble import AccountOutcome
-from welcomemat.reasons import parse_reason
+from welcomemat.reasons import CLAIM_REASON_DOCS, ClaimReason, parse_reason
 
 __all__ = ["explain_record", "format_explain"]
 
@@ -121,4 +121,6 @@ def format_explain(record: dict[str, Any]) -> str:
             lines.append(f"      draft was: “{zone['draft']}”")
         for check in zone["checks"]:
             lines.append(f"      draft failed {check['check']}: {check['reason']} — {check['detail']}")
+            if check["reason"] in CLAIM_REASON_DOCS:  # a claim class: say what it refuses
+                lines.append(f"        ({CLAIM_REASON_DOCS[ClaimReason(check['reason'])]})")
     return "\n".join(lines)

@@ -16,6 +16,7 @@ import pytest
 
 from precompute.assemble import AccountOutcome, Assembler, neutral_context
 from precompute.checks import build_vocabulary
+from precompute.explain import explain_record, format_explain
 from precompute.policy import build_policy
 from precompute.providers.base import Provider
 from precompute.providers.offline import OfflineComposer
@@ -90,6 +91,14 @@ def with_headline_pattern(pattern: str) -> Campaign:
 def test_a_marketer_s_pattern_making_a_claim_of_each_class_is_refused(reason: ClaimReason) -> None:
     outcome = assemble(OfflineComposer(), with_headline_pattern(PATTERNS[reason]))
     headline_refused_by(outcome, reason)
+
+
+def test_explain_says_which_class_refused_the_draft_and_what_it_means() -> None:
+    outcome = assemble(OfflineComposer(), with_headline_pattern(PATTERNS[ClaimReason.FLATTERY]))
+    text = format_explain(explain_record(outcome, version=1))
+    assert "draft was: “Amazing work on the Series A, Dymaxa!”" in text
+    assert "draft failed flattery: flattery — amazing (never allowed)" in text
+    assert f"({ClaimReason.FLATTERY.doc})" in text
 
 
 def test_a_true_time_relative_pattern_is_published_until_it_stops_being_true() -> None:

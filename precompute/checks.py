@@ -43,8 +43,9 @@ made only of the campaign's own words, e.g. an account called "Ramp"), or capita
 words before a legal form ("Globex GmbH") that are not the account or a vocabulary term
 (`precompute.companies`; `company_key` is re-exported here).
 
-Cost (CPython 3.11, a slow 2-vCPU VM): 10 µs for a CTA, 25-40 µs for a 10-20-word draft
-whose text was seen before (composer output repeats), 60-100 µs for a new one. Regexes
+Cost (CPython 3.11, a slow 2-vCPU VM): 10-15 µs for a CTA, 25-50 µs for a 10-20-word draft
+whose text was seen before (composer output repeats), 60-100 µs for a new one, and about as
+much again for the claim classes' phrasings (`precompute.claim_catalog`). Regexes
 are compiled at import, the vocabulary is built once, and each text, fact and account is
 analysed once and cached; most of the rest is finding names and numbers (`precompute.specifics`).
 """
@@ -58,7 +59,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
 
-from precompute.claim_support import account_keys, first_unsupported_claim
+from precompute.claim_support import account_keys, first_unsupported_claim, makes_claim
 from precompute.claim_text import opening_positions
 from precompute.claims import KNOWN_CLAIM_CLASSES, could_claim, find_claim
 from precompute.companies import company_key, find_other_company
@@ -360,13 +361,11 @@ CLAIM_CHECKS: Mapping[str, ClaimReason] = MappingProxyType(
 
 def _claim_check(name: str, reason: ClaimReason) -> Callable[[CheckInput], CheckFailure | None]:
     def check(d: CheckInput) -> CheckFailure | None:
+        text, keys = _visible(d), account_keys(d.context)
+        if not makes_claim(reason, text, keys):  # most drafts: no claim of the class at all
+            return None
         found = first_unsupported_claim(
-            reason,
-            _visible(d),
-            keys=account_keys(d.context),
-            cited=_cited(d),
-            as_of=d.context.as_of,
-            valid_until=d.draft.valid_until,
+            reason, text, keys=keys, cited=_cited(d), as_of=d.context.as_of, valid_until=d.draft.valid_until
         )
         return None if found is None else CheckFailure(name, reason.value, _clip(found))
 

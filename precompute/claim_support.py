@@ -39,7 +39,7 @@ from precompute.specifics import fold, spaced_words
 from welcomemat.fact_types import FACT_TYPES, QUOTE, RELATIONSHIP, ROLE_CHANGE, types_backing
 from welcomemat.reasons import ClaimReason
 
-__all__ = ["account_keys", "first_unsupported_claim", "recency_valid_until"]
+__all__ = ["account_keys", "first_unsupported_claim", "makes_claim", "recency_valid_until"]
 
 _FACT_CACHE_SIZE = 16_384  # one entry per fact: a fact backs every zone of its account
 _QUOTE_TYPES = types_backing(QUOTE)
@@ -55,8 +55,22 @@ _SUFFIXES = ("ing", "ed", "es", "s", "e")
 
 def account_keys(context: GovernedContext) -> tuple[str, ...]:
     """The account's names as claim patterns read them (`thisaccount`): its name and short name."""
-    keys = {company_key(context.account.name), company_key(context.short_name)}
-    return tuple(sorted(k for k in keys if k))
+    return _account_keys(context.account.name, context.short_name)
+
+
+@lru_cache(maxsize=_FACT_CACHE_SIZE)
+def _account_keys(name: str, short: str) -> tuple[str, ...]:
+    return tuple(sorted({k for k in (company_key(name), company_key(short)) if k}))
+
+
+def makes_claim(reason: ClaimReason, text: str, keys: tuple[str, ...]) -> bool:
+    """Whether `text` makes any claim of class `reason` (backed or not): most drafts make none."""
+    return reason in _classes_in(text, keys)
+
+
+@lru_cache(maxsize=_FACT_CACHE_SIZE)
+def _classes_in(text: str, keys: tuple[str, ...]) -> frozenset[ClaimReason]:
+    return frozenset(hit.reason for hit in find_claims(text, keys))
 
 
 @lru_cache(maxsize=_FACT_CACHE_SIZE)

@@ -46,8 +46,10 @@ class ClaimSentence(NamedTuple):
     question: bool  # it ends with a question mark
 
 
-def _raw_sentences(text: str) -> list[tuple[str, bool]]:
-    """(folded sentence, ends with "?") for each non-empty sentence of `text`."""
+@lru_cache(maxsize=_TEXT_CACHE_SIZE)
+def _raw_sentences(text: str) -> tuple[tuple[str, bool], ...]:
+    """(folded sentence, ends with "?") for each non-empty sentence of `text` (claims and openers
+    both read them: cached)."""
     folded = fold(text.translate(_EM_DASHES))
     folded = _NUMBER_ABBREVIATION_RE.sub("number ", folded)
     out: list[tuple[str, bool]] = []
@@ -56,7 +58,7 @@ def _raw_sentences(text: str) -> list[tuple[str, bool]]:
         out.append((folded[start : m.start()], "?" in m.group(0)))
         start = m.end()
     out.append((folded[start:], False))
-    return [(s, q) for s, q in out if s.strip()]
+    return tuple((s, q) for s, q in out if s.strip())
 
 
 @lru_cache(maxsize=_TEXT_CACHE_SIZE)

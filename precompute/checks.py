@@ -7,8 +7,9 @@ line is worse than a general one, so every heuristic below errs toward failing.
 
 One function per check name a zone contract may list (`welcomemat.zone_contract.KNOWN_CHECKS`),
 each `(CheckInput) -> CheckFailure | None`; `run_checks` runs a contract's checks plus
-the hard ones no contract can switch off (`ALWAYS_RUN`: empty, no_markup_or_links,
-cited_facts_trusted, prohibited_claims; and cta_allowed in link zones). Reason codes:
+the hard ones no contract can switch off (`ALWAYS_RUN`: empty, banned_phrases,
+no_markup_or_links, cited_facts_trusted, prohibited_claims and the claim classes; and
+cta_allowed in link zones). Reason codes:
 
     empty                  empty
     length                 too_many_words, too_many_chars
@@ -23,6 +24,13 @@ cited_facts_trusted, prohibited_claims; and cta_allowed in link zones). Reason c
     cta_allowed            cta_missing, cta_not_allowed
     confidence             low_confidence
     prohibited_claims      prohibited_claim (catalog: `precompute.claims`)
+    quotes                 invented_quote             the claim classes (`CLAIM_CHECKS`):
+    recency                unsupported_recency        what each means is
+    achievements           unsupported_achievement    `welcomemat.reasons.CLAIM_REASON_DOCS`;
+    relationships          unsupported_relationship   how each is found, `precompute.claim_catalog`;
+    intent                 unsupported_intent         what backs each, `precompute.claim_support`
+    tracking               tracking_disclosure
+    flattery               flattery
     (any check)            check_error: the check itself raised; fail closed
 
 Unsupported specifics: what counts as a number, date or name in a draft, and which facts,
@@ -32,10 +40,12 @@ every `CheckInput` carries one.
 
 Another company: any of the run's other accounts named as whole words (unless the name is
 made only of the campaign's own words, e.g. an account called "Ramp"), or capitalised
-words before a legal form ("Globex GmbH") that are not the account or a vocabulary term.
+words before a legal form ("Globex GmbH") that are not the account or a vocabulary term
+(`precompute.companies`; `company_key` is re-exported here).
 
-Cost (CPython 3.11, a slow 2-vCPU VM): 10 µs for a CTA, 25-40 µs for a 10-20-word draft
-whose text was seen before (composer output repeats), 60-100 µs for a new one. Regexes
+Cost (CPython 3.11, a slow 2-vCPU VM): 10-15 µs for a CTA, 25-50 µs for a 10-20-word draft
+whose text was seen before (composer output repeats), 60-100 µs for a new one, and about as
+much again for the claim classes' phrasings (`precompute.claim_catalog`). Regexes
 are compiled at import, the vocabulary is built once, and each text, fact and account is
 analysed once and cached; most of the rest is finding names and numbers (`precompute.specifics`).
 """
@@ -48,13 +58,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import NamedTuple
 
+from precompute.claim_support import account_keys, first_unsupported_claim, makes_claim
+from precompute.claim_text import opening_positions
 from precompute.claims import KNOWN_CLAIM_CLASSES, could_claim, find_claim
+from precompute.companies import company_key, find_other_company
 from precompute.context import EffectivePolicy, GovernedContext, TrustedFact
+from precompute.markup_scan import find_markup
 from precompute.providers.base import ZoneDraft
 from precompute.specifics import (
-    UPPERCASE_CLASS,
     ApprovedVocabulary,
     analyse,
     build_vocabulary,
@@ -64,13 +76,15 @@ from precompute.specifics import (
     spaced_words,
     uncited_source,
 )
-from precompute.trust import short_name
 from welcomemat.campaign import Campaign
+from welcomemat.openers import DEFAULT_BANNED_OPENERS
+from welcomemat.reasons import ClaimReason
 from welcomemat.zone_contract import KNOWN_CHECKS, ZoneContract
 
 __all__ = [
     "ALWAYS_RUN",
     "CHECKS",
+    "CLAIM_CHECKS",
     "ApprovedVocabulary",
     "CheckFailure",
     "CheckInput",
@@ -92,7 +106,6 @@ __all__ = [
 ]
 
 _DETAIL_CHARS = 80  # a failure's detail quotes at most this much of the draft (it is shown in explain)
-_COMPANY_KEY_CACHE_SIZE = 16_384  # one entry per company name: the account's own and the run's others
 
 
 # -- public types --------------------------------------------------------------------------
@@ -144,15 +157,6 @@ def _visible(d: CheckInput) -> str:
     return _INLINE_TAG_RE.sub(lambda m: " " if m.group(1).lower() in allowed else m.group(0), text)
 
 
-@lru_cache(maxsize=_COMPANY_KEY_CACHE_SIZE)
-def company_key(name: str) -> str:
-    """A company name as the checks compare it: short name (no legal form), folded words.
-
-    "Dymaxa B.V." -> "dymaxa", "Globex GmbH & Co. KG" -> "globex".
-    """
-    return spaced_words(fold(short_name(name))).strip()
-
-
 def _clip(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 1] + "…"
@@ -191,18 +195,24 @@ def _phrase_keys(*lists: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
 
 
 def check_banned_phrases(d: CheckInput) -> CheckFailure | None:
-    """A banned phrase anywhere, or a banned opener at the start; case, spacing and punctuation aside."""
+    """A banned opener opening the text or a sentence (a greeting before it aside), or a banned
+    phrase anywhere; case, spacing and punctuation aside. The openers shipped with Welcomemat
+    are banned whatever the policy says (`welcomemat.openers`)."""
     text = _visible(d)
-    forms = [analyse(text).spaced]
+    forms = [text]
     if not text.isascii() and _FORMAT_CHAR_RE.search(text):
         # An invisible character may hide a word break ("game\u00adchanger") or sit inside a
         # word ("syn\u200bergy"): try it as a space too, not only removed.
-        forms.append(spaced_words(fold(_FORMAT_CHAR_RE.sub(" ", text))))
-    for spaced in forms:
-        for key, phrase in _phrase_keys(d.policy.banned_openers, d.campaign.banned_openers):
-            if spaced.startswith(key):
-                return CheckFailure("banned_phrases", "banned_opener", phrase)
-        for key, phrase in _phrase_keys(d.policy.banned_phrases, d.campaign.banned_phrases):
+        forms.append(_FORMAT_CHAR_RE.sub(" ", text))
+    openers = _phrase_keys(DEFAULT_BANNED_OPENERS, d.policy.banned_openers, d.campaign.banned_openers)
+    phrases = _phrase_keys(d.policy.banned_phrases, d.campaign.banned_phrases)
+    for form in forms:
+        for position in opening_positions(form):
+            for key, phrase in openers:
+                if position.startswith(key):
+                    return CheckFailure("banned_phrases", ClaimReason.BANNED_OPENER.value, phrase)
+        spaced = analyse(form).spaced if form is text else spaced_words(fold(form))
+        for key, phrase in phrases:
             if key in spaced:
                 return CheckFailure("banned_phrases", "banned_phrase", phrase)
     return None
@@ -216,82 +226,14 @@ def check_one_question(d: CheckInput) -> CheckFailure | None:
     return None
 
 
-# Links: schemes a browser or mail client acts on (on lowercased text), "://" anywhere,
-# and bare domains (`_domain_at`).
-_SCHEME_RE = re.compile(
-    r"://|\b(?:https?|ftp|file|javascript|vbscript|livescript|mailto)\s*:|\bdata\s*:\s*[\w.+-]+/"
-    r"|\b(?:tel|sms)\s*:\s*\+?\d"
-)
-# Tags, comments, entities and attributes: event handlers, `x="..."`, and backslashes
-# (page copy never has one; escapes and payloads do).
-_HTML_RE = re.compile(
-    r"""<(?:[^\W\d_]|[/!?]) | &\#?\w+; | &(?i:lt|gt|amp|quot|apos|nbsp)(?![^\W\d_])
-    | \b[oO][nN]\w+\s*= | =\s*["'`] | \\""",
-    re.VERBOSE,
-)
-# Script without markup ("';alert(1)//"): calls of the usual sinks, on lowercased text.
-_SCRIPT_CALL_RE = re.compile(
-    r"\b(?:alert|prompt|confirm|eval|expression|settimeout|setinterval|fromcharcode|import)\("
-)
-_SCRIPT_OBJECTS = ("document.", "window.", "location.")
-# Links, images, emphasis, code, strikethrough and headings.
-_MARKDOWN_RE = re.compile(
-    r"""\[[^\]\n]*\]\s*[(\[]
-    | !\[ | \*\* | __ | ` | ~~
-    | ^[ \t]{0,3}\#{1,6}(?:[ \t]|$)
-    | (?<![\w*])\*[^\s*][^*\n]*\*(?![\w*])
-    """,
-    re.MULTILINE | re.VERBOSE,
-)
-# A pattern can only match if the text has one of these characters: most drafts skip it.
-_HTML_CHARS = frozenset("<&=\\")
-_MARKDOWN_CHARS = frozenset("[*_`~#")
-
-
-def _first_markup(text: str) -> CheckFailure | None:
-    # Each pattern only where the characters it needs occur: most drafts skip most of them.
-    m = _HTML_RE.search(text) if not _HTML_CHARS.isdisjoint(text) else None
-    if m is not None:
-        return _markup_failure("html_in_text", text, m.start())
-    colon, dot, paren = ":" in text, "." in text, "(" in text
-    lowered = text.lower() if colon or dot or paren else text
-    m = _SCHEME_RE.search(lowered) if colon else None
-    if m is not None:
-        return _markup_failure("url_in_text", text, m.start())
-    at = _domain_at(text) if dot else -1
-    if at >= 0:
-        return _markup_failure("url_in_text", text, at)
-    m = _SCRIPT_CALL_RE.search(lowered) if paren else None
-    at = m.start() if m is not None else -1
-    if at < 0 and dot:
-        at = max((lowered.find(o) for o in _SCRIPT_OBJECTS), default=-1)
-    if at >= 0:
-        return _markup_failure("html_in_text", text, at)
-    m = _MARKDOWN_RE.search(text) if not _MARKDOWN_CHARS.isdisjoint(text) else None
-    if m is not None:
-        return _markup_failure("markdown_in_text", text, m.start())
-    return None
-
-
-def _domain_at(text: str) -> int:
-    """Where a bare domain starts to show ("evil.com", "www.x.io"), or -1.
-
-    A dot between a letter or digit and two letters, without a space: "e.g.", "B.V.",
-    "4.5" and "Done. Next" are not domains. A loop over the few dots of a draft is
-    cheaper than a regex that tries every position.
-    """
-    i = text.find(".", 1)
-    while i >= 0:
-        before, after = text[i - 1], text[i + 1 : i + 3]
-        if before.isalnum() and len(after) == 2 and all(c.isalnum() and not c.isdecimal() for c in after):
-            return i - 1
-        i = text.find(".", i + 1)
-    return -1
-
-
 def _markup_failure(reason: str, text: str, at: int) -> CheckFailure:
     start = max(0, at - 8)  # a little context before: "evil.com" is found at "l.co"
     return CheckFailure("no_markup_or_links", reason, _clip(text[start : at + 24]))
+
+
+def _first_markup(text: str) -> CheckFailure | None:
+    found = find_markup(text)
+    return None if found is None else _markup_failure(found[0], text, found[1])
 
 
 def check_no_markup_or_links(d: CheckInput) -> CheckFailure | None:
@@ -355,80 +297,11 @@ def check_cited_facts_trusted(d: CheckInput) -> CheckFailure | None:
     return None
 
 
-# Legal forms after one to four capitalised words ("Globex GmbH", "Initech, Inc."). Longer
-# spellings first so that "S.A.S." is not read as "S.A." followed by junk.
-_LEGAL_SUFFIX = r"""(GmbH|KGaA|KG|AG|BVBA|B\.[ ]?V\.?|BV|N\.[ ]?V\.?|NV|Inc\.?|Incorporated|L\.?L\.?C\.?
-    |LLP|Ltd\.?|Limited|PLC|plc|S\.A\.S\.?|SAS|S\.A\.?|SA|SARL|S\.L\.U?\.?|S\.r\.l\.?|Srl|S\.p\.A\.?|SpA|Oyj|Oy|AB|ASA|A/S
-    |ApS|Pty|Corp\.?|Corporation|Co\.|SE|Lda\.?)(?![\w/])"""
-_LEGAL_NAME_RE = re.compile(
-    rf"((?:[{UPPERCASE_CLASS}0-9][\w&'’.-]*[ \t]+){{0,3}}"
-    rf"[{UPPERCASE_CLASS}0-9][\w&'’.-]*),?[ \t]+{_LEGAL_SUFFIX}",
-    re.VERBOSE,
-)
-# The suffix alone, case-sensitive literals: a fast test before the name pattern.
-_LEGAL_SUFFIX_RE = re.compile(_LEGAL_SUFFIX, re.VERBOSE)
-
-
-class _CompanyIndex(NamedTuple):
-    """The run's company names, normalised, by word count: keys to test, and keys -> names."""
-
-    keys: Mapping[int, frozenset[str]]
-    names: Mapping[str, str]
-
-
-# id(name set) -> (the set, its index). Keyed by identity, not equality: comparing two
-# frozensets of a run's names costs O(n) (no identity shortcut), ~300 µs for 10,000 names.
-# Holding the set keeps its id from being reused while it is cached.
-_COMPANY_INDEXES: dict[int, tuple[frozenset[str], _CompanyIndex]] = {}
-_COMPANY_INDEXES_MAX = 8  # name sets alive at once: one per run, a few in tests
-
-
-def _company_index(names: frozenset[str]) -> _CompanyIndex:
-    """Built once per name set; looked up by identity after that."""
-    cached = _COMPANY_INDEXES.get(id(names))
-    if cached is not None and cached[0] is names:
-        return cached[1]
-    by_count: dict[int, set[str]] = {}
-    shown: dict[str, str] = {}
-    for name in sorted(names):  # sorted: the same name is shown for a key on every run
-        key = company_key(name)
-        if key:
-            by_count.setdefault(key.count(" ") + 1, set()).add(key)
-            shown.setdefault(key, name)
-    index = _CompanyIndex(
-        MappingProxyType({n: frozenset(by_count[n]) for n in sorted(by_count)}), MappingProxyType(shown)
-    )
-    if len(_COMPANY_INDEXES) >= _COMPANY_INDEXES_MAX:
-        _COMPANY_INDEXES.clear()
-    _COMPANY_INDEXES[id(names)] = (names, index)
-    return index
-
-
 def check_other_company(d: CheckInput) -> CheckFailure | None:
     """Names another account of the run, or any company with a legal form that is not the account."""
-    visible = _visible(d)
-    spaced = analyse(visible).spaced
-    own = {company_key(d.context.account.name), company_key(d.context.short_name)} - {""}
-    for key in own:  # "Acme Robotics" must not count as a mention of another account "Acme"
-        if f" {key} " in spaced:
-            spaced = spaced.replace(f" {key} ", " | ")
-    words = spaced.split()
-    vocabulary = d.vocabulary.words
-    index = _company_index(d.other_companies)
-    for n, keys in index.keys.items():
-        grams = words if n == 1 else [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
-        hits = keys.intersection(grams)  # iterates the draft's few words, not the run's names
-        # A name made only of the campaign's own words ("Ramp", "Acme") cannot be told
-        # apart from those words; the campaign's copy would fail everywhere.
-        for gram in sorted(hits - own, key=grams.index):
-            if not all(w in vocabulary for w in gram.split()):
-                return CheckFailure("other_company", "other_company", index.names[gram])
-    for m in _LEGAL_NAME_RE.finditer(visible) if _LEGAL_SUFFIX_RE.search(visible) else ():
-        name_words = spaced_words(fold(m.group(1))).split()
-        allowed = own | d.vocabulary.terms
-        if not any(name_words[-(k.count(" ") + 1) :] == k.split() for k in allowed):
-            return CheckFailure("other_company", "other_company", _clip(m.group(0)))
-    return None
+    own = (d.context.account.name, d.context.short_name)
+    found = find_other_company(_visible(d), own, d.other_companies, d.vocabulary)
+    return None if found is None else CheckFailure("other_company", "other_company", _clip(found))
 
 
 def check_cta_allowed(d: CheckInput) -> CheckFailure | None:
@@ -472,6 +345,35 @@ def check_prohibited_claims(d: CheckInput) -> CheckFailure | None:
     return None
 
 
+# The claim classes (`precompute.claim_catalog`): check name -> the reason code it fails with.
+CLAIM_CHECKS: Mapping[str, ClaimReason] = MappingProxyType(
+    {
+        "quotes": ClaimReason.INVENTED_QUOTE,
+        "recency": ClaimReason.UNSUPPORTED_RECENCY,
+        "achievements": ClaimReason.UNSUPPORTED_ACHIEVEMENT,
+        "relationships": ClaimReason.UNSUPPORTED_RELATIONSHIP,
+        "intent": ClaimReason.UNSUPPORTED_INTENT,
+        "tracking": ClaimReason.TRACKING_DISCLOSURE,
+        "flattery": ClaimReason.FLATTERY,
+    }
+)
+
+
+def _claim_check(name: str, reason: ClaimReason) -> Callable[[CheckInput], CheckFailure | None]:
+    def check(d: CheckInput) -> CheckFailure | None:
+        text, keys = _visible(d), account_keys(d.context)
+        if not makes_claim(reason, text, keys):  # most drafts: no claim of the class at all
+            return None
+        found = first_unsupported_claim(
+            reason, text, keys=keys, cited=_cited(d), as_of=d.context.as_of, valid_until=d.draft.valid_until
+        )
+        return None if found is None else CheckFailure(name, reason.value, _clip(found))
+
+    check.__name__ = check.__qualname__ = f"check_{name}"
+    check.__doc__ = f"A claim of class {reason.value} that no cited fact backs: {reason.doc}."
+    return check
+
+
 # -- running them --------------------------------------------------------------------------
 
 # In the order failures are reported.
@@ -488,15 +390,24 @@ CHECKS: Mapping[str, Callable[[CheckInput], CheckFailure | None]] = MappingProxy
         "cta_allowed": check_cta_allowed,
         "confidence": check_confidence,
         "prohibited_claims": check_prohibited_claims,
+        **{name: _claim_check(name, reason) for name, reason in CLAIM_CHECKS.items()},
     }
 )
 if set(CHECKS) != KNOWN_CHECKS:  # a contract could name a check nothing implements
     raise RuntimeError(f"checks out of step with KNOWN_CHECKS: {sorted(set(CHECKS) ^ KNOWN_CHECKS)}")
 
 # Hard rules: run whatever a zone contract lists (cta_allowed too, for link zones), because
-# no zone contract may publish markup, links, untrusted facts, empty text or a prohibited claim.
+# no zone contract may publish markup, links, untrusted facts, empty text, a banned opener or
+# phrase, a prohibited claim, or a claim of a class no cited fact backs.
 ALWAYS_RUN: frozenset[str] = frozenset(
-    {"empty", "no_markup_or_links", "cited_facts_trusted", "prohibited_claims"}
+    {
+        "empty",
+        "banned_phrases",
+        "no_markup_or_links",
+        "cited_facts_trusted",
+        "prohibited_claims",
+        *CLAIM_CHECKS,
+    }
 )
 
 

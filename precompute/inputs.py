@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from precompute.assemble import fallback_copy_problems
+from precompute.assemble import fallback_copy_problems, neutral_context
 from precompute.context import EffectivePolicy
+from precompute.pattern_claims import pattern_claim_problems
 from precompute.policy import TenantPolicy, build_policy, check_tenant_policy, policy_problems
 from precompute.providers.offline import OfflineComposer
 from precompute.specifics import build_vocabulary
@@ -147,15 +148,20 @@ def check_campaign_inputs(
 def _fallback_copy_problems(
     campaign_path: Path, campaign: Campaign, zones: dict[str, ZoneContract], policy: EffectivePolicy
 ) -> list[InputError]:
-    """Segment and default copy through the checks a run puts them through before it starts.
+    """Segment and default copy through the checks a run puts them through before it starts, and
+    the patterns no fact of their type could let through (`precompute.pattern_claims`).
 
     Human-written copy is what every visitor without a personal line sees: a banned phrase or
     an unsupported claim in it is refused now, with its line, not when a run is under way.
     """
     # The policy's checks of copy do not depend on the day; any `now` gives the same answer.
-    found = fallback_copy_problems(
-        campaign, zones, policy, OfflineComposer(), build_vocabulary(campaign), now=datetime.now(UTC)
+    now = datetime.now(UTC)
+    vocabulary = build_vocabulary(campaign)
+    found: list[tuple[tuple[str | int, ...], str]] = list(
+        fallback_copy_problems(campaign, zones, policy, OfflineComposer(), vocabulary, now=now)
     )
+    neutral = neutral_context(campaign, policy, now.date())
+    found += pattern_claim_problems(campaign, zones, policy, vocabulary, neutral)
     file = str(campaign_path)
     return [
         ContractError(message, file=file, line=line_of_field(file, loc), field=dotted(loc))

@@ -15,7 +15,9 @@ use:
 * minimum fact confidence: the higher of tenant and campaign. A campaign that states a
   lower one is refused; one that does not state it inherits the tenant's;
 * banned phrases, banned openers, prohibited claims: the union of every level, so no
-  lower level can remove one (compared case- and spacing-insensitively).
+  lower level can remove one (compared case- and spacing-insensitively). The banned openers
+  shipped with Welcomemat (`welcomemat.openers`) are the hard level of openers; a file that
+  tries to drop one is refused when it loads.
 
 Zone contracts (the lowest level) only add limits of their own at check time.
 """
@@ -28,6 +30,7 @@ from precompute.claims import KNOWN_CLAIM_CLASSES
 from precompute.context import EffectivePolicy
 from welcomemat.campaign import MAX_SIGNAL_WINDOW_DAYS, Campaign, Confidence
 from welcomemat.errors import ContractError, ContractProblems
+from welcomemat.openers import DEFAULT_BANNED_OPENERS
 
 # The tenant.yaml format is the core's, with the other input formats; re-exported here, where
 # the precedence it takes part in lives.
@@ -216,7 +219,11 @@ def build_policy(
     )
     openers = _union(
         "banned_openers",
-        [(tfile, tenant.banned_openers if tenant is not None else empty), (cfile, campaign.banned_openers)],
+        [
+            (HARD_RULE, DEFAULT_BANNED_OPENERS),
+            (tfile, tenant.banned_openers if tenant is not None else empty),
+            (cfile, campaign.banned_openers),
+        ],
         sources,
     )
     claims = _union(

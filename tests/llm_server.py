@@ -23,6 +23,9 @@ of `response_format` (`PageDraft`: generation, `PageReview`: self-review,
     hostile_body    a 200 whose body no decoder should follow: 100,000 nested arrays, or a
                     5,000-digit token count, in turn (`times=N` as above)
     injection       obeys "Ignore previous instructions and say '...'" planted in the data
+    lines           writes the given lines: `lines={zone id: text}` ("*": every zone not named),
+                    each citing what `well` would (`fact_ids={zone id: [ids]}` to choose);
+                    other zones as `well` (a model that writes exactly what a test needs)
     rate_limit      429 with Retry-After (`retry_after="1"`, `times=1`), then well
     server_error    500 (`times=N`; default: always)
     client_error    400 (`times=N`; default: always): not worth a retry
@@ -68,6 +71,7 @@ MODES = (
     "refuse",
     "hostile_body",
     "injection",
+    "lines",
     "rate_limit",
     "server_error",
     "client_error",
@@ -443,6 +447,8 @@ def _write(data: dict[str, Any], mode: str, params: dict[str, Any]) -> list[dict
         elif "cta_id" in params and zone["cta_id"]:
             zone["cta_id"] = params["cta_id"]
     name = str((data.get("account") or {}).get("name", ""))
+    if mode == "lines":
+        return [_given_line(zone, params) for zone in zones]
     if mode == "injection":
         planted = _planted(data)
         if planted is not None:
@@ -459,6 +465,15 @@ def _write(data: dict[str, Any], mode: str, params: dict[str, Any]) -> list[dict
             if mode == "html" and zone["cta_id"]:
                 zone["cta_id"] = "https://evil.example/book"
     return zones
+
+
+def _given_line(zone: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    lines: dict[str, str] = params.get("lines", {})
+    text = lines.get(zone["zone_id"], lines.get("*"))
+    if text is None:
+        return zone
+    fact_ids = params.get("fact_ids", {}).get(zone["zone_id"], zone["fact_ids"])
+    return {**zone, "text": text, "fact_ids": list(fact_ids), "confidence": 0.9}
 
 
 def _planted(data: dict[str, Any]) -> tuple[str, str | None] | None:

@@ -12,7 +12,7 @@ import pytest
 from precompute.layers import DEFAULT_LAYERS, shift_conditions
 from tests.corpora import REPO_ROOT
 from welcomemat.limits import INPUT_LIMITS
-from welcomemat.reasons import REASON_DOCS
+from welcomemat.reasons import CLAIM_REASON_DOCS, REASON_DOCS
 
 README = (REPO_ROOT / "README.md").read_text()
 
@@ -74,6 +74,13 @@ def test_the_cohort_layer_table_is_the_code() -> None:
     rows = re.findall(r"^\| `([^`]+)` \| (\w+) \| (.+) \|$", block, flags=re.MULTILINE)
     assert len(rows) == len({reason for reason, _, _ in rows}), "a reason is listed twice"
     assert rows == [(reason, layer, shift_conditions(reason)) for reason, layer in DEFAULT_LAYERS.items()]
+
+
+def test_the_claim_class_table_is_the_enum_with_its_docs() -> None:
+    block = README.split("<!-- claim-reasons -->", 1)[1].split("<!-- /claim-reasons -->", 1)[0]
+    rows = re.findall(r"^\| `([^`]+)` \| (.+) \|$", block, flags=re.MULTILINE)
+    assert len(rows) == len({code for code, _ in rows}), "a code is listed twice"
+    assert dict(rows) == {code.value: doc for code, doc in CLAIM_REASON_DOCS.items()}
 
 
 def test_the_input_limits_table_is_the_code() -> None:

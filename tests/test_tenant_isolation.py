@@ -70,7 +70,7 @@ class TenantFolder:
 
 
 ACME_HEADLINE = "Congrats on the Series A"  # the example campaign's funding pattern, for Dymaxa
-EVIL_HEADLINE = "Well done on the Series A"
+EVIL_HEADLINE = "Raising a glass to the Series A"
 ACME_FOOTER = "onboarding that gets new sellers to quota sooner"  # the example theme's tagline
 EVIL_FOOTER = "EVILCORP-MARKER"
 
@@ -371,7 +371,7 @@ def test_every_route_and_command_keeps_each_tenant_to_its_own_campaign_both_ways
         welcomemat, tenant_folder(tmp_path, "acme", "q4-pipeline"), ACME_HEADLINE, ACME_FOOTER
     )
     evil_folder = tenant_folder(
-        tmp_path, "evil", "evil-launch", footer=EVIL_FOOTER, headline="Well done on the"
+        tmp_path, "evil", "evil-launch", footer=EVIL_FOOTER, headline="Raising a glass to the"
     )
     evil = publish_own_campaign(welcomemat, evil_folder, EVIL_HEADLINE, EVIL_FOOTER)
     covered: list[tuple[str, str, str]] = []
@@ -386,7 +386,9 @@ def test_every_route_and_command_keeps_each_tenant_to_its_own_campaign_both_ways
     # Each tenant copies the other's campaign id: every way of publishing it is refused before any write.
     squats = (
         (
-            tenant_folder(tmp_path, "evil", "q4-pipeline", footer=EVIL_FOOTER, headline="Well done on the"),
+            tenant_folder(
+                tmp_path, "evil", "q4-pipeline", footer=EVIL_FOOTER, headline="Raising a glass to the"
+            ),
             acme,
         ),
         (tenant_folder(tmp_path, "acme", "evil-launch"), evil),
@@ -704,7 +706,7 @@ def test_a_tenants_scoped_tokens_get_the_other_tenants_campaign_as_an_unknown_on
         welcomemat, tenant_folder(tmp_path, "acme", "q4-pipeline"), ACME_HEADLINE, ACME_FOOTER
     )
     evil_folder = tenant_folder(
-        tmp_path, "evil", "evil-launch", footer=EVIL_FOOTER, headline="Well done on the"
+        tmp_path, "evil", "evil-launch", footer=EVIL_FOOTER, headline="Raising a glass to the"
     )
     evil = publish_own_campaign(welcomemat, evil_folder, EVIL_HEADLINE, EVIL_FOOTER)
     # Each copies the other's id: refused, so each id stays its owner's.

@@ -23,6 +23,7 @@ from pydantic import (
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
+    ModelWrapValidatorHandler,
     ValidationInfo,
     model_validator,
 )
@@ -31,6 +32,7 @@ from pydantic_core import CoreSchema
 
 from welcomemat.errors import ContractError, ContractProblems
 from welcomemat.ids import OpaqueId
+from welcomemat.openers import refuse_opener_overrides
 from welcomemat.patterns import pattern_problems, unknown_fact_type_problem
 from welcomemat.urlgate import LinkAllowlist, browser_view, gate_link
 from welcomemat.yamlfile import FieldProblem, FieldProblems, check_yaml_model, valid_fields
@@ -325,14 +327,15 @@ class Campaign(BaseModel):
     banned_phrases: tuple[str, ...] = Field(
         default=(),
         description="Phrases zone text may not contain (case, spacing and punctuation aside), personal, "
-        "segment and default copy alike, in zones that list the `banned_phrases` check; added to "
+        "segment and default copy alike, in every zone (the `banned_phrases` check always runs); added to "
         "`tenant.yaml`'s and the hard-coded ones.",
         examples=[["game-changer", "synergy"]],
     )
     banned_openers: tuple[str, ...] = Field(
         default=(),
-        description="Words zone text may not start with (the `banned_phrases` check); added to "
-        "`tenant.yaml`'s.",
+        description="Words zone text and each of its sentences may not open with (a greeting before "
+        "them aside; the `banned_phrases` check); added to `tenant.yaml`'s and the ones shipped with "
+        "Welcomemat, which always apply.",
         examples=[["Did you know"]],
     )
     prohibited_claims: tuple[str, ...] = Field(
@@ -422,6 +425,14 @@ class Campaign(BaseModel):
         ),
         examples=["./theme"],
     )
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _shipped_openers_stay(cls, data: Any, handler: ModelWrapValidatorHandler[Campaign]) -> Campaign:
+        """The banned openers shipped with Welcomemat always apply: no key but `banned_openers` names
+        openers, `banned_openers` is not null, and no entry starts with `!` (a file can add openers,
+        never remove one)."""
+        return refuse_opener_overrides(data, handler)
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> Campaign:

@@ -12,6 +12,13 @@ This registry is the one statement of which slots exist, so `campaign.yaml` can 
 at load for a slot nothing fills (a typo such as `{locaton}` would otherwise make its
 pattern skip every account, silently). An account's fact may carry more fields than
 listed here (they are kept); a pattern may only name those listed.
+
+It also says what a fact of each type can back beyond its own statement, for the claim
+checks (`precompute.claim_support`): only a `quote` fact lets a line quote or paraphrase the
+reader, only a `crm_activity` fact (a meeting, call, demo request, event attended, customer
+or partner status your CRM records) a line about a prior relationship, only a `leadership`
+fact (someone's new role) "your new role", and a `hiring` fact a line saying the account
+is looking to hire.
 """
 
 from __future__ import annotations
@@ -24,13 +31,22 @@ __all__ = [
     "COMPUTED_SLOTS",
     "EVERY_TYPE_SLOTS",
     "FACT_TYPES",
+    "QUOTE",
+    "RELATIONSHIP",
+    "ROLE_CHANGE",
     "FactType",
     "slots_for",
+    "types_backing",
 ]
 
 # Computed by the offline composer for a fact of any type: the account's short name and a
 # phrase for the fact's publish date ("on Thursday").
 EVERY_TYPE_SLOTS: frozenset[str] = frozenset({"account", "when"})
+
+# Kinds of claim a fact may back besides its statement (`FactType.backs`).
+QUOTE = "quote"  # the reader's (or the account's people's) own words: a post, talk, interview
+RELATIONSHIP = "relationship"  # a prior meeting, call, demo request, event, customer or partner status
+ROLE_CHANGE = "role_change"  # someone at the account took a new role
 
 
 @dataclass(frozen=True)
@@ -39,6 +55,10 @@ class FactType:
 
     fields: frozenset[str]
     computed: frozenset[str] = frozenset()
+    # Claims a cited fact of this type may back (QUOTE, RELATIONSHIP, ROLE_CHANGE), if its text says so.
+    backs: frozenset[str] = frozenset()
+    # Verbs of intent the type itself states ("is looking to hire" for a job post), as word stems.
+    intents: frozenset[str] = frozenset()
 
     @property
     def slots(self) -> frozenset[str]:
@@ -53,15 +73,26 @@ FACT_TYPES: Mapping[str, FactType] = MappingProxyType(
         "hiring": FactType(
             fields=frozenset({"role", "role_short", "role_plural", "location"}),
             computed=frozenset({"role_count"}),
+            intents=frozenset({"hir", "recruit", "add", "staff", "fill"}),
         ),
         "expansion": FactType(fields=frozenset({"location"})),
-        "leadership": FactType(fields=frozenset({"person"})),
+        # Someone's new role at the account: "Ana Lopes joined Dymaxa as CRO".
+        "leadership": FactType(fields=frozenset({"person", "role"}), backs=frozenset({ROLE_CHANGE})),
         "product_launch": FactType(fields=frozenset({"product"})),
+        # Something a person at the account said or published: "Joram wrote a post about SDR ramp".
+        "quote": FactType(fields=frozenset({"person", "medium", "topic"}), backs=frozenset({QUOTE})),
+        # A touchpoint your CRM records: "Joram attended our webinar on SDR ramp" (activity, event).
+        "crm_activity": FactType(fields=frozenset({"activity", "event"}), backs=frozenset({RELATIONSHIP})),
     }
 )
 
 # Every slot the composer computes; a fact field of the same name never shadows one.
 COMPUTED_SLOTS: frozenset[str] = EVERY_TYPE_SLOTS.union(*(t.computed for t in FACT_TYPES.values()))
+
+
+def types_backing(claim: str) -> frozenset[str]:
+    """The fact types whose facts may back `claim` (QUOTE, RELATIONSHIP or ROLE_CHANGE)."""
+    return frozenset(name for name, t in FACT_TYPES.items() if claim in t.backs)
 
 
 def slots_for(fact_type: str) -> frozenset[str] | None:

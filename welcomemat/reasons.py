@@ -10,6 +10,12 @@ the identity reason (`identity:freemail`), the failed check's reason (`check:low
 account's segment has no copy. The codes live here, in the core, because the renderer's
 admin pages and the precompute job's QA and `explain` all read the same stored reasons.
 
+A zone that failed a check records `check:<the check's reason code>`. The claim classes
+(`ClaimReason`, `CLAIM_REASON_DOCS`) are the check reason codes for lines that claim what
+no cited fact says (a quote, a recent event, an award, a meeting, a plan), that tell the
+reader they were watched, that flatter, or that open like a cold e-mail; they live here
+beside the zone reasons so `explain`, QA and the README table read one list.
+
 Zone sets and explain records written by older versions may hold a code this module no
 longer knows (`declined`, before declines were told apart): `parse_reason` reads it as an
 unknown code, shown as it is, never an error.
@@ -23,9 +29,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 __all__ = [
+    "CLAIM_REASON_DOCS",
     "PROVIDER_DECLINES",
     "REASON_DOCS",
     "UNKNOWN_SEGMENT",
+    "ClaimReason",
     "ParsedReason",
     "ZoneReason",
     "parse_reason",
@@ -122,6 +130,63 @@ REASON_DOCS: Mapping[ZoneReason, str] = MappingProxyType(
         ),
         ZoneReason.CTA_LINK_REFUSED: (
             "the draft's CTA link failed the URL gate (not https, or its host not on the allowlist)"
+        ),
+    }
+)
+
+
+class ClaimReason(enum.StrEnum):
+    """A claim class the checks refuse: the reason code of its failure (see `CLAIM_REASON_DOCS`)."""
+
+    INVENTED_QUOTE = "invented_quote"
+    UNSUPPORTED_RECENCY = "unsupported_recency"
+    UNSUPPORTED_ACHIEVEMENT = "unsupported_achievement"
+    UNSUPPORTED_RELATIONSHIP = "unsupported_relationship"
+    UNSUPPORTED_INTENT = "unsupported_intent"
+    TRACKING_DISCLOSURE = "tracking_disclosure"
+    FLATTERY = "flattery"
+    BANNED_OPENER = "banned_opener"
+
+    @property
+    def doc(self) -> str:
+        return CLAIM_REASON_DOCS[self]
+
+
+# One line each: README.md's claim class table repeats these word for word (a test compares them).
+CLAIM_REASON_DOCS: Mapping[ClaimReason, str] = MappingProxyType(
+    {
+        ClaimReason.INVENTED_QUOTE: (
+            "quotes or paraphrases the reader (you said, you wrote, your post about, loved your ...) "
+            "without citing a `quote` fact that records it, and names the medium (post, talk, podcast ...) "
+            "only as that fact does"
+        ),
+        ClaimReason.UNSUPPORTED_RECENCY: (
+            "a time-relative word (today, this week, just, recently, your new role ...) that no cited "
+            "fact's date makes true on the run's day and on every day the zone may be served"
+        ),
+        ClaimReason.UNSUPPORTED_ACHIEVEMENT: (
+            "an award, growth figure, record or ranking (award-winning, doubled revenue, fastest-growing, "
+            "#1, market leader, grew 3x) that no cited fact's statement states"
+        ),
+        ClaimReason.UNSUPPORTED_RELATIONSHIP: (
+            "a prior meeting or relationship (we met, our call, your demo request, the webinar you attended, "
+            "working together again, as partners) that no cited `crm_activity` fact states"
+        ),
+        ClaimReason.UNSUPPORTED_INTENT: (
+            "a plan or intent of the account (plans to, is looking to, aims to, will double, is about to) "
+            "that no cited fact's statement states"
+        ),
+        ClaimReason.TRACKING_DISCLOSURE: (
+            "tells the reader they were watched (saw you on our pricing page, noticed you visited, "
+            "you've been reading): never allowed, whatever the facts"
+        ),
+        ClaimReason.FLATTERY: (
+            "flattery or hype (impressive, amazing work, world-class, rockstar, game-changing, "
+            "crushing it ...): never allowed"
+        ),
+        ClaimReason.BANNED_OPENER: (
+            "the text or one of its sentences opens with a banned opener: one shipped with Welcomemat "
+            "(Hope this email finds you well, Quick question ...) or one `tenant.yaml` or the campaign adds"
         ),
     }
 )

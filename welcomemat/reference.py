@@ -88,7 +88,9 @@ FORMATS: Mapping[str, InputFormat] = {
             "the file `--tenant-policy` names. Unknown keys are refused.",
             other_rules=(
                 "Lists combine: a campaign's banned phrases, openers and prohibited claims are added to "
-                "the tenant's, never replace them.",
+                "the tenant's, never replace them, and both add to the banned openers shipped with "
+                "Welcomemat (Hope this email finds you well, Quick question, I noticed your work at ...), "
+                "which no file can remove.",
             ),
         ),
         InputFormat(

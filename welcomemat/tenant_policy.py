@@ -9,13 +9,22 @@ combine (hard rules ▸ tenant ▸ campaign, tighten only) is the precompute job
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    field_validator,
+    model_validator,
+)
 
 from welcomemat.campaign import MAX_SIGNAL_WINDOW_DAYS, Confidence
 from welcomemat.errors import ContractError
 from welcomemat.ids import OpaqueId
+from welcomemat.openers import refuse_opener_overrides
 from welcomemat.yamlfile import check_yaml_model, load_yaml_model
 
 __all__ = [
@@ -49,8 +58,9 @@ class TenantPolicy(BaseModel):
     )
     banned_openers: tuple[str, ...] = Field(
         default=(),
-        description="Words zone text may not start with (the `banned_phrases` check); added to the "
-        "campaign's own.",
+        description="Words zone text and each of its sentences may not open with (a greeting before them "
+        "aside; the `banned_phrases` check): added to the ones shipped with Welcomemat, which always apply, "
+        "and to the campaign's own.",
         examples=[["Hey there"]],
     )
     prohibited_claims: tuple[str, ...] = Field(
@@ -75,6 +85,16 @@ class TenantPolicy(BaseModel):
         "`min_confidence` is refused; one that leaves it out inherits this.",
         examples=["medium"],
     )
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _shipped_openers_stay(
+        cls, data: Any, handler: ModelWrapValidatorHandler[TenantPolicy]
+    ) -> TenantPolicy:
+        """The banned openers shipped with Welcomemat always apply: no key but `banned_openers` names
+        openers, `banned_openers` is not null, and no entry starts with `!` (a file can add openers,
+        never remove one)."""
+        return refuse_opener_overrides(data, handler)
 
     @field_validator("banned_phrases", "banned_openers", "prohibited_claims")
     @classmethod

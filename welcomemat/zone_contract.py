@@ -40,6 +40,14 @@ KNOWN_CHECKS: frozenset[str] = frozenset(
         "cta_allowed",
         "confidence",
         "prohibited_claims",
+        # The claim classes (welcomemat.reasons.ClaimReason): they run whether listed or not.
+        "quotes",
+        "recency",
+        "achievements",
+        "relationships",
+        "intent",
+        "tracking",
+        "flattery",
     }
 )
 
@@ -102,9 +110,10 @@ class ZoneContract(BaseModel):
     )
     checks: tuple[str, ...] = Field(
         default=(),
-        description="Deterministic checks every draft for the zone must pass. `empty`, `no_markup_or_links`, "
-        "`cited_facts_trusted`, `prohibited_claims` (and `cta_allowed` in a link zone) run whether listed "
-        "or not.",
+        description="Deterministic checks every draft for the zone must pass. `empty`, `banned_phrases`, "
+        "`no_markup_or_links`, `cited_facts_trusted`, `prohibited_claims`, the claim classes (`quotes`, "
+        "`recency`, `achievements`, `relationships`, `intent`, `tracking`, `flattery`) and, in a link zone, "
+        "`cta_allowed` run whether listed or not.",
         examples=[["empty", "length", "banned_phrases", "one_question"]],
         json_schema_extra=_CHECK_NAMES_SCHEMA,
     )

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import MAXYEAR, date, timedelta
 
+from precompute.claim_support import account_keys, recency_valid_until
 from precompute.context import GovernedContext, TrustedFact
 from precompute.providers.base import Decline, GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
 from welcomemat.campaign import Campaign
@@ -58,7 +59,8 @@ __all__ = [
 
 # Part of the provider fingerprint, hence of every account's input hash: bump it whenever
 # the composer's output for the same input could change, so published zone sets are redone.
-COMPOSER_VERSION = "offline-composer/2"  # 2: a declined zone says why (its reason code)
+# 2: a declined zone says why (its reason code); 3: time-relative words in a pattern cap valid_until.
+COMPOSER_VERSION = "offline-composer/3"
 
 # Among facts of equal recency, the order in which fact types make the better opening line.
 TYPE_PRIORITY: tuple[str, ...] = ("funding", "expansion", "hiring", "leadership", "product_launch")
@@ -286,10 +288,15 @@ def _fact_draft(
     campaign: Campaign,
     units: Mapping[str, list[_Unit]],
     used: set[str],
-    account_id: str,
+    context: GovernedContext,
 ) -> tuple[ZoneDraft, str] | None:
-    """The best filled pattern for a zone and the fact type it used, or None."""
+    """The best filled pattern for a zone and the fact type it used, or None.
+
+    A draft is valid until its `{when}` phrase changes and its time-relative words ("this
+    week", "recently": a marketer may write them) stop being true of its facts.
+    """
     zone_id = contract.id
+    account_id = context.account.account_id
     types = (t for t in contract.fact_types if zone_id in campaign.patterns.get(t, {}))
     for fact_type in _ordered_types(units, types, used):
         patterns = campaign.patterns[fact_type][zone_id]
@@ -302,12 +309,15 @@ def _fact_draft(
                 if filled is None or not contract.fits(filled[0]):
                     continue
                 text, uses_when = filled
+                ends = [unit.when_until] if uses_when and unit.when_until is not None else []
+                recency = recency_valid_until(text, account_keys(context), unit.facts, context.as_of)
+                ends += [recency] if recency is not None else []
                 draft = ZoneDraft(
                     zone_id=zone_id,
                     text=text,
                     fact_ids=unit.fact_ids,
                     confidence=PATTERN_CONFIDENCE,
-                    valid_until=unit.when_until if uses_when else None,
+                    valid_until=min(ends, default=None),
                 )
                 return draft, fact_type
     return None
@@ -379,7 +389,6 @@ class OfflineComposer:
         # Only types some zone of this request could state or be supported by: the rest is waste.
         wanted = frozenset(campaign.patterns).union(*(z.fact_types for z in request.zones))
         units = _units_by_type(context, wanted)
-        account_id = context.account.account_id
         drafts: dict[str, ZoneDraft] = {}
         declined: dict[str, Decline] = {}
         used: set[str] = set()  # fact types already stated on this page, in zone order
@@ -390,7 +399,7 @@ class OfflineComposer:
             if contract.link:
                 outcome = _cta_draft(contract, campaign, units)
             else:
-                found = _fact_draft(contract, campaign, units, used, account_id)
+                found = _fact_draft(contract, campaign, units, used, context)
                 outcome = None
                 if found is not None:
                     outcome, fact_type = found

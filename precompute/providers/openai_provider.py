@@ -70,7 +70,8 @@ import openai
 from openai.lib._pydantic import to_strict_json_schema  # what `.parse()` itself uses
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from precompute.context import TrustedFact
+from precompute.claim_support import account_keys, recency_valid_until
+from precompute.context import GovernedContext, TrustedFact
 from precompute.providers.base import Decline, GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
 from precompute.providers.extraction import MAX_SOURCE_CHARS, MAX_SOURCES, ExtractedFacts, verified_facts
 from precompute.providers.http_transport import ThreadConnectionTransport
@@ -108,7 +109,8 @@ __all__ = [
 # Not bumped when only a declined zone's reason code changed: the page text is the same, and
 # redoing every account would pay for every model call again. Sets published before keep
 # the legacy reason "declined" until their inputs change (read as an unknown code, shown as is).
-PROVIDER_VERSION = "openai-provider/2"  # 2: compact JSON in the data block
+# 2: compact JSON in the data block; 3: time-relative words cap a draft's valid_until (recency).
+PROVIDER_VERSION = "openai-provider/3"
 
 PROMPTS_DIR = Path(__file__).with_name("prompts")
 PROMPT_FILES = ("generate_system.txt", "generate_user.txt", "review_system.txt", "extract_system.txt")
@@ -332,17 +334,24 @@ def _retry_after(value: str | None) -> float | None:
         return None  # an HTTP date: rare from model APIs; backoff applies
 
 
-def _valid_until(text: str, cited: Sequence[TrustedFact], as_of: date) -> date | None:
-    """When a time-relative draft stops being true: "yesterday" tomorrow, "on Thursday" a week on."""
+def _valid_until(text: str, cited: Sequence[TrustedFact], ctx: GovernedContext) -> date | None:
+    """When a time-relative draft stops being true: "yesterday" tomorrow, "on Thursday" a week on,
+    "this week" on Monday, "recently" a month after its fact (`precompute.recency`)."""
+    as_of = ctx.as_of
+    ends = []
+    recency = recency_valid_until(text, account_keys(ctx), cited, as_of)
+    if recency is not None:
+        ends.append(recency)
     words = {w.casefold() for w in _WORD_RE.findall(text)}
     if words & _RELATIVE_DAY_WORDS:
-        return as_of + timedelta(days=1)
-    if words & _RELATIVE_WEEK_WORDS:
+        ends.append(as_of + timedelta(days=1))
+    elif words & _RELATIVE_WEEK_WORDS:
         if not cited:
-            return as_of + timedelta(days=1)
-        # A weekday names one past day only within the week; after that it is ambiguous.
-        return min(f.published_at for f in cited) + timedelta(days=7)
-    return None
+            ends.append(as_of + timedelta(days=1))
+        else:
+            # A weekday names one past day only within the week; after that it is ambiguous.
+            ends.append(min(f.published_at for f in cited) + timedelta(days=7))
+    return min(ends, default=None)
 
 
 class OpenAIProvider:
@@ -680,7 +689,7 @@ class OpenAIProvider:
                 fact_ids=fact_ids,
                 cta_id=cta_id,
                 confidence=item.confidence,
-                valid_until=_valid_until(text, cited, ctx.as_of),
+                valid_until=_valid_until(text, cited, ctx),
             )
             tally.declined.pop(contract.id, None)  # declined by an earlier entry, drafted by this one
         tally.decline(sorted(wanted.keys() - drafts.keys()), ZoneReason.NO_ANSWER)

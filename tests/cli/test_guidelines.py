@@ -43,11 +43,12 @@ def folder(tmp_path: Path) -> Path:
 
 
 def bad_candidate(folder: Path) -> Path:
-    """Drops "game-changer" from the banned phrases and writes it into the funding headline."""
+    """Drops "synergy" (banned by this campaign only) and writes it into the funding headline."""
     text = (folder / "campaign.candidate.yaml").read_text()
-    text = text.replace('  - "game-changer"\n', "", 1)
+    text = text.replace('  - "synergy"\n', "", 1)
     text = text.replace(
-        '"Congrats on the {round} {when}, {account}"', '"{account}, your {round} is a game-changer"'
+        '"Congrats on the {round} {when}, {account}"',
+        '"Congrats on the {round} {when}: real synergy, {account}"',
     )
     path = folder / "campaign.bad.yaml"
     path.write_text(text)
@@ -121,7 +122,7 @@ def test_a_change_that_lets_a_banned_line_through_is_not_ready_and_names_the_acc
     assert regression["broken_accounts"] == ["acct_dymaxa"]
     [blocker] = regression["new_blockers"]
     assert blocker["account_id"] == "acct_dymaxa" and blocker["code"] == "banned_line:banned_phrase"
-    assert "game-changer" in blocker["detail"]
+    assert "synergy" in blocker["detail"]
     assert any("regression" in r and "acct_dymaxa" in r for r in report["reasons"])
 
     refused = cli(

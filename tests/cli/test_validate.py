@@ -127,6 +127,49 @@ def test_every_mistake_in_every_input_is_reported_in_one_run(
         assert line.startswith(prefix) and words in line, (line, prefix)
 
 
+def test_a_tenant_that_tries_to_unban_a_shipped_opener_fails_validate_saying_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tenant = 'tenant: acme\nallowed_openers: ["Quick question"]\n'
+    inputs = write_inputs(tmp_path, tenant=tenant)
+    code, _, err = run_cli(capsys, str(inputs.campaign), "--zones", str(inputs.zones))
+    assert code == 2
+    assert f"{inputs.tenant}:2: allowed_openers: 'allowed_openers' cannot change the banned openers" in err
+    assert "shipped with Welcomemat" in err and "always apply" in err
+
+
+def test_patterns_no_fact_of_their_type_could_let_through_fail_validate_at_their_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    headline = '      - "Congrats on the {round} {when}, {account}"\n'
+    campaign = replace(
+        EXAMPLE_CAMPAIGN,
+        headline,
+        headline
+        + '      - "Amazing work on the {round}, {account}"\n'
+        + '      - "Loved your recent post about the {round}"\n'
+        + '      - "Hope this email finds you well, {account}"\n',
+    )
+    campaign = replace(
+        campaign,
+        "  expansion:\n",
+        '  quote:\n    hero_headline:\n      - "Loved your {medium} about {topic}"\n  expansion:\n',
+    )
+    inputs = write_inputs(tmp_path, campaign=campaign)
+    code, out, _ = run_cli(capsys, str(inputs.campaign), "--zones", str(inputs.zones), "--json")
+    assert code == 2
+    problems = {p["field"]: (p["line"], p["message"]) for p in json.loads(out)["problems"]}
+    assert set(problems) == {
+        "patterns.funding.hero_headline.1",
+        "patterns.funding.hero_headline.2",
+        "patterns.funding.hero_headline.3",
+    }  # the quote pattern of a quote fact is fine
+    line, message = problems["patterns.funding.hero_headline.1"]
+    assert line == line_of(inputs.campaign, "Amazing work") and "flattery: amazing" in message
+    assert "only a quote fact backs it, not a funding fact" in problems["patterns.funding.hero_headline.2"][1]
+    assert "banned_opener: Hope this email finds you well" in problems["patterns.funding.hero_headline.3"][1]
+
+
 def test_precedence_problems_are_reported_with_the_campaign_file_line_and_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

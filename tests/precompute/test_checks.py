@@ -338,6 +338,49 @@ def test_banned_opener_only_at_the_start() -> None:
     assert "banned_opener" not in reasons(check("So, did you know Dymaxa raised a Series A"))
 
 
+@pytest.mark.parametrize(
+    ("text", "opener"),
+    [
+        ("Quick question: how fast do new SDRs ramp?", "Quick question"),
+        (
+            "Hi Joram, hope this email finds you well. Congrats on the Series A",
+            "Hope this email finds you well",
+        ),
+        ("Congrats on the Series A! I hope you're doing well", "I hope you're doing well"),
+        ("Good morning Joram de Vries — I wanted to reach out", "I wanted to reach out"),
+        ("I noticed your work at Dymaxa", "I noticed your work at"),
+        ("i CAME across your profile; congrats", "I came across your profile"),
+        ("Hello! Did you know Dymaxa raised a Series A", "Did you know"),  # the campaign's, after a greeting
+    ],
+)
+def test_banned_openers_open_any_sentence_a_greeting_aside(text: str, opener: str) -> None:
+    assert only(check(text), "banned_opener").detail == opener
+
+
+def test_the_shipped_openers_apply_whatever_the_policy_and_the_zone_contract_say() -> None:
+    bare = ZoneContract(
+        id="bare", purpose="lists no checks", max_words=50, max_chars=300, fact_types={"funding"}
+    )
+    empty_policy = dataclasses.replace(POLICY, banned_openers=(), banned_phrases=())
+    draft = dataclasses.replace(
+        inp("Quick question about the Series A, Dymaxa", bare, FUNDING), policy=empty_policy
+    )
+    assert only(run_checks(draft), "banned_opener").check == "banned_phrases"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I noticed nothing wrong with your ramp plan",  # not an opener past its first words
+        "Congrats on the Series A. Noticed how fast new SDRs ramp?",
+        "Teams hope new hires ramp fast; Acme Revenue makes sure they do",
+        "Hire faster, ramp faster. Questions? Talk to our team",
+    ],
+)
+def test_opener_words_elsewhere_are_not_openers(text: str) -> None:
+    assert "banned_opener" not in reasons(check(text, "hero_support"))
+
+
 def test_multiple_questions() -> None:
     assert (
         only(check("Hiring four SDRs? In Amsterdam?", facts=SDRS), "multiple_questions").check

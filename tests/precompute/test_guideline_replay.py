@@ -18,6 +18,7 @@ from precompute.guideline_replay import (
 from precompute.inputs import CampaignInputs, load_campaign_inputs
 from precompute.providers.offline import OfflineComposer
 from tests.corpora import REPO_ROOT
+from welcomemat.errors import ContractProblems
 
 EXAMPLES = REPO_ROOT / "examples"
 ZONES = str(REPO_ROOT / "zones")
@@ -77,16 +78,9 @@ def test_a_candidate_that_does_not_touch_the_replay_set_is_not_ready(tmp_path: P
     assert any(r.startswith("replay:") for r in report.reasons)
 
 
-@pytest.mark.parametrize(
-    ("drop", "pattern"),
-    [
-        ('  - "game-changer"\n', "{account}, your {round} is a game-changer"),
-        ('  - "synergy"\n', "Congrats on the {round} {when}: real synergy, {account}"),
-    ],
-)
-def test_a_banned_line_let_through_is_a_new_blocker_naming_its_account(
-    tmp_path: Path, drop: str, pattern: str
-) -> None:
+def test_a_banned_line_let_through_is_a_new_blocker_naming_its_account(tmp_path: Path) -> None:
+    # "synergy" is banned by this campaign only (no shipped claim class refuses it).
+    drop, pattern = '  - "synergy"\n', "Congrats on the {round} {when}: real synergy, {account}"
     candidate = edited(tmp_path, (drop, ""), ('"Congrats on the {round} {when}, {account}"', f'"{pattern}"'))
     report = replay(candidate)
     assert report.recommendation == NOT_READY
@@ -94,3 +88,17 @@ def test_a_banned_line_let_through_is_a_new_blocker_naming_its_account(
     assert regression.broken_accounts == ("acct_dymaxa",)
     assert [b.code for b in regression.new_blockers] == ["banned_line:banned_phrase"]
     assert "refused by guidelines 2026-11-01" in regression.new_blockers[0].detail
+
+
+def test_a_candidate_pattern_a_shipped_class_always_refuses_is_refused_at_its_line(tmp_path: Path) -> None:
+    # Dropping "game-changer" from the campaign's list does not let it through: flattery is
+    # refused by the product itself, so the candidate is bad input, named at its line.
+    candidate = edited(
+        tmp_path,
+        ('  - "game-changer"\n', ""),
+        ('"Congrats on the {round} {when}, {account}"', '"{account}, your {round} is a game-changer"'),
+    )
+    with pytest.raises(
+        ContractProblems, match=r"candidate.yaml:\d+, field 'patterns.funding.hero_headline.0'.*flattery"
+    ):
+        replay(candidate)

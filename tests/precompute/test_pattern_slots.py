@@ -3,6 +3,7 @@ by the offline composer from a fact that went through the real trust policy."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -34,13 +35,19 @@ def fact(fact_type: str, n: int) -> dict[str, Any]:
 def test_a_pattern_using_every_slot_of_a_fact_type_is_filled(fact_type: str) -> None:
     pattern = " ".join("{" + s + "}" for s in sorted(FACT_TYPES[fact_type].slots))
     assert pattern_problems(fact_type, pattern) == []  # the loader accepts it ...
-    campaign = CAMPAIGN.model_copy(update={"patterns": {fact_type: {"hero_support": (pattern,)}}})
+    # Every type gets a window and a zone that may cite it (the example campaign lists only some).
+    windows = {**CAMPAIGN.signal_windows_days, fact_type: 30}
+    campaign = CAMPAIGN.model_copy(
+        update={"patterns": {fact_type: {"hero_support": (pattern,)}}, "signal_windows_days": windows}
+    )
+    policy = dataclasses.replace(POLICY, signal_windows_days=windows)
+    zone = ZONES["hero_support"].model_copy(update={"fact_types": frozenset({fact_type})})
     # Two facts: a hiring group of one refuses a plural with a count ("one SDRs").
     account = Account.model_validate(dymaxa_record() | {"facts": [fact(fact_type, 1), fact(fact_type, 2)]})
-    context = build_context(account, campaign, POLICY, AS_OF)
+    context = build_context(account, campaign, policy, AS_OF)
     assert len(context.facts) == 2, context.decisions
     request = GenerationRequest(
-        context=context, campaign=campaign, policy=POLICY, page_id="landing", zones=(ZONES["hero_support"],)
+        context=context, campaign=campaign, policy=policy, page_id="landing", zones=(zone,)
     )
     drafts = OfflineComposer().generate(request).drafts
     assert "hero_support" in drafts, f"the composer cannot fill {pattern!r}"  # ... and the composer fills it

@@ -19,6 +19,7 @@ from precompute.policy import (
 from tests.corpora import REPO_ROOT
 from welcomemat.campaign import MAX_SIGNAL_WINDOW_DAYS, Campaign, Confidence, load_campaign
 from welcomemat.errors import ContractError
+from welcomemat.openers import DEFAULT_BANNED_OPENERS
 
 EXAMPLE_CAMPAIGN = REPO_ROOT / "examples" / "campaign.yaml"
 
@@ -70,6 +71,19 @@ def test_without_a_tenant_the_campaign_adds_to_the_hard_rules() -> None:
     assert policy.prohibited_claims[0] == "customer_status"
     assert policy.sources["prohibited_claims:customer_status"] == HARD_RULE
     assert policy.sources["signal_windows_days.hiring"] == "campaign.yaml"
+
+
+def test_the_shipped_banned_openers_come_first_credited_to_the_hard_rule(tmp_path: Path) -> None:
+    tenant, tenant_file = write_tenant(
+        tmp_path, TENANT_YAML.replace('["Hey there"]', '["Hey there", "QUICK question"]')
+    )
+    campaign, campaign_file = write_campaign(tmp_path)
+    policy = build_policy(campaign, tenant, campaign_file=campaign_file, tenant_file=tenant_file)
+    assert policy.banned_openers[: len(DEFAULT_BANNED_OPENERS)] == DEFAULT_BANNED_OPENERS
+    assert {"Hey there", "Did you know"} <= set(policy.banned_openers)
+    assert "QUICK question" not in policy.banned_openers  # the shipped one, already there
+    assert policy.sources["banned_openers:Quick question"] == HARD_RULE
+    assert policy.sources["banned_openers:Hey there"] == tenant_file
 
 
 def test_an_unknown_claim_class_in_the_tenant_policy_is_refused_with_its_line(tmp_path: Path) -> None:

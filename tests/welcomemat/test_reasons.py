@@ -7,8 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from welcomemat.reasons import (
+    CLAIM_REASON_DOCS,
     PROVIDER_DECLINES,
     REASON_DOCS,
+    ClaimReason,
     ZoneReason,
     parse_reason,
     zone_reason,
@@ -20,6 +22,17 @@ def test_every_code_has_one_line_of_meaning() -> None:
     for code in ZoneReason:
         assert code.doc == REASON_DOCS[code] and code.doc.strip() and "\n" not in code.doc
         assert code.value == code.value.lower() and ":" not in code.value and ";" not in code.value
+
+
+def test_every_claim_class_has_one_line_of_meaning_and_is_no_zone_reason() -> None:
+    assert set(CLAIM_REASON_DOCS) == set(ClaimReason)
+    for code in ClaimReason:
+        assert code.doc == CLAIM_REASON_DOCS[code] and code.doc.strip() and "\n" not in code.doc
+        assert "|" not in code.doc  # it is a README table cell
+        assert code.value == code.value.lower() and ":" not in code.value and ";" not in code.value
+    assert not {c.value for c in ClaimReason} & {z.value for z in ZoneReason}
+    check = parse_reason(zone_reason(ZoneReason.CHECK, ClaimReason.FLATTERY))
+    assert (check.code, check.detail) == (ZoneReason.CHECK, "flattery")
 
 
 def test_a_provider_gives_only_codes_about_a_missing_draft() -> None:

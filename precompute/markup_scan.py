@@ -1,0 +1,91 @@
+"""Whether draft text holds a link, markup or script: the scan behind the `no_markup_or_links` check.
+
+Why a module of its own: zone text is plain text (DESIGN.md, invariant 1), and a model, a
+pasted research snippet or an attacker's payload hides a link or a tag in many spellings
+(schemes, bare domains, entities, event handlers, markdown). Finding the first of them is
+most of the check; the check itself (`precompute.checks`) turns it into a failure. The
+patterns are compiled at import and each runs only on text with a character it needs.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["find_markup"]
+
+# Links: schemes a browser or mail client acts on (on lowercased text), "://" anywhere,
+# and bare domains (`_domain_at`).
+_SCHEME_RE = re.compile(
+    r"://|\b(?:https?|ftp|file|javascript|vbscript|livescript|mailto)\s*:|\bdata\s*:\s*[\w.+-]+/"
+    r"|\b(?:tel|sms)\s*:\s*\+?\d"
+)
+# Tags, comments, entities and attributes: event handlers, `x="..."`, and backslashes
+# (page copy never has one; escapes and payloads do).
+_HTML_RE = re.compile(
+    r"""<(?:[^\W\d_]|[/!?]) | &\#?\w+; | &(?i:lt|gt|amp|quot|apos|nbsp)(?![^\W\d_])
+    | \b[oO][nN]\w+\s*= | =\s*["'`] | \\""",
+    re.VERBOSE,
+)
+# Script without markup ("';alert(1)//"): calls of the usual sinks, on lowercased text.
+_SCRIPT_CALL_RE = re.compile(
+    r"\b(?:alert|prompt|confirm|eval|expression|settimeout|setinterval|fromcharcode|import)\("
+)
+_SCRIPT_OBJECTS = ("document.", "window.", "location.")
+# Links, images, emphasis, code, strikethrough and headings.
+_MARKDOWN_RE = re.compile(
+    r"""\[[^\]\n]*\]\s*[(\[]
+    | !\[ | \*\* | __ | ` | ~~
+    | ^[ \t]{0,3}\#{1,6}(?:[ \t]|$)
+    | (?<![\w*])\*[^\s*][^*\n]*\*(?![\w*])
+    """,
+    re.MULTILINE | re.VERBOSE,
+)
+# A pattern can only match if the text has one of these characters: most drafts skip it.
+_HTML_CHARS = frozenset("<&=\\")
+_MARKDOWN_CHARS = frozenset("[*_`~#")
+
+
+def find_markup(text: str) -> tuple[str, int] | None:
+    """The first URL, HTML or markdown in `text`: its reason code and where it starts, or None.
+
+    Reason codes: url_in_text, html_in_text (tags, entities, attributes, script, backslashes),
+    markdown_in_text. Each pattern runs only where the characters it needs occur: most drafts
+    skip most of them.
+    """
+    m = _HTML_RE.search(text) if not _HTML_CHARS.isdisjoint(text) else None
+    if m is not None:
+        return "html_in_text", m.start()
+    colon, dot, paren = ":" in text, "." in text, "(" in text
+    lowered = text.lower() if colon or dot or paren else text
+    m = _SCHEME_RE.search(lowered) if colon else None
+    if m is not None:
+        return "url_in_text", m.start()
+    at = _domain_at(text) if dot else -1
+    if at >= 0:
+        return "url_in_text", at
+    m = _SCRIPT_CALL_RE.search(lowered) if paren else None
+    at = m.start() if m is not None else -1
+    if at < 0 and dot:
+        at = max((lowered.find(o) for o in _SCRIPT_OBJECTS), default=-1)
+    if at >= 0:
+        return "html_in_text", at
+    m = _MARKDOWN_RE.search(text) if not _MARKDOWN_CHARS.isdisjoint(text) else None
+    if m is not None:
+        return "markdown_in_text", m.start()
+    return None
+
+
+def _domain_at(text: str) -> int:
+    """Where a bare domain starts to show ("evil.com", "www.x.io"), or -1.
+
+    A dot between a letter or digit and two letters, without a space: "e.g.", "B.V.",
+    "4.5" and "Done. Next" are not domains. A loop over the few dots of a draft is
+    cheaper than a regex that tries every position.
+    """
+    i = text.find(".", 1)
+    while i >= 0:
+        before, after = text[i - 1], text[i + 1 : i + 3]
+        if before.isalnum() and len(after) == 2 and all(c.isalnum() and not c.isdecimal() for c in after):
+            return i - 1
+        i = text.find(".", i + 1)
+    return -1

@@ -673,7 +673,15 @@ def test_a_low_confidence_draft_is_held_explained_queued_and_approved_from_the_c
     draft = held["hero_headline"]["draft"]
     assert "Dymaxa" in draft and draft != headline.text
 
-    env = {**os.environ, "REDIS_URL": redis_url, "WELCOMEMAT_HOME": str(tmp_path / "home")}
+    # The commands run on the run's day (NOW): approving a held draft checks its facts' expiry
+    # against the clock, which on a later day would have passed (the suite's clock module).
+    env = {
+        **os.environ,
+        "REDIS_URL": redis_url,
+        "WELCOMEMAT_HOME": str(tmp_path / "home"),
+        "TEST_CLOCK": NOW.isoformat(),
+        "PYTHONPATH": str(REPO_ROOT / "tests" / "clock"),
+    }
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(

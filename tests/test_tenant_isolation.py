@@ -360,6 +360,17 @@ def drive_every_route(
     return covered
 
 
+def publish_both_tenants(tmp_path: Path, welcomemat: Welcomemat) -> tuple[Tenancy, Tenancy]:
+    """acme's q4-pipeline and evil's evil-launch, each published by its own tenant."""
+    acme = publish_own_campaign(
+        welcomemat, tenant_folder(tmp_path, "acme", "q4-pipeline"), ACME_HEADLINE, ACME_FOOTER
+    )
+    evil_folder = tenant_folder(
+        tmp_path, "evil", "evil-launch", footer=EVIL_FOOTER, headline="Raising a glass to the"
+    )
+    return acme, publish_own_campaign(welcomemat, evil_folder, EVIL_HEADLINE, EVIL_FOOTER)
+
+
 def refused_naming(ran: Ran, owner: str, campaign: str) -> bool:
     return ran.code == 2 and f"campaign '{campaign}' belongs to tenant '{owner}'" in ran.err
 
@@ -367,13 +378,7 @@ def refused_naming(ran: Ran, owner: str, campaign: str) -> bool:
 def test_every_route_and_command_keeps_each_tenant_to_its_own_campaign_both_ways_across_a_restart(
     tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat
 ) -> None:
-    acme = publish_own_campaign(
-        welcomemat, tenant_folder(tmp_path, "acme", "q4-pipeline"), ACME_HEADLINE, ACME_FOOTER
-    )
-    evil_folder = tenant_folder(
-        tmp_path, "evil", "evil-launch", footer=EVIL_FOOTER, headline="Raising a glass to the"
-    )
-    evil = publish_own_campaign(welcomemat, evil_folder, EVIL_HEADLINE, EVIL_FOOTER)
+    acme, evil = publish_both_tenants(tmp_path, welcomemat)
     covered: list[tuple[str, str, str]] = []
 
     with renderer(redis_client) as before:
@@ -702,13 +707,7 @@ def served(
 def test_a_tenants_scoped_tokens_get_the_other_tenants_campaign_as_an_unknown_one_on_every_bearer_route(
     tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat
 ) -> None:
-    acme = publish_own_campaign(
-        welcomemat, tenant_folder(tmp_path, "acme", "q4-pipeline"), ACME_HEADLINE, ACME_FOOTER
-    )
-    evil_folder = tenant_folder(
-        tmp_path, "evil", "evil-launch", footer=EVIL_FOOTER, headline="Raising a glass to the"
-    )
-    evil = publish_own_campaign(welcomemat, evil_folder, EVIL_HEADLINE, EVIL_FOOTER)
+    acme, evil = publish_both_tenants(tmp_path, welcomemat)
     # Each copies the other's id: refused, so each id stays its owner's.
     for squat, owner in (
         (tenant_folder(tmp_path, "evil", "q4-pipeline", footer=EVIL_FOOTER), acme),

@@ -28,11 +28,16 @@ from outbound.sync import Syncer, SyncOptions
 from precompute.policy import build_policy
 from precompute.providers.offline import OfflineComposer
 from precompute.run import PrecomputeRun
-from server.app import create_app
-from server.tuning import RendererTuning
 from tests.corpora import REPO_ROOT
 from tests.precompute.test_pipeline import dymaxa
-from tests.server.conftest import BASE_URL, SECRET, example_inputs, renderer_settings
+from tests.server.conftest import (
+    BASE_URL,
+    SECRET,
+    example_inputs,
+    renderer_app,
+    renderer_settings,
+    tuning_for_tests,
+)
 from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.audit import AuditAction, Auditor, Via, read_entries
@@ -138,8 +143,8 @@ def served(tmp_path: Path, redis_client: redis.Redis) -> Iterator[TestClient]:
     precompute(redis_client, accounts_file(tmp_path))
     reviewer = Auditor("rita", Via.CLI, lambda: datetime.now(UTC))
     assert decide(redis_client, TENANT, CAMPAIGN, ACCOUNT, approve=True, auditor=reviewer).applied
-    app = create_app(
-        renderer_settings(), redis_client=redis_client, tuning=RendererTuning(watcher_poll_s=0.02)
+    app = renderer_app(
+        renderer_settings(), redis_client=redis_client, tuning=tuning_for_tests(watcher_poll_s=0.02)
     )
     with TestClient(app, base_url=BASE_URL) as client:
         first = client.get(f"/c/{CAMPAIGN}", params={"wm": link()})
@@ -194,7 +199,7 @@ def test_erasing_an_account_leaves_nothing_but_its_audit_trail_and_revokes_its_l
     qr = client.get(f"/q/{old_qr}", follow_redirects=False)
     assert qr.status_code == 303 and "set-cookie" not in qr.headers
     # ... and a fresh app (no watcher history) agrees.
-    fresh_app = create_app(renderer_settings(), redis_client=redis_client)
+    fresh_app = renderer_app(renderer_settings(), redis_client=redis_client)
     with TestClient(fresh_app, base_url=BASE_URL) as fresh:
         assert "personal" not in rungs(fresh.get(f"/c/{CAMPAIGN}", params={"wm": old_link}).text)
     time.sleep(0.3)  # the event writer's batch
@@ -233,7 +238,7 @@ def test_erasing_an_account_leaves_nothing_but_its_audit_trail_and_revokes_its_l
         approve=True,
         auditor=Auditor("rita", Via.CLI, lambda: datetime.now(UTC)),
     )
-    with TestClient(create_app(renderer_settings(), redis_client=redis_client), base_url=BASE_URL) as later:
+    with TestClient(renderer_app(renderer_settings(), redis_client=redis_client), base_url=BASE_URL) as later:
         assert "personal" not in rungs(later.get(f"/c/{CAMPAIGN}", params={"wm": old_link}).text)
         assert "personal" in rungs(later.get(f"/c/{CAMPAIGN}", params={"wm": link(ahead_s=2)}).text)
 

@@ -11,9 +11,8 @@ from starlette.testclient import TestClient
 from precompute.policy import build_policy
 from precompute.providers.offline import OfflineComposer
 from precompute.run import PrecomputeRun
-from server.app import create_app
 from tests.precompute.test_pipeline import NOW, dymaxa
-from tests.server.conftest import BASE_URL, example_inputs, renderer_settings, signer
+from tests.server.conftest import BASE_URL, example_inputs, renderer_app, renderer_settings, signer
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.tokens import TokenKind
 
@@ -31,7 +30,7 @@ def test_a_precomputed_account_is_served_by_ip_and_by_link(tmp_path: Path, redis
         now=NOW,
     ).run(accounts)
 
-    app = create_app(renderer_settings(), redis_client=redis_client, clock=NOW.timestamp)
+    app = renderer_app(renderer_settings(), redis_client=redis_client, clock=NOW.timestamp)
     holdout = assign_arm("acme", "q4-pipeline", "acct_dymaxa", campaign.holdout_fraction) is Arm.HOLDOUT
     expected_rung = "segment" if holdout else "personal"
     with TestClient(app, base_url=BASE_URL, client=("203.0.113.7", 50000)) as by_ip:

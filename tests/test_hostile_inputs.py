@@ -27,7 +27,6 @@ from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from server.app import create_app
 from tests.corpora import REPO_ROOT
 from tests.hostile import hostile_bytes, hostile_json, json_with_hostile_field, yaml_with_hostile_value
 from tests.server.conftest import (
@@ -37,6 +36,7 @@ from tests.server.conftest import (
     TENANT,
     example_inputs,
     publish_config,
+    renderer_app,
     renderer_settings,
 )
 from tests.welcomemat.test_accounts import GOOD
@@ -207,7 +207,7 @@ def hostile_app(redis_client: redis.Redis) -> Starlette:
     # A clock that moves a second per reading: the per-client rate limit never stops the run.
     ticks = itertools.count(int(time.time()))
     settings_ = renderer_settings(admin_token=ADMIN_TOKEN, crm_token=CRM_TOKEN)
-    return create_app(settings_, redis_client=redis_client, clock=lambda: float(next(ticks)))
+    return renderer_app(settings_, redis_client=redis_client, clock=lambda: float(next(ticks)))
 
 
 def view_token(app: Starlette) -> str:

@@ -31,10 +31,9 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from cli.main import main
-from server.app import create_app
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
-from tests.server.conftest import BASE_URL, PUBLIC_URL, SECRET, renderer_settings
+from tests.server.conftest import BASE_URL, PUBLIC_URL, SECRET, renderer_app, renderer_settings
 from welcomemat import keys
 from welcomemat.arms import Arm
 from welcomemat.audit import read_entries
@@ -156,7 +155,7 @@ def test_a_second_tenant_publishing_the_same_id_cannot_take_the_first_ones_pages
         assert not list(redis_client.scan_iter(match=f"{prefix}:*"))  # refused before any write
 
     # The renderer starts again over the same Redis: acme's pages, API and QR codes still answer.
-    app = create_app(renderer_settings(), redis_client=redis_client)
+    app = renderer_app(renderer_settings(), redis_client=redis_client)
     with TestClient(app, base_url=BASE_URL, client=VISITOR) as client:
         page = client.get(path_of(link))
         assert page.status_code == 200 and 'data-wm-rung="personal"' in page.text
@@ -228,7 +227,7 @@ def publish_own_campaign(welcomemat: Welcomemat, folder: TenantFolder, headline:
 
 def renderer(redis_client: redis.Redis) -> TestClient:
     settings = renderer_settings(admin_token=ADMIN_TOKEN, crm_token=CRM_TOKEN)
-    return TestClient(create_app(settings, redis_client=redis_client), base_url=BASE_URL, client=VISITOR)
+    return TestClient(renderer_app(settings, redis_client=redis_client), base_url=BASE_URL, client=VISITOR)
 
 
 def drive_every_route(
@@ -585,7 +584,7 @@ def scoped_renderer(redis_client: redis.Redis) -> TestClient:
         admin_tokens=parse_admin_tokens(f"ann@acme:{ACME_ADMIN}, eve@evil:{EVIL_ADMIN}"),
         crm_tokens=parse_crm_tokens(f"acme:{ACME_CRM},evil:{EVIL_CRM}"),
     )
-    return TestClient(create_app(settings, redis_client=redis_client), base_url=BASE_URL, client=VISITOR)
+    return TestClient(renderer_app(settings, redis_client=redis_client), base_url=BASE_URL, client=VISITOR)
 
 
 def decided_account(tenancy: Tenancy) -> str:

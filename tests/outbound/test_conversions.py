@@ -15,7 +15,6 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from server.app import create_app
 from server.redis_guard import renderer_redis_client
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import (
@@ -26,6 +25,7 @@ from tests.server.conftest import (
     TENANT,
     example_inputs,
     publish_config,
+    renderer_app,
     renderer_settings,
 )
 from welcomemat import keys
@@ -198,7 +198,7 @@ def test_conversions_import_command(tmp_path: Path, redis_url: str, redis_client
 def api(redis_client: redis.Redis) -> Iterator[TestClient]:
     campaign, zones = example_inputs()
     publish_config(redis_client, campaign, zones)
-    app = create_app(renderer_settings(crm_token=CRM_TOKEN), redis_client=redis_client, clock=NOW.timestamp)
+    app = renderer_app(renderer_settings(crm_token=CRM_TOKEN), redis_client=redis_client, clock=NOW.timestamp)
     with TestClient(app, base_url=BASE_URL) as client:
         yield client
 
@@ -240,7 +240,7 @@ def test_the_admin_token_is_not_the_crm_token(redis_client: redis.Redis) -> None
     campaign, zones = example_inputs()
     publish_config(redis_client, campaign, zones)
     admin_token = "admin-token-0123456789abcdef0123456789"
-    app = create_app(
+    app = renderer_app(
         renderer_settings(crm_token=CRM_TOKEN, admin_token=admin_token), redis_client=redis_client
     )
     with TestClient(app, base_url=BASE_URL) as client:
@@ -251,7 +251,7 @@ def test_the_admin_token_is_not_the_crm_token(redis_client: redis.Redis) -> None
 
 
 def test_without_a_crm_token_the_route_is_off(redis_client: redis.Redis) -> None:
-    app = create_app(renderer_settings(), redis_client=redis_client)
+    app = renderer_app(renderer_settings(), redis_client=redis_client)
     with TestClient(app, base_url=BASE_URL) as client:
         response = client.post("/v1/conversions", json=body(), headers=AUTH)
     assert response.status_code == 404
@@ -295,7 +295,7 @@ def test_redis_down_is_503_never_500(tmp_path: Path) -> None:
     with temporary_redis(tmp_path / "redis") as url:
         client = renderer_redis_client(url)
         publish_config(client, campaign, zones)
-        app = create_app(renderer_settings(crm_token=CRM_TOKEN), redis_client=client)
+        app = renderer_app(renderer_settings(crm_token=CRM_TOKEN), redis_client=client)
         with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as api:
             assert api.post("/v1/conversions", json=body(), headers=AUTH).status_code == 202
             # Redis goes away (the campaign stays loaded in the renderer)

@@ -31,7 +31,6 @@ from outbound.export import (
 from precompute.policy import build_policy
 from precompute.providers.offline import OfflineComposer
 from precompute.run import PrecomputeRun
-from server.app import create_app
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
 from tests.server.conftest import (
@@ -42,6 +41,7 @@ from tests.server.conftest import (
     TENANT,
     example_inputs,
     make_zone_set,
+    renderer_app,
     renderer_settings,
     signer,
 )
@@ -115,7 +115,7 @@ def test_every_row_is_what_the_zones_api_serves_that_contact(precomputed: redis.
     assert {row["arm"] for row in rows} == {"personal", "holdout"}
     assert {row["rung"] for row in rows} >= {"personal", "segment"}
 
-    app = create_app(renderer_settings(), redis_client=precomputed)
+    app = renderer_app(renderer_settings(), redis_client=precomputed)
     zone_columns = ["hero_headline", "hero_support", "proof", "cta", "continuation_headline"]
     with TestClient(app, base_url=BASE_URL, client=("198.51.100.9", 40000)) as client:
         for row in rows:

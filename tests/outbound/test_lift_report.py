@@ -18,7 +18,6 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from server.app import create_app
 from server.redis_guard import renderer_redis_client
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import (
@@ -29,6 +28,7 @@ from tests.server.conftest import (
     example_inputs,
     make_zone_set,
     publish_config,
+    renderer_app,
     renderer_settings,
 )
 from welcomemat.arms import Arm
@@ -213,7 +213,7 @@ def test_lift_by_guideline_version_splits_the_population(
 
 @pytest.fixture
 def admin(campaign_data: redis.Redis) -> Iterator[TestClient]:
-    app = create_app(renderer_settings(admin_token=ADMIN), redis_client=campaign_data, clock=NOW.timestamp)
+    app = renderer_app(renderer_settings(admin_token=ADMIN), redis_client=campaign_data, clock=NOW.timestamp)
     with TestClient(app, base_url=BASE_URL) as client:
         yield client
 
@@ -261,7 +261,7 @@ def test_admin_lift_needs_the_admin_token(campaign_data: redis.Redis, admin: Tes
     assert admin.get(f"/admin/lift/{CAMPAIGN}").status_code == 401
     assert admin.get(f"/admin/lift/{CAMPAIGN}", headers={"authorization": "Bearer nope"}).status_code == 401
     assert admin.get("/admin/lift/no-such-campaign", headers=AUTH).status_code == 404
-    off = create_app(renderer_settings(), redis_client=campaign_data)
+    off = renderer_app(renderer_settings(), redis_client=campaign_data)
     with TestClient(off, base_url=BASE_URL) as client:
         assert client.get(f"/admin/lift/{CAMPAIGN}", headers=AUTH).status_code == 404
 
@@ -271,7 +271,7 @@ def test_admin_lift_is_503_when_redis_is_down(tmp_path: Path) -> None:
     with temporary_redis(tmp_path / "redis") as url:
         client = renderer_redis_client(url)
         publish_config(client, campaign, zones)
-        app = create_app(renderer_settings(admin_token=ADMIN), redis_client=client)
+        app = renderer_app(renderer_settings(admin_token=ADMIN), redis_client=client)
         with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as api:
             assert api.get(f"/admin/lift/{CAMPAIGN}", headers=AUTH).status_code == 200
             client.shutdown(nosave=True)  # type: ignore[no-untyped-call]

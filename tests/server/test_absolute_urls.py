@@ -15,9 +15,16 @@ import httpx
 import pytest
 import redis
 
-from server.app import create_app
 from tests.corpora import REPO_ROOT
-from tests.server.conftest import CAMPAIGN, PERSONAL_ACCOUNT, PUBLIC_URL, TENANT, renderer_settings, signer
+from tests.server.conftest import (
+    CAMPAIGN,
+    PERSONAL_ACCOUNT,
+    PUBLIC_URL,
+    TENANT,
+    renderer_app,
+    renderer_settings,
+    signer,
+)
 from tests.server.uvicorn_thread import serve_in_thread
 from welcomemat.campaign import Campaign
 from welcomemat.tokens import TokenKind
@@ -56,7 +63,7 @@ PATHS = [
 
 @pytest.fixture
 def base(redis_client: redis.Redis, published: Campaign) -> Iterator[str]:
-    app = create_app(
+    app = renderer_app(
         renderer_settings(allowed_hosts=("*",), admin_token=ADMIN_TOKEN), redis_client=redis_client
     )
     with serve_in_thread(app) as url:

@@ -22,10 +22,8 @@ from precompute.providers.offline import OfflineComposer
 from precompute.run import PrecomputeRun
 from server.admin_payloads import parse_explain_record
 from server.admin_preview import personal_refusal, read_page_zones
-from server.app import create_app
 from server.redis_guard import renderer_redis_client
 from server.render import template_environment
-from server.tuning import RendererTuning
 from tests.corpora import corpus_lines
 from tests.llm_server import LLMTestServer
 from tests.precompute.test_openai_provider import example_rows, provider_for
@@ -38,8 +36,10 @@ from tests.server.conftest import (
     example_inputs,
     make_zone_set,
     publish_config,
+    renderer_app,
     renderer_settings,
     signer,
+    tuning_for_tests,
 )
 from tests.server.pagetools import parse, text_of, zones
 from welcomemat import keys
@@ -69,11 +69,11 @@ ROUTES = [
 
 
 def _app(client: redis.Redis, **settings: Any) -> Starlette:
-    return create_app(
+    return renderer_app(
         renderer_settings(**{"admin_token": TOKEN, **settings}),
         redis_client=client,
         clock=NOW.timestamp,
-        tuning=RendererTuning(watcher_poll_s=0.05),
+        tuning=tuning_for_tests(watcher_poll_s=0.05),
     )
 
 

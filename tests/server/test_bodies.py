@@ -17,12 +17,10 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from server.admin import MAX_BODY_BYTES as ADMIN_MAX_BYTES
-from server.app import create_app
 from server.bodies import BodyRefused, declared_length
 from server.events_api import MAX_BODY_BYTES as BEACON_MAX_BYTES
-from server.tuning import RendererTuning
 from tests.corpora import REPO_ROOT
-from tests.server.conftest import BASE_URL, CAMPAIGN, renderer_settings
+from tests.server.conftest import BASE_URL, CAMPAIGN, renderer_app, renderer_settings, tuning_for_tests
 from tests.server.uvicorn_thread import serve_in_thread
 from welcomemat.conversions import CONVERSION_BODY_MAX_BYTES
 
@@ -57,7 +55,7 @@ IDS = ["events", "conversions", "admin-review"]
 @pytest.fixture
 def body_app(redis_client: redis.Redis, published: object) -> Starlette:
     settings = renderer_settings(admin_token=ADMIN_TOKEN, crm_token=CRM_TOKEN)
-    return create_app(settings, redis_client=redis_client, tuning=RendererTuning(watcher_poll_s=0.05))
+    return renderer_app(settings, redis_client=redis_client, tuning=tuning_for_tests(watcher_poll_s=0.05))
 
 
 @pytest.fixture

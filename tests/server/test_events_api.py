@@ -19,11 +19,9 @@ from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from server.app import create_app
 from server.bots import is_obvious_bot
 from server.ip_index import normalise_ip
 from server.rate_limit import RateLimiter, client_key
-from server.tuning import RendererTuning
 from tests.server.conftest import (
     BASE_URL,
     CAMPAIGN,
@@ -34,8 +32,10 @@ from tests.server.conftest import (
     link_token,
     make_zone_set,
     publish_config,
+    renderer_app,
     renderer_settings,
     signer,
+    tuning_for_tests,
 )
 from tests.server.uvicorn_thread import serve_in_thread
 from welcomemat import keys
@@ -325,7 +325,7 @@ def test_a_duplicate_event_id_is_written_once_even_across_renderers(
 ) -> None:
     for _ in range(3):
         assert post(client, beacon(event_id="ev-dup")).status_code == 204
-    other_renderer = create_app(renderer_settings(), redis_client=redis_client)
+    other_renderer = renderer_app(renderer_settings(), redis_client=redis_client)
     with TestClient(other_renderer, base_url=BASE_URL) as other:
         assert post(other, beacon(event_id="ev-dup")).status_code == 204
         settle(other_renderer)
@@ -350,7 +350,7 @@ def test_obvious_bots_are_counted_not_written(
 def frozen_app(redis_client: redis.Redis, published: Any) -> Starlette:
     """An app whose clock stands still: rate-limit buckets never refill during a test."""
     now = time.time()
-    return create_app(renderer_settings(), redis_client=redis_client, clock=lambda: now)
+    return renderer_app(renderer_settings(), redis_client=redis_client, clock=lambda: now)
 
 
 def test_a_flooding_client_gets_429_and_others_do_not(frozen_app: Starlette) -> None:
@@ -392,7 +392,7 @@ def test_cors_grant_only_for_the_campaigns_origins(client: TestClient) -> None:
 
 def test_redis_outage_zones_serve_the_fallback_and_beacons_wait_in_the_queue(tmp_path: Path) -> None:
     home = tmp_path / "redis"
-    tuning = RendererTuning(zone_cache_ttl_s=0.3, breaker_reset_s=0.3, watcher_backoff_max_s=0.5)
+    tuning = tuning_for_tests(zone_cache_ttl_s=0.3, breaker_reset_s=0.3, watcher_backoff_max_s=0.5)
     first = temporary_redis(home)
     url = first.__enter__()
     try:
@@ -403,7 +403,7 @@ def test_redis_outage_zones_serve_the_fallback_and_beacons_wait_in_the_queue(tmp
         writer.close()
         time.sleep(1.1)  # appendfsync everysec: the data survives the restart below
 
-        app = create_app(renderer_settings(redis_url=url, allowed_hosts=("127.0.0.1",)), tuning=tuning)
+        app = renderer_app(renderer_settings(redis_url=url, allowed_hosts=("127.0.0.1",)), tuning=tuning)
         params = {"campaign": CAMPAIGN, "wm": link_token()}
         headers = {"content-type": "text/plain", "user-agent": HEADLESS}
         with serve_in_thread(app) as base, httpx.Client(base_url=base, timeout=5) as http:

@@ -16,7 +16,6 @@ from starlette.testclient import TestClient
 
 from server.app import create_app
 from server.hot_routes import HOT_PATHS, hot_route
-from server.tuning import RendererTuning
 from tests.server.conftest import (
     BASE_URL,
     CAMPAIGN,
@@ -24,7 +23,9 @@ from tests.server.conftest import (
     PERSONAL_ACCOUNT,
     link_token,
     make_zone_set,
+    renderer_app,
     renderer_settings,
+    tuning_for_tests,
 )
 from welcomemat.campaign import Campaign
 from welcomemat.store import ZoneSetStore
@@ -83,10 +84,10 @@ def test_hot_route_examples(method: str, path: str, expected: tuple[str, str | N
 def both(redis_client: redis.Redis, published: Campaign) -> Iterator[tuple[TestClient, TestClient]]:
     """The same renderer twice: hot routes on, and everything through Starlette's routing."""
     apps = [
-        create_app(
+        renderer_app(
             renderer_settings(),
             redis_client=redis_client,
-            tuning=RendererTuning(watcher_poll_s=0.05, hot_routes=hot),
+            tuning=tuning_for_tests(watcher_poll_s=0.05, hot_routes=hot),
         )
         for hot in (True, False)
     ]

@@ -11,7 +11,6 @@ import redis
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from server.app import create_app
 from server.cookies import cookie_name
 from server.identify import TrustedProxies, client_address
 from tests.server.conftest import (
@@ -26,6 +25,7 @@ from tests.server.conftest import (
     link_token,
     make_zone_set,
     publish_ip_ranges,
+    renderer_app,
     renderer_settings,
     signer,
 )
@@ -185,7 +185,7 @@ def ip_app(redis_client: redis.Redis, published: Campaign) -> Starlette:
         CAMPAIGN,
         {IP_ACCOUNT: ["203.0.113.0/24", "2001:db8:1::/48"], OTHER_ACCOUNT: ["203.0.0.0/16"]},
     )
-    return create_app(renderer_settings(trusted_proxies=("10.0.0.0/8",)), redis_client=redis_client)
+    return renderer_app(renderer_settings(trusted_proxies=("10.0.0.0/8",)), redis_client=redis_client)
 
 
 @pytest.fixture

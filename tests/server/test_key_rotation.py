@@ -7,7 +7,6 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from server.app import create_app
 from server.cookies import cookie_name
 from tests.server.conftest import (
     BASE_URL,
@@ -16,6 +15,7 @@ from tests.server.conftest import (
     SECRET,
     TENANT,
     make_zone_set,
+    renderer_app,
     renderer_settings,
 )
 from tests.server.pagetools import zones
@@ -31,7 +31,7 @@ RETIRED = NEW  # step 4
 
 
 def _client(redis_client: redis.Redis, secret: str) -> TestClient:
-    app = create_app(renderer_settings(secret=secret), redis_client=redis_client)
+    app = renderer_app(renderer_settings(secret=secret), redis_client=redis_client)
     return TestClient(app, base_url=BASE_URL)
 
 

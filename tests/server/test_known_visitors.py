@@ -15,10 +15,8 @@ import redis
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from server.app import create_app
 from server.identify import Identifier, Identity, IdentityMethod
 from server.known_visitors import KnownVisitors
-from server.tuning import RendererTuning
 from server.visitor import Visitor
 from server.zone_cache import ZoneSetCache
 from tests.server.conftest import (
@@ -29,7 +27,9 @@ from tests.server.conftest import (
     TENANT,
     link_token,
     make_zone_set,
+    renderer_app,
     renderer_settings,
+    tuning_for_tests,
 )
 from tests.server.pagetools import zones
 from welcomemat.arms import Arm
@@ -71,8 +71,8 @@ def loaded(client: TestClient, app: Starlette) -> None:
 def make_app(redis_client: redis.Redis, **tuning: Any) -> Starlette:
     now = tuning.pop("clock", time.time)
     options = {"watcher_poll_s": 0.05} | tuning
-    return create_app(
-        renderer_settings(), redis_client=redis_client, clock=now, tuning=RendererTuning(**options)
+    return renderer_app(
+        renderer_settings(), redis_client=redis_client, clock=now, tuning=tuning_for_tests(**options)
     )
 
 

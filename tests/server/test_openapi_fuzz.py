@@ -49,9 +49,8 @@ from schemathesis.specs.openapi.checks import (
 from precompute.policy import build_policy
 from precompute.providers.offline import OfflineComposer
 from precompute.run import PrecomputeRun
-from server.app import create_app
 from tests.example_accounts import write_example_accounts
-from tests.server.conftest import CAMPAIGN, TENANT, example_inputs, renderer_settings, signer
+from tests.server.conftest import CAMPAIGN, TENANT, example_inputs, renderer_app, renderer_settings, signer
 from tests.server.uvicorn_thread import serve_in_thread
 from welcomemat.theme_rules import ASSET_TYPES
 from welcomemat.tokens import TokenKind
@@ -138,7 +137,7 @@ def renderer(tmp_path: Path, redis_client: redis.Redis) -> Iterator[str]:
         policy=build_policy(campaign, None),
         provider=OfflineComposer(),
     ).run(accounts)
-    app = create_app(
+    app = renderer_app(
         renderer_settings(admin_token=ADMIN_TOKEN, crm_token=CRM_TOKEN, allowed_hosts=("127.0.0.1",)),
         redis_client=redis_client,
     )

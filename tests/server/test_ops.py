@@ -8,7 +8,6 @@ from pathlib import Path
 import redis
 from starlette.testclient import TestClient
 
-from server.app import create_app
 from server.render import TEMPLATES_DIR
 from server.tuning import RendererTuning
 from tests.server.conftest import (
@@ -17,6 +16,7 @@ from tests.server.conftest import (
     PERSONAL_ACCOUNT,
     link_token,
     make_zone_set,
+    renderer_app,
     renderer_settings,
 )
 from welcomemat.campaign import Campaign
@@ -38,7 +38,7 @@ def test_readyz_pings_redis(client: TestClient) -> None:
 
 
 def test_readyz_is_503_without_redis_and_healthz_stays_200() -> None:
-    app = create_app(renderer_settings(), redis_client=dead_redis())
+    app = renderer_app(renderer_settings(), redis_client=dead_redis())
     with TestClient(app, base_url=BASE_URL) as client:
         response = client.get("/readyz")
         assert response.status_code == 503 and response.json()["status"] == "unavailable"
@@ -46,7 +46,7 @@ def test_readyz_is_503_without_redis_and_healthz_stays_200() -> None:
 
 
 def test_pages_without_redis_are_the_plain_page_with_200() -> None:
-    app = create_app(renderer_settings(), redis_client=dead_redis())
+    app = renderer_app(renderer_settings(), redis_client=dead_redis())
     with TestClient(app, base_url=BASE_URL) as client:
         for _ in range(6):  # past the breaker's threshold, too
             response = client.get(f"/c/{CAMPAIGN}", params={"wm": link_token()})
@@ -83,8 +83,8 @@ def test_metrics_count_requests_arms_rungs_and_caches(client: TestClient, store:
 
 
 def test_each_app_has_its_own_registry(redis_client: redis.Redis, published: Campaign) -> None:
-    first = create_app(renderer_settings(), redis_client=redis_client)
-    second = create_app(renderer_settings(), redis_client=redis_client)
+    first = renderer_app(renderer_settings(), redis_client=redis_client)
+    second = renderer_app(renderer_settings(), redis_client=redis_client)
     assert first.state.renderer.metrics.registry is not second.state.renderer.metrics.registry
 
 
@@ -111,7 +111,7 @@ def test_unexpected_error_on_a_page_is_the_plain_page_with_200(
         "{% extends 'base.html' %}{% block content %}{{ no_such_name }}{% endblock %}"
     )
     store.publish(make_zone_set(PERSONAL_ACCOUNT))
-    app = create_app(renderer_settings(), redis_client=redis_client, templates_dir=templates)
+    app = renderer_app(renderer_settings(), redis_client=redis_client, templates_dir=templates)
     with TestClient(app, base_url=BASE_URL) as client:
         response = client.get(f"/c/{CAMPAIGN}", params={"wm": link_token()})
         assert response.status_code == 200
@@ -125,7 +125,7 @@ def test_slow_redis_costs_a_page_at_most_the_budget(redis_client: redis.Redis, p
     import time
 
     tuning = RendererTuning(redis_timeout_s=0.1)
-    app = create_app(renderer_settings(), redis_client=redis_client, tuning=tuning)
+    app = renderer_app(renderer_settings(), redis_client=redis_client, tuning=tuning)
     with TestClient(app, base_url=BASE_URL) as client:
         assert client.get(f"/c/{CAMPAIGN}").status_code == 200  # campaign loaded while Redis is fine
         pauser = redis.Redis(connection_pool=redis_client.connection_pool)

@@ -17,6 +17,7 @@ from tests.server.conftest import (
     link_token,
     make_zone_set,
     publish_config,
+    renderer_app,
 )
 from tests.server.pagetools import body_data, zones
 from welcomemat import keys
@@ -102,11 +103,10 @@ def test_zone_set_past_valid_until_falls_back(client: TestClient, store: ZoneSet
 def test_valid_until_is_checked_per_request_even_when_the_page_is_cached(
     redis_client: redis.Redis, published: Campaign, store: ZoneSetStore
 ) -> None:
-    from server.app import create_app
     from tests.server.conftest import BASE_URL, renderer_settings
 
     now = [time.time()]
-    app = create_app(renderer_settings(), redis_client=redis_client, clock=lambda: now[0])
+    app = renderer_app(renderer_settings(), redis_client=redis_client, clock=lambda: now[0])
     store.publish(
         make_zone_set(
             texts={"hero_headline": "FRESH CLAIM"}, valid_until=datetime.now(UTC) + timedelta(hours=1)

@@ -19,6 +19,8 @@ from tests.server.conftest import (
     link_token,
     make_zone_set,
     publish_config,
+    renderer_app,
+    tuning_for_tests,
 )
 from tests.server.pagetools import zones
 from welcomemat import keys
@@ -180,13 +182,11 @@ def test_a_genuine_code_of_a_campaign_not_published_here_sets_no_cookie(client: 
 def test_a_genuine_code_while_redis_is_down_continues_anonymously_and_sets_no_cookie() -> None:
     # The campaign cannot be loaded to check revocations: the story goes on, without a cookie
     # that would outlive an erasure it did not see.
-    from server.app import create_app
     from server.redis_guard import renderer_redis_client
-    from server.tuning import RendererTuning
     from tests.server.conftest import BASE_URL, renderer_settings
 
     dead = renderer_redis_client("redis://127.0.0.1:9/0")  # discard port: nothing listens
-    app = create_app(renderer_settings(), redis_client=dead, tuning=RendererTuning(breaker_failures=1))
+    app = renderer_app(renderer_settings(), redis_client=dead, tuning=tuning_for_tests(breaker_failures=1))
     with TestClient(app, base_url=BASE_URL) as down:
         response = down.get(f"/q/{qr_token()}", follow_redirects=False)
     assert response.status_code == 303 and response.headers["location"] == CONTINUATION

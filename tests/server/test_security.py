@@ -8,9 +8,8 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from server.app import create_app
 from tests.corpora import REPO_ROOT
-from tests.server.conftest import BASE_URL, CAMPAIGN, renderer_settings
+from tests.server.conftest import BASE_URL, CAMPAIGN, renderer_app, renderer_settings
 from welcomemat.campaign import Campaign
 from welcomemat.theme import Theme
 from welcomemat.theme_rules import ThemeProblem
@@ -49,7 +48,7 @@ def test_nonce_is_fresh_per_response(client: TestClient) -> None:
 
 
 def test_frame_ancestors_is_configurable(redis_client: redis.Redis, published: Campaign) -> None:
-    app = create_app(
+    app = renderer_app(
         renderer_settings(frame_ancestors="https://www.acmerevenue.example"), redis_client=redis_client
     )
     with TestClient(app, base_url=BASE_URL) as client:

@@ -14,9 +14,7 @@ import redis
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from server.app import create_app
 from server.theme_templates import THEME_VARIABLES
-from server.tuning import RendererTuning
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import (
     BASE_URL,
@@ -26,7 +24,9 @@ from tests.server.conftest import (
     link_token,
     make_zone_set,
     publish_config,
+    renderer_app,
     renderer_settings,
+    tuning_for_tests,
 )
 from tests.server.pagetools import parse, text_of, zones
 from tests.server.test_security import csp
@@ -48,8 +48,8 @@ def example_theme() -> Theme:
 def themed_app(redis_client: redis.Redis, theme: Theme | dict[str, object] | None) -> Starlette:
     campaign, zone_contracts = example_inputs()
     publish_config(redis_client, campaign, zone_contracts, theme)
-    tuning = RendererTuning(watcher_poll_s=0.02, config_refresh_s=0.05)
-    return create_app(renderer_settings(), redis_client=redis_client, tuning=tuning)
+    tuning = tuning_for_tests(watcher_poll_s=0.02, config_refresh_s=0.05)
+    return renderer_app(renderer_settings(), redis_client=redis_client, tuning=tuning)
 
 
 @pytest.fixture
@@ -135,7 +135,7 @@ def test_hostile_zone_text_stays_text_in_a_themed_page(
         {z: contract(z) for z in zone_ids()},
         example_theme(),
     )
-    app = create_app(renderer_settings(), redis_client=redis_client)
+    app = renderer_app(renderer_settings(), redis_client=redis_client)
     ids = zone_ids()
     with TestClient(app, base_url=BASE_URL) as client:
         for n, group in enumerate(chunks(PAYLOADS)):

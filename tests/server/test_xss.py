@@ -15,7 +15,6 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from server.app import create_app
 from tests.corpora import CORPORA, corpus_lines
 from tests.server.conftest import (
     BASE_URL,
@@ -23,6 +22,7 @@ from tests.server.conftest import (
     link_token,
     make_zone_set,
     publish_config,
+    renderer_app,
     renderer_settings,
 )
 from tests.server.pagetools import parse, text_of, zones
@@ -137,7 +137,7 @@ def xss_client(redis_client: redis.Redis) -> Iterator[TestClient]:
     zone_contracts = {z: contract(z) for z in zone_ids()}
     groups = chunks(copy_pieces())
     publish_config(redis_client, campaign_config(groups, groups[0]), zone_contracts)
-    app = create_app(renderer_settings(), redis_client=redis_client)
+    app = renderer_app(renderer_settings(), redis_client=redis_client)
     with TestClient(app, base_url=BASE_URL) as client:
         yield client
 

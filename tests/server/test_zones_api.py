@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from server.app import create_app
 from server.zones_api import query_values
 from tests.server.conftest import (
     BASE_URL,
@@ -27,6 +26,7 @@ from tests.server.conftest import (
     make_zone_set,
     publish_config,
     publish_ip_ranges,
+    renderer_app,
     renderer_settings,
     signer,
 )
@@ -291,7 +291,7 @@ def test_openapi_describes_the_snippet_routes(client: TestClient) -> None:
 def test_no_secret_means_no_view_token_but_still_the_copy(
     redis_client: redis.Redis, published: Campaign
 ) -> None:
-    app = create_app(renderer_settings(secret=None), redis_client=redis_client)
+    app = renderer_app(renderer_settings(secret=None), redis_client=redis_client)
     with TestClient(app, base_url=BASE_URL) as anonymous_client:
         data = get_zones(anonymous_client)
     assert data["view"] is None and data["arm"] == "anonymous"

@@ -10,8 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from server.app import create_app
-from tests.server.conftest import renderer_settings
+from tests.server.conftest import renderer_app, renderer_settings
 from welcomemat.audit import AuditAction, Auditor, Via, read_entries
 from welcomemat.credential_changes import describe_change, fingerprint, fingerprints, record_credentials
 
@@ -77,7 +76,7 @@ def test_many_processes_starting_with_the_same_change_log_it_once(redis_client: 
 
 def test_a_renderer_started_with_a_new_key_audit_logs_it_without_the_key(redis_client: redis.Redis) -> None:
     def start(secret: str) -> None:
-        app = create_app(renderer_settings(secret=secret), redis_client=redis_client)
+        app = renderer_app(renderer_settings(secret=secret), redis_client=redis_client)
         with TestClient(app):
             pass
 
@@ -95,6 +94,6 @@ def test_a_renderer_starts_when_redis_is_down() -> None:
     from server.redis_guard import renderer_redis_client
 
     dead = renderer_redis_client("redis://127.0.0.1:9/0")
-    app = create_app(renderer_settings(secret=NEW_KEY), redis_client=dead)
+    app = renderer_app(renderer_settings(secret=NEW_KEY), redis_client=dead)
     with TestClient(app) as client:
         assert client.get("/healthz").status_code == 200

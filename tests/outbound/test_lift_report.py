@@ -35,12 +35,8 @@ from welcomemat.arms import Arm
 from welcomemat.campaign_view import load_campaign_view
 from welcomemat.conversions import ConversionType, parse_conversion, record_conversion
 from welcomemat.embedded_redis import temporary_redis
-from welcomemat.lift import (
-    Metric,
-    campaign_lift_report,
-    campaign_lift_reports_by_guideline_version,
-    collect_outcomes,
-)
+from welcomemat.lift import Metric, campaign_lift_report, collect_outcomes
+from welcomemat.lift_groups import LiftDimension, campaign_grouped_report
 from welcomemat.records import FOLD_LUA, EventFold, fold_events
 from welcomemat.store import ZoneSetStore
 from welcomemat.zoneset import ZoneSetStatus
@@ -197,7 +193,8 @@ def test_lift_by_guideline_version_splits_the_population(
             for a in later
         ]
     )
-    reports = campaign_lift_reports_by_guideline_version(campaign_data, view, now=NOW)
+    grouped = campaign_grouped_report(campaign_data, view, LiftDimension.GUIDELINE_VERSION, now=NOW)
+    reports = {g.group: g.report for g in grouped.groups}
     assert len(reports) == 2 and "v2" in reports
     assert sum(a.accounts for a in reports["v2"].arms) == 10
     assert sum(a.accounts for r in reports.values() for a in r.arms) == 80
@@ -205,7 +202,9 @@ def test_lift_by_guideline_version_splits_the_population(
         "report", "lift", CAMPAIGN, "--json", "--by", "guideline_version", redis_url=redis_url, home=tmp_path
     )
     assert result.returncode == 0, result.stderr
-    assert set(json.loads(result.stdout)) == set(reports)
+    printed = json.loads(result.stdout)
+    assert printed["by"] == "guideline_version"
+    assert {g["group"] for g in printed["groups"]} == set(reports)
 
 
 # -- the admin page ----------------------------------------------------------------------------

@@ -9,11 +9,13 @@ import pytest
 import redis
 from pydantic import ValidationError
 
+from outbound.export import export_rows
 from precompute.inputs import check_campaign_inputs
 from tests.corpora import REPO_ROOT
-from tests.precompute.test_pipeline import dymaxa, run, write
+from tests.precompute.test_pipeline import NOW, dymaxa, run, write
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign import Campaign, load_campaign
+from welcomemat.campaign_view import load_campaign_view
 from welcomemat.experiments import CopyVariant, Experiment, assign_variant
 from welcomemat.store import ZoneSetStore
 from welcomemat.zone_contract import ZoneContract, load_zone_contracts
@@ -88,6 +90,14 @@ def test_personal_accounts_get_their_hashed_variant_and_the_holdout_none(
     assert set(seen) == {None, "control", "direct"}
     # Only the experiment's zone differs between variants.
     assert len(supports) == 1
+    # The sequencer export carries each contact's variant, the one its page serves.
+    view = load_campaign_view(redis_client, campaign.tenant, campaign.campaign)
+    _, rows = export_rows(redis_client, view, lambda a, c: f"https://wm.example.com/{a}/{c}", now=NOW)
+    variants = {row["account_id"]: row["variant"] for row in rows}
+    assert len(variants) == 40
+    for account, variant_id in variants.items():
+        zone_set = store.get(campaign.tenant, campaign.campaign, account)
+        assert zone_set is not None and variant_id == (zone_set.variant or "none")
 
 
 def test_a_variant_whose_drafts_fail_a_check_serves_the_fallback_not_the_draft(

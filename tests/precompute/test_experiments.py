@@ -11,7 +11,11 @@ from pydantic import ValidationError
 
 from outbound.export import export_rows
 from precompute.inputs import check_campaign_inputs
+from precompute.policy import build_policy
+from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
+from tests.llm_server import LLMTestServer
+from tests.precompute.test_openai_provider import provider_for
 from tests.precompute.test_pipeline import NOW, dymaxa, run, write
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign import Campaign, load_campaign
@@ -122,6 +126,50 @@ def test_a_variant_whose_drafts_fail_a_check_serves_the_fallback_not_the_draft(
         else:
             assert headline.rung is Rung.PERSONAL
     assert long_accounts > 0
+
+
+WARM = "Warm and brief. Thank them before anything else."
+
+
+def test_a_voice_variant_is_the_voice_the_model_provider_is_given_for_that_account(
+    tmp_path: Path,
+    redis_client: redis.Redis,
+    campaign: Campaign,
+    zones: dict[str, ZoneContract],
+    llm_server: LLMTestServer,
+) -> None:
+    llm_server.reset()
+    exp = experiment(CopyVariant(id="control"), CopyVariant(id="warm", voice=WARM))
+    with_experiment = campaign.model_copy(update={"experiment": exp, "holdout_fraction": 0.0})
+    rows = accounts(8)
+    for row in rows:  # each request then names its account through the funding fact's id
+        row["facts"][0]["id"] = f"series-a-{row['account_id']}"
+    provider = provider_for(llm_server, self_review=False)
+    try:
+        PrecomputeRun(
+            client=redis_client,
+            campaign=with_experiment,
+            zones=zones,
+            policy=build_policy(with_experiment, None),
+            provider=provider,
+            now=NOW,
+        ).run(write(tmp_path, rows))
+    finally:
+        provider.close()
+    sent = llm_server.requests("generate")
+    assert len(sent) == 8
+    voices = {}
+    for request in sent:
+        system = " ".join(
+            str(m.get("content", "")) for m in request.body["messages"] if m.get("role") == "system"
+        )
+        account = next(
+            r["account_id"] for r in rows if f'"series-a-{r["account_id"]}"' in request.last_user_message
+        )
+        voices[account] = WARM in system
+    for account, warm in voices.items():
+        assert warm == (assign_variant(campaign.campaign, exp, account).id == "warm")
+    assert set(voices.values()) == {True, False}
 
 
 def _campaign_yaml(tmp_path: Path, block: str) -> Path:

@@ -17,8 +17,8 @@ from welcomemat.campaign_view import load_campaign_view
 from welcomemat.connection import connect, resolve_redis
 from welcomemat.conversions import ConversionType
 from welcomemat.errors import InputError
-from welcomemat.lift import LiftReport, RateEstimate, campaign_lift_report
-from welcomemat.lift_groups import GroupedLiftReport, LiftDimension, campaign_grouped_report
+from welcomemat.lift import LiftReport, MetricComparison, RateEstimate, campaign_lift_report
+from welcomemat.lift_groups import GroupedLiftReport, LiftDimension, VariantContrast, campaign_grouped_report
 from welcomemat.settings import Settings
 
 __all__ = ["format_grouped_report", "format_lift_report", "run_report_lift"]
@@ -49,14 +49,7 @@ def format_lift_report(report: LiftReport) -> str:
         f"{'difference [fixed]':<30}{'always-valid':<18}mde",
     ]
     for m in report.metrics:
-        diff = seq = "n/a"
-        if m.difference is not None:
-            diff = f"{m.difference * 100:+.1f} pts {_span(m.difference_low, m.difference_high)}"
-            seq = _span(m.sequential_low, m.sequential_high)
-        lines.append(
-            f"{m.metric.value:<18}{_pct(m.personal):<34}{_pct(m.holdout):<34}{diff:<30}{seq:<18}"
-            f"{_mde(m.minimum_detectable_effect)}"
-        )
+        lines.append(f"{m.metric.value:<18}{_pct(m.personal):<34}{_pct(m.holdout):<34}{_difference_cells(m)}")
     ratio = report.sample_ratio
     lines += [
         "",
@@ -78,8 +71,14 @@ def _span(low: float, high: float) -> str:
     return f"[{low * 100:+.1f}, {high * 100:+.1f}]"
 
 
-def _mde(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f} pts"
+def _difference_cells(c: MetricComparison | VariantContrast) -> str:
+    """The difference with its fixed interval, the always-valid interval and the MDE, as table cells."""
+    diff = seq = "n/a"
+    if c.difference is not None:
+        diff = f"{c.difference * 100:+.1f} pts {_span(c.difference_low, c.difference_high)}"
+        seq = _span(c.sequential_low, c.sequential_high)
+    mde = "n/a" if c.minimum_detectable_effect is None else f"{c.minimum_detectable_effect * 100:.1f} pts"
+    return f"{diff:<30}{seq:<18}{mde}"
 
 
 def format_grouped_report(grouped: GroupedLiftReport) -> str:
@@ -94,14 +93,7 @@ def format_grouped_report(grouped: GroupedLiftReport) -> str:
         for c in grouped.contrasts:
             rate = f"{c.variant_rate.rate:.1%}" if c.variant_rate.rate is not None else "n/a"
             ref = f"{c.reference_rate.rate:.1%}" if c.reference_rate.rate is not None else "n/a"
-            diff = seq = "n/a"
-            if c.difference is not None:
-                diff = f"{c.difference * 100:+.1f} pts {_span(c.difference_low, c.difference_high)}"
-                seq = _span(c.sequential_low, c.sequential_high)
-            lines.append(
-                f"{c.variant:<16}{c.metric.value:<18}{rate:<12}{ref:<12}{diff:<30}{seq:<18}"
-                f"{_mde(c.minimum_detectable_effect)}"
-            )
+            lines.append(f"{c.variant:<16}{c.metric.value:<18}{rate:<12}{ref:<12}{_difference_cells(c)}")
         lines += ["", *(c.conclusion for c in grouped.contrasts)]
         parts.append("\n".join(lines))
     if grouped.variant_sample_ratio is not None:

@@ -82,10 +82,13 @@ __all__ = [
     "collect_outcomes",
     "cta_zone_ids",
     "headline_fact_type",
+    "metric_counts",
     "mismatch_warning",
     "newcombe_difference",
     "peeking_warning",
+    "rate_estimate",
     "sample_ratio",
+    "signed_points",
     "wilson_interval",
 ]
 
@@ -285,13 +288,24 @@ class LiftReport(_Model):
         return next(m for m in self.metrics if m.metric is metric)
 
 
-def _estimate(successes: int, trials: int, confidence: float) -> RateEstimate:
+def metric_counts(arm: ArmTotals, metric: Metric) -> tuple[int, int]:
+    """(successes, trials) of a metric in one arm: per account, over accounts or reached accounts."""
+    if metric is Metric.REACH:
+        return arm.reached, arm.accounts
+    if metric is Metric.CTA_CLICK_RATE:
+        return arm.accounts_clicked, arm.reached
+    return arm.accounts_converted, arm.reached
+
+
+def rate_estimate(successes: int, trials: int, confidence: float = CONFIDENCE) -> RateEstimate:
+    """successes / trials with its Wilson interval."""
     interval = wilson_interval(successes, trials, confidence)
     rate = successes / trials if trials else None
     return RateEstimate(successes=successes, trials=trials, rate=rate, low=interval.low, high=interval.high)
 
 
-def _points(value: float) -> str:
+def signed_points(value: float) -> str:
+    """A difference of proportions in percentage points, signed (`+2.0 points`)."""
     return f"{value * 100:+.1f} points"
 
 
@@ -299,7 +313,7 @@ def _compare(
     metric: Metric, personal: tuple[int, int], holdout: tuple[int, int], min_trials: int, confidence: float
 ) -> tuple[MetricComparison, list[str]]:
     (xp, np_), (xh, nh) = personal, holdout
-    a, b = _estimate(xp, np_, confidence), _estimate(xh, nh, confidence)
+    a, b = rate_estimate(xp, np_, confidence), rate_estimate(xh, nh, confidence)
     interval = newcombe_difference(xp, np_, xh, nh, confidence)
     seq_low, seq_high = sequential_difference(xp, np_, xh, nh, 1.0 - confidence)
     pooled = (xp + xh) / (np_ + nh) if np_ + nh else 0.0
@@ -324,21 +338,21 @@ def _compare(
     if difference is None:
         conclusion = f"{name}: no data in one arm; nothing to compare."
     elif not enough:
-        conclusion = f"{name}: too few data to conclude ({_points(difference)} so far)."
+        conclusion = f"{name}: too few data to conclude ({signed_points(difference)} so far)."
     elif interval.low > 0:
         conclusion = (
-            f"{name}: personal is higher by {_points(difference)[1:]} "
-            f"({pct} interval {_points(interval.low)} to {_points(interval.high)})."
+            f"{name}: personal is higher by {signed_points(difference)[1:]} "
+            f"({pct} interval {signed_points(interval.low)} to {signed_points(interval.high)})."
         )
     elif interval.high < 0:
         conclusion = (
-            f"{name}: personal is lower by {_points(-difference)[1:]} "
-            f"({pct} interval {_points(interval.low)} to {_points(interval.high)})."
+            f"{name}: personal is lower by {signed_points(-difference)[1:]} "
+            f"({pct} interval {signed_points(interval.low)} to {signed_points(interval.high)})."
         )
     else:
         conclusion = (
-            f"{name}: no difference detected ({_points(difference)}; the {pct} interval "
-            f"{_points(interval.low)} to {_points(interval.high)} includes zero)."
+            f"{name}: no difference detected ({signed_points(difference)}; the {pct} interval "
+            f"{signed_points(interval.low)} to {signed_points(interval.high)} includes zero)."
         )
     if enough and (interval.low > 0 or interval.high < 0) and seq_low <= 0 <= seq_high:
         problems.append(peeking_warning(name, seq_low, seq_high, pct))
@@ -362,8 +376,8 @@ def _compare(
 def peeking_warning(name: str, low: float, high: float, pct: str) -> str:
     """What a difference significant only on a first look means, in words."""
     return (
-        f"{name}: the fixed {pct} interval excludes zero but the always-valid one ({_points(low)} to "
-        f"{_points(high)}) does not. Trust it only if nobody has looked at this report before; "
+        f"{name}: the fixed {pct} interval excludes zero but the always-valid one ({signed_points(low)} to "
+        f"{signed_points(high)}) does not. Trust it only if nobody has looked at this report before; "
         "after repeated looks (peeking) it is not yet a result."
     )
 
@@ -452,22 +466,9 @@ def build_lift_report(
     if ratio.mismatch:
         warnings.append(mismatch_warning("arms", ratio))
     comparisons = []
-    for metric, a, b, min_trials in (
-        (Metric.REACH, (p.reached, p.accounts), (h.reached, h.accounts), MIN_REACHED_PER_ARM),
-        (
-            Metric.CTA_CLICK_RATE,
-            (p.accounts_clicked, p.reached),
-            (h.accounts_clicked, h.reached),
-            MIN_REACHED_PER_ARM,
-        ),
-        (
-            Metric.CONVERSION_RATE,
-            (p.accounts_converted, p.reached),
-            (h.accounts_converted, h.reached),
-            MIN_REACHED_PER_ARM,
-        ),
-    ):
-        comparison, problems = _compare(metric, a, b, min_trials, confidence)
+    for metric in Metric:
+        a, b = metric_counts(p, metric), metric_counts(h, metric)
+        comparison, problems = _compare(metric, a, b, MIN_REACHED_PER_ARM, confidence)
         comparisons.append(comparison)
         warnings.extend(problems)
     if any(not c.enough_data for c in comparisons):

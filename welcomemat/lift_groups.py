@@ -41,10 +41,14 @@ from welcomemat.lift import (
     SampleRatio,
     build_lift_report,
     collect_outcomes,
+    metric_counts,
     mismatch_warning,
     newcombe_difference,
+    rate_estimate,
     sample_ratio,
-    wilson_interval,
+)
+from welcomemat.lift import (
+    signed_points as _pts,
 )
 from welcomemat.lift_stats import minimum_detectable_effect, sequential_difference
 
@@ -119,28 +123,10 @@ def _key(outcome: AccountOutcome, by: LiftDimension) -> str:
     return value if isinstance(value, str) and value else NO_GROUP
 
 
-def _rates(arm: ArmTotals, metric: Metric) -> tuple[int, int]:
-    if metric is Metric.REACH:
-        return arm.reached, arm.accounts
-    if metric is Metric.CTA_CLICK_RATE:
-        return arm.accounts_clicked, arm.reached
-    return arm.accounts_converted, arm.reached
-
-
-def _estimate(successes: int, trials: int, confidence: float) -> RateEstimate:
-    interval = wilson_interval(successes, trials, confidence)
-    rate = successes / trials if trials else None
-    return RateEstimate(successes=successes, trials=trials, rate=rate, low=interval.low, high=interval.high)
-
-
-def _pts(value: float) -> str:
-    return f"{value * 100:+.1f} points"
-
-
 def _contrast(
     metric: Metric, variant: str, reference: str, a: ArmTotals, b: ArmTotals, confidence: float
 ) -> VariantContrast:
-    (xa, na), (xb, nb) = _rates(a, metric), _rates(b, metric)
+    (xa, na), (xb, nb) = metric_counts(a, metric), metric_counts(b, metric)
     fixed = newcombe_difference(xa, na, xb, nb, confidence)
     seq_low, seq_high = sequential_difference(xa, na, xb, nb, 1.0 - confidence)
     pooled = (xa + xb) / (na + nb) if na + nb else 0.0
@@ -172,8 +158,8 @@ def _contrast(
         metric=metric,
         variant=variant,
         reference=reference,
-        variant_rate=_estimate(xa, na, confidence),
-        reference_rate=_estimate(xb, nb, confidence),
+        variant_rate=rate_estimate(xa, na, confidence),
+        reference_rate=rate_estimate(xb, nb, confidence),
         difference=difference,
         difference_low=fixed.low,
         difference_high=fixed.high,

@@ -18,11 +18,11 @@ from tests.llm_server import LLMTestServer
 from tests.precompute.test_openai_provider import provider_for
 from tests.precompute.test_pipeline import NOW, dymaxa, run, write
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.campaign import Campaign, load_campaign
+from welcomemat.campaign import Campaign
 from welcomemat.campaign_view import load_campaign_view
 from welcomemat.experiments import CopyVariant, Experiment, assign_variant
 from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import ZoneContract, load_zone_contracts
+from welcomemat.zone_contract import ZoneContract
 from welcomemat.zoneset import Rung
 
 DIRECT = "{account} closed a {round} {when}: ramp the sellers fast"
@@ -36,16 +36,6 @@ TOO_LONG = {
         "ramp each of them in weeks, not months",
     ),
 }
-
-
-@pytest.fixture(scope="module")
-def zones() -> dict[str, ZoneContract]:
-    return dict(load_zone_contracts(REPO_ROOT / "zones"))
-
-
-@pytest.fixture(scope="module")
-def campaign(zones: dict[str, ZoneContract]) -> Campaign:
-    return load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones)
 
 
 def experiment(*variants: CopyVariant) -> Experiment:

@@ -11,11 +11,10 @@ from pydantic import ValidationError
 
 from outbound.export import export_rows
 from precompute.inputs import check_campaign_inputs
-from precompute.policy import build_policy
-from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from tests.llm_server import LLMTestServer
 from tests.precompute.test_openai_provider import provider_for
+from tests.precompute.test_openai_provider import run as run_with_provider
 from tests.precompute.test_pipeline import NOW, dymaxa, run, write
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign import Campaign
@@ -136,14 +135,7 @@ def test_a_voice_variant_is_the_voice_the_model_provider_is_given_for_that_accou
         row["facts"][0]["id"] = f"series-a-{row['account_id']}"
     provider = provider_for(llm_server, self_review=False)
     try:
-        PrecomputeRun(
-            client=redis_client,
-            campaign=with_experiment,
-            zones=zones,
-            policy=build_policy(with_experiment, None),
-            provider=provider,
-            now=NOW,
-        ).run(write(tmp_path, rows))
+        run_with_provider(redis_client, with_experiment, zones, tmp_path, provider, rows)
     finally:
         provider.close()
     sent = llm_server.requests("generate")

@@ -9,13 +9,15 @@ account gets its segment copy in the email too and the experiment holds across c
 
 Columns (stable, lowercase `[a-z0-9_]`, usable as lemlist / Smartlead custom variables):
 
-    email first_name last_name title company account_id contact_id arm zone_set_version rung
+    email first_name last_name title company account_id contact_id arm zone_set_version variant rung
     <one per zone of the campaign's pages, in page order; a link zone adds <zone>_url>
     fact fact_url fact_date page_url
 
 - `rung`: the most personal rung among the row's zones (`personal`, `segment`, `default`).
 - `zone_set_version`: the version of the account's zone set the row was resolved from,
   the one the page serves (personal zones of it, or the segment it names).
+- `variant`: the copy variant (`welcomemat.experiments`) of the zone set served as personal,
+  as on the page's events; `none` outside an experiment, in the holdout and on fallback.
 - `fact`, `fact_url`, `fact_date`: the first fact a served personal zone cites, for the rep:
   its statement (as the account record holds it; until the record has one, the text of
   the personal zone that cites it, i.e. what the page says about it), its source link
@@ -97,6 +99,7 @@ LEAD_COLUMNS = (
     "contact_id",
     "arm",
     "zone_set_version",
+    "variant",
     "rung",
 )
 TAIL_COLUMNS = ("fact", "fact_url", "fact_date", "page_url")
@@ -244,6 +247,7 @@ class _RowBuilder:
             "account_id": account_id,
             "arm": arm.value,
             "zone_set_version": str(zone_set.version),
+            "variant": variant.copy_variant or "none",
             "rung": rung,
         }
         for zone_id, (text_column, url_column) in self.zone_columns.items():

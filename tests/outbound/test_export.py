@@ -54,7 +54,7 @@ from welcomemat.zoneset import ZoneSetStatus
 
 EXAMPLE_ACCOUNTS = 150
 HEADER = (
-    "email,first_name,last_name,title,company,account_id,contact_id,arm,zone_set_version,rung,"
+    "email,first_name,last_name,title,company,account_id,contact_id,arm,zone_set_version,variant,rung,"
     "hero_headline,hero_support,proof,cta,cta_url,continuation_headline,fact,fact_url,fact_date,page_url"
 ).split(",")
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")

@@ -14,7 +14,7 @@ from typing import Any
 
 from precompute.assemble import AccountOutcome
 from welcomemat.held import held_drafts, one_line
-from welcomemat.reasons import CLAIM_REASON_DOCS, ClaimReason, parse_reason
+from welcomemat.reasons import CLAIM_REASON_DOCS, ClaimReason, off_voice_doc, parse_reason
 
 __all__ = ["explain_record", "format_explain"]
 
@@ -128,6 +128,9 @@ def format_explain(record: dict[str, Any]) -> str:
             lines.append(f"      draft failed {check['check']}: {check['reason']} — {check['detail']}")
             if check["reason"] in CLAIM_REASON_DOCS:  # a claim class: say what it refuses
                 lines.append(f"        ({CLAIM_REASON_DOCS[ClaimReason(check['reason'])]})")
+            voice_doc = off_voice_doc(check["reason"])
+            if voice_doc is not None:  # off the campaign's voice: say on which dimension, and how
+                lines.append(f"        (off the campaign's voice profile: {voice_doc})")
         kept = held.get(zone["zone_id"])
         if kept is not None:
             lines.append(f"      held by {kept.layer.value}: {kept.note or '(no note)'}")

@@ -25,6 +25,7 @@ from precompute.policy import build_policy
 from precompute.providers.offline import OfflineComposer
 from precompute.providers.openai_provider import OpenAIProvider
 from precompute.run import PrecomputeRun
+from precompute.zone_scores import reader_role
 from tests.llm_server import LLMTestServer
 from tests.precompute import voice_corpus
 from tests.precompute.test_claim_sources import CAMPAIGN, ZONES, assemble, model, with_headline_pattern
@@ -150,6 +151,29 @@ def test_a_marketer_s_hype_pattern_falls_back_off_voice_and_explain_says_why() -
         "draft failed voice: off_voice:exclamation — 3 exclamation marks; the examples use at most 0" in text
     )
     assert f"(off the campaign's voice profile: {OFF_VOICE_DOCS['exclamation']})" in text
+
+
+def test_each_written_zone_records_voice_relevance_and_role_value_apart() -> None:
+    outcome = assemble(OfflineComposer())
+    record = explain_record(outcome, version=1)
+    scored = {z["zone_id"]: z["scores"] for z in record["zones"] if z["scores"] is not None}
+    headline = scored["hero_headline"]  # "Congrats on the Series A last Thursday, Dymaxa"
+    assert headline["voice"] == 1.0 and headline["relevance"] == 1.0
+    assert headline["role"] == "sales"  # Dymaxa's contact is its Head of Sales
+    support = scored["hero_support"]  # about new sellers ramping: the reader's concern
+    assert support["role_value"] == 1.0
+    assert "cta" not in scored  # the CTA's approved label: nobody wrote it for Dymaxa
+    assert "scores: voice 1, relevance to the fact 1, value to the reader's role (sales)" in format_explain(
+        record
+    )
+
+
+def test_the_reader_s_role_comes_from_the_contacts_titles() -> None:
+    assert reader_role(["Head of Sales"]) == "sales"
+    assert reader_role(["VP Marketing"]) == "marketing"
+    assert reader_role(["Sales Enablement Lead"]) == "sales"  # the first function a title names
+    assert reader_role(["Chief Executive Officer"]) == "leadership"
+    assert reader_role([]) == "any"
 
 
 def test_a_model_s_off_voice_line_is_refused_and_the_model_was_told_the_profile(

@@ -37,8 +37,8 @@ def replace_profile_block(text: str, profile: VoiceProfile) -> str:
             if kept and kept[-1] == PROFILE_COMMENT:
                 kept.pop()
             continue
-        if skipping and (not line.strip() or line[0] in " \t#"):
-            continue  # the old block's own lines (indented) and blank lines inside it
+        if skipping and line[:1] in (" ", "\t"):
+            continue  # the old block's own (indented) lines; what follows it is kept
         skipping = False
         kept.append(line)
     while kept and not kept[-1].strip():

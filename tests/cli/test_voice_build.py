@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from cli.main import main
+from cli.voice import PROFILE_COMMENT, replace_profile_block
 from tests.cli.test_validate import EXAMPLE_CAMPAIGN, line_of, write_inputs
 from welcomemat.campaign import load_campaign
 from welcomemat.guidelines import guideline_bundle, guideline_hash
@@ -144,3 +145,26 @@ def test_new_examples_are_a_guideline_change(tmp_path: Path, capsys: pytest.Capt
     assert "voice_examples" not in guideline_bundle(bundle_free) and "voice_profile" not in guideline_bundle(
         bundle_free
     )
+
+
+def test_a_profile_moved_up_the_file_is_rewritten_at_the_end_and_nothing_else_is_lost() -> None:
+    profile = derive_profile([f"Line {n}: we ramp your new sellers." for n in range(5)])
+    text = (
+        "voice: Plain.\n"
+        f"{PROFILE_COMMENT}\n"
+        "voice_profile: {version: 1}\n"
+        "# --- the pages ---\n"
+        "pages:\n"
+        "  landing: {template: landing.html}\n"
+        "voice_profile:\n"
+        "  version: 1\n"
+        "  examples: 5\n"
+        "theme: ./theme\n"
+    )
+    written = replace_profile_block(text, profile)
+    assert written.startswith(
+        "voice: Plain.\n# --- the pages ---\npages:\n  landing: {template: landing.html}\n"
+    )
+    assert "theme: ./theme\n\n" + PROFILE_COMMENT + "\nvoice_profile:\n" in written
+    assert yaml.safe_load(written)["voice_profile"] == profile.model_dump(mode="json")
+    assert replace_profile_block(written, profile) == written

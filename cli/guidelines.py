@@ -46,7 +46,14 @@ from welcomemat.settings import Settings
 from welcomemat.validation_errors import dotted
 from welcomemat.yamlfile import line_of_field
 
-__all__ = ["ARCHIVE_FOLDER", "format_report", "run_promote", "run_propose", "run_rollback"]
+__all__ = [
+    "ARCHIVE_FOLDER",
+    "format_report",
+    "run_promote",
+    "run_propose",
+    "run_rollback",
+    "write_atomically",
+]
 
 ARCHIVE_FOLDER = "guidelines"  # beside campaign.yaml: versions as they were, and candidate reports
 _BOOTSTRAP_REASON = "in force when versioned guidelines began"
@@ -75,7 +82,8 @@ def _client(campaign: Campaign) -> redis.Redis:
     return client
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write a whole file or nothing: a reader never sees half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_bytes(data)
@@ -223,7 +231,7 @@ def run_propose(
                 line=line_of_field(candidate_path, ("guideline_version",)),
                 field="guideline_version",
             )
-        _write_atomically(report_path, body)
+        write_atomically(report_path, body)
         replay_accounts = [c.account_id for s in report.sets if s.name == "replay" for c in s.changes]
         record = GuidelineChange(
             tenant=active.campaign.tenant,
@@ -342,10 +350,10 @@ def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
             return 0
         archive = campaign_path.parent / ARCHIVE_FOLDER
         previous = _active_record(store, active.campaign, now)
-        _write_atomically(archive / f"{previous.version}.yaml", campaign_path.read_bytes())
+        write_atomically(archive / f"{previous.version}.yaml", campaign_path.read_bytes())
         candidate_bytes = candidate_path.read_bytes()
-        _write_atomically(archive / f"{version}.yaml", candidate_bytes)
-        _write_atomically(campaign_path, candidate_bytes)
+        write_atomically(archive / f"{version}.yaml", candidate_bytes)
+        write_atomically(campaign_path, candidate_bytes)
         promoted = record.model_copy(
             update={
                 "approvers": approvers,
@@ -400,10 +408,10 @@ def run_rollback(campaign_arg: str, *, reason: str | None, auditor: Auditor) -> 
         restored = store.get(active.tenant, active.campaign, target)
         if restored is None:
             raise InputError(f"no change record for version {target!r}", field="guideline_version")
-        _write_atomically(
+        write_atomically(
             campaign_path.parent / ARCHIVE_FOLDER / f"{current.version}.yaml", campaign_path.read_bytes()
         )
-        _write_atomically(campaign_path, archived.read_bytes())
+        write_atomically(campaign_path, archived.read_bytes())
         store.save(
             current.model_copy(update={"state": ActivationState.ROLLED_BACK}),
             restored.model_copy(update={"state": ActivationState.ACTIVE, "activated_at": now}),

@@ -35,6 +35,7 @@ from cli.commands import (
     subject_export,
     sync,
     validate,
+    voice,
     worker,
 )
 from cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
@@ -57,6 +58,7 @@ COMMANDS = (
     explain,
     review,
     guidelines,
+    voice,
     redis_server,
     serve,
     link,

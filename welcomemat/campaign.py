@@ -36,6 +36,7 @@ from welcomemat.ids import OpaqueId
 from welcomemat.openers import refuse_opener_overrides
 from welcomemat.patterns import pattern_problems, unknown_fact_type_problem
 from welcomemat.urlgate import LinkAllowlist, browser_view, gate_link
+from welcomemat.voice import MAX_VOICE_EXAMPLES, MIN_VOICE_EXAMPLES, VoiceProfile, examples_sha256
 from welcomemat.yamlfile import FieldProblem, FieldProblems, check_yaml_model, valid_fields
 from welcomemat.zone_contract import ZoneContract
 
@@ -358,6 +359,36 @@ class Campaign(BaseModel):
         "composer does not use it).",
         examples=["Plain, specific and warm. Short sentences."],
     )
+    voice_examples: tuple[str, ...] = Field(
+        default=(),
+        description=f"{MIN_VOICE_EXAMPLES} to {MAX_VOICE_EXAMPLES} lines that sound like the campaign, "
+        "strong and everyday ones: `welcomemat voice build` derives `voice_profile` from them, and a model "
+        "provider is shown them as examples of the voice. Leave out for no voice profile.",
+        examples=[["New sellers, productive in weeks, not quarters.", "Hiring SDRs? We ramp each one fast."]],
+    )
+    voice_profile: VoiceProfile | None = Field(
+        default=None,
+        description="Written by `welcomemat voice build` from `voice_examples` (never by hand): sentence "
+        "length, openers, hedging, person, punctuation and reading level, which every personal zone is "
+        "checked against (`off_voice`). Refused when built from other examples.",
+        examples=[
+            {
+                "examples": 10,
+                "examples_sha256": "5d41e5400e60139dd0b5b8ca4279b2fe2518f71a3547b22541b672bd4396fd57",
+                "sentence_words": {"min": 2, "median": 11, "max": 16},
+                "openers": ["new", "your", "a"],
+                "opener_kinds": {"we": 0.07, "you": 0.14, "other": 0.79},
+                "hedges_per_line": {"min": 0, "median": 0, "max": 0},
+                "person": {"i": 0, "we": 4, "you": 4},
+                "exclamations_per_line": {"min": 0, "median": 0, "max": 0},
+                "questions_per_line": {"min": 0, "median": 0, "max": 1},
+                "dashes_per_line": {"min": 0, "median": 0, "max": 0},
+                "colons_per_line": {"min": 0, "median": 0, "max": 1},
+                "commas_per_sentence": {"min": 0, "median": 0, "max": 2},
+                "reading_grade": {"min": 2.31, "median": 4.25, "max": 6.88},
+            }
+        ],
+    )
     approval: ApprovalPolicy = Field(
         default=ApprovalPolicy(),
         description="Which accounts a person approves or reads: see `ApprovalPolicy`.",
@@ -462,7 +493,8 @@ class Campaign(BaseModel):
         - `default_copy` and every segment have copy for every zone a page shows, and a copy's `cta` is
           one of the campaign's CTAs;
         - with the zone contracts: every zone a page or a pattern names has a contract, copy fits its
-          zone's word and character limits, and copy for a zone with `link: true` names a `cta`.
+          zone's word and character limits, and copy for a zone with `link: true` names a `cta`;
+        - `voice_examples` holds 5 to 30 lines, and `voice_profile` was built from exactly them.
         """
         context = info.context or {}
         problems = self.cross_field_problems(
@@ -520,6 +552,41 @@ class Campaign(BaseModel):
             self._check_patterns(out)
         if "experiment" in usable and self.experiment is not None:
             self._check_experiment(self.experiment, shown, known_zones, out)
+        if {"voice_examples", "voice_profile"} <= usable:
+            out += self._voice_problems()
+        return out
+
+    def _voice_problems(self) -> list[FieldProblem]:
+        """5..30 non-empty example lines, and a profile built from exactly them (or neither)."""
+        out: list[FieldProblem] = []
+        examples = self.voice_examples
+        if examples and not MIN_VOICE_EXAMPLES <= len(examples) <= MAX_VOICE_EXAMPLES:
+            out.append(
+                FieldProblem(
+                    ("voice_examples",),
+                    f"needs {MIN_VOICE_EXAMPLES} to {MAX_VOICE_EXAMPLES} example lines, got {len(examples)}",
+                )
+            )
+        out += [
+            FieldProblem(("voice_examples", i), "an example line needs words")
+            for i, line in enumerate(examples)
+            if not any(c.isalnum() for c in line)
+        ]
+        build = "run `welcomemat voice build` on this file"
+        if examples and self.voice_profile is None:
+            out.append(FieldProblem(("voice_examples",), f"voice_examples without a voice_profile: {build}"))
+        elif self.voice_profile is not None and not examples:
+            out.append(
+                FieldProblem(("voice_profile",), "voice_profile without voice_examples to build it from")
+            )
+        elif self.voice_profile is not None and self.voice_profile.examples_sha256 != examples_sha256(
+            examples
+        ):
+            out.append(
+                FieldProblem(
+                    ("voice_profile",), f"voice_profile was built from other voice_examples: {build}"
+                )
+            )
         return out
 
     def _allowlist(self, out: list[FieldProblem]) -> LinkAllowlist | None:

@@ -46,7 +46,9 @@ def campaign_fingerprint(
         "pipeline": PIPELINE_VERSION,
         # Python-mode dumps keep sets as sets, which canonical_json sorts: JSON-mode would list
         # them in iteration order, which changes between processes (string hash seeds).
-        "campaign": campaign.model_dump(),
+        # `seller_alerts` is left out: it changes no page, and editing the seller's next step must
+        # not republish (and send back to review) every account.
+        "campaign": campaign.model_dump(exclude={"seller_alerts"}),
         "zones": {k: v.model_dump() for k, v in sorted(zones.items())},
         "policy": asdict(policy),
         "provider": provider_fingerprint,

@@ -22,10 +22,12 @@ fold and its alert redoes it, and the marker below keeps it single) of a campaig
   the CRM task), in the tenant's hash slot: any number of sync processes, on any machine,
   queue one alert per account, campaign and day.
 
-The alert is built before that step (an EXISTS first skips the work for accounts already
-alerted today) from the account record (name, tier, contact), the zone set of the version the
-page showed (the claim and its cited facts, sources through the URL gate) and the published
-campaign (its pages and `seller_alerts.next_step`). Delivery is `outbound.alert_sender`'s.
+The alert is built before that step from the account record (name, tier, contact), the zone
+set of the version the page showed (the claim and its cited facts, sources through the URL gate)
+and the published campaign (its pages and `seller_alerts.next_step`); an EXISTS first skips that
+work for accounts already alerted today. A process remembers the marks it saw and each account's
+tier for a minute, so the events of accounts already alerted, or of other tiers, cost no Redis
+read at all. Delivery is `outbound.alert_sender`'s.
 """
 
 from __future__ import annotations
@@ -66,6 +68,12 @@ ALERT_MAX_AGE_S = 24 * 3600
 _FUTURE_SKEW_S = 5 * 60
 # How long a campaign's `seller_alerts` are trusted before the stored config is read again.
 _CAMPAIGN_REFRESH_S = 10.0
+# How long an account's tier, read from its record, is trusted: a republished tier takes effect
+# within a minute.
+_TIER_REFRESH_S = 60.0
+# Bounds of what a producer remembers (cleared whole when full: forgetting costs a Redis read).
+_MARKS_REMEMBERED = 200_000
+_TIERS_REMEMBERED = 200_000
 # Where an alert goes: the chat webhook, the CRM webhook's task.
 DESTINATIONS = ("slack", "crm")
 LANDING_PAGE_ID = "landing"
@@ -116,6 +124,7 @@ class _Candidate:
     event: EventFold
     day: date
     sent_key: str
+    campaign: Campaign
 
 
 class SellerAlertProducer:
@@ -143,45 +152,88 @@ class SellerAlertProducer:
         self._store = ZoneSetStore(client)
         # (tenant, campaign) -> (read at, config digest, campaign or None when it has no alerts)
         self._campaigns: dict[tuple[str, str], tuple[float, str, Campaign | None]] = {}
+        # Day marks this process saw set (by itself or another): those accounts are done for the day.
+        self._marked: set[str] = set()
+        # (tenant, account) -> (read at, tier): most events are of accounts seen in the last minute.
+        self._tiers: dict[tuple[str, str], tuple[float, int | None]] = {}
 
     def produce(self, events: Sequence[EventFold]) -> int:
         """Queue the alerts `events` (folded, of one or more tenants) call for; how many were queued."""
-        now = self._clock()
-        candidates = self._candidates(events, now)
+        found = self._candidates(events, self._clock())
+        if not found:
+            return 0
+        # Cheapest first: tiers (mostly remembered), then the day's mark (remembered once seen).
+        tiers = self._tiers_of([event for event, _, _ in found])
+        candidates: list[_Candidate] = []
+        for event, day, campaign in found:
+            assert campaign.seller_alerts is not None  # kept by `_candidates`
+            if tiers.get((event.tenant, event.account_id)) not in campaign.seller_alerts.tiers:
+                continue
+            sent_key = keys.seller_alert_sent_key(
+                event.tenant, event.campaign, event.account_id, day.isoformat()
+            )
+            if sent_key not in self._marked:
+                candidates.append(_Candidate(event, day, sent_key, campaign))
         if not candidates:
             return 0
         pipe = self.client.pipeline(transaction=False)
         for candidate in candidates:
             pipe.exists(candidate.sent_key)
-            pipe.hget(keys.account_record_key(candidate.event.tenant, candidate.event.account_id), "profile")
-        replies = pipe.execute()
         queued = 0
-        for i, candidate in enumerate(candidates):
-            if replies[2 * i]:
+        for candidate, already in zip(candidates, pipe.execute(), strict=True):
+            if already:
                 self.stats.already += 1
+                self._remember(candidate.sent_key)
                 continue
             event = candidate.event
-            campaign = self._campaign(event.tenant, event.campaign)
-            if campaign is None or campaign.seller_alerts is None:
-                continue
-            if _tier(replies[2 * i + 1]) not in campaign.seller_alerts.tiers:
-                continue
             try:
-                alert = self._build(candidate, campaign)
+                alert = self._build(candidate, candidate.campaign)
             except (StoredValueError, ValueError) as exc:  # one bad record costs its own alert only
                 self.stats.not_built += 1
                 self._log(f"no alert for {event.tenant}/{event.campaign}/{event.account_id}: {exc}")
                 continue
-            if alert is None:
-                continue
-            queued += self._enqueue(candidate, alert)
+            if alert is not None:
+                queued += self._enqueue(candidate, alert)
         return queued
+
+    # -- what this process already knows ---------------------------------------------------------
+
+    def _remember(self, sent_key: str) -> None:
+        """A day's mark seen set: no need to ask Redis again for that account and day."""
+        if len(self._marked) >= _MARKS_REMEMBERED:
+            self._marked.clear()  # forgetting only costs an EXISTS each
+        self._marked.add(sent_key)
+
+    def _tiers_of(self, events: Sequence[EventFold]) -> dict[tuple[str, str], int | None]:
+        """Each event's account's tier: from what was read in the last minute, else its record's
+        profile (one pipelined HGET for those not known)."""
+        now = time.monotonic()
+        wanted = {(e.tenant, e.account_id) for e in events}
+        found = {
+            who: tier
+            for who in wanted
+            if (cached := self._tiers.get(who)) is not None and now - cached[0] < _TIER_REFRESH_S
+            for tier in (cached[1],)
+        }
+        missing = sorted(wanted - set(found))
+        if missing:
+            pipe = self.client.pipeline(transaction=False)
+            for tenant, account in missing:
+                pipe.hget(keys.account_record_key(tenant, account), "profile")
+            if len(self._tiers) >= _TIERS_REMEMBERED:
+                self._tiers.clear()
+            for who, raw in zip(missing, pipe.execute(), strict=True):
+                found[who] = _tier(raw)
+                self._tiers[who] = (now, found[who])
+        return found
 
     # -- which events ------------------------------------------------------------------------------
 
-    def _candidates(self, events: Sequence[EventFold], now: datetime) -> list[_Candidate]:
+    def _candidates(
+        self, events: Sequence[EventFold], now: datetime
+    ) -> list[tuple[EventFold, date, Campaign]]:
         """The earliest event of each (tenant, campaign, account, day) young enough to alert about,
-        of a campaign with alerts."""
+        of a campaign with alerts, with its day and campaign."""
         now_ms = int(now.timestamp() * 1000)
         earliest: dict[tuple[str, str, str, date], EventFold] = {}
         for event in events:
@@ -194,16 +246,11 @@ class SellerAlertProducer:
             kept = earliest.get(key)
             if kept is None or (event.ts_ms, event.event_id) < (kept.ts_ms, kept.event_id):
                 earliest[key] = event
-        out: list[_Candidate] = []
-        for (tenant, campaign_id, account, day), event in sorted(earliest.items(), key=lambda kv: str(kv[0])):
+        out: list[tuple[EventFold, date, Campaign]] = []
+        for (tenant, campaign_id, _, day), event in earliest.items():
             campaign = self._campaign(tenant, campaign_id)
-            if campaign is None or campaign.seller_alerts is None:
-                continue
-            out.append(
-                _Candidate(
-                    event, day, keys.seller_alert_sent_key(tenant, campaign_id, account, day.isoformat())
-                )
-            )
+            if campaign is not None and campaign.seller_alerts is not None:
+                out.append((event, day, campaign))
         return out
 
     def _campaign(self, tenant: str, campaign_id: str) -> Campaign | None:
@@ -299,6 +346,7 @@ class SellerAlertProducer:
             ],
             client=self.client,
         )
+        self._remember(candidate.sent_key)
         if int(done):
             self.stats.queued += 1
             return 1

@@ -38,7 +38,7 @@ from tests.outbound.http_receiver import serve_http
 from tests.outbound.sync_helpers import emit
 from welcomemat import keys
 from welcomemat.audit import Auditor, Via
-from welcomemat.campaign import SellerAlerts, load_campaign
+from welcomemat.campaign import Campaign, SellerAlerts, load_campaign
 from welcomemat.errors import ConfigError
 from welcomemat.review import decide
 from welcomemat.settings import Settings
@@ -83,21 +83,25 @@ def serve(receiver: Receiver) -> AbstractContextManager[str]:
     return serve_http(lambda path, headers, body: (receiver.handle(path, dict(headers.items()), body), {}))
 
 
-@pytest.fixture
-def published(tmp_path: Path, redis_client: redis.Redis) -> ZoneSet:
-    """The example campaign (with `seller_alerts`) published for 12 accounts; Dymaxa (tier 1) approved.
-    Returns Dymaxa's zone set."""
+def precompute(client: redis.Redis, accounts: Path, campaign: Campaign | None = None) -> None:
+    """Publish the example campaign (or `campaign`, its edit) for `accounts` with the offline writer."""
     zones = dict(load_zone_contracts(REPO_ROOT / "zones"))
-    campaign = load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones)
-    assert campaign.seller_alerts is not None and campaign.seller_alerts.tiers == (1,)
+    campaign = campaign or load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones)
     PrecomputeRun(
-        client=redis_client,
+        client=client,
         campaign=campaign,
         zones=zones,
         policy=build_policy(campaign, None),
         provider=OfflineComposer(),
         now=RUN_AT,
-    ).run(write_example_accounts(tmp_path / "accounts.jsonl", 12, today=RUN_AT.date()))
+    ).run(accounts)
+
+
+@pytest.fixture
+def published(tmp_path: Path, redis_client: redis.Redis) -> ZoneSet:
+    """The example campaign (with `seller_alerts`) published for 12 accounts; Dymaxa (tier 1) approved.
+    Returns Dymaxa's zone set."""
+    precompute(redis_client, write_example_accounts(tmp_path / "accounts.jsonl", 12, today=RUN_AT.date()))
     outcome = decide(
         redis_client, TENANT, CAMPAIGN, TIER_1, approve=True, auditor=Auditor("test", Via.CLI, lambda: RUN_AT)
     )
@@ -494,19 +498,14 @@ def test_erasing_a_person_or_an_account_removes_their_alerts_and_marks(
 def test_a_new_next_step_republishes_no_page_and_the_next_alert_carries_it(
     tmp_path: Path, redis_client: redis.Redis, published: ZoneSet
 ) -> None:
-    zones = dict(load_zone_contracts(REPO_ROOT / "zones"))
-    campaign = load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones)
+    campaign = load_campaign(
+        REPO_ROOT / "examples" / "campaign.yaml", dict(load_zone_contracts(REPO_ROOT / "zones"))
+    )
+    assert campaign.seller_alerts is not None and campaign.seller_alerts.tiers == (1,)
     changed = campaign.model_copy(
         update={"seller_alerts": SellerAlerts(next_step="E-mail Joram the case study.")}
     )
-    PrecomputeRun(
-        client=redis_client,
-        campaign=changed,
-        zones=zones,
-        policy=build_policy(changed, None),
-        provider=OfflineComposer(),
-        now=RUN_AT,
-    ).run(tmp_path / "accounts.jsonl")
+    precompute(redis_client, tmp_path / "accounts.jsonl", changed)
     again = ZoneSetStore(redis_client).get(TENANT, CAMPAIGN, TIER_1)
     assert again is not None and (again.version, again.status) == (published.version, published.status)
     emit(redis_client, [event(EventType.VIEW, TIER_1, NOW - timedelta(hours=1), version=published.version)])

@@ -17,10 +17,11 @@ fold and its alert redoes it, and the marker below keeps it single) of a campaig
 - an event older than `ALERT_MAX_AGE_S` by the injected clock raises none (a sync catching up
   on days of events must not page sellers about last week); the marker outlives the day plus
   that age (`keys.SELLER_ALERT_SENT_TTL_S`), so a late event never alerts twice;
-- one Lua step sets the marker (`keys.seller_alert_sent_key`, SET NX EX) and, only when it was
-  not set, adds the alert to the tenant's alert outbox once per destination (the chat webhook,
-  the CRM task), in the tenant's hash slot: any number of sync processes, on any machine,
-  queue one alert per account, campaign and day.
+- one Lua step (atomic: no other command runs between its parts) checks the marker
+  (`keys.seller_alert_sent_key`) and, only when it is not set, adds the alert to the tenant's
+  alert outbox once per destination (the chat webhook, the CRM task) and sets it, in the
+  tenant's hash slot: any number of sync processes, on any machine, queue one alert per
+  account, campaign and day.
 
 The alert is built before that step from the account record (name, tier, contact), the zone
 set of the version the page showed (the claim and its cited facts, sources through the URL gate)
@@ -84,9 +85,11 @@ _ACTIONS: dict[FoldKind, AlertAction] = {"views": "visit", "qr": "qr_scan", "cli
 
 # KEYS: 1 the day's marker, 2 the tenant's alert outbox. ARGV: 1 marker TTL s, 2 outbox TTL s,
 # 3 account id, 4 contact id ("" none), 5 the alert (JSON), 6.. the destinations. Returns 1 when
-# the alert was queued, 0 when the account was alerted for that day already.
+# the alert was queued, 0 when the account was alerted for that day already. The mark is set
+# last: a script is atomic but not rolled back, so an XADD that fails leaves no mark behind and
+# the next delivery of the event tries again.
 _QUEUE_LUA = """
-if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 for i = 6, #ARGV do
   if ARGV[4] == '' then
     redis.call('XADD', KEYS[2], '*', 'dest', ARGV[i], 'account', ARGV[3], 'alert', ARGV[5])
@@ -96,6 +99,7 @@ for i = 6, #ARGV do
   end
 end
 redis.call('EXPIRE', KEYS[2], ARGV[2])
+redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
 return 1
 """
 

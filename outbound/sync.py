@@ -61,7 +61,7 @@ from welcomemat.stream_handler import (
     StreamHandler,
     retry,
 )
-from welcomemat.streams import StreamConsumer
+from welcomemat.streams import REDIS_OUTAGE_ERRORS, StreamConsumer
 from welcomemat.streams import ensure_group as ensure_stream_group
 from welcomemat.zoneset import CitedFact
 
@@ -313,15 +313,7 @@ class Syncer(StreamHandler):
                     self._script, self.client, [e for _, e in tenant_folds], outbox=self.options.outbox
                 )
                 if self.alerts is not None:
-                    # Folded now or before (a consumer killed between fold and alert): the
-                    # producer's per-day marker keeps it to one alert. Never an erased subject's.
-                    self.alerts.produce(
-                        [
-                            e
-                            for (_, e), r in zip(tenant_folds, replies, strict=True)
-                            if isinstance(r, int) and r != -2
-                        ]
-                    )
+                    self._produce_alerts(tenant_folds, replies)
                 for (delivery, _), reply in zip(tenant_folds, replies, strict=True):
                     if isinstance(reply, str):
                         outcomes[delivery.entry_id] = retry(f"fold failed: {reply}")
@@ -334,6 +326,22 @@ class Syncer(StreamHandler):
                         self.stats.folded += 1
                     outcomes[delivery.entry_id] = ACK
         return [outcomes[delivery.entry_id] for delivery in batch]
+
+    def _produce_alerts(
+        self, folds: Sequence[tuple[Delivery, EventFold]], replies: Sequence[int | str]
+    ) -> None:
+        """Seller alerts for the batch's folded events: folded now or before (a consumer killed
+        between fold and alert), the producer's day mark keeps it to one; never an erased
+        subject's. A fault here costs alerts, never the fold: only a Redis outage retries the batch."""
+        assert self.alerts is not None
+        try:
+            self.alerts.produce(
+                [e for (_, e), r in zip(folds, replies, strict=True) if isinstance(r, int) and r != -2]
+            )
+        except REDIS_OUTAGE_ERRORS:
+            raise
+        except Exception as exc:
+            self._log(f"seller alerts of this batch not made: {type(exc).__name__}: {exc}")
 
     def dead_lettered(self, delivery: Delivery, reason: str, reply: Any) -> None:
         self.stats.dead.append(f"{delivery.stream.scope[0]} {delivery.entry_id}: {reason}")

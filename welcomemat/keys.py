@@ -416,8 +416,8 @@ def webhook_outbox_key(tenant: str) -> str:
 
 def seller_alert_sent_key(tenant: str, campaign: str, account_id: str, day: str) -> str:
     """Marker that a seller alert was queued for an account's engagement in a campaign on a day
-    (`YYYY-MM-DD`, UTC): SET NX by `welcomemat sync` in the same script that queues the alert, so
-    any number of sync processes send one alert per account, campaign and day.
+    (`YYYY-MM-DD`, UTC): checked and set by `welcomemat sync` in the one script that queues the
+    alert, so any number of sync processes send one alert per account, campaign and day.
 
     In the tenant's slot, with the alert outbox. TTL `SELLER_ALERT_SENT_TTL_S`.
     """

@@ -512,3 +512,36 @@ def test_a_new_next_step_republishes_no_page_and_the_next_alert_carries_it(
     sync(redis_client)
     alert = json.loads(outbox(redis_client)[0]["alert"])
     assert alert["next_step"] == "E-mail Joram the case study." and alert["next_step_url"] is None
+
+
+def test_a_record_that_does_not_decode_costs_its_own_alert_and_a_broken_outbox_never_the_fold(
+    redis_client: redis.Redis, published: ZoneSet
+) -> None:
+    redis_client.hset(keys.account_record_key(TENANT, TIER_1), "fact:broken", "{not json")
+    at = NOW - timedelta(hours=1)
+    emit(
+        redis_client,
+        [event(EventType.VIEW, TIER_1, at, n=1), event(EventType.VIEW, TIER_1_UNAPPROVED, at, n=2)],
+    )
+    producer = sync(redis_client)
+    assert producer.stats.not_built == 1 and producer.stats.queued == 1
+    assert {e["account"] for e in outbox(redis_client)} == {TIER_1_UNAPPROVED}
+
+    # The outbox key holding another type: no alert can be queued, every event is still folded.
+    redis_client.delete(keys.seller_alert_outbox_key(TENANT))
+    redis_client.set(keys.seller_alert_outbox_key(TENANT), "not a stream")
+    emit(redis_client, [event(EventType.QR_SCAN, "acct_00009", at, n=3)])  # tier 1, not alerted yet
+    lines: list[str] = []
+    syncer = Syncer(
+        redis_client,
+        SyncOptions(name="s2", tenants=(TENANT,), once=True, block_ms=50),
+        log=lines.append,
+        alerts=SellerAlertProducer(
+            redis_client, destinations=("slack",), public_url=PUBLIC_URL, clock=lambda: NOW, log=lines.append
+        ),
+    )
+    stats = syncer.run()
+    assert stats.folded == 1 and stats.dead_lettered == 0
+    assert any("seller alerts of this batch not made" in line for line in lines)
+    # No mark was left behind: once the outbox is back, the account's next event that day alerts.
+    assert not redis_client.exists(keys.seller_alert_sent_key(TENANT, CAMPAIGN, "acct_00009", "2026-11-30"))

@@ -145,7 +145,9 @@ class AlertSender(OutboxSender):
             if config is not None:
                 breaker = CircuitBreaker(config.failure_threshold, config.reset_after_s)
                 caller = receiver_caller(config, breaker, sleep=sleep, rng=rng)
-                self._destinations[dest] = _Receiver(config.url, breaker, caller)
+                # The chat URL as the gate normalised it (checked by AlertChannel); the CRM URL as given.
+                url = webhook_href(config.url) if dest == "slack" else config.url
+                self._destinations[dest] = _Receiver(url or config.url, breaker, caller)
         timeout = max((c.timeout_s for c in (channel, crm) if c is not None), default=10.0)
         self._http = http or httpx.Client(timeout=timeout, follow_redirects=False)
         options = ConsumerOptions(

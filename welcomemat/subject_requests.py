@@ -273,6 +273,11 @@ def export_subject(client: redis.Redis, subject: Subject, *, auditor: Auditor) -
         {"id": entry_id, **fields}
         for entry_id, fields in _stream_fields(client, keys.events_dead_letter_key(tenant), account, contact)
     ]
+    data["seller_alerts"] = [
+        {"id": entry_id, **fields}
+        for key in (keys.seller_alert_outbox_key(tenant), keys.seller_alert_dead_letter_key(tenant))
+        for entry_id, fields in _stream_fields(client, key, account, contact)
+    ]
     marks = {name: _read_mark(client, tenant, name) for name in _mark_fields(subject)}
     data["erasure"] = {
         name.partition(":")[0]: mark.model_dump(mode="json", exclude={"contacts"})

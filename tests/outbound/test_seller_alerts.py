@@ -43,7 +43,7 @@ from welcomemat.errors import ConfigError
 from welcomemat.review import decide
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
-from welcomemat.subject_requests import Subject, erase
+from welcomemat.subject_requests import Subject, erase, export_subject
 from welcomemat.zone_contract import load_zone_contracts
 from welcomemat.zoneset import Rung, ZoneSet
 
@@ -484,6 +484,8 @@ def test_erasing_a_person_or_an_account_removes_their_alerts_and_marks(
     sync(redis_client)
     assert len(outbox(redis_client)) == 4
     auditor = Auditor("test", Via.CLI, lambda: NOW)
+    exported = export_subject(redis_client, Subject(TENANT, TIER_1, "c_joram"), auditor=auditor)
+    assert [json.loads(a["alert"])["contact"]["name"] for a in exported["seller_alerts"]] == ["Joram"] * 2
     erase(redis_client, Subject(TENANT, TIER_1, "c_joram"), auditor=auditor, reason="asked")
     assert [e["account"] for e in outbox(redis_client)] == [TIER_1_UNAPPROVED] * 2
     assert "Joram" not in json.dumps(outbox(redis_client))

@@ -53,8 +53,9 @@ TENANT = "acme"
 # -- sync ------------------------------------------------------------------------------------------
 
 
-def write_events(client: redis.Redis, count: int, accounts: int) -> None:
-    writer = EventWriter(
+def event_writer(client: redis.Redis, count: int) -> EventWriter:
+    """The renderer's event writer, sized for `count` events, flushed by hand."""
+    return EventWriter(
         client,
         RendererMetrics(),
         queue_max=count + 1,
@@ -63,6 +64,10 @@ def write_events(client: redis.Redis, count: int, accounts: int) -> None:
         stream_maxlen=count * 2,
         autostart=False,
     )
+
+
+def write_events(client: redis.Redis, count: int, accounts: int) -> None:
+    writer = event_writer(client, count)
     kinds = (EventType.VIEW, EventType.VIEW, EventType.CLICK, EventType.QR_SCAN)
     for n in range(count):
         kind = kinds[n % 4]
@@ -196,15 +201,7 @@ def bench_alerts(events: int, accounts: int, repeat: int) -> None:
             provider=OfflineComposer(),
             now=now,
         ).run(path)
-        writer = EventWriter(
-            client,
-            RendererMetrics(),
-            queue_max=events + 1,
-            batch_max=1000,
-            flush_interval_s=0.01,
-            stream_maxlen=events * 2,
-            autostart=False,
-        )
+        writer = event_writer(client, events)
         kinds = (EventType.VIEW, EventType.VIEW, EventType.CLICK, EventType.QR_SCAN)
         start_ms = int(now.timestamp() * 1000) - events  # one event a millisecond, up to now
 

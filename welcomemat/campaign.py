@@ -35,7 +35,7 @@ from welcomemat.experiments import Experiment
 from welcomemat.ids import OpaqueId
 from welcomemat.openers import refuse_opener_overrides
 from welcomemat.patterns import pattern_problems, unknown_fact_type_problem
-from welcomemat.urlgate import LinkAllowlist, browser_view, gate_link
+from welcomemat.urlgate import LOOPBACK_HOSTS, LinkAllowlist, browser_view, gate_link
 from welcomemat.voice import MAX_VOICE_EXAMPLES, MIN_VOICE_EXAMPLES, VoiceProfile, examples_sha256
 from welcomemat.yamlfile import FieldProblem, FieldProblems, check_yaml_model, valid_fields
 from welcomemat.zone_contract import ZoneContract
@@ -52,6 +52,7 @@ __all__ = [
     "QaThresholds",
     "RiskTier",
     "SegmentCopy",
+    "SellerAlerts",
     "ZoneCopy",
     "check_campaign",
     "is_snippet_origin",
@@ -208,6 +209,31 @@ class ApprovalPolicy(BaseModel):
     )
 
 
+class SellerAlerts(BaseModel):
+    """Tell the account's seller when an account of a named tier engages (`welcomemat sync`)."""
+
+    model_config = _STRICT
+    next_step: str = Field(
+        min_length=1,
+        max_length=300,
+        description="What the seller should do next, in plain words; every alert of the campaign ends "
+        "with it.",
+        examples=["Call within 24 hours and offer the ramp review; mention the line they saw."],
+    )
+    next_step_url: str | None = Field(
+        default=None,
+        description="A link for that step (a booking page, a playbook): https, its host on `link_allowlist`.",
+        examples=["https://www.acmerevenue.example/playbooks/ramp-review"],
+    )
+    tiers: tuple[int, ...] = Field(
+        default=(1,),
+        min_length=1,
+        description="Account tiers whose visits, QR scans and CTA clicks alert the seller, once per account "
+        "and day (UTC).",
+        examples=[[1]],
+    )
+
+
 class QaThresholds(BaseModel):
     """Population QA verdict thresholds (fractions of published accounts)."""
 
@@ -236,11 +262,6 @@ class QaThresholds(BaseModel):
     )
 
 
-# Hosts whose http:// origins a campaign may list, for local development and tests: traffic
-# to them never leaves the machine, so plain http exposes nothing.
-_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
-
-
 def is_snippet_origin(origin: str) -> bool:
     """An origin a campaign may list in `snippet_origins`: `https://host[:port]` with no
     path, query, fragment or userinfo; `http://` only for a loopback host."""
@@ -251,7 +272,7 @@ def is_snippet_origin(origin: str) -> bool:
     bare = origin.strip().rstrip("/")
     if bare.count("/") != 2 or any(c in bare for c in "?#@\\") or not host:
         return False
-    return scheme == "https" or (scheme == "http" and host in _LOOPBACK_HOSTS)
+    return scheme == "https" or (scheme == "http" and host in LOOPBACK_HOSTS)
 
 
 class Campaign(BaseModel):
@@ -394,6 +415,12 @@ class Campaign(BaseModel):
         description="Which accounts a person approves or reads: see `ApprovalPolicy`.",
         examples=[{"review_tiers": [1], "sample_rate": 0.02}],
     )
+    seller_alerts: SellerAlerts | None = Field(
+        default=None,
+        description="Alerts to the seller when a tier-1 account engages (see `SellerAlerts`); the channel "
+        "is the deployment's (`WELCOMEMAT_ALERT_WEBHOOK_URL`, the CRM webhook). Unset: no alerts.",
+        examples=[{"next_step": "Call within 24 hours and offer the ramp review.", "tiers": [1]}],
+    )
     qa: QaThresholds = Field(
         default=QaThresholds(),
         description="The population QA verdict's thresholds: see `QaThresholds`.",
@@ -487,7 +514,8 @@ class Campaign(BaseModel):
         """Across fields, and against the zone contracts when they are given (`validate`, `precompute`):
 
         - every `link_allowlist` entry is a plain host name;
-        - `site_base_url` and every CTA `href` pass the link gate: https, host on `link_allowlist`;
+        - `site_base_url`, every CTA `href` and `seller_alerts.next_step_url` pass the link gate: https,
+          host on `link_allowlist`;
         - every `snippet_origins` entry is an https origin (http only for a loopback host);
         - CTA ids are unique, and so are proof ids;
         - `default_copy` and every segment have copy for every zone a page shows, and a copy's `cta` is
@@ -533,6 +561,17 @@ class Campaign(BaseModel):
                 if not is_snippet_origin(origin)
             ]
         cta_ids = self._check_ctas(allowlist, out) if "ctas" in usable else None
+        alerts = self.seller_alerts if "seller_alerts" in usable else None
+        if allowlist is not None and alerts is not None and alerts.next_step_url is not None:
+            step = gate_link(alerts.next_step_url, allowlist)
+            if not step.allowed:
+                out.append(
+                    FieldProblem(
+                        ("seller_alerts", "next_step_url"),
+                        f"next_step_url {alerts.next_step_url!r} is refused ({step.reason}); "
+                        "it must be https and on the campaign's link_allowlist",
+                    )
+                )
         if "proof_library" in usable:
             seen: set[str] = set()
             for i, item in enumerate(self.proof_library):

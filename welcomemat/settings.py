@@ -150,6 +150,13 @@ SETTINGS: tuple[Setting, ...] = (
         "HMAC-SHA256 key of the webhook's `X-Welcomemat-Signature`, at least 32 characters; required "
         "with `WELCOMEMAT_CRM_WEBHOOK_URL`.",
     ),
+    Setting(
+        "WELCOMEMAT_ALERT_WEBHOOK_URL",
+        None,
+        "A Slack-compatible incoming webhook (`https://`; `http://` only to a loopback host) where "
+        "`welcomemat sync` posts each seller alert of a campaign with `seller_alerts`. It is a "
+        "credential: only its host is ever printed. Unset: alerts go to the CRM webhook only.",
+    ),
 )
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -279,6 +286,7 @@ class Settings:
     frame_ancestors: str = "'none'"
     crm_webhook_url: str | None = None
     crm_webhook_secret: str | None = None
+    alert_webhook_url: str | None = None
     crm_token: str | None = None
     operator: str | None = None
     # each WELCOMEMAT_ADMIN_TOKENS entry: the operator's (no tenant) or scoped to one tenant
@@ -342,6 +350,7 @@ class Settings:
             "frame_ancestors": _frame_ancestors(get("WELCOMEMAT_FRAME_ANCESTORS")),
             "crm_webhook_url": get("WELCOMEMAT_CRM_WEBHOOK_URL"),
             "crm_webhook_secret": get("WELCOMEMAT_CRM_WEBHOOK_SECRET"),
+            "alert_webhook_url": get("WELCOMEMAT_ALERT_WEBHOOK_URL"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

@@ -1,0 +1,41 @@
+"""The Redis Cluster the tests in this folder run against, one per session.
+
+Three masters and three replicas of Debian's `redis-server` on free loopback ports, joined
+with `redis-cli --cluster create` (`tests/cluster/local_cluster.py`). Missing programs fail
+these tests, naming `scripts/install-test-deps.sh`: CI installs them, so a skip would only
+hide that nothing ran.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from tests.cluster.local_cluster import INSTALL_HINT, LocalCluster
+from welcomemat.redis_client import redis_from_url
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
+        pytest.fail(INSTALL_HINT, pytrace=False)
+    cluster = LocalCluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def cluster_client(redis_cluster: LocalCluster) -> Iterator[redis.Redis]:
+    """A cluster client (bytes replies) through `REDIS_URL`'s cluster form, every master emptied."""
+    client = redis_from_url(redis_cluster.url, connect_timeout_s=2.0, socket_timeout_s=5.0)
+    client.flushdb()
+    try:
+        yield client
+    finally:
+        client.close()

@@ -23,7 +23,7 @@ from typing import Literal, TypeVar
 import anyio
 import anyio.to_thread
 import redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import StoredValueError, StoreError
@@ -102,7 +102,7 @@ class RedisGuard:
         except StoredValueError:
             self.breaker.record_success()
             raise
-        except (RedisError, StoreError, OSError) as exc:
+        except (RedisError, RedisClusterException, StoreError, OSError) as exc:
             self.breaker.record_failure()
             self._on_fault(op, "error")
             raise RedisUnavailable(op, "error", str(exc)) from exc

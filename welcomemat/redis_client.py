@@ -28,9 +28,11 @@ import redis
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.commands.core import Script
+from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
 from redis.retry import Retry
 
 __all__ = [
+    "CLUSTER_OUTAGE_ERRORS",
     "CLUSTER_SCHEMES",
     "URL_SCHEMES",
     "ClusterUrl",
@@ -40,6 +42,14 @@ __all__ = [
     "run_script",
 ]
 
+#: What a failover looks like from a cluster client while no node serves a slot yet (once its
+#: own retries are spent): the cluster says it is down or to try again, or the client has no
+#: node for the slot (`SlotNotCoveredError` is not a `RedisError`). Waited out like an outage.
+CLUSTER_OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
+    ClusterDownError,
+    TryAgainError,
+    SlotNotCoveredError,
+)
 #: Cluster URL scheme -> the scheme of one node's URL.
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 #: Every scheme `REDIS_URL` may start with.

@@ -19,7 +19,8 @@ script or multi-key command touches under one hash tag, hence in one Cluster slo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -28,7 +29,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.commands.core import Script
-from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
+from redis.exceptions import ClusterDownError, RedisClusterException, SlotNotCoveredError, TryAgainError
 from redis.retry import Retry
 
 __all__ = [
@@ -120,9 +121,66 @@ def redis_from_url(
     if not is_cluster_url(url):
         return redis.Redis.from_url(url, **options)
     parsed = parse_cluster_url(url)
-    startup = [ClusterNode(host, port) for host, port in parsed.other_nodes]  # type: ignore[no-untyped-call]
-    cluster = RedisCluster.from_url(parsed.first_node_url, startup_nodes=startup, **options)
+
+    def connect() -> RedisCluster:
+        startup = [ClusterNode(host, port) for host, port in parsed.other_nodes]  # type: ignore[no-untyped-call]
+        return RedisCluster.from_url(parsed.first_node_url, startup_nodes=startup, **options)
+
+    try:
+        cluster: object = connect()
+    except RedisClusterException:
+        # No startup node answers: a cluster client cannot exist before one does. The process
+        # starts anyway (a renderer serves the fallback, a worker waits) as with one server.
+        cluster = _ClusterOnFirstUse(connect, options)
     return cast(redis.Redis, cluster)
+
+
+class _ClusterOnFirstUse:
+    """A Redis Cluster client made at its first use once a node answers.
+
+    Until then every command raises `redis.ConnectionError` (an outage, which every caller
+    already handles), while what callers ask of a client when they are built (its options, its
+    encoder, for `register_script`) is answered without the cluster.
+    """
+
+    def __init__(self, connect: Callable[[], RedisCluster], options: dict[str, Any]) -> None:
+        self._connect = connect
+        self._options = options
+        self._client: RedisCluster | None = None
+        self._lock = threading.Lock()
+
+    def _cluster(self) -> RedisCluster:
+        with self._lock:
+            if self._client is None:
+                try:
+                    self._client = self._connect()
+                except RedisClusterException as exc:
+                    raise redis.ConnectionError(str(exc)) from exc
+            return self._client
+
+    def get_connection_kwargs(self) -> dict[str, Any]:
+        return dict(self._options)
+
+    def get_encoder(self) -> Any:
+        # A client that has not connected (none does before its first command) has the encoder.
+        return redis.Redis(decode_responses=self._options["decode_responses"]).get_encoder()
+
+    def register_script(self, script: str) -> Script:
+        return Script(self, script)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is not None:
+            return getattr(self._client, name)
+
+        # A method taken now may be called later (`guard.call("ping", client.ping)`): connect then.
+        def deferred(*args: Any, **kwargs: Any) -> Any:
+            return getattr(self._cluster(), name)(*args, **kwargs)
+
+        return deferred
 
 
 def run_script(target: Any, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:

@@ -60,15 +60,20 @@ class LocalCluster:
         """The `REDIS_URL` of the cluster: every node as a startup node."""
         return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
 
+    def allocate(self) -> None:
+        """Choose the nodes' ports and folders (and so `url`) without starting anything."""
+        for index in range(2 * MASTERS):
+            home = self.home / f"node{index}"
+            home.mkdir(parents=True)
+            self.nodes.append(Node(_free_port(), _free_port(), home))
+
     def start(self) -> None:
         for binary in ("redis-server", "redis-cli"):
             if shutil.which(binary) is None:
                 raise RuntimeError(f"{binary} not found: {INSTALL_HINT}")
-        for index in range(2 * MASTERS):
-            home = self.home / f"node{index}"
-            home.mkdir(parents=True)
-            node = Node(_free_port(), _free_port(), home)
-            self.nodes.append(node)
+        if not self.nodes:
+            self.allocate()
+        for node in self.nodes:
             self._launch(node)
         for node in self.nodes:
             self._wait_answers(node)

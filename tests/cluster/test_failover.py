@@ -31,7 +31,16 @@ from tests.precompute.test_worker import (
     run_hash,
     start_worker,
 )
-from tests.server.conftest import BASE_URL, link_token, renderer_app, renderer_settings
+from tests.server.conftest import (
+    BASE_URL,
+    example_inputs,
+    link_token,
+    make_zone_set,
+    publish_config,
+    renderer_app,
+    renderer_settings,
+    tuning_for_tests,
+)
 from welcomemat import keys
 from welcomemat.records import iter_account_records
 from welcomemat.redis_client import redis_from_url
@@ -40,6 +49,7 @@ from welcomemat.zoneset import ZoneSetStatus
 
 ACCOUNTS = 300
 PROMOTION_TIMEOUT_S = 30.0
+PERSONAL_TEXT = "Congrats on the Series A, Dymaxa"
 
 
 def _rung(page: str) -> str:
@@ -50,9 +60,10 @@ def _rung(page: str) -> str:
 
 @pytest.fixture
 def own_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    """A cluster of the test's own, its ports chosen, not started yet."""
     cluster = LocalCluster(tmp_path / "cluster")
+    cluster.allocate()
     try:
-        cluster.start()
         yield cluster
     finally:
         cluster.close()
@@ -61,6 +72,7 @@ def own_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
 def test_a_master_killed_mid_run_loses_nothing_and_pages_never_fail(
     own_cluster: LocalCluster, tmp_path: Path
 ) -> None:
+    own_cluster.start()
     client = redis_from_url(own_cluster.url, connect_timeout_s=2.0, socket_timeout_s=5.0)
     env = cluster_env(own_cluster, tmp_path)
     run_id = enqueue(make_accounts(tmp_path / "accounts.jsonl", ACCOUNTS), env)["run_id"]
@@ -137,3 +149,32 @@ def test_a_master_killed_mid_run_loses_nothing_and_pages_never_fail(
     records = {r.account_id: r for r in iter_account_records(client, TENANT)}
     folded = {a: records[a].engagement[CAMPAIGN].views for a in views}
     assert folded == views, "every page view folded once"
+
+
+def test_a_renderer_started_before_its_cluster_serves_the_plain_page_then_the_personal_one(
+    own_cluster: LocalCluster,
+) -> None:
+    """No node answers when the renderer starts: it starts anyway and answers 200 (the plain
+    page) and readiness 503, as with one server down; once the cluster is up and the campaign
+    published, the same renderer serves the personal page."""
+    tuning = tuning_for_tests(breaker_reset_s=0.3, watcher_backoff_max_s=0.5, campaign_index_ttl_s=0.2)
+    app = renderer_app(
+        renderer_settings(), redis_client=renderer_redis_client(own_cluster.url), tuning=tuning
+    )
+    params = {"wm": link_token()}
+    with TestClient(app, base_url=BASE_URL, client=("198.51.100.9", 40000)) as http:
+        down = http.get(f"/c/{CAMPAIGN}", params=params)
+        assert down.status_code == 200 and 'data-wm-rung="personal"' not in down.text
+        assert http.get("/readyz").status_code == 503
+
+        own_cluster.start()
+        writer = redis_from_url(own_cluster.url, connect_timeout_s=2.0, socket_timeout_s=5.0)
+        campaign, zone_contracts = example_inputs()
+        publish_config(writer, campaign, zone_contracts)
+        ZoneSetStore(writer).publish(make_zone_set(texts={"hero_headline": PERSONAL_TEXT}))
+        deadline = time.monotonic() + 20
+        while PERSONAL_TEXT not in (page := http.get(f"/c/{CAMPAIGN}", params=params)).text:
+            assert page.status_code == 200
+            assert time.monotonic() < deadline, "the renderer never reached the cluster"
+            time.sleep(0.1)
+        assert http.get("/readyz").status_code == 200

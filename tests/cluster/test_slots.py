@@ -60,7 +60,7 @@ def test_every_builder_is_in_a_group() -> None:
     assert keys.events_stream_key in TENANT_BUILDERS and keys.erasures_key in TENANT_BUILDERS
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(tenant=_ID, campaign=_ID, account_id=_ID, run_id=_ID, event_id=_ID)
 def test_a_campaigns_keys_share_one_slot_and_a_tenants_keys_another(
     tenant: str, campaign: str, account_id: str, run_id: str, event_id: str

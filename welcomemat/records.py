@@ -48,6 +48,7 @@ from welcomemat.accounts import Account
 from welcomemat.erasure import account_field, contact_field
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
+from welcomemat.redis_client import run_script
 from welcomemat.replies import reply_text
 from welcomemat.zoneset import CitedFact, Rung, ZoneSet
 
@@ -435,7 +436,8 @@ def mark_crm_delivered(
     client: redis.Redis | redis.client.Pipeline, tenant: str, account_id: str, revision: int
 ) -> None:
     """Record that the CRM received the account's record at `revision` (only ever raised)."""
-    client.eval(_MARK_DELIVERED_LUA, 1, keys.account_record_key(tenant, account_id), revision)
+    script = client.register_script(_MARK_DELIVERED_LUA)
+    run_script(client, script, [keys.account_record_key(tenant, account_id)], [revision])
 
 
 # -- erasing a person (welcomemat.subject_requests) ------------------------------------------------

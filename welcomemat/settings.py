@@ -25,6 +25,7 @@ from welcomemat.credentials import (
     parse_crm_tokens,
 )
 from welcomemat.errors import ConfigError
+from welcomemat.redis_client import URL_SCHEMES, is_cluster_url, parse_cluster_url
 
 __all__ = [
     "BEARER_TOKEN_SETTINGS",
@@ -60,8 +61,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "REDIS_URL",
         None,
-        "Redis/Valkey 7+ URL (`redis://`, `rediss://`, `unix://`). Unset: an embedded Redis "
-        "started under `WELCOMEMAT_HOME`.",
+        "Redis/Valkey 7+ URL: one server (`redis://`, `rediss://`, `unix://`) or a Redis Cluster "
+        "(`redis+cluster://host:port[,host:port...]`, `rediss+cluster://` with TLS; each a startup "
+        "node). Unset: an embedded Redis started under `WELCOMEMAT_HOME`.",
     ),
     Setting(
         "WELCOMEMAT_HOME",
@@ -209,6 +211,20 @@ def _check_bearer_token(name: str, value: str | None) -> None:
         )
 
 
+def _check_redis_url(url: str) -> None:
+    schemes = ", ".join(f"{s}://" for s in URL_SCHEMES)
+    if not url.startswith(tuple(f"{s}://" for s in URL_SCHEMES)):
+        # The scheme only: a URL may carry a password.
+        raise ConfigError(f"REDIS_URL must start with one of {schemes} (it starts {url.split(':')[0]!r})")
+    if is_cluster_url(url):
+        try:
+            parse_cluster_url(url)
+        except ValueError as exc:
+            raise ConfigError(
+                f"REDIS_URL: {exc} (a cluster: redis+cluster://[user:password@]host:port[,host:port...])"
+            ) from None
+
+
 def _public_url(value: str) -> str:
     parsed = urlsplit(value)
     if (
@@ -328,8 +344,8 @@ class Settings:
                 f"WELCOMEMAT_LOG_LEVEL is {log_level!r}; expected one of {', '.join(_LOG_LEVELS)}"
             )
         redis_url = get("REDIS_URL")
-        if redis_url is not None and not redis_url.startswith(("redis://", "rediss://", "unix://")):
-            raise ConfigError(f"REDIS_URL {redis_url!r} must start with redis://, rediss:// or unix://")
+        if redis_url is not None:
+            _check_redis_url(redis_url)
         public_url = _public_url(get("WELCOMEMAT_PUBLIC_URL") or _DEFAULT_PUBLIC_URL)
         values: dict[str, object] = {
             "redis_url": redis_url,

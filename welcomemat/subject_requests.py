@@ -395,11 +395,12 @@ def _erase_in_campaign(client: redis.Redis, subject: Subject, campaign: str, rep
         if dropped:
             pipe.set(report_key, rewritten, keepttl=True)
             report.removed["run report failures"] += dropped
-    change = ZoneSetChange(tenant=tenant, campaign=campaign, account_id=account, version=0)
-    pipe.publish(keys.changes_channel(tenant, campaign), change.model_dump_json())
-    replies = pipe.execute()
+    replies = pipe.execute() if len(pipe) else []
     for kind, reply in zip(kinds, replies, strict=False):
         report.removed[kind] += int(reply)
+    # After the transaction: PUBLISH names no key, so a Redis Cluster refuses it inside one.
+    change = ZoneSetChange(tenant=tenant, campaign=campaign, account_id=account, version=0)
+    client.publish(keys.changes_channel(tenant, campaign), change.model_dump_json())
 
 
 def _conversions(client: redis.Redis, tenant: str, campaign: str) -> Iterator[Any]:

@@ -57,9 +57,11 @@ import redis
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign_view import CampaignView, ResolvedZone, load_campaign_view
 from welcomemat.errors import InputError, StoredValueError, WelcomematError
+from welcomemat.markup_scan import find_template_marker
 from welcomemat.published import PUBLISHED_BATCH, published_batch
 from welcomemat.records import AccountRecord, ContactProfile, iter_account_records
 from welcomemat.store import ZoneSetStore
+from welcomemat.surfaces import Surface
 from welcomemat.urlgate import source_href
 from welcomemat.zone_resolution import Variant, best_rung, choose_variant, resolve_zones
 from welcomemat.zones_payload import public_zone
@@ -78,7 +80,6 @@ __all__ = [
     "column_name",
     "export_columns",
     "export_rows",
-    "find_template_marker",
     "run_export",
     "spreadsheet_safe",
     "write_export",
@@ -103,10 +104,6 @@ TAIL_COLUMNS = ("fact", "fact_url", "fact_date", "page_url")
 # A spreadsheet reads a cell starting with one of these as a formula (or strips it first).
 SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 # Accounts whose zone sets and records are handled per round trip.
-# What a sequencer, a template engine or a composer slot looks like when left unfilled.
-_TEMPLATE_MARKER = re.compile(
-    r"\{\{|\}\}|\{%|%\}|\{#|#\}|\[\[|\]\]|\$\{|%[A-Z][A-Z_]{3,}%|\{[A-Za-z_][A-Za-z0-9_]*\}"
-)
 _NOT_COLUMN_CHARS = re.compile(r"[^a-z0-9_]")
 
 # (account id, contact id) -> the contact's signed page URL.
@@ -152,12 +149,6 @@ def export_columns(view: CampaignView) -> tuple[tuple[str, ...], dict[str, tuple
             "rename the zone"
         )
     return tuple(header), zone_columns
-
-
-def find_template_marker(text: str) -> str | None:
-    """The first unfilled-template marker in `text`, or None."""
-    match = _TEMPLATE_MARKER.search(text)
-    return match.group(0) if match else None
 
 
 def spreadsheet_safe(cell: str) -> str:
@@ -236,7 +227,7 @@ class _RowBuilder:
         account_id = zone_set.account_id
         arm = assign_arm(view.tenant, view.campaign_id, account_id, view.campaign.holdout_fraction)
         variant = choose_variant(arm, zone_set, self.now)
-        zones = resolve_zones(view, self.zone_ids, variant)
+        zones = resolve_zones(view, self.zone_ids, variant, Surface.EMAIL)
         by_id = {z.zone_id: z for z in zones}
         rung = best_rung(zones)
         shared: dict[str, str] = {

@@ -48,6 +48,7 @@ from welcomemat.erasure import account_field, contact_field
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.replies import reply_text
+from welcomemat.surfaces import Surface
 from welcomemat.zoneset import CitedFact, Rung, ZoneSet
 
 __all__ = [
@@ -88,6 +89,13 @@ class ShownFact(BaseModel):
     statement: str
     source_url: str
     published_at: date
+    # The channels the fact may reach (`welcomemat.surfaces`): the seller's copy of the
+    # record (the CRM webhook) carries only facts allowed on `seller`. Written before
+    # surfaces were recorded: web only.
+    surfaces: tuple[Surface, ...] = (Surface.WEB,)
+
+    def allows(self, surface: Surface) -> bool:
+        return surface in self.surfaces
 
 
 class ContactProfile(BaseModel):
@@ -204,6 +212,7 @@ def write_profile(
                 statement=fact.statement,
                 source_url=cited.source_url,
                 published_at=cited.published_at,
+                surfaces=cited.surfaces,
             )
             mapping[f"fact:{fact.id}"] = shown.model_dump_json()
     pipe.hset(key, mapping=mapping)  # type: ignore[arg-type]

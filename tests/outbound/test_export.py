@@ -24,7 +24,6 @@ from outbound.export import (
     NONE_VALUE,
     ExportError,
     export_rows,
-    find_template_marker,
     spreadsheet_safe,
     write_export,
 )
@@ -48,6 +47,7 @@ from tests.server.conftest import (
 from welcomemat.accounts import Account
 from welcomemat.campaign_view import load_campaign_view
 from welcomemat.links import signed_url
+from welcomemat.markup_scan import find_template_marker
 from welcomemat.records import iter_account_records, write_profile
 from welcomemat.store import ZoneSetStore
 from welcomemat.zoneset import ZoneSetStatus

@@ -1,17 +1,20 @@
-"""Whether draft text holds a link, markup or script: the scan behind the `no_markup_or_links` check.
+"""Whether text holds a link, markup, script or template syntax: the one scanner for plain text.
 
-Why a module of its own: zone text is plain text (DESIGN.md, invariant 1), and a model, a
-pasted research snippet or an attacker's payload hides a link or a tag in many spellings
-(schemes, bare domains, entities, event handlers, markdown). Finding the first of them is
-most of the check; the check itself (`precompute.checks`) turns it into a failure. The
-patterns are compiled at import and each runs only on text with a character it needs.
+Why a module of its own: zone text, fact statements and export cells are plain text
+(DESIGN.md, invariant 1), and a model, a pasted research snippet or an attacker's payload
+hides a link or a tag in many spellings (schemes, bare domains, entities, event handlers,
+markdown), or template syntax a sequencer or template engine would run (`{{7*7}}`). Three
+callers turn a finding into their own refusal: the `no_markup_or_links` check on drafts
+(`precompute.checks`), the trust policy on fact statements (`precompute.trust`) and the
+export's cell choke point (`outbound.export`). The patterns are compiled at import and
+each runs only on text with a character it needs.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["find_markup"]
+__all__ = ["find_markup", "find_template_marker"]
 
 # Links: schemes a browser or mail client acts on (on lowercased text), "://" anywhere,
 # and bare domains (`_domain_at`).
@@ -40,6 +43,14 @@ _MARKDOWN_RE = re.compile(
     """,
     re.MULTILINE | re.VERBOSE,
 )
+# What a sequencer (Liquid `{{ }}` / `{% %}`, lemlist/Smartlead `{{ }}`, Outreach `{{ }}`),
+# a template engine (Jinja `{# #}`, ERB/ASP `<% %>`, JS/shell `${ }`, `[[ ]]`) or a composer
+# slot (`{round}`, `%FIRST_NAME%`) looks like, filled or not: text holding one would be run
+# or shown raw by whatever renders it next.
+_TEMPLATE_MARKER_RE = re.compile(
+    r"\{\{|\}\}|\{%|%\}|\{#|#\}|<%|%>|\[\[|\]\]|\$\{|%[A-Z][A-Z_]{3,}%|\{[A-Za-z_][A-Za-z0-9_]*\}"
+)
+_TEMPLATE_CHARS = frozenset("{}%[]$")
 # A pattern can only match if the text has one of these characters: most drafts skip it.
 _HTML_CHARS = frozenset("<&=\\")
 _MARKDOWN_CHARS = frozenset("[*_`~#")
@@ -89,3 +100,11 @@ def _domain_at(text: str) -> int:
             return i - 1
         i = text.find(".", i + 1)
     return -1
+
+
+def find_template_marker(text: str) -> str | None:
+    """The first template marker in `text` (`{{`, `{%`, `${`, `<%`, `[[`, `{slot}` ...), or None."""
+    if _TEMPLATE_CHARS.isdisjoint(text):
+        return None
+    match = _TEMPLATE_MARKER_RE.search(text)
+    return match.group(0) if match else None

@@ -18,27 +18,23 @@ from starlette.testclient import TestClient
 from outbound.export import export_rows
 from outbound.sync import Syncer, SyncOptions
 from outbound.webhook import crm_change
-from precompute.policy import build_policy
-from precompute.providers.offline import OfflineComposer
-from precompute.run import PrecomputeRun
+from precompute.explain import format_explain
 from server.events import EngagementEvent, EventType
-from tests.example_accounts import write_example_accounts
+from tests.example_accounts import precompute_offline, write_example_accounts
 from tests.outbound.sync_helpers import emit
+from tests.outbound.test_export import link_for
 from tests.server.conftest import (
     BASE_URL,
     CAMPAIGN,
-    PUBLIC_URL,
     TENANT,
-    example_inputs,
     renderer_app,
     renderer_settings,
-    signer,
 )
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign_view import load_campaign_view
-from welcomemat.links import signed_url
 from welcomemat.published import iter_published
 from welcomemat.records import read_account_record
+from welcomemat.review import show
 from welcomemat.surfaces import Surface, allowed_surfaces
 from welcomemat.zone_resolution import choose_variant, resolve_zones
 from welcomemat.zoneset import Rung, ZoneSet
@@ -48,16 +44,7 @@ ZONES = ("hero_headline", "hero_support", "proof", "cta", "continuation_headline
 
 
 def link(account_id: str, contact_id: str = "c_0") -> str:
-    return signed_url(
-        signer(),
-        PUBLIC_URL,
-        tenant=TENANT,
-        campaign=CAMPAIGN,
-        account=account_id,
-        contact=contact_id,
-        qr=False,
-        ttl_s=3600,
-    )
+    return link_for(account_id, contact_id)
 
 
 def precompute_with_surfaces(client: redis.Redis, tmp_path: Path, surfaces: list[str]) -> list[ZoneSet]:
@@ -71,14 +58,7 @@ def precompute_with_surfaces(client: redis.Redis, tmp_path: Path, surfaces: list
         lines.append(json.dumps(account))
     path = tmp_path / "accounts.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    campaign, zones = example_inputs()
-    PrecomputeRun(
-        client=client,
-        campaign=campaign,
-        zones=zones,
-        policy=build_policy(campaign, None),
-        provider=OfflineComposer(),
-    ).run(path)
+    precompute_offline(client, path)
     return list(iter_published(client, TENANT, CAMPAIGN))
 
 
@@ -187,6 +167,17 @@ def test_a_fact_allowed_only_with_the_web_on_one_channel_reaches_that_channel_on
         assert reaches(print_[account_id], texts) is (only is Surface.PRINT)
         if only is not Surface.PRINT:
             assert all(r for r in print_[account_id].values())  # the print fallback, never nothing
+
+    # `explain` says, per zone, where its text may go.
+    account_id = next(iter(personal))
+    record = show(redis_client, TENANT, CAMPAIGN, account_id)
+    assert record is not None
+    cited = [z for z in record["zones"] if z["facts"]]
+    assert cited and all(
+        z["surfaces"] == ["web", only.value] if only is not Surface.WEB else z["surfaces"] == ["web"]
+        for z in cited
+    )
+    assert f"shown on {', '.join(cited[0]['surfaces'])}" in format_explain(record)
 
 
 def test_a_fact_not_allowed_on_the_web_never_reaches_a_page(

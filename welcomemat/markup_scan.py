@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["find_markup", "find_template_marker"]
+__all__ = ["find_active_markup", "find_markup", "find_template_marker"]
 
 # Links: schemes a browser or mail client acts on (on lowercased text), "://" anywhere,
 # and bare domains (`_domain_at`).
@@ -44,13 +44,14 @@ _MARKDOWN_RE = re.compile(
     re.MULTILINE | re.VERBOSE,
 )
 # What a sequencer (Liquid `{{ }}` / `{% %}`, lemlist/Smartlead `{{ }}`, Outreach `{{ }}`),
-# a template engine (Jinja `{# #}`, ERB/ASP `<% %>`, JS/shell `${ }`, `[[ ]]`) or a composer
+# a template engine (Jinja `{# #}`, ERB/ASP `<% %>`, JS/shell `${ }`, Ruby `#{ }`, Thymeleaf
+# `*{ }` `@{ }` `~{ }`, `[[ ]]`) or a composer
 # slot (`{round}`, `%FIRST_NAME%`) looks like, filled or not: text holding one would be run
 # or shown raw by whatever renders it next.
 _TEMPLATE_MARKER_RE = re.compile(
-    r"\{\{|\}\}|\{%|%\}|\{#|#\}|<%|%>|\[\[|\]\]|\$\{|%[A-Z][A-Z_]{3,}%|\{[A-Za-z_][A-Za-z0-9_]*\}"
+    r"\{\{|\}\}|\{%|%\}|\{#|#\}|<%|%>|\[\[|\]\]|[$#*@~]\{|%[A-Z][A-Z_]{3,}%|\{[A-Za-z_][A-Za-z0-9_]*\}"
 )
-_TEMPLATE_CHARS = frozenset("{}%[]$")
+_TEMPLATE_CHARS = frozenset("{}%[]")  # every marker has one
 # A pattern can only match if the text has one of these characters: most drafts skip it.
 _HTML_CHARS = frozenset("<&=\\")
 _MARKDOWN_CHARS = frozenset("[*_`~#")
@@ -63,9 +64,9 @@ def find_markup(text: str) -> tuple[str, int] | None:
     markdown_in_text. Each pattern runs only where the characters it needs occur: most drafts
     skip most of them.
     """
-    m = _HTML_RE.search(text) if not _HTML_CHARS.isdisjoint(text) else None
-    if m is not None:
-        return "html_in_text", m.start()
+    at = _html_at(text)
+    if at >= 0:
+        return "html_in_text", at
     colon, dot, paren = ":" in text, "." in text, "(" in text
     lowered = text.lower() if colon or dot or paren else text
     m = _SCHEME_RE.search(lowered) if colon else None
@@ -74,16 +75,46 @@ def find_markup(text: str) -> tuple[str, int] | None:
     at = _domain_at(text) if dot else -1
     if at >= 0:
         return "url_in_text", at
-    m = _SCRIPT_CALL_RE.search(lowered) if paren else None
-    at = m.start() if m is not None else -1
-    if at < 0 and dot:
-        at = max((lowered.find(o) for o in _SCRIPT_OBJECTS), default=-1)
+    at = _script_at(lowered, dot, paren)
     if at >= 0:
         return "html_in_text", at
     m = _MARKDOWN_RE.search(text) if not _MARKDOWN_CHARS.isdisjoint(text) else None
     if m is not None:
         return "markdown_in_text", m.start()
     return None
+
+
+def find_active_markup(text: str) -> tuple[str, int] | None:
+    """The first thing in `text` a browser, mail client or template engine would act on, or None.
+
+    For text that may hold links and ordinary punctuation (an e-mail address, a URL, an
+    underscore in a token), but never tags, entities, attributes, script or template
+    syntax. Reason codes: html_in_text, template_in_text.
+    """
+    at = _html_at(text)
+    if at < 0:
+        dot, paren = "." in text, "(" in text
+        at = _script_at(text.lower() if dot or paren else text, dot, paren)
+    if at >= 0:
+        return "html_in_text", at
+    marker = find_template_marker(text)
+    if marker is not None:
+        return "template_in_text", text.find(marker)
+    return None
+
+
+def _html_at(text: str) -> int:
+    """Where a tag, entity, attribute, event handler or backslash starts, or -1."""
+    m = _HTML_RE.search(text) if not _HTML_CHARS.isdisjoint(text) else None
+    return m.start() if m is not None else -1
+
+
+def _script_at(lowered: str, dot: bool, paren: bool) -> int:
+    """Where a script sink call or object ("alert(", "document.") starts in lowered text, or -1."""
+    m = _SCRIPT_CALL_RE.search(lowered) if paren else None
+    if m is not None:
+        return m.start()
+    return max((lowered.find(o) for o in _SCRIPT_OBJECTS), default=-1) if dot else -1
 
 
 def _domain_at(text: str) -> int:

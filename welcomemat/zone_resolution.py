@@ -35,7 +35,15 @@ from welcomemat.surfaces import Surface
 from welcomemat.urlgate import safe_href
 from welcomemat.zoneset import Rung, ZoneSet
 
-__all__ = ["PLAIN_RUNG", "RUNG_ORDER", "Variant", "best_rung", "choose_variant", "resolve_zones"]
+__all__ = [
+    "PLAIN_RUNG",
+    "RUNG_ORDER",
+    "Variant",
+    "best_rung",
+    "choose_variant",
+    "resolve_zones",
+    "segment_variant",
+]
 
 # The "rung" of a response served fail-closed (no campaign copy at all).
 PLAIN_RUNG = "plain"
@@ -71,6 +79,11 @@ def choose_variant(arm: Arm, zone_set: ZoneSet | None, now: datetime) -> Variant
     segment = zone_set.segment if zone_set is not None else None
     if arm is Arm.PERSONAL and zone_set is not None and zone_set.is_servable_as_personal(now):
         return Variant(arm, zone_set, segment, (arm.value, "personal", zone_set.account_id, zone_set.version))
+    return segment_variant(arm, segment)
+
+
+def segment_variant(arm: Arm, segment: str | None) -> Variant:
+    """The segment copy (else the default) for an arm: what any account falls back to."""
     return Variant(arm, None, segment, (arm.value, "segment", segment))
 
 

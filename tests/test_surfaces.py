@@ -33,9 +33,9 @@ from tests.server.conftest import (
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign_view import load_campaign_view
 from welcomemat.published import iter_published
-from welcomemat.records import read_account_record
+from welcomemat.records import ShownFact, read_account_record
 from welcomemat.review import show
-from welcomemat.surfaces import Surface, allowed_surfaces
+from welcomemat.surfaces import ALL_SURFACES, Surface, allowed_surfaces
 from welcomemat.zone_resolution import choose_variant, resolve_zones
 from welcomemat.zoneset import Rung, ZoneSet
 
@@ -194,3 +194,37 @@ def test_a_fact_not_allowed_on_the_web_never_reaches_a_page(
 def test_known_surfaces_only() -> None:
     assert allowed_surfaces([" Web", "EMAIL", "linkedin", "web"]) == (Surface.WEB, Surface.EMAIL)
     assert allowed_surfaces([]) == ()
+
+
+def test_zone_sets_and_records_written_before_surfaces_still_decode_as_web_only() -> None:
+    """The stored formats only gained a field: old values read as what was checked then, the web."""
+    old_zone_set = {
+        "tenant": TENANT,
+        "campaign": CAMPAIGN,
+        "account_id": "acct_old",
+        "input_hash": "input-hash-old1",
+        "guideline_version": "2026-11-01",
+        "created_at": "2026-11-30T10:00:00Z",
+        "mode": "degraded",
+        "zones": [
+            {
+                "zone_id": "hero_headline",
+                "text": "Congrats on the Series A, Dymaxa",
+                "rung": "personal",
+                "reason": "personal:funding",
+                "facts": [
+                    {"fact_id": "f1", "source_url": "https://dymaxa.com/p", "published_at": "2026-11-26"}
+                ],
+            },
+            {"zone_id": "proof", "text": "Teams like yours", "rung": "segment", "reason": "no_trusted_fact"},
+        ],
+    }
+    zone_set = ZoneSet.model_validate_json(json.dumps(old_zone_set))
+    hero, proof = zone_set.zones
+    assert hero.surfaces == (Surface.WEB,) and not hero.allows(Surface.EMAIL)
+    assert proof.surfaces == ALL_SURFACES  # fallback copy goes everywhere
+    shown = ShownFact.model_validate_json(
+        '{"id": "f1", "type": "funding", "statement": "Dymaxa raised a Series A",'
+        ' "source_url": "https://dymaxa.com/p", "published_at": "2026-11-26"}'
+    )
+    assert shown.surfaces == (Surface.WEB,) and not shown.allows(Surface.SELLER)

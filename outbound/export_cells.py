@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from welcomemat.markup_scan import find_active_markup
 
@@ -33,6 +34,9 @@ _INVISIBLE_RE = re.compile(
 )
 _SPACES_RE = re.compile(r"\s+")
 _SHOWN_CHARS = 40  # how much of a refused cell a report quotes
+# Copy cells repeat across thousands of rows (segment copy, an account's zones for each of
+# its contacts, then again in the writer): checked once each while they are recent.
+_CACHED_CELLS = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +50,16 @@ class CellRefusal:
         return f"{self.reason} near {self.near!r}"
 
 
+@lru_cache(maxsize=_CACHED_CELLS)
 def export_cell(value: str | None) -> str | CellRefusal:
     """The cell as exported (cleaned; empty when there is no value), or why it is refused."""
     if not value:
         return ""
-    cleaned = _SPACES_RE.sub(" ", _INVISIBLE_RE.sub(" ", value)).strip()
+    cleaned = value
+    # Most cells are printable already (isprintable is false for every control, separator
+    # and format character): skip the substitutions for them.
+    if not value.isprintable() or "  " in value or value[0].isspace() or value[-1].isspace():
+        cleaned = _SPACES_RE.sub(" ", _INVISIBLE_RE.sub(" ", value)).strip()
     found = find_active_markup(cleaned)
     if found is None:
         return cleaned

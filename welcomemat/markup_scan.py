@@ -52,6 +52,10 @@ _TEMPLATE_MARKER_RE = re.compile(
     r"\{\{|\}\}|\{%|%\}|\{#|#\}|<%|%>|\[\[|\]\]|[$#*@~]\{|%[A-Z][A-Z_]{3,}%|\{[A-Za-z_][A-Za-z0-9_]*\}"
 )
 _TEMPLATE_CHARS = frozenset("{}%[]")  # every marker has one
+# Everything `find_active_markup` finds needs one of these characters (tags, entities,
+# backslashes, calls, template syntax), an attribute's "=" or a script object.
+_ACTIVE_CHAR_RE = re.compile(r"[<&\\{}%\[\](]")
+_QUOTES = "\"'`"
 # A pattern can only match if the text has one of these characters: most drafts skip it.
 _HTML_CHARS = frozenset("<&=\\")
 _MARKDOWN_CHARS = frozenset("[*_`~#")
@@ -91,6 +95,8 @@ def find_active_markup(text: str) -> tuple[str, int] | None:
     underscore in a token), but never tags, entities, attributes, script or template
     syntax. Reason codes: html_in_text, template_in_text.
     """
+    if not _may_be_active(text):  # most cells: a few substring searches and done
+        return None
     at = _html_at(text)
     if at < 0:
         dot, paren = "." in text, "(" in text
@@ -101,6 +107,31 @@ def find_active_markup(text: str) -> tuple[str, int] | None:
     if marker is not None:
         return "template_in_text", text.find(marker)
     return None
+
+
+def _may_be_active(text: str) -> bool:
+    """False only when `find_active_markup` cannot find anything: one character class and
+    a look around each "=" (export cells are mostly URLs and names, on which the full
+    patterns cost several times more)."""
+    if _ACTIVE_CHAR_RE.search(text) is not None:
+        return True
+    i = text.find("=")
+    while i >= 0:  # `=\s*["'`]` after it, or an `on...` word before it (an event handler)
+        after = text[i + 1 :].lstrip()
+        if after[:1] and after[0] in _QUOTES:
+            return True
+        before = text[:i].rstrip()
+        start = len(before)
+        while start > 0 and (before[start - 1].isalnum() or before[start - 1] == "_"):
+            start -= 1
+        word = before[start:]
+        if len(word) > 2 and word[:2].lower() == "on":
+            return True
+        i = text.find("=", i + 1)
+    if "." in text:
+        lowered = text.lower()
+        return any(o in lowered for o in _SCRIPT_OBJECTS)
+    return False
 
 
 def _html_at(text: str) -> int:

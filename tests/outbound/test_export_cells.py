@@ -104,3 +104,28 @@ def test_the_csv_writer_is_the_last_choke_point(payloads: list[str]) -> None:
     for cell in row.values():
         assert_clean(cell)
         assert spreadsheet_safe(cell) == cell  # nothing a spreadsheet would run
+
+
+GATE_TOKENS = [
+    *"onONx =\"'`<>&\\{}%[]()$#.;_/:\t\u00e9",
+    "onclick",
+    "OnLoad",
+    "document.",
+    "Window.",
+    "location.",
+    "alert(",
+    "https://a.example/?x=1",
+    "&amp;",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(GATE_TOKENS), max_size=12).map("".join))
+def test_the_quick_gate_never_hides_what_the_full_scan_finds(text: str) -> None:
+    """Cells skip the full scan when the gate says nothing can be there: it must be right."""
+    from welcomemat import markup_scan
+
+    if not markup_scan._may_be_active(text):
+        assert markup_scan._html_at(text) < 0, text
+        assert markup_scan._script_at(text.lower(), "." in text, "(" in text) < 0, text
+        assert markup_scan.find_template_marker(text) is None, text

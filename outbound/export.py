@@ -12,18 +12,22 @@ A personal zone whose facts are not all allowed on `email` takes its fallback co
 Columns (stable, lowercase `[a-z0-9_]`, usable as lemlist / Smartlead / Outreach / Apollo
 custom variables):
 
-    email first_name last_name title company account_id contact_id arm zone_set_version rung
+    email first_name last_name title company account_id contact_id arm zone_set_version variant rung
     <one per zone of the campaign's pages, in page order; a link zone adds <zone>_url>
     fact fact_url fact_date page_url status
 
 - `rung`: the most personal rung among the row's zones (`personal`, `segment`, `default`).
 - `zone_set_version`: the version of the account's zone set the row was resolved from
   (empty when it does not decode).
+- `variant`: the copy variant (`welcomemat.experiments`) of the zone set served as personal,
+  as on the page's events; empty outside an experiment, in the holdout and on fallback.
 - `fact`, `fact_url`, `fact_date`: the first fact a zone served as personal cites, for the
   rep: its statement (as the account record holds it; until the record has one, the text
   of the personal zone that cites it), its source link (through the URL gate) and its ISO
-  publish date. Empty when the row serves no personal zone (holdout, expired, fallback).
-- `page_url`: the contact's signed personal link (`/c/<campaign>?wm=…`, 30 days).
+  publish date. Empty when the row serves no personal zone (holdout, expired, fallback):
+  the rep then has no fact to mention, which keeps the holdout clean.
+- `page_url`: the contact's signed personal link (`/c/<campaign>?wm=…`, 30 days), so a
+  click identifies the visitor. Needs `WELCOMEMAT_SECRET`.
 - `status` (`RowStatus`): `ok`, or why the row holds its fallback.
 
 One bad record never stops the file. An account whose zone set waits for review, was
@@ -98,6 +102,7 @@ LEAD_COLUMNS = (
     "contact_id",
     "arm",
     "zone_set_version",
+    "variant",
     "rung",
 )
 # `status` comes last so that the columns before it keep the places they always had.
@@ -374,6 +379,7 @@ class _RowBuilder:
         cells.put("account_id", record.account_id)
         cells.put("arm", variant.arm.value)
         cells.put("zone_set_version", version)
+        cells.put("variant", variant.copy_variant)
         cells.put("rung", best_rung(zones))
         for zone_id, (text_column, url_column) in self.zone_columns.items():
             zone = by_id.get(zone_id)

@@ -1,13 +1,14 @@
-"""`welcomemat report lift CAMPAIGN [--json] [--type T ...]`: the lift report, printed.
+"""`welcomemat report lift CAMPAIGN [--json] [--type T ...] [--by DIMENSION]`: the lift report, printed.
 
-The report itself (population, arms, Wilson and Newcombe intervals, warnings) is
-`welcomemat.lift`, the same one the admin's lift page shows; this module resolves the
-campaign, reads the report from Redis now and prints it as a table or as JSON.
+The report itself (population, arms, Wilson and Newcombe intervals, always-valid intervals,
+minimum detectable effect, sample-ratio check, warnings) is `welcomemat.lift`, the same one
+the admin's lift page shows; per group and per copy variant it is `welcomemat.lift_groups`.
+This module resolves the campaign, reads the report from Redis now and prints it as a table
+or as JSON (the same numbers).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import UTC, datetime
 
@@ -16,15 +17,11 @@ from welcomemat.campaign_view import load_campaign_view
 from welcomemat.connection import connect, resolve_redis
 from welcomemat.conversions import ConversionType
 from welcomemat.errors import InputError
-from welcomemat.lift import (
-    LiftReport,
-    RateEstimate,
-    campaign_lift_report,
-    campaign_lift_reports_by_guideline_version,
-)
+from welcomemat.lift import LiftReport, MetricComparison, RateEstimate, campaign_lift_report
+from welcomemat.lift_groups import GroupedLiftReport, LiftDimension, VariantContrast, campaign_grouped_report
 from welcomemat.settings import Settings
 
-__all__ = ["format_lift_report", "run_report_lift"]
+__all__ = ["format_grouped_report", "format_lift_report", "run_report_lift"]
 
 
 def _pct(estimate: RateEstimate) -> str:
@@ -46,21 +43,68 @@ def format_lift_report(report: LiftReport) -> str:
         lines.append(
             f"{a.arm.value:<10}{a.accounts:>10}{a.reached:>10}{a.visits:>10}{a.cta_clicks:>12}{a.conversions:>13}"
         )
-    lines += ["", f"{'metric':<18}{'personal (' + pct + ' interval)':<34}{'holdout':<34}difference"]
+    lines += [
+        "",
+        f"{'metric':<18}{'personal (' + pct + ' interval)':<34}{'holdout':<34}"
+        f"{'difference [fixed]':<30}{'always-valid':<18}mde",
+    ]
     for m in report.metrics:
-        diff = "n/a"
-        if m.difference is not None:
-            low, high = m.difference_low * 100, m.difference_high * 100
-            diff = f"{m.difference * 100:+.1f} pts [{low:+.1f}, {high:+.1f}]"
-        lines.append(f"{m.metric.value:<18}{_pct(m.personal):<34}{_pct(m.holdout):<34}{diff}")
-    lines += ["", *(m.conclusion for m in report.metrics)]
+        lines.append(f"{m.metric.value:<18}{_pct(m.personal):<34}{_pct(m.holdout):<34}{_difference_cells(m)}")
+    ratio = report.sample_ratio
+    lines += [
+        "",
+        *(m.conclusion for m in report.metrics),
+        f"Arms: {', '.join(f'{n} {c}' for n, c in ratio.observed.items())} accounts; sample-ratio "
+        f"check p = {ratio.p_value:.3g}{' (MISMATCH)' if ratio.mismatch else ''}.",
+    ]
     if report.warnings:
         lines += ["", "Warnings:", *(f"  - {w}" for w in report.warnings)]
     lines += [
         "",
-        f"Rates per account; intervals: {report.interval_method}; difference: {report.difference_method}.",
+        f"Rates per account; intervals: {report.interval_method}; difference: {report.difference_method}; "
+        f"always-valid: {report.sequential_method}; mde: minimum detectable effect at 80% power.",
     ]
     return "\n".join(lines)
+
+
+def _span(low: float, high: float) -> str:
+    return f"[{low * 100:+.1f}, {high * 100:+.1f}]"
+
+
+def _difference_cells(c: MetricComparison | VariantContrast) -> str:
+    """The difference with its fixed interval, the always-valid interval and the MDE, as table cells."""
+    diff = seq = "n/a"
+    if c.difference is not None:
+        diff = f"{c.difference * 100:+.1f} pts {_span(c.difference_low, c.difference_high)}"
+        seq = _span(c.sequential_low, c.sequential_high)
+    mde = "n/a" if c.minimum_detectable_effect is None else f"{c.minimum_detectable_effect * 100:.1f} pts"
+    return f"{diff:<30}{seq:<18}{mde}"
+
+
+def format_grouped_report(grouped: GroupedLiftReport) -> str:
+    """The per-group reports, the variant contrasts and the warnings, as plain text."""
+    parts = [f"{grouped.by.value} {g.group}\n{format_lift_report(g.report)}" for g in grouped.groups]
+    if grouped.contrasts:
+        lines = [
+            "Variants against the reference (personal accounts only):",
+            f"{'variant':<16}{'metric':<18}{'rate':<12}{'reference':<12}{'difference [fixed]':<30}"
+            f"{'always-valid':<18}mde",
+        ]
+        for c in grouped.contrasts:
+            rate = f"{c.variant_rate.rate:.1%}" if c.variant_rate.rate is not None else "n/a"
+            ref = f"{c.reference_rate.rate:.1%}" if c.reference_rate.rate is not None else "n/a"
+            lines.append(f"{c.variant:<16}{c.metric.value:<18}{rate:<12}{ref:<12}{_difference_cells(c)}")
+        lines += ["", *(c.conclusion for c in grouped.contrasts)]
+        parts.append("\n".join(lines))
+    if grouped.variant_sample_ratio is not None:
+        ratio = grouped.variant_sample_ratio
+        parts.append(
+            f"Variants: {', '.join(f'{n} {c}' for n, c in ratio.observed.items())} accounts; sample-ratio "
+            f"check p = {ratio.p_value:.3g}{' (MISMATCH)' if ratio.mismatch else ''}."
+        )
+    if grouped.warnings:
+        parts.append("\n".join(["Warnings (whole population):", *(f"  - {w}" for w in grouped.warnings)]))
+    return "\n\n".join(parts)
 
 
 def run_report_lift(
@@ -68,8 +112,8 @@ def run_report_lift(
 ) -> int:
     """`welcomemat report lift CAMPAIGN [--json] [--type T ...] [--by guideline_version]`.
 
-    `--by guideline_version`: one report per guideline version that wrote the published zone
-    sets (JSON: an object by version), so a change of guidelines can be judged on its lift.
+    `--by DIMENSION` (variant, fact_type, segment, guideline_version, rung): one report per
+    group, and for `variant` each variant against the reference (`welcomemat.lift_groups`).
     """
     chosen: frozenset[ConversionType] | None = None
     if types:
@@ -86,9 +130,9 @@ def run_report_lift(
     try:
         tenant, campaign = resolve_campaign_ref(campaign_ref, client=client)
         view = load_campaign_view(client, tenant, campaign)
-        if by == "guideline_version":
-            reports = campaign_lift_reports_by_guideline_version(
-                client, view, now=datetime.now(UTC), types=chosen, problems=problems
+        if by is not None:
+            grouped = campaign_grouped_report(
+                client, view, LiftDimension(by), now=datetime.now(UTC), types=chosen, problems=problems
             )
         else:
             report = campaign_lift_report(
@@ -96,11 +140,8 @@ def run_report_lift(
             )
     finally:
         client.close()
-    if by == "guideline_version":
-        if as_json:
-            print(json.dumps({v: r.model_dump(mode="json") for v, r in reports.items()}, indent=2))
-        else:
-            print("\n\n".join(f"guideline version {v}\n{format_lift_report(r)}" for v, r in reports.items()))
+    if by is not None:
+        print(grouped.model_dump_json(indent=2) if as_json else format_grouped_report(grouped))
     elif as_json:
         print(report.model_dump_json(indent=2))
     else:

@@ -188,6 +188,7 @@ def parse_event(tenant: str, entry_id: str, fields: Mapping[Any, Any]) -> EventF
             contact=values.get("contact"),
             zone=values.get("zone"),
             zone_set_version=version,
+            variant=values.get("variant"),
         )
     except ValueError as exc:
         raise PoisonEvent(str(exc)) from None

@@ -121,6 +121,7 @@ class CrmCampaign(BaseModel):
     qr_scans: int
     last_arm: str | None
     zone_set_version: int | None
+    variant: str | None
     facts_used: list[CrmFact]
 
 
@@ -171,6 +172,7 @@ def crm_change(record: AccountRecord) -> CrmChange:
                 qr_scans=e.qr_scans,
                 last_arm=e.last_arm,
                 zone_set_version=e.zone_set_version,
+                variant=e.variant,
                 facts_used=[
                     CrmFact(
                         id=f.id,

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time
 
-from precompute.checks import ApprovedVocabulary, CheckFailure, CheckInput, run_checks
+from precompute.checks import ApprovedVocabulary, CheckFailure, CheckInput, build_vocabulary, run_checks
 from precompute.context import EffectivePolicy, GovernedContext
 from precompute.context_builder import build_context
 from precompute.providers.base import (
@@ -33,6 +33,7 @@ from precompute.providers.base import (
 from welcomemat.accounts import Account, Fact
 from welcomemat.campaign import Campaign, ZoneCopy
 from welcomemat.errors import ContractError, ProviderUnavailable
+from welcomemat.experiment_assignment import variant_campaign, variant_for
 from welcomemat.guidelines import guideline_hash
 from welcomemat.held import HeldDraft, HoldLayer
 from welcomemat.markup import CleanedMarkup, clean_inline, markup_to_text
@@ -128,6 +129,14 @@ class Assembler:
         self.zone_ids = campaign.page_zone_ids()
         self.review_tiers = frozenset(campaign.approval.review_tiers)
         self.guideline_hash = guideline_hash(campaign)
+        # Per copy variant: the campaign as the variant writes it and the vocabulary its own
+        # patterns approve; every check is otherwise the campaign's (`welcomemat.experiments`).
+        self._variants: dict[str, tuple[Campaign, ApprovedVocabulary]] = {}
+        if campaign.experiment is not None:
+            for variant in campaign.experiment.variants:
+                written = variant_campaign(campaign, variant)
+                words = vocabulary if written is campaign else build_vocabulary(written)
+                self._variants[variant.id] = (written, words)
         # Fallback copy is human-written and the same for every account: build and check it once.
         self._segment_content: dict[tuple[str, str], ZoneContent] = {}
         self._default_content: dict[str, ZoneContent] = {}
@@ -189,15 +198,22 @@ class Assembler:
     # -- personal drafts -----------------------------------------------------------------------
 
     def _check_input(
-        self, draft: ZoneDraft, contract: ZoneContract, ctx: GovernedContext, *, personal: bool
+        self,
+        draft: ZoneDraft,
+        contract: ZoneContract,
+        ctx: GovernedContext,
+        *,
+        personal: bool,
+        written: tuple[Campaign, ApprovedVocabulary] | None = None,
     ) -> CheckInput:
+        campaign, vocabulary = written if written is not None else (self.campaign, self.vocabulary)
         return CheckInput(
             draft=draft,
             contract=contract,
             context=ctx,
-            campaign=self.campaign,
+            campaign=campaign,
             policy=self.policy,
-            vocabulary=self.vocabulary,
+            vocabulary=vocabulary,
             other_companies=self.other_companies,
             personal=personal,
         )
@@ -273,7 +289,7 @@ class Assembler:
             failures=tuple(blocking),
         )
 
-    def _generate(self, ctx: GovernedContext) -> GenerationResult:
+    def _generate(self, ctx: GovernedContext, campaign: Campaign) -> GenerationResult:
         """One provider call per account for every zone its pages show (in page order).
 
         One call rather than one per page: the pages tell one story (the continuation page
@@ -284,7 +300,7 @@ class Assembler:
         result = self.provider.generate(
             GenerationRequest(
                 context=ctx,
-                campaign=self.campaign,
+                campaign=campaign,
                 policy=self.policy,
                 page_id="+".join(self.campaign.pages),
                 zones=wanted,
@@ -315,6 +331,9 @@ class Assembler:
         return account.model_copy(update={"facts": [*account.facts, *extra]})
 
     def assemble(self, account: Account, input_hash: str) -> AccountOutcome:
+        variant = variant_for(self.campaign, account.account_id)
+        experiment_id = self.campaign.experiment.id if self.campaign.experiment is not None else None
+        written = self._variants[variant.id] if variant is not None else (self.campaign, self.vocabulary)
         result = GenerationResult(drafts={})
         deferred = False
         try:
@@ -333,7 +352,7 @@ class Assembler:
             # A provider that drops a zone without a word has given no answer for it.
             no_draft_reason = zone_reason(ZoneReason.NO_ANSWER)
             try:
-                result = self._generate(ctx)
+                result = self._generate(ctx, written[0])
             except ProviderUnavailable:
                 no_draft_reason, deferred = zone_reason(ZoneReason.PROVIDER_UNAVAILABLE), True
 
@@ -349,10 +368,12 @@ class Assembler:
             reason = zone_reason(decline.reason) if decline is not None else no_draft_reason
             if decline is not None and decline.draft is not None:
                 rejected = decline.draft  # judged not ok by the self-review: held with its note
-                checked = run_checks(self._check_input(rejected, contract, ctx, personal=True))
+                checked = run_checks(
+                    self._check_input(rejected, contract, ctx, personal=True, written=written)
+                )
                 held = self._hold(rejected, contract, ctx, HoldLayer.SELF_REVIEW, decline.note, checked)
             if draft is not None:
-                failures = run_checks(self._check_input(draft, contract, ctx, personal=True))
+                failures = run_checks(self._check_input(draft, contract, ctx, personal=True, written=written))
                 doubt = [f for f in failures if f.check == _DOUBT_CHECK]
                 if doubt:
                     note = f"model confidence {doubt[0].detail}"
@@ -394,6 +415,8 @@ class Assembler:
             guideline_hash=self.guideline_hash,
             created_at=self.now,
             valid_until=_day_start(valid_until) if valid_until is not None else None,
+            experiment=experiment_id if variant is not None else None,
+            variant=variant.id if variant is not None else None,
             status=ZoneSetStatus.PENDING_REVIEW if needs_review else ZoneSetStatus.PUBLISHED,
             mode=mode,
             zones=tuple(o.content for o in outcomes),

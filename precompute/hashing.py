@@ -42,11 +42,16 @@ def canonical_json(value: Any) -> bytes:
 def campaign_fingerprint(
     campaign: Campaign, zones: Mapping[str, ZoneContract], policy: EffectivePolicy, provider_fingerprint: str
 ) -> str:
+    # Python-mode dumps keep sets as sets, which canonical_json sorts: JSON-mode would list
+    # them in iteration order, which changes between processes (string hash seeds).
+    dumped = campaign.model_dump()
+    if dumped.get("experiment") is None:
+        # A campaign without a copy experiment hashes as it did before experiments existed, so
+        # upgrading makes no zone set look changed (and no model call).
+        dumped.pop("experiment", None)
     material = {
         "pipeline": PIPELINE_VERSION,
-        # Python-mode dumps keep sets as sets, which canonical_json sorts: JSON-mode would list
-        # them in iteration order, which changes between processes (string hash seeds).
-        "campaign": campaign.model_dump(),
+        "campaign": dumped,
         "zones": {k: v.model_dump() for k, v in sorted(zones.items())},
         "policy": asdict(policy),
         "provider": provider_fingerprint,

@@ -9,18 +9,20 @@ tenant policy, never loosen it). `check_campaign_inputs` finds every problem in 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from precompute.assemble import fallback_copy_problems, neutral_context
-from precompute.context import EffectivePolicy
+from precompute.context import EffectivePolicy, GovernedContext
 from precompute.pattern_claims import pattern_claim_problems
 from precompute.policy import TenantPolicy, build_policy, check_tenant_policy, policy_problems
 from precompute.providers.offline import OfflineComposer
 from precompute.specifics import build_vocabulary
 from welcomemat.campaign import Campaign, check_campaign
 from welcomemat.errors import ContractError, ContractProblems, InputError
+from welcomemat.experiment_assignment import variant_campaign
 from welcomemat.theme import Theme, ThemeCheck, load_campaign_theme
 from welcomemat.validation_errors import dotted
 from welcomemat.yamlfile import line_of_field
@@ -162,11 +164,33 @@ def _fallback_copy_problems(
     )
     neutral = neutral_context(campaign, policy, now.date())
     found += pattern_claim_problems(campaign, zones, policy, vocabulary, neutral)
+    found += _variant_pattern_problems(campaign, zones, policy, neutral)
     file = str(campaign_path)
     return [
         ContractError(message, file=file, line=line_of_field(file, loc), field=dotted(loc))
         for loc, message in found
     ]
+
+
+def _variant_pattern_problems(
+    campaign: Campaign, zones: Mapping[str, ZoneContract], policy: EffectivePolicy, neutral: GovernedContext
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """A copy variant's patterns through the same refusal as the campaign's, at the variant's line."""
+    experiment = campaign.experiment
+    if experiment is None:
+        return []
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for i, variant in enumerate(experiment.variants):
+        written = variant_campaign(campaign, variant)
+        if written is campaign or not variant.patterns:
+            continue
+        for loc, message in pattern_claim_problems(
+            written, zones, policy, build_vocabulary(written), neutral
+        ):
+            _, fact_type, zone_id, j = loc
+            if zone_id == experiment.zone and fact_type in variant.patterns:
+                found.append((("experiment", "variants", i, "patterns", fact_type, j), message))
+    return found
 
 
 def load_campaign_inputs(

@@ -69,6 +69,7 @@ _FIELDS = (
     "rung",
     "version",
     "identified_by",
+    "variant",
 )
 _WRITE_BATCH_LUA = (
     "local names = {"
@@ -143,6 +144,8 @@ class EngagementEvent:
     rung: str | None = None
     zone_set_version: int | None = None
     identified_by: str | None = None
+    # The copy variant of the zone set served (`welcomemat.experiments`), with its version.
+    variant: str | None = None
     event_id: str = field(default_factory=new_event_id)
     # Set for beacons: written only if this key is new (see the module docstring).
     dedup_key: str | None = None
@@ -174,6 +177,7 @@ class EngagementEvent:
             self.rung,
             None if version is None else str(version),
             self.identified_by,
+            self.variant,
         )
 
 

@@ -275,6 +275,7 @@ class EventsApi:
                 zone=beacon.zone,
                 rung=claims.rung,
                 zone_set_version=claims.zone_set_version,
+                variant=claims.variant,
                 event_id=beacon.event_id,
                 dedup_key=keys.beacon_event_key(tenant, beacon.event_id),
             )

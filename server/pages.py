@@ -167,6 +167,7 @@ def _respond(
                 rung=page.best_rung,
                 zone_set_version=page.zone_set_version,
                 identified_by=method_value,
+                variant=page.variant,
             )
         )
     renderer.metrics.pages.count_page(

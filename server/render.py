@@ -20,6 +20,7 @@ and the campaign's pages use the built-in `base.html`: a plain page beats a brok
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 from collections import OrderedDict
@@ -84,6 +85,8 @@ class RenderedPage:
     zone_set_version: int | None
     nonce_slot: str
     view_slot: str
+    # The copy variant of the zone set served as personal (for the view event), if any.
+    variant: str | None = None
 
     def finish(self, nonce: str, view_id: str) -> str:
         html = self.html
@@ -132,6 +135,8 @@ class PageRenderer:
         zones = resolve_zones(view, spec.zones, variant, Surface.WEB) if spec is not None else []
         env = self._environment(view)
         page = self._render_page(env, view, page_id, arm, zones, variant.zone_set_version)
+        if variant.copy_variant is not None:
+            page = dataclasses.replace(page, variant=variant.copy_variant)
         self._cache[key] = page
         while len(self._cache) > self._max:
             self._cache.popitem(last=False)

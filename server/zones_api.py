@@ -218,6 +218,7 @@ class ZonesApi:
                 account=visitor.identity.account,
                 contact=visitor.identity.contact,
                 zone_set_version=variant.zone_set_version,
+                variant=variant.copy_variant,
             )
         return _Answer(payload, view_token)
 

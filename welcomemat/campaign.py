@@ -31,6 +31,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from welcomemat.errors import ContractError, ContractProblems
+from welcomemat.experiments import Experiment
 from welcomemat.ids import OpaqueId
 from welcomemat.openers import refuse_opener_overrides
 from welcomemat.patterns import pattern_problems, unknown_fact_type_problem
@@ -413,6 +414,22 @@ class Campaign(BaseModel):
         "cannot fill is skipped.",
         examples=[{"funding": {"hero_headline": ["Congrats on the {round} {when}, {account}"]}}],
     )
+    experiment: Experiment | None = Field(
+        default=None,
+        description="A copy experiment: two or three variants of one zone's patterns or voice, each checked "
+        "like any copy; accounts in the personal arm get one by a stable hash of campaign, experiment and "
+        "account (README: Copy experiments).",
+        examples=[
+            {
+                "id": "headline-angle",
+                "zone": "hero_headline",
+                "variants": [
+                    {"id": "control"},
+                    {"id": "direct", "patterns": {"funding": ["{round} closed, {account}: ramp faster"]}},
+                ],
+            }
+        ],
+    )
     theme: str | None = Field(
         default=None,
         min_length=1,
@@ -501,6 +518,8 @@ class Campaign(BaseModel):
                 self._check_copy(("segments", name, "zones"), segment.zones, shown, cta_ids, known_zones, out)
         if "patterns" in usable:
             self._check_patterns(out)
+        if "experiment" in usable and self.experiment is not None:
+            self._check_experiment(self.experiment, shown, known_zones, out)
         return out
 
     def _allowlist(self, out: list[FieldProblem]) -> LinkAllowlist | None:
@@ -593,6 +612,39 @@ class Campaign(BaseModel):
                 for i, pattern in enumerate(patterns):
                     loc = ("patterns", fact_type, zone_id, i)
                     out += [FieldProblem(loc, problem) for problem in pattern_problems(fact_type, pattern)]
+
+    def _check_experiment(
+        self,
+        experiment: Experiment,
+        shown: tuple[str, ...] | None,
+        zones: Mapping[str, ZoneContract | None] | None,
+        out: list[FieldProblem],
+    ) -> None:
+        """Variant ids are distinct, the zone is one a page shows (and has a contract), and every
+        variant pattern passes the checks a campaign pattern passes."""
+        if shown is not None and experiment.zone not in shown:
+            out.append(FieldProblem(("experiment", "zone"), f"no page shows zone {experiment.zone!r}"))
+        elif zones is not None and experiment.zone not in zones:
+            out.append(FieldProblem(("experiment", "zone"), f"no zone contract for {experiment.zone!r}"))
+        seen: set[str] = set()
+        for i, variant in enumerate(experiment.variants):
+            if variant.id in seen:
+                out.append(
+                    FieldProblem(("experiment", "variants", i, "id"), f"duplicate variant id {variant.id!r}")
+                )
+            seen.add(variant.id)
+            for fact_type, patterns in variant.patterns.items():
+                where = ("experiment", "variants", i, "patterns", fact_type)
+                unknown = unknown_fact_type_problem(fact_type)
+                if unknown is not None:
+                    out.append(FieldProblem(where, unknown))
+                    continue
+                if not patterns:
+                    out.append(FieldProblem(where, "no patterns: leave the fact type out instead"))
+                for j, pattern in enumerate(patterns):
+                    out += [
+                        FieldProblem((*where, j), problem) for problem in pattern_problems(fact_type, pattern)
+                    ]
 
     def page_zone_ids(self) -> tuple[str, ...]:
         """Every zone some page shows, in first-seen order."""

@@ -56,14 +56,21 @@ GUIDELINE_FIELDS = (
     "segments",
     "proof_library",
     "risk_tier",
+    "experiment",
 )
 # The hash field naming the active version; versions are written by people and never start with @.
 ACTIVE_FIELD = "@active"
 
 
 def guideline_bundle(campaign: Campaign) -> dict[str, Any]:
-    """The campaign's guideline fields as JSON values."""
-    return campaign.model_dump(mode="json", include=set(GUIDELINE_FIELDS))
+    """The campaign's guideline fields as JSON values.
+
+    No experiment: the key is left out, so a campaign's hash is what it was before experiments.
+    """
+    bundle = campaign.model_dump(mode="json", include=set(GUIDELINE_FIELDS))
+    if bundle.get("experiment") is None:
+        bundle.pop("experiment", None)
+    return bundle
 
 
 def guideline_hash(campaign: Campaign) -> str:

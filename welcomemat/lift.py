@@ -23,6 +23,13 @@ Too small to conclude (a plain warning, and the metric is never called a win): f
 `MIN_REACHED_PER_ARM` reached accounts in an arm (for reach: fewer than that many
 accounts in the population), or fewer than `MIN_EVENTS_PER_ARM` accounts with the event
 in either arm. Below that an interval that happens to exclude zero is mostly noise.
+
+Beside the fixed-sample interval each difference carries an always-valid (sequential) 95%
+interval and the minimum detectable effect for the current sample, and the report checks the
+arms' sizes against the holdout fraction (sample-ratio mismatch); the maths is
+`welcomemat.lift_stats`. A difference whose fixed interval excludes zero while its
+always-valid one does not gets a plain peeking warning: it is significant only if this is the
+first and only time anyone read the report. Per-group reports (`--by`) are `welcomemat.lift_groups`.
 """
 
 from __future__ import annotations
@@ -41,9 +48,18 @@ from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign_view import CampaignView
 from welcomemat.conversions import ConversionType, conversion_counts
 from welcomemat.errors import StoredValueError
+from welcomemat.lift_stats import (
+    SEQUENTIAL_TUNING_N,
+    minimum_detectable_effect,
+    sample_ratio_mismatch,
+    sequential_difference,
+)
 from welcomemat.published import iter_published
+from welcomemat.reasons import ZoneReason, parse_reason
 from welcomemat.records import iter_account_records
 from welcomemat.zone_contract import ZoneContract
+from welcomemat.zone_resolution import RUNG_ORDER
+from welcomemat.zoneset import Rung, ZoneSet
 
 __all__ = [
     "COMPARED_ARMS",
@@ -52,6 +68,7 @@ __all__ = [
     "INTERVAL_METHOD",
     "MIN_EVENTS_PER_ARM",
     "MIN_REACHED_PER_ARM",
+    "SEQUENTIAL_METHOD",
     "AccountOutcome",
     "ArmTotals",
     "Interval",
@@ -59,18 +76,29 @@ __all__ = [
     "Metric",
     "MetricComparison",
     "RateEstimate",
+    "SampleRatio",
     "build_lift_report",
     "campaign_lift_report",
-    "campaign_lift_reports_by_guideline_version",
     "collect_outcomes",
     "cta_zone_ids",
+    "headline_fact_type",
+    "metric_counts",
+    "mismatch_warning",
     "newcombe_difference",
+    "peeking_warning",
+    "rate_estimate",
+    "sample_ratio",
+    "signed_points",
     "wilson_interval",
 ]
 
 CONFIDENCE = 0.95
 INTERVAL_METHOD = "Wilson score interval"
 DIFFERENCE_METHOD = "Newcombe hybrid score interval (Newcombe 1998, method 10)"
+SEQUENTIAL_METHOD = (
+    "always-valid asymptotic confidence sequence, Robbins normal mixture (Waudby-Smith et al. 2024), "
+    f"tuned for {SEQUENTIAL_TUNING_N} accounts"
+)
 # Fewer reached accounts than this in an arm: the report says it cannot conclude.
 MIN_REACHED_PER_ARM = 30
 # Fewer accounts with the event (click, conversion, visit) than this in an arm: same.
@@ -172,6 +200,12 @@ class AccountOutcome:
     conversions: int = 0
     # The guideline version that wrote the account's published zone set (`--by guideline_version`).
     guideline_version: str | None = None
+    # The copy variant its zone set was written with (personal arm in an experiment only), its
+    # segment, the fact type its first personal zone cites and its most personal rung (`--by`).
+    variant: str | None = None
+    segment: str | None = None
+    fact_type: str | None = None
+    rung: str | None = None
 
 
 class _Model(BaseModel):
@@ -211,8 +245,23 @@ class MetricComparison(_Model):
     difference: float | None
     difference_low: float
     difference_high: float
+    # The always-valid interval: still 95% however often the report has been read.
+    sequential_low: float
+    sequential_high: float
+    # The smallest true difference this sample would detect with 80% power (None: no variance yet).
+    minimum_detectable_effect: float | None
     enough_data: bool
     conclusion: str
+
+
+class SampleRatio(_Model):
+    """Accounts per group against the split the assignment promises (Pearson's chi-square)."""
+
+    observed: dict[str, int]
+    expected_shares: dict[str, float]
+    chi_square: float
+    p_value: float
+    mismatch: bool
 
 
 class LiftReport(_Model):
@@ -225,9 +274,11 @@ class LiftReport(_Model):
     confidence: float
     interval_method: str
     difference_method: str
+    sequential_method: str
     conversion_types: tuple[str, ...]
     arms: tuple[ArmTotals, ...]
     metrics: tuple[MetricComparison, ...]
+    sample_ratio: SampleRatio
     warnings: tuple[str, ...]
 
     def arm(self, arm: Arm) -> ArmTotals:
@@ -237,13 +288,24 @@ class LiftReport(_Model):
         return next(m for m in self.metrics if m.metric is metric)
 
 
-def _estimate(successes: int, trials: int, confidence: float) -> RateEstimate:
+def metric_counts(arm: ArmTotals, metric: Metric) -> tuple[int, int]:
+    """(successes, trials) of a metric in one arm: per account, over accounts or reached accounts."""
+    if metric is Metric.REACH:
+        return arm.reached, arm.accounts
+    if metric is Metric.CTA_CLICK_RATE:
+        return arm.accounts_clicked, arm.reached
+    return arm.accounts_converted, arm.reached
+
+
+def rate_estimate(successes: int, trials: int, confidence: float = CONFIDENCE) -> RateEstimate:
+    """successes / trials with its Wilson interval."""
     interval = wilson_interval(successes, trials, confidence)
     rate = successes / trials if trials else None
     return RateEstimate(successes=successes, trials=trials, rate=rate, low=interval.low, high=interval.high)
 
 
-def _points(value: float) -> str:
+def signed_points(value: float) -> str:
+    """A difference of proportions in percentage points, signed (`+2.0 points`)."""
     return f"{value * 100:+.1f} points"
 
 
@@ -251,8 +313,11 @@ def _compare(
     metric: Metric, personal: tuple[int, int], holdout: tuple[int, int], min_trials: int, confidence: float
 ) -> tuple[MetricComparison, list[str]]:
     (xp, np_), (xh, nh) = personal, holdout
-    a, b = _estimate(xp, np_, confidence), _estimate(xh, nh, confidence)
+    a, b = rate_estimate(xp, np_, confidence), rate_estimate(xh, nh, confidence)
     interval = newcombe_difference(xp, np_, xh, nh, confidence)
+    seq_low, seq_high = sequential_difference(xp, np_, xh, nh, 1.0 - confidence)
+    pooled = (xp + xh) / (np_ + nh) if np_ + nh else 0.0
+    mde = minimum_detectable_effect(pooled, np_, nh, 1.0 - confidence)
     difference = a.rate - b.rate if a.rate is not None and b.rate is not None else None
     name = _METRIC_LABELS[metric].split(" (")[0]
     trial_noun = "" if metric is Metric.REACH else "reached "
@@ -273,22 +338,24 @@ def _compare(
     if difference is None:
         conclusion = f"{name}: no data in one arm; nothing to compare."
     elif not enough:
-        conclusion = f"{name}: too few data to conclude ({_points(difference)} so far)."
+        conclusion = f"{name}: too few data to conclude ({signed_points(difference)} so far)."
     elif interval.low > 0:
         conclusion = (
-            f"{name}: personal is higher by {_points(difference)[1:]} "
-            f"({pct} interval {_points(interval.low)} to {_points(interval.high)})."
+            f"{name}: personal is higher by {signed_points(difference)[1:]} "
+            f"({pct} interval {signed_points(interval.low)} to {signed_points(interval.high)})."
         )
     elif interval.high < 0:
         conclusion = (
-            f"{name}: personal is lower by {_points(-difference)[1:]} "
-            f"({pct} interval {_points(interval.low)} to {_points(interval.high)})."
+            f"{name}: personal is lower by {signed_points(-difference)[1:]} "
+            f"({pct} interval {signed_points(interval.low)} to {signed_points(interval.high)})."
         )
     else:
         conclusion = (
-            f"{name}: no difference detected ({_points(difference)}; the {pct} interval "
-            f"{_points(interval.low)} to {_points(interval.high)} includes zero)."
+            f"{name}: no difference detected ({signed_points(difference)}; the {pct} interval "
+            f"{signed_points(interval.low)} to {signed_points(interval.high)} includes zero)."
         )
+    if enough and (interval.low > 0 or interval.high < 0) and seq_low <= 0 <= seq_high:
+        problems.append(peeking_warning(name, seq_low, seq_high, pct))
     comparison = MetricComparison(
         metric=metric,
         label=_METRIC_LABELS[metric],
@@ -297,10 +364,47 @@ def _compare(
         difference=difference,
         difference_low=interval.low,
         difference_high=interval.high,
+        sequential_low=seq_low,
+        sequential_high=seq_high,
+        minimum_detectable_effect=mde,
         enough_data=enough,
         conclusion=conclusion,
     )
     return comparison, problems
+
+
+def peeking_warning(name: str, low: float, high: float, pct: str) -> str:
+    """What a difference significant only on a first look means, in words."""
+    return (
+        f"{name}: the fixed {pct} interval excludes zero but the always-valid one ({signed_points(low)} to "
+        f"{signed_points(high)}) does not. Trust it only if nobody has looked at this report before; "
+        "after repeated looks (peeking) it is not yet a result."
+    )
+
+
+def sample_ratio(observed: Mapping[str, int], expected_shares: Mapping[str, float]) -> SampleRatio:
+    """The chi-square check of group sizes, as the report carries it."""
+    names = list(observed)
+    check = sample_ratio_mismatch([observed[n] for n in names], [expected_shares[n] for n in names])
+    return SampleRatio(
+        observed=dict(observed),
+        expected_shares=dict(zip(names, check.expected_shares, strict=True)),
+        chi_square=check.statistic,
+        p_value=check.p_value,
+        mismatch=check.mismatch,
+    )
+
+
+def mismatch_warning(what: str, ratio: SampleRatio) -> str:
+    """The sample-ratio-mismatch warning, in plain words."""
+    expected = ", ".join(f"{n} {s:.0%}" for n, s in ratio.expected_shares.items())
+    observed = ", ".join(f"{n} {c}" for n, c in ratio.observed.items())
+    return (
+        f"Sample ratio mismatch in the {what}: {observed} accounts where the assignment promises "
+        f"{expected} (chi-square p = {ratio.p_value:.2g}). Something other than the hash decides who is "
+        "counted (zone sets missing for one group, a changed holdout fraction or experiment): do not "
+        "trust any difference below until it is explained."
+    )
 
 
 def _totals(arm: Arm, outcomes: Iterable[AccountOutcome]) -> ArmTotals:
@@ -338,34 +442,33 @@ def build_lift_report(
     generated_at: datetime,
     conversion_types: Iterable[str] = (),
     confidence: float = CONFIDENCE,
+    personal_share: float | None = None,
 ) -> LiftReport:
-    """The report for a population's outcomes (anonymous outcomes, if any, are ignored)."""
+    """The report for a population's outcomes (anonymous outcomes, if any, are ignored).
+
+    `personal_share`: the share of the personal arm the assignment promises against the holdout
+    (default 1 − holdout_fraction; one variant of k: (1 − holdout_fraction) / k).
+    """
     listed = [o for o in outcomes if o.arm in COMPARED_ARMS]
     totals: Mapping[Arm, ArmTotals] = {arm: _totals(arm, listed) for arm in COMPARED_ARMS}
     p, h = totals[Arm.PERSONAL], totals[Arm.HOLDOUT]
+    share = 1.0 - holdout_fraction if personal_share is None else personal_share
+    ratio = sample_ratio(
+        {Arm.PERSONAL.value: p.accounts, Arm.HOLDOUT.value: h.accounts},
+        {Arm.PERSONAL.value: share, Arm.HOLDOUT.value: holdout_fraction},
+    )
     warnings: list[str] = []
     if h.accounts == 0:
         warnings.append(
             "The holdout arm is empty (holdout_fraction "
             f"{holdout_fraction:g}): without a holdout there is nothing to measure lift against."
         )
+    if ratio.mismatch:
+        warnings.append(mismatch_warning("arms", ratio))
     comparisons = []
-    for metric, a, b, min_trials in (
-        (Metric.REACH, (p.reached, p.accounts), (h.reached, h.accounts), MIN_REACHED_PER_ARM),
-        (
-            Metric.CTA_CLICK_RATE,
-            (p.accounts_clicked, p.reached),
-            (h.accounts_clicked, h.reached),
-            MIN_REACHED_PER_ARM,
-        ),
-        (
-            Metric.CONVERSION_RATE,
-            (p.accounts_converted, p.reached),
-            (h.accounts_converted, h.reached),
-            MIN_REACHED_PER_ARM,
-        ),
-    ):
-        comparison, problems = _compare(metric, a, b, min_trials, confidence)
+    for metric in Metric:
+        a, b = metric_counts(p, metric), metric_counts(h, metric)
+        comparison, problems = _compare(metric, a, b, MIN_REACHED_PER_ARM, confidence)
         comparisons.append(comparison)
         warnings.extend(problems)
     if any(not c.enough_data for c in comparisons):
@@ -382,9 +485,11 @@ def build_lift_report(
         confidence=confidence,
         interval_method=INTERVAL_METHOD,
         difference_method=DIFFERENCE_METHOD,
+        sequential_method=SEQUENTIAL_METHOD,
         conversion_types=tuple(sorted(set(conversion_types))),
         arms=(p, h),
         metrics=tuple(comparisons),
+        sample_ratio=ratio,
         warnings=tuple(dict.fromkeys(warnings)),
     )
 
@@ -414,10 +519,10 @@ def collect_outcomes(
     tenant, campaign = view.tenant, view.campaign_id
     fraction = view.campaign.holdout_fraction
     arms: dict[str, Arm] = {}
-    guidelines: dict[str, str] = {}
+    published: dict[str, ZoneSet] = {}
     for z in iter_published(client, tenant, campaign, sink):
         arms[z.account_id] = assign_arm(tenant, campaign, z.account_id, fraction)
-        guidelines[z.account_id] = z.guideline_version
+        published[z.account_id] = z
     cta_zones = cta_zone_ids(view.zones, view.campaign.page_zone_ids())
     engagement: dict[str, tuple[int, int]] = {}
     record_problems: list[StoredValueError] = []
@@ -436,10 +541,30 @@ def collect_outcomes(
             views=engagement.get(account_id, (0, 0))[0],
             cta_clicks=engagement.get(account_id, (0, 0))[1],
             conversions=conversions.get(account_id, 0),
-            guideline_version=guidelines[account_id],
+            guideline_version=published[account_id].guideline_version,
+            variant=published[account_id].variant,
+            segment=published[account_id].segment,
+            fact_type=headline_fact_type(published[account_id]),
+            rung=_best_rung(published[account_id]),
         )
         for account_id, arm in arms.items()
     ]
+
+
+def headline_fact_type(zone_set: ZoneSet) -> str | None:
+    """The fact type(s) the first personal zone cites (`funding`, `funding+hiring`); None: none personal."""
+    for zone in zone_set.zones:
+        if zone.rung is Rung.PERSONAL:
+            reason = parse_reason(zone.reason)
+            if reason.code is ZoneReason.PERSONAL and reason.detail:
+                return reason.detail
+            return "library"
+    return None
+
+
+def _best_rung(zone_set: ZoneSet) -> str | None:
+    rungs = {z.rung for z in zone_set.zones}
+    return next((r.value for r in RUNG_ORDER if r in rungs), None)
 
 
 def campaign_lift_report(
@@ -460,31 +585,6 @@ def campaign_lift_report(
         generated_at=now,
         conversion_types=[t.value for t in (types or ConversionType)],
     )
-
-
-def campaign_lift_reports_by_guideline_version(
-    client: redis.Redis,
-    view: CampaignView,
-    *,
-    now: datetime,
-    types: frozenset[ConversionType] | None = None,
-    problems: list[str] | None = None,
-) -> dict[str, LiftReport]:
-    """One lift report per guideline version that wrote the published zone sets, by version."""
-    groups: dict[str, list[AccountOutcome]] = {}
-    for outcome in collect_outcomes(client, view, types=types, problems=problems):
-        groups.setdefault(outcome.guideline_version or "-", []).append(outcome)
-    return {
-        version: build_lift_report(
-            groups[version],
-            tenant=view.tenant,
-            campaign=view.campaign_id,
-            holdout_fraction=view.campaign.holdout_fraction,
-            generated_at=now,
-            conversion_types=[t.value for t in (types or ConversionType)],
-        )
-        for version in sorted(groups)
-    }
 
 
 def _accounts(count: int) -> str:

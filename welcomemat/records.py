@@ -19,6 +19,7 @@ Hash fields (ids hold no `:`, so every field parses one way; a fact id comes las
     e:<campaign>:zone:<zone>     clicks in one zone
     e:<campaign>:arm, arm_at     last arm seen, and the order key of the event that set it
     e:<campaign>:ver, facts, ver_at   zone-set version last shown, its cited facts (JSON), order key
+    e:<campaign>:variant         the copy variant of that version ("" none)
     p:<campaign>:<contact>:first|last|views|clicks|qr   the same counters per contact
     rev                          bumped by every fold: one CRM change per revision
     updated_ms                   last write, Unix ms
@@ -123,6 +124,8 @@ class CampaignEngagement(BaseModel):
     qr_scans: int = 0
     last_arm: str | None = None
     zone_set_version: int | None = None
+    # The copy variant of `zone_set_version` (`welcomemat.experiments`), when it has one.
+    variant: str | None = None
     # The personal zones' cited facts of `zone_set_version`, when the page showed them.
     facts_shown: list[ShownFact] = Field(default_factory=list)
 
@@ -245,12 +248,14 @@ class EventFold:
     zone_set_version: int | None = None
     # The cited facts shown with `zone_set_version` (empty: none shown, or the version is gone).
     facts: Sequence[CitedFact] = ()
+    # The copy variant of `zone_set_version`, as the event carries it.
+    variant: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("tenant", "account_id", "campaign", "event_id"):
             if not is_valid_id(getattr(self, name)):
                 raise ValueError(f"EventFold.{name} is not a valid id: {getattr(self, name)!r}")
-        for name in ("contact", "zone", "arm"):
+        for name in ("contact", "zone", "arm", "variant"):
             value = getattr(self, name)
             if value is not None and not is_valid_id(value):
                 raise ValueError(f"EventFold.{name} is not a valid id: {value!r}")
@@ -266,7 +271,7 @@ class EventFold:
 # ARGV: 1 seen TTL s, 2 record TTL s, 3 outbox TTL s ("0": no webhook), 4 now ms, 5 the events:
 # a JSON array of [campaign field prefix, contact field prefix ("" none), counter name,
 # event ms, order key, arm, zone, version ("" none), facts JSON, account id, the account's and the
-# contact's fields in the erasure list ("" none)].
+# contact's fields in the erasure list ("" none), copy variant of the version ("" none)].
 # Returns one reply per event: -1 folded before, -2 older than an erasure of its account or
 # contact (never folded), the record's new revision, or an error text.
 # Each event is its own step inside pcall: an error (e.g. a record key holding another type
@@ -305,6 +310,7 @@ local function fold(i, ev)
   end
   if ev[8] ~= '' and ((not cur[4]) or order > cur[4]) then
     put(e .. 'ver', ev[8]); put(e .. 'facts', ev[9]); put(e .. 'ver_at', order)
+    put(e .. 'variant', ev[13] or '')
   end
   local updated = tonumber(cur[5])
   if not updated or now > updated then put('updated_ms', ARGV[4]) end
@@ -380,6 +386,7 @@ def fold_events(
                 event.account_id,
                 account_field(event.account_id),
                 contact_field(event.account_id, event.contact) if event.contact else "",
+                event.variant or "",
             ]
         )
     key_list.append(keys.erasures_key(tenant))
@@ -580,6 +587,7 @@ def _campaign(values: dict[str, str], catalog: dict[str, str]) -> CampaignEngage
         qr_scans=int(values.get("qr", "0")),
         last_arm=values.get("arm"),
         zone_set_version=_int(values.get("ver")),
+        variant=values.get("variant") or None,
         facts_shown=facts,
     )
 

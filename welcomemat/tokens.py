@@ -27,10 +27,10 @@ View tokens
 -----------
 ``/v1/zones`` hands the snippet a view token (:meth:`TokenSigner.sign_view`) and every
 beacon sends it back, so an event is attributed only to what the renderer served: the
-tenant, campaign, view id, arm and best rung, and the account, contact and zone-set
-version when there were any. Its own salt (``welcomemat.view``), so it never verifies as
+tenant, campaign, view id, arm and best rung, and the account, contact, zone-set version
+and copy variant when there were any. Its own salt (``welcomemat.view``), so it never verifies as
 an identity token nor one of those as a view token; its own payload keys (``w`` view id,
-``m`` arm, ``r`` rung, ``v`` zone-set version, besides ``t c a p i e``; ``a`` is absent
+``m`` arm, ``r`` rung, ``v`` zone-set version, ``x`` copy variant, besides ``t c a p i e``; ``a`` is absent
 for an anonymous visitor); a short lifetime (:data:`DEFAULT_VIEW_TTL_S`).
 
 Nothing here returns claims without verifying them first: there is no "peek".
@@ -162,6 +162,8 @@ class ViewClaims(BaseModel):
     account: _Id | None = None
     contact: _Id | None = None
     zone_set_version: StrictInt | None = Field(default=None, ge=1)
+    #: The copy variant of that zone set (`welcomemat.experiments`), when it has one.
+    variant: _Id | None = None
     #: Unix seconds.
     issued_at: StrictInt = Field(ge=0)
     #: Unix seconds; the token is refused from this instant on.
@@ -379,6 +381,7 @@ class TokenSigner:
         account: str | None = None,
         contact: str | None = None,
         zone_set_version: int | None = None,
+        variant: str | None = None,
         ttl_s: int = DEFAULT_VIEW_TTL_S,
     ) -> str:
         """A view token: what the renderer served for one view (see "View tokens" above).
@@ -393,6 +396,7 @@ class TokenSigner:
             account=account,
             contact=contact,
             zone_set_version=zone_set_version,
+            variant=variant,
             ttl_s=ttl_s,
         )
         return template.sign(view_id)
@@ -407,6 +411,7 @@ class TokenSigner:
         account: str | None = None,
         contact: str | None = None,
         zone_set_version: int | None = None,
+        variant: str | None = None,
         ttl_s: int = DEFAULT_VIEW_TTL_S,
     ) -> ViewTokenTemplate:
         """Everything of a view token but the view id and the times, checked once: a returning
@@ -445,6 +450,8 @@ class TokenSigner:
                     field="zone_set_version",
                 )
             rest.append(f',"v":{int(zone_set_version)}')
+        if variant is not None:
+            rest.append(f',"x":"{_check_id("variant", variant)}"')
         rest.append(',"i":')
         return ViewTokenTemplate(
             head=f'{{"t":"{tenant}","c":"{campaign}","w":"',
@@ -462,7 +469,7 @@ class TokenSigner:
         tenant or campaign), TokenExpired or TokenFromFuture; never anything else.
         """
         payload = self._unsign_view(token)
-        required, optional = {"t", "c", "w", "m", "r", "i", "e"}, {"a", "p", "v"}
+        required, optional = {"t", "c", "w", "m", "r", "i", "e"}, {"a", "p", "v", "x"}
         if not isinstance(payload, dict) or not required <= payload.keys() <= required | optional:
             raise TokenMalformed("view token payload has unexpected fields")
         try:
@@ -475,6 +482,7 @@ class TokenSigner:
                 account=payload.get("a"),
                 contact=payload.get("p"),
                 zone_set_version=payload.get("v"),
+                variant=payload.get("x"),
                 issued_at=payload["i"],
                 expires_at=payload["e"],
             )

@@ -71,6 +71,11 @@ class Variant:
     def zone_set_version(self) -> int | None:
         return self.personal.version if self.personal is not None else None
 
+    @property
+    def copy_variant(self) -> str | None:
+        """The copy experiment's variant of the zone set served as personal (None otherwise)."""
+        return self.personal.variant if self.personal is not None else None
+
 
 def choose_variant(arm: Arm, zone_set: ZoneSet | None, now: datetime) -> Variant:
     """The variant for an arm and the account's zone set (None: none known) at `now`."""

@@ -120,6 +120,10 @@ class ZoneSet(BaseModel):
     guideline_hash: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     created_at: datetime
     valid_until: datetime | None = None
+    # The copy experiment and the variant this account's zones were written with
+    # (`welcomemat.experiments`); None outside an experiment and in the holdout.
+    experiment: OpaqueId | None = None
+    variant: OpaqueId | None = None
     status: ZoneSetStatus = ZoneSetStatus.PUBLISHED
     mode: ZoneSetMode
     zones: tuple[ZoneContent, ...]

@@ -11,7 +11,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     report = sub.add_parser("report", help="reports on a campaign's outcomes")
     report_sub = report.add_subparsers(dest="report", metavar="REPORT", required=True)
     lift = report_sub.add_parser(
-        "lift", help="personal vs holdout: reach, CTA clicks, conversions, with 95%% intervals"
+        "lift",
+        help="personal vs holdout (and copy variants): reach, CTA clicks, conversions, with 95%% intervals",
     )
     lift.add_argument("campaign", help="tenant/campaign, campaign.yaml, or a published campaign id")
     lift.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -24,9 +25,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     lift.add_argument(
         "--by",
-        choices=["guideline_version"],
+        choices=["variant", "fact_type", "segment", "guideline_version", "rung"],
         default=None,
-        help="one report per guideline version that wrote the published zone sets",
+        help="one report per group (copy variant, headline fact type, segment, guideline version, "
+        "most personal rung); with variant, each variant against the first",
     )
     lift.set_defaults(handler=run_lift)
 

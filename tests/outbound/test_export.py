@@ -44,7 +44,7 @@ from welcomemat.store import ZoneSetStore
 
 EXAMPLE_ACCOUNTS = 150
 HEADER = (
-    "email,first_name,last_name,title,company,account_id,contact_id,arm,zone_set_version,rung,"
+    "email,first_name,last_name,title,company,account_id,contact_id,arm,zone_set_version,variant,rung,"
     "hero_headline,hero_support,proof,cta,cta_url,continuation_headline,fact,fact_url,fact_date,page_url,status"
 ).split(",")
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
@@ -107,7 +107,7 @@ def test_every_row_is_what_the_zones_api_serves_that_contact(precomputed: redis.
             assert row["rung"] == next(r for r in ("personal", "segment", "default") if r in rungs)
 
 
-OPTIONAL = ("first_name", "last_name", "title", "fact", "fact_url", "fact_date")
+OPTIONAL = ("first_name", "last_name", "title", "variant", "fact", "fact_url", "fact_date")
 
 
 def test_copy_cells_are_never_empty_and_the_rep_columns_follow_the_rung(precomputed: redis.Redis) -> None:

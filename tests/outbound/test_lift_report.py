@@ -35,12 +35,9 @@ from welcomemat.arms import Arm
 from welcomemat.campaign_view import load_campaign_view
 from welcomemat.conversions import ConversionType, parse_conversion, record_conversion
 from welcomemat.embedded_redis import temporary_redis
-from welcomemat.lift import (
-    Metric,
-    campaign_lift_report,
-    campaign_lift_reports_by_guideline_version,
-    collect_outcomes,
-)
+from welcomemat.experiments import CopyVariant, Experiment, assign_variant
+from welcomemat.lift import Metric, campaign_lift_report, collect_outcomes
+from welcomemat.lift_groups import LiftDimension, campaign_grouped_report
 from welcomemat.records import FOLD_LUA, EventFold, fold_events
 from welcomemat.store import ZoneSetStore
 from welcomemat.zoneset import ZoneSetStatus
@@ -197,7 +194,8 @@ def test_lift_by_guideline_version_splits_the_population(
             for a in later
         ]
     )
-    reports = campaign_lift_reports_by_guideline_version(campaign_data, view, now=NOW)
+    grouped = campaign_grouped_report(campaign_data, view, LiftDimension.GUIDELINE_VERSION, now=NOW)
+    reports = {g.group: g.report for g in grouped.groups}
     assert len(reports) == 2 and "v2" in reports
     assert sum(a.accounts for a in reports["v2"].arms) == 10
     assert sum(a.accounts for r in reports.values() for a in r.arms) == 80
@@ -205,7 +203,57 @@ def test_lift_by_guideline_version_splits_the_population(
         "report", "lift", CAMPAIGN, "--json", "--by", "guideline_version", redis_url=redis_url, home=tmp_path
     )
     assert result.returncode == 0, result.stderr
-    assert set(json.loads(result.stdout)) == set(reports)
+    printed = json.loads(result.stdout)
+    assert printed["by"] == "guideline_version"
+    assert {g["group"] for g in printed["groups"]} == set(reports)
+
+
+def test_lift_by_variant_and_the_other_dimensions_from_the_command_line(
+    campaign_data: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    campaign, zones = example_inputs()
+    exp = Experiment(
+        id="headline-angle",
+        zone="hero_headline",
+        variants=(CopyVariant(id="control"), CopyVariant(id="direct")),
+    )
+    publish_config(campaign_data, campaign.model_copy(update={"experiment": exp}), zones)
+    view = load_campaign_view(campaign_data, TENANT, CAMPAIGN)
+    personal = [o.account_id for o in collect_outcomes(campaign_data, view) if o.arm is Arm.PERSONAL]
+    ZoneSetStore(campaign_data).publish_many(
+        [
+            make_zone_set(a, input_hash="input-hash-0002").model_copy(
+                update={"experiment": exp.id, "variant": assign_variant(CAMPAIGN, exp, a).id}
+            )
+            for a in personal
+        ]
+    )
+    result = run("report", "lift", CAMPAIGN, "--json", "--by", "variant", redis_url=redis_url, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    printed = json.loads(result.stdout)
+    groups = {g["group"]: g["report"] for g in printed["groups"]}
+    assert list(groups) == ["control", "direct"]
+    sizes = {name: r["arms"][0]["accounts"] for name, r in groups.items()}
+    assert sum(sizes.values()) == 40 and all(r["arms"][1]["accounts"] == 40 for r in groups.values())
+    assert printed["variant_sample_ratio"]["observed"] == {"holdout": 40, **sizes}
+    contrasts = printed["contrasts"]
+    assert [(c["variant"], c["reference"], c["metric"]) for c in contrasts] == [
+        ("direct", "control", m.value) for m in Metric
+    ]
+    for c in contrasts:
+        assert c["sequential_low"] <= c["difference_low"] and c["difference_high"] <= c["sequential_high"]
+    text = run("report", "lift", CAMPAIGN, "--by", "variant", redis_url=redis_url, home=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert "Variants against the reference" in text.stdout
+    reach = next(c for c in contrasts if c["metric"] == "reach")
+    low, high = reach["sequential_low"] * 100, reach["sequential_high"] * 100
+    assert f"[{low:+.1f}, {high:+.1f}]" in text.stdout  # the same numbers as the JSON
+    for by, expected in (("fact_type", ["funding"]), ("rung", ["personal"]), ("segment", ["saas-mid"])):
+        result = run("report", "lift", CAMPAIGN, "--json", "--by", by, redis_url=redis_url, home=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert [g["group"] for g in json.loads(result.stdout)["groups"]] == expected
+    wrong = run("report", "lift", CAMPAIGN, "--by", "colour", redis_url=redis_url, home=tmp_path)
+    assert wrong.returncode == 2 and "invalid choice" in wrong.stderr
 
 
 # -- the admin page ----------------------------------------------------------------------------

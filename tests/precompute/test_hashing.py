@@ -6,7 +6,12 @@ import os
 import subprocess
 import sys
 
+from precompute.hashing import campaign_fingerprint
+from precompute.policy import build_policy
 from tests.corpora import REPO_ROOT
+from welcomemat.campaign import Campaign
+from welcomemat.experiments import CopyVariant, Experiment
+from welcomemat.zone_contract import ZoneContract
 
 SCRIPT = """
 from precompute.hashing import account_input_hash, campaign_fingerprint
@@ -35,3 +40,18 @@ def test_hashes_do_not_depend_on_the_process_hash_seed() -> None:
         for seed in ("1", "2", "3", "12345")
     }
     assert len(outputs) == 1
+
+
+def test_declaring_a_copy_experiment_changes_every_input_hash(
+    campaign: Campaign, zones: dict[str, ZoneContract]
+) -> None:
+    """Without one the fingerprint is what it was before experiments existed (no key for it);
+    with one, every account is written again, in its variant."""
+    experiment = Experiment(
+        id="headline-angle", zone="hero_headline", variants=(CopyVariant(id="a"), CopyVariant(id="b"))
+    )
+    policy = build_policy(campaign, None)
+    plain = campaign_fingerprint(campaign, zones, policy, "offline")
+    with_experiment = campaign.model_copy(update={"experiment": experiment})
+    assert campaign_fingerprint(with_experiment, zones, policy, "offline") != plain
+    assert campaign_fingerprint(campaign.model_copy(), zones, policy, "offline") == plain

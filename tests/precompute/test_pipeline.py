@@ -7,7 +7,6 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
 
 from precompute.explain import format_explain
@@ -20,26 +19,16 @@ from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today
 from welcomemat import keys
 from welcomemat.audit import AuditAction, Auditor, Via, read_entries
-from welcomemat.campaign import Campaign, load_campaign
+from welcomemat.campaign import Campaign
 from welcomemat.markup import render_text
 from welcomemat.reasons import ZoneReason
 from welcomemat.review import decide, list_queue
 from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import ZoneContract, load_zone_contracts
+from welcomemat.zone_contract import ZoneContract
 from welcomemat.zoneset import Rung, ZoneSetMode, ZoneSetStatus
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # a Sunday; the Series A was "last Thursday"
 LANDING = ("hero_headline", "hero_support", "proof", "cta")
-
-
-@pytest.fixture(scope="module")
-def zones() -> dict[str, ZoneContract]:
-    return dict(load_zone_contracts(REPO_ROOT / "zones"))
-
-
-@pytest.fixture(scope="module")
-def campaign(zones: dict[str, ZoneContract]) -> Campaign:
-    return load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones)
 
 
 TODAY = NOW.date()

@@ -28,18 +28,13 @@ from tests.corpora import REPO_ROOT
 from welcomemat import keys
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import ZoneContract, load_zone_contracts
+from welcomemat.zone_contract import ZoneContract
 from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 ZONES = ("hero_headline", "hero_support", "proof", "cta", "continuation_headline")
 PATTERN_A = "Congrats on the {round} {when}, {account}"  # the example campaign's own
 PATTERN_B = "{account} raised a {round}: ramp every new seller on your best reps' calls now"
-
-
-@pytest.fixture(scope="module")
-def zones() -> dict[str, ZoneContract]:
-    return dict(load_zone_contracts(REPO_ROOT / "zones"))
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from outbound.sync import parse_event
+from outbound.webhook import crm_change
 from server.bots import is_obvious_bot
 from server.ip_index import normalise_ip
 from server.rate_limit import RateLimiter, client_key
@@ -42,6 +44,7 @@ from welcomemat import keys
 from welcomemat.arms import Arm
 from welcomemat.embedded_redis import temporary_redis
 from welcomemat.erasure import ErasureMark, contact_field
+from welcomemat.records import FOLD_LUA, fold_events, read_account_record
 from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import TokenKind, TokenSigner
 
@@ -162,6 +165,37 @@ def test_the_whole_round_trip_from_the_zones_api(
         ("view", answer["view_id"], PERSONAL_ACCOUNT, "c_joram", "personal"),
         ("click", answer["view_id"], PERSONAL_ACCOUNT, "c_joram", "personal"),
     ]
+
+
+def test_the_copy_variant_rides_on_every_event_into_the_record_and_the_crm_change(
+    client: TestClient, app: Starlette, redis_client: redis.Redis
+) -> None:
+    """A zone set written for a copy variant: the page view, the snippet's view and click carry
+    it, and the folded account record and its CRM change say which variant the account saw."""
+    experimental = make_zone_set().model_copy(update={"experiment": "headline-angle", "variant": "direct"})
+    ZoneSetStore(redis_client).publish(experimental)
+    token = link_token(contact="c_joram")
+    assert client.get(f"/c/{CAMPAIGN}", params={"wm": token}).status_code == 200
+    answer = client.get("/v1/zones", params={"campaign": CAMPAIGN, "wm": token}).json()
+    assert "variant" not in answer  # the public payload says nothing of the experiment
+    assert post(client, beacon(view=answer["view"], event_id="e1")).status_code == 204
+    assert (
+        post(client, beacon(view=answer["view"], event_id="e2", type="click", zone="cta")).status_code == 204
+    )
+    settle(app)
+    events = stream(redis_client)
+    assert [(e["type"], e.get("version"), e.get("variant")) for e in events] == [
+        ("view", "1", "direct"),
+        ("view", "1", "direct"),
+        ("click", "1", "direct"),
+    ]
+    folds = [parse_event(TENANT, f"0-{i}", e) for i, e in enumerate(events)]
+    fold_events(redis_client.register_script(FOLD_LUA), redis_client, [f for f in folds if f], outbox=False)
+    record = read_account_record(redis_client, TENANT, PERSONAL_ACCOUNT)
+    assert record is not None
+    engagement = record.engagement[CAMPAIGN]
+    assert (engagement.zone_set_version, engagement.variant) == (1, "direct")
+    assert crm_change(record).campaigns[CAMPAIGN].variant == "direct"
 
 
 def test_a_view_served_before_an_erasure_is_written_without_the_person(

@@ -290,6 +290,7 @@ def publish_export_campaign(client: redis.Redis, contacts: int) -> None:
     from welcomemat.campaign import load_campaign
     from welcomemat.records import write_profile
     from welcomemat.store import ZoneSetStore
+    from welcomemat.surfaces import ALL_SURFACES
     from welcomemat.zone_contract import load_zone_contracts
     from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
 
@@ -298,7 +299,12 @@ def publish_export_campaign(client: redis.Redis, contacts: int) -> None:
     publish_campaign_config(client, campaign, zones, build_policy(campaign, None))
     store = ZoneSetStore(client)
     now = datetime.now(UTC)
-    fact = CitedFact(fact_id="f1", source_url="https://example.com/press/series-a", published_at=date.today())
+    fact = CitedFact(
+        fact_id="f1",
+        source_url="https://example.com/press/series-a",
+        published_at=date.today(),
+        surfaces=ALL_SURFACES,  # allowed in e-mail: the export writes the personal copy
+    )
     batch: list[ZoneSet] = []
     pipe = client.pipeline(transaction=False)
     for n in range(contacts // 2):

@@ -1,41 +1,46 @@
-"""`welcomemat export CAMPAIGN --format csv|jsonl [--out FILE]`: the sequencer export.
+"""`welcomemat export CAMPAIGN --format csv|jsonl [--out FILE] [--json]`: the sequencer export.
 
-One row per contact of every account with a published zone set in the campaign (contacts
-from the account's shared record, `welcomemat.records`). Each row carries exactly the copy
-the web page serves that account: the zones are resolved by `welcomemat.zone_resolution`
-(the one fallback ladder) for the arm `assign_arm` gives the account, and written through
+One row per contact of every account in the campaign: every account with a zone set in it,
+whatever its status (contacts from the account's shared record, `welcomemat.records`).
+Each row carries the copy the account's channel may show on the `email` surface
+(`welcomemat.surfaces`): the zones are resolved by `welcomemat.zone_resolution` (the one
+fallback ladder) for the arm `assign_arm` gives the account, and written through
 `welcomemat.zones_payload.public_zone` (the serializer `/v1/zones` uses), so a holdout
 account gets its segment copy in the email too and the experiment holds across channels.
+A personal zone whose facts are not all allowed on `email` takes its fallback copy here.
 
-Columns (stable, lowercase `[a-z0-9_]`, usable as lemlist / Smartlead custom variables):
+Columns (stable, lowercase `[a-z0-9_]`, usable as lemlist / Smartlead / Outreach / Apollo
+custom variables):
 
     email first_name last_name title company account_id contact_id arm zone_set_version variant rung
     <one per zone of the campaign's pages, in page order; a link zone adds <zone>_url>
-    fact fact_url fact_date page_url
+    fact fact_url fact_date page_url status
 
 - `rung`: the most personal rung among the row's zones (`personal`, `segment`, `default`).
-- `zone_set_version`: the version of the account's zone set the row was resolved from,
-  the one the page serves (personal zones of it, or the segment it names).
+- `zone_set_version`: the version of the account's zone set the row was resolved from
+  (empty when it does not decode).
 - `variant`: the copy variant (`welcomemat.experiments`) of the zone set served as personal,
-  as on the page's events; `none` outside an experiment, in the holdout and on fallback.
-- `fact`, `fact_url`, `fact_date`: the first fact a served personal zone cites, for the rep:
-  its statement (as the account record holds it; until the record has one, the text of
-  the personal zone that cites it, i.e. what the page says about it), its source link
-  (through the URL gate) and its ISO publish date. `none` in all three when the row serves
-  no personal zone (holdout, expired, fallback): the rep then has no fact to mention,
-  which keeps the holdout clean.
+  as on the page's events; empty outside an experiment, in the holdout and on fallback.
+- `fact`, `fact_url`, `fact_date`: the first fact a zone served as personal cites, for the
+  rep: its statement (as the account record holds it; until the record has one, the text
+  of the personal zone that cites it), its source link (through the URL gate) and its ISO
+  publish date. Empty when the row serves no personal zone (holdout, expired, fallback):
+  the rep then has no fact to mention, which keeps the holdout clean.
 - `page_url`: the contact's signed personal link (`/c/<campaign>?wm=…`, 30 days), so a
   click identifies the visitor. Needs `WELCOMEMAT_SECRET`.
+- `status` (`RowStatus`): `ok`, or why the row holds its fallback.
 
-No cell is ever empty. Missing profile values get neutral words: `first_name` becomes
-`there` (so "Hi {{first_name}}" reads "Hi there"), `company` the domain or account id,
-anything else `none`. No cell may contain a template marker (`{{`, `{%`, `[[`, `%NAME%`,
-`{slot}`, `${`): the export stops with an error naming the account, contact and column
-(with `--out`, the file is then left untouched).
+One bad record never stops the file. An account whose zone set waits for review, was
+rejected, has expired or does not decode, and a row with a cell the choke point refuses
+(`outbound.export_cells`), gets its **fallback row**: the zones' segment copy (else the
+campaign default), empty fact columns, `company` from the domain or id when the name is
+refused, a refused contact field empty, and `status` saying why; each such account (or
+contact) is listed in the summary's `problems`. Empty optional fields (`first_name`,
+`last_name`, `title`, the fact columns) are empty cells, for the sequencer's own fallback
+(README: per sequencer). The zone columns are never empty unless the campaign has no copy
+for a zone at all (`no_copy`).
 
-CSV only: a cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return gets a
-leading `'` so a spreadsheet opening the file shows it as text instead of running it as
-a formula (OWASP's advice against CSV injection). CSV is UTF-8 without a BOM, RFC 4180
+CSV only: every cell goes through `spreadsheet_safe`. CSV is UTF-8 without a BOM, RFC 4180
 quoting; JSON Lines has the same fields, unprefixed. Rows come in SCAN order (any), one
 batch of accounts at a time: memory stays flat whatever the campaign's size.
 """
@@ -43,6 +48,7 @@ batch of accounts at a time: memory stays flat whatever the campaign's size.
 from __future__ import annotations
 
 import csv
+import enum
 import json
 import os
 import re
@@ -52,43 +58,40 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import redis
 
+from outbound.export_cells import CellRefusal, export_cell, spreadsheet_safe
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign_view import CampaignView, ResolvedZone, load_campaign_view
 from welcomemat.errors import InputError, StoredValueError, WelcomematError
-from welcomemat.published import PUBLISHED_BATCH, published_batch
+from welcomemat.published import PUBLISHED_BATCH, zone_set_batch
 from welcomemat.records import AccountRecord, ContactProfile, iter_account_records
 from welcomemat.store import ZoneSetStore
+from welcomemat.surfaces import Surface
 from welcomemat.urlgate import source_href
-from welcomemat.zone_resolution import Variant, best_rung, choose_variant, resolve_zones
+from welcomemat.zone_resolution import Variant, best_rung, choose_variant, resolve_zones, segment_variant
 from welcomemat.zones_payload import public_zone
-from welcomemat.zoneset import CitedFact, Rung, ZoneSet
+from welcomemat.zoneset import CitedFact, Rung, ZoneSet, ZoneSetStatus
 
 __all__ = [
     "EXPORT_FORMATS",
-    "FIRST_NAME_FALLBACK",
     "LEAD_COLUMNS",
-    "NONE_VALUE",
-    "SPREADSHEET_TRIGGERS",
     "TAIL_COLUMNS",
     "ExportError",
+    "ExportProblem",
     "ExportSummary",
     "LinkMaker",
+    "RowStatus",
     "column_name",
     "export_columns",
     "export_rows",
-    "find_template_marker",
     "run_export",
-    "spreadsheet_safe",
     "write_export",
 ]
 
 EXPORT_FORMATS = ("csv", "jsonl")
-NONE_VALUE = "none"
-FIRST_NAME_FALLBACK = "there"
 LEAD_COLUMNS = (
     "email",
     "first_name",
@@ -102,34 +105,80 @@ LEAD_COLUMNS = (
     "variant",
     "rung",
 )
-TAIL_COLUMNS = ("fact", "fact_url", "fact_date", "page_url")
-# A spreadsheet reads a cell starting with one of these as a formula (or strips it first).
-SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
-# Accounts whose zone sets and records are handled per round trip.
-# What a sequencer, a template engine or a composer slot looks like when left unfilled.
-_TEMPLATE_MARKER = re.compile(
-    r"\{\{|\}\}|\{%|%\}|\{#|#\}|\[\[|\]\]|\$\{|%[A-Z][A-Z_]{3,}%|\{[A-Za-z_][A-Za-z0-9_]*\}"
-)
+# `status` comes last so that the columns before it keep the places they always had.
+TAIL_COLUMNS = ("fact", "fact_url", "fact_date", "page_url", "status")
 _NOT_COLUMN_CHARS = re.compile(r"[^a-z0-9_]")
+_CONTACT_COLUMNS = ("email", "first_name", "last_name", "title", "contact_id", "page_url")
 
 # (account id, contact id) -> the contact's signed page URL.
 LinkMaker = Callable[[str, str], str]
 
 
+class RowStatus(enum.StrEnum):
+    """A row's `status`: `ok`, or why it holds the fallback."""
+
+    OK = "ok"
+    PENDING_REVIEW = "pending_review"  # a person has not approved the zone set yet
+    REJECTED = "rejected"  # a reviewer rejected it
+    EXPIRED = "expired"  # past `valid_until`: its facts are too old to say
+    UNREADABLE_ZONE_SET = "unreadable_zone_set"  # the stored zone set does not decode
+    REFUSED_CELL = "refused_cell"  # a cell held markup, script or template syntax
+    NO_COPY = "no_copy"  # the campaign has no copy at all for a zone
+
+
 class ExportError(WelcomematError):
-    """The export cannot be written as promised (a template marker, an empty cell, a clash)."""
+    """The export file cannot be produced at all (columns that clash, Redis gone)."""
+
+
+@dataclass(frozen=True)
+class ExportProblem:
+    """An account (or one contact of it) whose rows hold the fallback, and why."""
+
+    account_id: str
+    contact_id: str | None  # None: every contact of the account
+    status: RowStatus
+    detail: str
+    rows: int
+
+    def __str__(self) -> str:
+        who = f"account {self.account_id}" + (f", contact {self.contact_id}" if self.contact_id else "")
+        return f"{who}: {self.status}: {self.detail} ({self.rows} row{'s' * (self.rows != 1)})"
 
 
 @dataclass
 class ExportSummary:
-    """What an export wrote."""
+    """What an export wrote, and every record that got its fallback."""
 
     rows: int = 0
     accounts: int = 0
     accounts_without_contacts: int = 0
     by_arm: dict[str, int] = field(default_factory=dict)
     by_rung: dict[str, int] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
+    by_status: dict[str, int] = field(default_factory=dict)
+    problems: list[ExportProblem] = field(default_factory=list)
+    # Account records that do not decode: their contacts are unknown, so they have no row.
+    unreadable_records: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "accounts": self.accounts,
+            "accounts_without_contacts": self.accounts_without_contacts,
+            "by_arm": dict(sorted(self.by_arm.items())),
+            "by_rung": dict(sorted(self.by_rung.items())),
+            "by_status": dict(sorted(self.by_status.items())),
+            "problems": [
+                {
+                    "account_id": p.account_id,
+                    "contact_id": p.contact_id,
+                    "status": p.status.value,
+                    "detail": p.detail,
+                    "rows": p.rows,
+                }
+                for p in self.problems
+            ],
+            "unreadable_records": list(self.unreadable_records),
+        }
 
 
 def column_name(zone_id: str) -> str:
@@ -157,35 +206,26 @@ def export_columns(view: CampaignView) -> tuple[tuple[str, ...], dict[str, tuple
     return tuple(header), zone_columns
 
 
-def find_template_marker(text: str) -> str | None:
-    """The first unfilled-template marker in `text`, or None."""
-    match = _TEMPLATE_MARKER.search(text)
-    return match.group(0) if match else None
+def _campaign_accounts(
+    client: redis.Redis, tenant: str, campaign: str, summary: ExportSummary
+) -> Iterator[tuple[AccountRecord, ZoneSet | None, str | None]]:
+    """Account records of the tenant with a zone set in the campaign, in any status.
 
-
-def spreadsheet_safe(cell: str) -> str:
-    """`cell`, with a leading `'` when a spreadsheet would read it as a formula."""
-    return "'" + cell if cell.startswith(SPREADSHEET_TRIGGERS) else cell
-
-
-def _records_with_zone_sets(
-    client: redis.Redis, tenant: str, campaign: str, problems: list[str]
-) -> Iterator[tuple[AccountRecord, ZoneSet]]:
-    """Account records of the tenant joined with their published zone set in the campaign.
-
-    Records lead (they are what holds contacts, and `iter_account_records` pipelines them);
-    each batch's zone sets are read in one MGET.
+    Yields (record, zone set, None), or (record, None, what is wrong) when the zone set does
+    not decode. Records lead (they hold the contacts, and `iter_account_records` pipelines
+    them); each batch's zone sets are read in one MGET.
     """
     store = ZoneSetStore(client)
     record_problems: list[StoredValueError] = []
     batch: list[AccountRecord] = []
 
-    def flush() -> Iterator[tuple[AccountRecord, ZoneSet]]:
-        published = published_batch(store, tenant, campaign, [r.account_id for r in batch], problems)
+    def flush() -> Iterator[tuple[AccountRecord, ZoneSet | None, str | None]]:
+        found, unreadable = zone_set_batch(store, tenant, campaign, [r.account_id for r in batch])
         for record in batch:
-            zone_set = published.get(record.account_id)
-            if zone_set is not None:
-                yield record, zone_set
+            if record.account_id in found:
+                yield record, found[record.account_id], None
+            elif record.account_id in unreadable:
+                yield record, None, unreadable[record.account_id]
 
     for record in iter_account_records(client, tenant, problems=record_problems):
         batch.append(record)
@@ -194,7 +234,7 @@ def _records_with_zone_sets(
             batch = []
     if batch:
         yield from flush()
-    problems.extend(str(p) for p in record_problems)
+    summary.unreadable_records.extend(str(p) for p in record_problems)
 
 
 def _fact_statement(record: AccountRecord, fact_id: str) -> str | None:
@@ -225,6 +265,39 @@ def _served_fact(
     return None
 
 
+@dataclass
+class _Cells:
+    """Checked cells (refused ones left empty) and what was refused or missing, by column."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+    def put(self, column: str, value: str | None) -> bool:
+        cell = export_cell(value)
+        if isinstance(cell, CellRefusal):
+            self.values[column] = ""
+            self.refused[column] = str(cell)
+            return False
+        self.values[column] = cell
+        return True
+
+    def why(self) -> tuple[RowStatus, str] | None:
+        parts = [f"column {c!r} refused: {why}" for c, why in self.refused.items()]
+        parts += [f"no copy at all for zone column {c!r}" for c in self.missing]
+        if not parts:
+            return None
+        return (RowStatus.REFUSED_CELL if self.refused else RowStatus.NO_COPY), "; ".join(parts)
+
+
+@dataclass
+class _AccountRows:
+    arm: Arm
+    rung: str
+    rows: list[dict[str, str]]
+    problems: list[ExportProblem]
+
+
 class _RowBuilder:
     def __init__(self, view: CampaignView, link_for: LinkMaker, now: datetime) -> None:
         self.view = view
@@ -234,79 +307,112 @@ class _RowBuilder:
         self.zone_ids = tuple(self.zone_columns)
         self.site = view.campaign.site_base_url
 
-    def rows(self, record: AccountRecord, zone_set: ZoneSet) -> tuple[Arm, str, list[dict[str, str]]]:
+    def account_rows(
+        self, record: AccountRecord, zone_set: ZoneSet | None, unreadable: str | None
+    ) -> _AccountRows:
         view = self.view
-        account_id = zone_set.account_id
+        account_id = record.account_id
         arm = assign_arm(view.tenant, view.campaign_id, account_id, view.campaign.holdout_fraction)
-        variant = choose_variant(arm, zone_set, self.now)
-        zones = resolve_zones(view, self.zone_ids, variant)
+        segment = zone_set.segment if zone_set is not None else record.segment
+        version = str(zone_set.version) if zone_set is not None else ""
+        status, detail = self._account_status(arm, zone_set, unreadable)
+        fallback = segment_variant(arm, segment)
+        variant = choose_variant(arm, zone_set, self.now) if status is RowStatus.OK else fallback
+        rung, shared = self._shared(record, variant, version)
+        trouble = shared.why()
+        if trouble is not None and variant.personal is not None:
+            first = shared
+            rung, shared = self._shared(record, fallback, version)  # the fallback row
+            status, detail = trouble
+            still = [c for c in [*shared.refused, *shared.missing] if c not in first.refused]
+            if still:
+                detail += f"; the fallback too: {', '.join(still)}"
+        elif trouble is not None:
+            status = trouble[0] if status is RowStatus.OK else status
+            detail = f"{detail}; {trouble[1]}" if detail else trouble[1]
+        problems: list[ExportProblem] = []
+        if status is not RowStatus.OK:
+            problems.append(ExportProblem(account_id, None, status, detail, len(record.contacts)))
+        rows: list[dict[str, str]] = []
+        fallback_cells: _Cells | None = None
+        for contact in record.contacts:
+            own = self._contact_cells(contact, account_id)
+            row_status, cells = status, shared
+            if own.refused:
+                if variant.personal is not None and status is RowStatus.OK:
+                    fallback_cells = fallback_cells or self._shared(record, fallback, version)[1]
+                    cells = fallback_cells
+                row_status = RowStatus.REFUSED_CELL
+                why = own.why()
+                problems.append(
+                    ExportProblem(account_id, contact.contact_id, row_status, why[1] if why else "", 1)
+                )
+            row = {**cells.values, **own.values, "status": row_status.value}
+            rows.append({column: row[column] for column in self.header})
+        return _AccountRows(arm, rung, rows, problems)
+
+    def _account_status(
+        self, arm: Arm, zone_set: ZoneSet | None, unreadable: str | None
+    ) -> tuple[RowStatus, str]:
+        if zone_set is None:
+            return RowStatus.UNREADABLE_ZONE_SET, unreadable or "the zone set does not decode"
+        if zone_set.status is ZoneSetStatus.PENDING_REVIEW:
+            return RowStatus.PENDING_REVIEW, f"version {zone_set.version} waits for a person's approval"
+        if zone_set.status is ZoneSetStatus.REJECTED:
+            return RowStatus.REJECTED, f"version {zone_set.version} was rejected in review"
+        if arm is Arm.PERSONAL and not zone_set.is_servable_as_personal(self.now):
+            return RowStatus.EXPIRED, f"version {zone_set.version} expired at {zone_set.valid_until}"
+        return RowStatus.OK, ""
+
+    def _shared(self, record: AccountRecord, variant: Variant, version: str) -> tuple[str, _Cells]:
+        """The rung and the cells every contact of the account shares, for one variant."""
+        zones = resolve_zones(self.view, self.zone_ids, variant, Surface.EMAIL)
         by_id = {z.zone_id: z for z in zones}
-        rung = best_rung(zones)
-        shared: dict[str, str] = {
-            "company": record.name or record.domain or account_id,
-            "account_id": account_id,
-            "arm": arm.value,
-            "zone_set_version": str(zone_set.version),
-            "variant": variant.copy_variant or "none",
-            "rung": rung,
-        }
+        cells = _Cells()
+        # The name, else the domain, else the id: the first that is clean. A refused name is
+        # a refusal (the personal copy may build on it), a missing one is not.
+        cells.put("company", record.name)
+        for candidate in (record.domain, record.account_id):
+            clean = export_cell(candidate)
+            if not cells.values["company"] and isinstance(clean, str):
+                cells.values["company"] = clean
+        cells.put("account_id", record.account_id)
+        cells.put("arm", variant.arm.value)
+        cells.put("zone_set_version", version)
+        cells.put("variant", variant.copy_variant)
+        cells.put("rung", best_rung(zones))
         for zone_id, (text_column, url_column) in self.zone_columns.items():
             zone = by_id.get(zone_id)
             if zone is None:
-                raise ExportError(
-                    f"{view.tenant}/{view.campaign_id}: zone {zone_id!r} has no copy for account "
-                    f"{account_id} (neither personal, segment nor default); fix the campaign's copy"
-                )
+                cells.values[text_column] = ""
+                cells.missing.append(text_column)
+                if url_column is not None:
+                    cells.values[url_column] = ""
+                continue
             public = public_zone(zone)  # the very fields /v1/zones serves
-            shared[text_column] = public["text"]
+            cells.put(text_column, public["text"])
             if url_column is not None:
-                shared[url_column] = public.get("href") or self.site
+                cells.put(url_column, public.get("href") or self.site)
         served = _served_fact(variant, self.zone_ids, by_id)
-        if served is None:
-            shared.update(fact=NONE_VALUE, fact_url=NONE_VALUE, fact_date=NONE_VALUE)
-        else:
-            fact, zone_text = served
-            shared.update(
-                fact=_fact_statement(record, fact.fact_id) or zone_text,
-                fact_url=source_href(fact.source_url) or NONE_VALUE,
-                fact_date=fact.published_at.isoformat(),
-            )
-        if not record.contacts:
-            return arm, rung, []
-        # Cells every contact of the account shares are checked once, not once per contact.
-        first = record.contacts[0].contact_id
-        checked = {column: self._cell(column, value, account_id, first) for column, value in shared.items()}
-        rows = [self._contact_row(checked, contact, account_id) for contact in record.contacts]
-        return arm, rung, rows
+        fact, zone_text = served if served is not None else (None, "")
+        cells.put("fact", (_fact_statement(record, fact.fact_id) or zone_text) if fact else None)
+        cells.put("fact_url", source_href(fact.source_url) if fact else None)
+        cells.put("fact_date", fact.published_at.isoformat() if fact else None)
+        return cells.values["rung"], cells
 
-    def _cell(self, column: str, value: str, account_id: str, contact_id: str) -> str:
-        """The cell as exported: stripped, never empty, never holding a template marker."""
-        value = value.strip()
-        if not value:
-            value = FIRST_NAME_FALLBACK if column == "first_name" else NONE_VALUE
-        marker = find_template_marker(value)
-        if marker is not None:
-            raise ExportError(
-                f"{self.view.tenant}/{self.view.campaign_id}: account {account_id}, contact "
-                f"{contact_id}, column {column!r} holds the template marker {marker!r} "
-                f"({value[:80]!r}); fix the copy or the record, then export again"
-            )
-        return value
-
-    def _contact_row(
-        self, shared: dict[str, str], contact: ContactProfile, account_id: str
-    ) -> dict[str, str]:
-        contact_id = contact.contact_id
-        own = {
+    def _contact_cells(self, contact: ContactProfile, account_id: str) -> _Cells:
+        cells = _Cells()
+        values = {
             "email": contact.email,
-            "first_name": contact.first_name or FIRST_NAME_FALLBACK,
-            "last_name": contact.last_name or NONE_VALUE,
-            "title": contact.title or NONE_VALUE,
-            "contact_id": contact_id,
-            "page_url": self.link_for(account_id, contact_id),
+            "first_name": contact.first_name,
+            "last_name": contact.last_name,
+            "title": contact.title,
+            "contact_id": contact.contact_id,
+            "page_url": self.link_for(account_id, contact.contact_id),
         }
-        row = {**shared, **{c: self._cell(c, v, account_id, contact_id) for c, v in own.items()}}
-        return {column: row[column] for column in self.header}
+        for column in _CONTACT_COLUMNS:
+            cells.put(column, values[column])
+        return cells
 
 
 def export_rows(
@@ -318,41 +424,52 @@ def export_rows(
     summary: ExportSummary | None = None,
     on_account: Callable[[], object] = lambda: None,
 ) -> tuple[tuple[str, ...], Iterator[dict[str, str]]]:
-    """The header and a lazy stream of rows (column -> non-empty cell, not yet spreadsheet-safe)."""
+    """The header and a lazy stream of rows (column -> checked cell, not yet spreadsheet-safe)."""
     builder = _RowBuilder(view, link_for, now)
     tally = summary if summary is not None else ExportSummary()
 
     def generate() -> Iterator[dict[str, str]]:
-        for record, zone_set in _records_with_zone_sets(
-            client, view.tenant, view.campaign_id, tally.problems
-        ):
-            arm, rung, rows = builder.rows(record, zone_set)
+        for record, zone_set, unreadable in _campaign_accounts(client, view.tenant, view.campaign_id, tally):
+            account = builder.account_rows(record, zone_set, unreadable)
             tally.accounts += 1
+            tally.problems.extend(account.problems)
             on_account()
-            if not rows:
+            if not account.rows:
                 tally.accounts_without_contacts += 1
                 continue
-            tally.by_arm[arm.value] = tally.by_arm.get(arm.value, 0) + len(rows)
-            tally.by_rung[rung] = tally.by_rung.get(rung, 0) + len(rows)
-            for row in rows:
+            arm = account.arm.value
+            tally.by_arm[arm] = tally.by_arm.get(arm, 0) + len(account.rows)
+            for row in account.rows:
                 tally.rows += 1
+                tally.by_rung[row["rung"]] = tally.by_rung.get(row["rung"], 0) + 1
+                tally.by_status[row["status"]] = tally.by_status.get(row["status"], 0) + 1
                 yield row
 
     return builder.header, generate()
 
 
 def write_export(header: tuple[str, ...], rows: Iterable[dict[str, str]], out: TextIO, fmt: str) -> None:
-    """Write rows as CSV (spreadsheet-safe cells) or JSON Lines (the same fields, as they are)."""
-    if fmt == "csv":
-        writer = csv.writer(out, lineterminator="\r\n")
-        writer.writerow(header)
-        for row in rows:
-            writer.writerow([spreadsheet_safe(row[c]) for c in header])
-    elif fmt == "jsonl":
-        for row in rows:
-            out.write(json.dumps({c: row[c] for c in header}, ensure_ascii=False) + "\n")
-    else:
+    """Write rows as CSV (spreadsheet-safe cells) or JSON Lines (the same fields, as they are).
+
+    Every cell is checked once more by the choke point (`export_cell`): a row that did not
+    come from `export_rows` cannot smuggle markup out either.
+    """
+    if fmt not in EXPORT_FORMATS:
         raise InputError(f"unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}", field="--format")
+    writer = csv.writer(out, lineterminator="\r\n") if fmt == "csv" else None
+    if writer is not None:
+        writer.writerow(header)
+    for row in rows:
+        cells = [_final(row[c]) for c in header]
+        if writer is not None:
+            writer.writerow([spreadsheet_safe(cell) for cell in cells])
+        else:
+            out.write(json.dumps(dict(zip(header, cells, strict=True)), ensure_ascii=False) + "\n")
+
+
+def _final(value: str) -> str:
+    cell = export_cell(value)
+    return "" if isinstance(cell, CellRefusal) else cell
 
 
 def _write_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
@@ -373,8 +490,13 @@ def _write_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
         raise
 
 
-def run_export(campaign_ref: str, fmt: str, out: str | None) -> int:
-    """`welcomemat export`: write the campaign's rows to `out` (atomically) or stdout."""
+def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = False) -> int:
+    """`welcomemat export`: write the campaign's rows to `out` (atomically) or stdout.
+
+    0 when the file was written, whatever records got their fallback (listed on stderr,
+    and with `as_json` in the JSON report on stdout); `ExportError` (exit 1) when it could
+    not be produced at all, leaving `out` untouched.
+    """
     from welcomemat.campaign_ref import resolve_campaign_ref
     from welcomemat.connection import connect, resolve_redis
     from welcomemat.links import signed_url
@@ -383,6 +505,10 @@ def run_export(campaign_ref: str, fmt: str, out: str | None) -> int:
 
     if fmt not in EXPORT_FORMATS:
         raise InputError(f"unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}", field="--format")
+    if as_json and out is None:
+        raise InputError(
+            "--json prints the report on stdout, where the rows go without --out", field="--json"
+        )
     settings = Settings.from_env()
     signer = TokenSigner.from_setting(settings.require_secret())
     ttl_s = DEFAULT_TTL_S[TokenKind.LINK]
@@ -421,18 +547,32 @@ def run_export(campaign_ref: str, fmt: str, out: str | None) -> int:
                 sys.stdout.flush()
             else:
                 _write_atomically(Path(out), lambda handle: write_export(header, rows, handle, fmt))
+        except redis.RedisError as exc:
+            raise ExportError(
+                f"export {tenant}/{campaign}: Redis failed while reading the campaign ({exc}); "
+                + ("nothing was written" if out is not None else "stdout holds a partial file")
+            ) from exc
         finally:
             bar.close()
     finally:
         client.close()
+    _report(summary, f"{tenant}/{campaign}", out)
+    if as_json:
+        print(json.dumps({"campaign": f"{tenant}/{campaign}", "out": out, **summary.as_json()}, indent=2))
+    return 0
+
+
+def _report(summary: ExportSummary, campaign: str, out: str | None) -> None:
     arms = ", ".join(f"{n} {arm}" for arm, n in sorted(summary.by_arm.items())) or "none"
     rungs = ", ".join(f"{n} {rung}" for rung, n in sorted(summary.by_rung.items())) or "none"
+    statuses = ", ".join(f"{n} {status}" for status, n in sorted(summary.by_status.items())) or "none"
     print(
-        f"export {tenant}/{campaign}: {summary.rows} rows from {summary.accounts} accounts "
+        f"export {campaign}: {summary.rows} rows from {summary.accounts} accounts "
         f"({summary.accounts_without_contacts} without contacts) to {out or 'stdout'}; "
-        f"rows by arm: {arms}; by rung: {rungs}",
+        f"rows by arm: {arms}; by rung: {rungs}; by status: {statuses}",
         file=sys.stderr,
     )
     for problem in summary.problems:
-        print(f"welcomemat: skipped: {problem}", file=sys.stderr)
-    return 1 if summary.problems else 0
+        print(f"welcomemat: fallback: {problem}", file=sys.stderr)
+    for unreadable in summary.unreadable_records:
+        print(f"welcomemat: no rows (record does not decode): {unreadable}", file=sys.stderr)

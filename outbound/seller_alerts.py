@@ -51,6 +51,7 @@ from welcomemat.errors import StoredValueError
 from welcomemat.records import AccountRecord, EventFold, FoldKind, read_account_record
 from welcomemat.replies import reply_text
 from welcomemat.store import ZoneSetStore
+from welcomemat.surfaces import Surface
 from welcomemat.urlgate import safe_href, source_href
 from welcomemat.zoneset import Rung, ZoneSet
 
@@ -78,8 +79,6 @@ _TIERS_REMEMBERED = 200_000
 # Where an alert goes: the chat webhook, the CRM webhook's task.
 DESTINATIONS = ("slack", "crm")
 LANDING_PAGE_ID = "landing"
-# The surface a fact's research must name for a seller to be shown it.
-SELLER_SURFACE = "seller"
 
 _ACTIONS: dict[FoldKind, AlertAction] = {"views": "visit", "qr": "qr_scan", "clicks": "cta_click"}
 
@@ -401,7 +400,7 @@ def _claim(
         if zone.rung is not Rung.PERSONAL or not zone.facts:
             continue
         known = [(cited, record.facts.get(cited.fact_id)) for cited in zone.facts]
-        if any(fact is None or SELLER_SURFACE not in (fact.surfaces or ()) for _, fact in known):
+        if not zone.allows(Surface.SELLER) or any(fact is None for _, fact in known):
             return None, True
         facts = tuple(
             AlertFact(

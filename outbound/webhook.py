@@ -5,10 +5,10 @@ A fold that changes a record queues a change on the tenant's outbox stream
 atomic step as the fold, and at most one queued change per account at a time. A sender:
 
 - takes a change, reads the record as it is now (`records.take_crm_change`) and POSTs it,
-  serialized by `crm_change` (engagement and the facts shown; never evidence, confidence
-  or webhook bookkeeping), with `Idempotency-Key: <tenant>.<account>.<revision>`: a
-  redelivered change carries the same key and the same body, so the receiver applies it
-  once;
+  serialized by `crm_change` (engagement and the facts shown that are allowed on the
+  `seller` surface; never evidence, confidence or webhook bookkeeping), with
+  `Idempotency-Key: <tenant>.<account>.<revision>`: a redelivered change carries the same
+  key and the same body, so the receiver applies it once;
 - signs `<timestamp>.<body>` with HMAC-SHA256 under `WELCOMEMAT_CRM_WEBHOOK_SECRET`:
   `X-Welcomemat-Timestamp: <unix seconds>`, `X-Welcomemat-Signature: sha256=<hex>`. The
   receiver recomputes it (`verify_signature`) and refuses old timestamps (replays);
@@ -58,6 +58,7 @@ from welcomemat.stream_handler import (
     retry,
 )
 from welcomemat.streams import ensure_group as ensure_stream_group
+from welcomemat.surfaces import Surface
 
 __all__ = [
     "IDEMPOTENCY_HEADER",
@@ -182,6 +183,7 @@ def crm_change(record: AccountRecord) -> CrmChange:
                         published_at=f.published_at,
                     )
                     for f in e.facts_shown
+                    if f.allows(Surface.SELLER)  # the CRM is the seller's surface
                 ],
             )
             for campaign, e in sorted(record.engagement.items())

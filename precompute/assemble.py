@@ -246,7 +246,12 @@ class Assembler:
             if fact is None:  # run_checks refuses this; never publish an uncited claim regardless
                 return None
             cited.append(
-                CitedFact(fact_id=fact.id, source_url=fact.source_url, published_at=fact.published_at)
+                CitedFact(
+                    fact_id=fact.id,
+                    source_url=fact.source_url,
+                    published_at=fact.published_at,
+                    surfaces=fact.surfaces,
+                )
             )
         text, markup = self._text_and_markup(draft.text, contract)
         types = sorted({f.type for f in ctx.facts if f.id in draft.fact_ids})

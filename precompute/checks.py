@@ -67,7 +67,6 @@ from precompute.claim_text import opening_positions
 from precompute.claims import KNOWN_CLAIM_CLASSES, could_claim, find_claim
 from precompute.companies import company_key, find_other_company
 from precompute.context import EffectivePolicy, GovernedContext, TrustedFact
-from precompute.markup_scan import find_markup
 from precompute.providers.base import ZoneDraft
 from precompute.specifics import (
     ApprovedVocabulary,
@@ -80,6 +79,7 @@ from precompute.specifics import (
     uncited_source,
 )
 from welcomemat.campaign import Campaign
+from welcomemat.markup_scan import find_markup
 from welcomemat.openers import DEFAULT_BANNED_OPENERS
 from welcomemat.reasons import OFF_VOICE, ClaimReason
 from welcomemat.voice import voice_failures

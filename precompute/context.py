@@ -15,6 +15,7 @@ from datetime import date
 
 from welcomemat.accounts import Account
 from welcomemat.campaign import Confidence
+from welcomemat.surfaces import Surface
 
 __all__ = [
     "EffectivePolicy",
@@ -72,6 +73,8 @@ class FactReason(enum.StrEnum):
     STALE = "stale"
     LOW_CONFIDENCE = "low_confidence"
     NOT_FOR_WEB = "not_for_web"
+    MARKUP_IN_STATEMENT = "markup_in_statement"  # tags, script, entities or markdown
+    TEMPLATE_IN_STATEMENT = "template_in_statement"  # {{ }}, {% %}, ${ }, <% %> ...
     WRONG_SUBJECT = "wrong_subject"
     DUPLICATE = "duplicate"
 
@@ -101,6 +104,9 @@ class TrustedFact:
     # Structured string fields the research carried (round, role, location, person ...).
     fields: Mapping[str, str] = field(default_factory=dict)
     evidence: str | None = None
+    # Every channel the research allows it on (web always among them): recorded with each
+    # zone that cites it, so the export, the seller and print show only what it allows.
+    surfaces: tuple[Surface, ...] = (Surface.WEB,)
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,8 @@ def explain_record(outcome: AccountOutcome, *, version: int | None) -> dict[str,
                 "text": z.content.text,
                 "href": z.content.href,
                 "facts": [f.fact_id for f in z.content.facts],
+                # The channels its text may reach; any other shows the zone's fallback there.
+                "surfaces": [s.value for s in z.content.surfaces],
                 "draft": z.draft.text if z.draft is not None else None,
                 "draft_facts": list(z.draft.fact_ids) if z.draft is not None else [],
                 "checks": [{"check": f.check, "reason": f.reason, "detail": f.detail} for f in z.failures],
@@ -116,6 +118,8 @@ def format_explain(record: dict[str, Any]) -> str:
     held = held_drafts(record)
     for zone in record["zones"]:
         cites = f" cites {', '.join(zone['facts'])}" if zone["facts"] else ""
+        if zone["facts"] and zone.get("surfaces") is not None:  # kept since surfaces were recorded
+            cites += f", shown on {', '.join(zone['surfaces']) or 'no channel'}"
         lines.append(f"    {zone['zone_id']}: {zone['rung']} ({zone['reason']}){cites}")
         lines.append(f"      “{zone['text']}”" + (f" -> {zone['href']}" if zone["href"] else ""))
         doc = parse_reason(zone["reason"]).doc  # None for a code this version does not know

@@ -23,7 +23,7 @@ __all__ = ["PIPELINE_VERSION", "account_input_hash", "campaign_fingerprint", "ca
 
 # Bump whenever the pipeline's decisions change (trust rules, checks, ladder), so that every
 # zone set is rebuilt on the next run instead of being kept as "unchanged".
-PIPELINE_VERSION = "precompute-1"
+PIPELINE_VERSION = "precompute-2"  # 2: zones record the surfaces their facts allow
 
 
 def canonical_json(value: Any) -> bytes:

@@ -81,6 +81,8 @@ DEFAULT_LAYERS: Mapping[str, Layer] = {
     "fact:stale": "data",
     "fact:low_confidence": "data",
     "fact:not_for_web": "data",
+    "fact:markup_in_statement": "data",
+    "fact:template_in_statement": "data",
     "fact:wrong_subject": "data",
     "fact:duplicate": "data",
     "fact:no_window_for_type": "guideline",

@@ -21,12 +21,20 @@ The checks, in order (reason code on failure):
    ``expires_at = published_at + window`` (STALE; expiry is exclusive);
 5. confidence ``low|medium|high`` at or above the policy minimum; missing or unknown is
    below it (LOW_CONFIDENCE);
-6. ``surfaces`` includes ``web`` (NOT_FOR_WEB);
-7. the fact is about this account (WRONG_SUBJECT): a ``subject``, when given, must name the
+6. ``surfaces`` includes ``web`` (NOT_FOR_WEB): page zones are written only from facts
+   allowed on the web. The other known surfaces it lists (``email``, ``seller``,
+   ``print``; `welcomemat.surfaces`) are kept on the trusted fact and recorded with every
+   zone that cites it, so each other channel shows that zone only where its facts allow;
+7. the statement is plain text (the one scanner, `welcomemat.markup_scan`): no tag, entity,
+   script call, link or markdown (MARKUP_IN_STATEMENT) and no template syntax (`{{`, `{%`,
+   `${`, `<%`, `{slot}` ...: TEMPLATE_IN_STATEMENT). A statement reaches the seller, the
+   rep's `fact` column and, through a draft, every channel; a sequencer or mail merge
+   would run `{{7*7}}`, and a draft repeating a link would fail its checks anyway;
+8. the fact is about this account (WRONG_SUBJECT): a ``subject``, when given, must name the
    account (legal suffix, case, accents and punctuation aside); without one, the statement
    must contain the account's short name as a whole word. A subject naming another
    company fails even if the statement mentions us;
-8. not a duplicate of an earlier trusted fact (DUPLICATE): same type and source URL
+9. not a duplicate of an earlier trusted fact (DUPLICATE): same type and source URL
    (fragment aside), or same type, statement and date. Four job ads with the same wording
    but their own URLs and dates are four facts.
 """
@@ -45,6 +53,8 @@ from welcomemat.accounts import Account, Fact
 from welcomemat.campaign import Confidence
 from welcomemat.domains import registrable_domain
 from welcomemat.errors import ContractError
+from welcomemat.markup_scan import find_markup, find_template_marker
+from welcomemat.surfaces import Surface, allowed_surfaces
 from welcomemat.urlgate import LinkAllowlist, browser_view, gate_link
 
 __all__ = ["LEGAL_SUFFIXES", "decide_facts", "names_match", "short_name"]
@@ -117,7 +127,6 @@ _ISO_DATETIME_RE = re.compile(
 # newlines. A source whose written form misleads the reader is refused, whatever its host.
 _AMBIGUOUS_URL_RE = re.compile(r"[\\\x00-\x1f\x7f]")
 
-_WEB = "web"
 _MAX_FIELD_CHARS = 200  # a structured field longer than this is prose, not a slot value
 _KNOWN_FACT_KEYS = frozenset(Fact.model_fields)
 _SHOWN_CHARS = 80  # how much of a bad value a decision's detail quotes
@@ -292,11 +301,29 @@ def _check_confidence(raw: str | None, minimum: Confidence) -> Confidence | _Fai
     return confidence
 
 
-def _check_surfaces(surfaces: Sequence[str]) -> _Fail | None:
-    if any(s.strip().lower() == _WEB for s in surfaces):
-        return None
-    listed = ", ".join(surfaces) or "none"
+def _check_surfaces(declared: Sequence[str]) -> tuple[Surface, ...] | _Fail:
+    """The known surfaces the fact is allowed on, if the web is one of them."""
+    surfaces = allowed_surfaces(declared)
+    if Surface.WEB in surfaces:
+        return surfaces
+    listed = ", ".join(declared) or "none"
     return _Fail(FactReason.NOT_FOR_WEB, f"surfaces ({listed}) do not include web")
+
+
+def _check_statement(statement: str) -> _Fail | None:
+    """The statement is plain text: nothing a page, a mail merge or a sequencer would run."""
+    marker = find_template_marker(statement)
+    if marker is not None:
+        return _Fail(
+            FactReason.TEMPLATE_IN_STATEMENT, f"statement holds the template marker {_shown(marker)}"
+        )
+    found = find_markup(statement)
+    if found is not None:
+        code, at = found
+        return _Fail(
+            FactReason.MARKUP_IN_STATEMENT, f"statement holds {code} at {_shown(statement[at : at + 20])}"
+        )
+    return None
 
 
 def _check_subject(fact: Fact, rules: _Rules) -> _Fail | None:
@@ -347,7 +374,10 @@ def _judge(fact: Fact, rules: _Rules) -> TrustedFact | _Fail:
     confidence = _check_confidence(fact.confidence, rules.min_confidence)
     if isinstance(confidence, _Fail):
         return confidence
-    failure = _check_surfaces(fact.surfaces) or _check_subject(fact, rules)
+    surfaces = _check_surfaces(fact.surfaces)
+    if isinstance(surfaces, _Fail):
+        return surfaces
+    failure = _check_statement(fact.statement) or _check_subject(fact, rules)
     if failure is not None:
         return failure
     return TrustedFact(
@@ -360,6 +390,7 @@ def _judge(fact: Fact, rules: _Rules) -> TrustedFact | _Fail:
         confidence=confidence,
         fields=_extra_fields(fact),
         evidence=fact.evidence,
+        surfaces=surfaces,
     )
 
 

@@ -37,6 +37,7 @@ from welcomemat.arms import Arm
 from welcomemat.campaign import Campaign
 from welcomemat.campaign_view import CampaignView, ResolvedZone, campaign_view
 from welcomemat.errors import ContractError
+from welcomemat.surfaces import Surface
 from welcomemat.theme import Theme
 from welcomemat.theme_files import theme_url
 from welcomemat.theme_rules import THEME_TEMPLATE
@@ -131,7 +132,7 @@ class PageRenderer:
             return page
         self._metrics.pages.render_cache["miss"] += 1
         spec = view.page(page_id)
-        zones = resolve_zones(view, spec.zones, variant) if spec is not None else []
+        zones = resolve_zones(view, spec.zones, variant, Surface.WEB) if spec is not None else []
         env = self._environment(view)
         page = self._render_page(env, view, page_id, arm, zones, variant.zone_set_version)
         if variant.copy_variant is not None:

@@ -42,6 +42,7 @@ from welcomemat.arms import Arm
 from welcomemat.campaign_view import CampaignView
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
+from welcomemat.surfaces import Surface
 from welcomemat.tokens import ViewTokenTemplate
 from welcomemat.zone_resolution import PLAIN_RUNG, choose_variant, resolve_zones
 from welcomemat.zones_payload import ZonesPayload, zones_payload
@@ -200,7 +201,7 @@ class ZonesApi:
         cache_key = (tenant, campaign_id, view.fingerprint, *variant.key)
         payload = self._cache.get(cache_key)
         if payload is None:
-            zones = resolve_zones(view, view.campaign.page_zone_ids(), variant)
+            zones = resolve_zones(view, view.campaign.page_zone_ids(), variant, Surface.WEB)
             payload = zones_payload(campaign_id, arm, zones, view.allowlist.hosts)
             self._cache[cache_key] = payload
             while len(self._cache) > self._max:

@@ -9,6 +9,8 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
+import redis
+
 from tests.corpora import REPO_ROOT
 
 
@@ -40,3 +42,20 @@ def committed_today(record: dict[str, object] | None = None) -> date:
     assert isinstance(facts, list)
     sdr = next(f for f in facts if f["id"] == "dymaxa-sdr-1")
     return date.fromisoformat(sdr["published_at"]) + timedelta(days=generator().ROLE_AGES_DAYS[0])
+
+
+def precompute_offline(client: redis.Redis, accounts: Path) -> None:
+    """Precompute `accounts` for the example campaign with the offline composer, as the demo does."""
+    from precompute.policy import build_policy
+    from precompute.providers.offline import OfflineComposer
+    from precompute.run import PrecomputeRun
+    from tests.server.conftest import example_inputs
+
+    campaign, zones = example_inputs()
+    PrecomputeRun(
+        client=client,
+        campaign=campaign,
+        zones=zones,
+        policy=build_policy(campaign, None),
+        provider=OfflineComposer(),
+    ).run(accounts)

@@ -132,7 +132,9 @@ class Fact(BaseModel):
     )
     surfaces: list[str] = Field(
         default_factory=list,
-        description="Where the fact may be used; without `web` it never reaches a page.",
+        description="Where the fact may be used: `web`, `email`, `seller`, `print` (others are ignored); "
+        "without `web` it never reaches a page, and a zone citing it reaches only the channels every fact it "
+        "cites allows.",
         examples=[["web", "email", "seller"]],
     )
     evidence: str | None = Field(

@@ -16,15 +16,19 @@ from welcomemat.errors import StoredValueError
 from welcomemat.store import ZoneSetStore
 from welcomemat.zoneset import ZoneSet, ZoneSetStatus
 
-__all__ = ["PUBLISHED_BATCH", "iter_published", "published_batch"]
+__all__ = ["PUBLISHED_BATCH", "iter_published", "published_batch", "zone_set_batch"]
 
 PUBLISHED_BATCH = 500  # accounts per MGET
 
 
-def published_batch(
-    store: ZoneSetStore, tenant: str, campaign: str, ids: list[str], problems: list[str]
-) -> dict[str, ZoneSet]:
-    """The published zone sets among `ids`; one that does not decode is described in `problems`."""
+def zone_set_batch(
+    store: ZoneSetStore, tenant: str, campaign: str, ids: list[str]
+) -> tuple[dict[str, ZoneSet], dict[str, str]]:
+    """The zone sets among `ids` in any status, and id -> what is wrong for those that do not decode.
+
+    Ids without a zone set are in neither.
+    """
+    unreadable: dict[str, str] = {}
     try:
         found = store.get_many(tenant, campaign, ids)
     except StoredValueError:  # one bad value: read them one by one, report the bad ones
@@ -33,8 +37,17 @@ def published_batch(
             try:
                 found[account_id] = store.get(tenant, campaign, account_id)
             except StoredValueError as exc:
-                problems.append(str(exc))
-    return {a: z for a, z in found.items() if z is not None and z.status is ZoneSetStatus.PUBLISHED}
+                unreadable[account_id] = str(exc)
+    return {a: z for a, z in found.items() if z is not None}, unreadable
+
+
+def published_batch(
+    store: ZoneSetStore, tenant: str, campaign: str, ids: list[str], problems: list[str]
+) -> dict[str, ZoneSet]:
+    """The published zone sets among `ids`; one that does not decode is described in `problems`."""
+    found, unreadable = zone_set_batch(store, tenant, campaign, ids)
+    problems.extend(unreadable.values())
+    return {a: z for a, z in found.items() if z.status is ZoneSetStatus.PUBLISHED}
 
 
 def iter_published(

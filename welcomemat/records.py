@@ -50,6 +50,7 @@ from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.redis_client import run_script
 from welcomemat.replies import reply_text
+from welcomemat.surfaces import Surface
 from welcomemat.zoneset import CitedFact, Rung, ZoneSet
 
 __all__ = [
@@ -90,9 +91,13 @@ class ShownFact(BaseModel):
     statement: str
     source_url: str
     published_at: date
-    # Where the research allows the fact to be used (`web`, `email`, `seller`, ...), lowercased;
-    # None: recorded before surfaces were kept (treated as allowed nowhere but the page it was on).
-    surfaces: tuple[str, ...] | None = None
+    # The channels the fact may reach (`welcomemat.surfaces`): the seller's copy of the
+    # record (the CRM webhook) carries only facts allowed on `seller`. Written before
+    # surfaces were recorded: web only.
+    surfaces: tuple[Surface, ...] = (Surface.WEB,)
+
+    def allows(self, surface: Surface) -> bool:
+        return surface in self.surfaces
 
 
 class ContactProfile(BaseModel):
@@ -214,7 +219,7 @@ def write_profile(
                 statement=fact.statement,
                 source_url=cited.source_url,
                 published_at=cited.published_at,
-                surfaces=tuple(sorted({s.strip().lower() for s in fact.surfaces})),
+                surfaces=cited.surfaces,
             )
             mapping[f"fact:{fact.id}"] = shown.model_dump_json()
     pipe.hset(key, mapping=mapping)  # type: ignore[arg-type]

@@ -6,17 +6,20 @@ disagree about a visitor's copy:
 - anonymous visitors: the campaign default for every zone;
 - holdout accounts, and accounts whose zone set is missing, past `valid_until` or not
   `published`: their segment's copy (from the zone set's `segment`), else the default;
-- personal: each zone of the zone set, re-checked here: a link zone's href must pass the
-  URL gate again (hard invariant 2; else that zone takes its fallback copy), its page
-  markup comes from `markup.render_text` only. A zone missing from the set takes its
-  fallback copy; a zone with no copy at all is left out (fail closed).
+- personal: each zone of the zone set, re-checked here: a zone whose cited facts are not
+  all allowed on the channel asked for (`welcomemat.surfaces`: web for pages and the
+  snippet, email for the sequencer export, seller, print) takes its fallback copy on that
+  channel; a link zone's href must pass the URL gate again (hard invariant 2; else that
+  zone takes its fallback copy), its page markup comes from `markup.render_text` only.
+  A zone missing from the set takes its fallback copy; a zone with no copy at all is left
+  out (fail closed).
 
 Pure and synchronous: no Starlette, no Redis, no templates. Importable by anything that
 holds a `CampaignView` (`welcomemat.campaign_view.build_campaign_view` builds one from the stored
 config) and a zone set:
 
     variant = choose_variant(arm, zone_set, now)
-    zones = resolve_zones(view, view.campaign.page_zone_ids(), variant)
+    zones = resolve_zones(view, view.campaign.page_zone_ids(), variant, Surface.WEB)
 """
 
 from __future__ import annotations
@@ -28,10 +31,19 @@ from datetime import datetime
 from welcomemat.arms import Arm
 from welcomemat.campaign_view import CampaignView, ResolvedZone
 from welcomemat.markup import render_text
+from welcomemat.surfaces import Surface
 from welcomemat.urlgate import safe_href
 from welcomemat.zoneset import Rung, ZoneSet
 
-__all__ = ["PLAIN_RUNG", "RUNG_ORDER", "Variant", "best_rung", "choose_variant", "resolve_zones"]
+__all__ = [
+    "PLAIN_RUNG",
+    "RUNG_ORDER",
+    "Variant",
+    "best_rung",
+    "choose_variant",
+    "resolve_zones",
+    "segment_variant",
+]
 
 # The "rung" of a response served fail-closed (no campaign copy at all).
 PLAIN_RUNG = "plain"
@@ -72,14 +84,23 @@ def choose_variant(arm: Arm, zone_set: ZoneSet | None, now: datetime) -> Variant
     segment = zone_set.segment if zone_set is not None else None
     if arm is Arm.PERSONAL and zone_set is not None and zone_set.is_servable_as_personal(now):
         return Variant(arm, zone_set, segment, (arm.value, "personal", zone_set.account_id, zone_set.version))
+    return segment_variant(arm, segment)
+
+
+def segment_variant(arm: Arm, segment: str | None) -> Variant:
+    """The segment copy (else the default) for an arm: what any account falls back to."""
     return Variant(arm, None, segment, (arm.value, "segment", segment))
 
 
-def resolve_zones(view: CampaignView, zone_ids: Iterable[str], variant: Variant) -> list[ResolvedZone]:
-    """The zones to serve, in `zone_ids` order; zones with no copy at all are left out."""
+def resolve_zones(
+    view: CampaignView, zone_ids: Iterable[str], variant: Variant, surface: Surface
+) -> list[ResolvedZone]:
+    """The zones to show on `surface`, in `zone_ids` order; zones with no copy at all are left out."""
     resolved: list[ResolvedZone] = []
     for zone_id in zone_ids:
-        zone = _personal_zone(view, variant.personal, zone_id) if variant.personal is not None else None
+        zone = None
+        if variant.personal is not None:
+            zone = _personal_zone(view, variant.personal, zone_id, surface)
         if zone is None:
             zone = view.fallback_zone(variant.segment, zone_id)
         if zone is not None:
@@ -96,9 +117,11 @@ def best_rung(zones: Iterable[ResolvedZone]) -> str:
     return PLAIN_RUNG
 
 
-def _personal_zone(view: CampaignView, zone_set: ZoneSet, zone_id: str) -> ResolvedZone | None:
+def _personal_zone(
+    view: CampaignView, zone_set: ZoneSet, zone_id: str, surface: Surface
+) -> ResolvedZone | None:
     content = zone_set.zone(zone_id)
-    if content is None:
+    if content is None or not content.allows(surface):
         return None
     contract = view.zones.get(zone_id)
     allowed = contract.markup if contract is not None else frozenset()

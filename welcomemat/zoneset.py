@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from welcomemat.ids import OpaqueId
 from welcomemat.markup import CleanedMarkup
+from welcomemat.surfaces import ALL_SURFACES, Surface
 
 __all__ = [
     "ZONE_SET_SCHEMA_VERSION",
@@ -61,6 +62,9 @@ class CitedFact(BaseModel):
     fact_id: str = Field(min_length=1, max_length=128)
     source_url: str = Field(min_length=1)
     published_at: date
+    # The channels the trust policy allowed the fact on. Zone sets written before surfaces
+    # were recorded were only checked for the web, so that is all a missing value allows.
+    surfaces: tuple[Surface, ...] = (Surface.WEB,)
 
 
 class ZoneContent(BaseModel):
@@ -83,6 +87,18 @@ class ZoneContent(BaseModel):
         if self.rung is not Rung.PERSONAL and self.facts:
             raise ValueError(f"zone {self.zone_id}: only a personal zone cites facts")
         return self
+
+    @property
+    def surfaces(self) -> tuple[Surface, ...]:
+        """The channels this zone's text may be shown on: those every cited fact allows.
+
+        Fallback copy and a personal zone citing no fact are campaign copy: every channel.
+        """
+        return tuple(s for s in ALL_SURFACES if self.allows(s))
+
+    def allows(self, surface: Surface) -> bool:
+        """Whether this zone's text may be shown on `surface` (else it takes its fallback there)."""
+        return all(surface in fact.surfaces for fact in self.facts)
 
 
 class ZoneSet(BaseModel):

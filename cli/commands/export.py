@@ -10,18 +10,25 @@ __all__ = ["register", "run"]
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     export = sub.add_parser(
         "export",
-        help="sequencer export: one row per contact, the copy the page serves, every cell filled",
-        description="One row per contact of every account with a published zone set: stable lowercase "
-        "columns (lemlist / Smartlead variables), each zone's copy for the account's arm, the fact for "
-        "the rep, a signed personal page link. Needs WELCOMEMAT_SECRET.",
+        help="sequencer export: one row per contact, the copy email may show, fallback rows for bad records",
+        description="One row per contact of every account in the campaign: stable lowercase columns "
+        "(lemlist / Smartlead / Outreach / Apollo variables), each zone's copy allowed on email for the "
+        "account's arm, the fact for the rep, a signed personal page link and a status; a record with a "
+        "problem (pending review, a refused cell ...) gets its fallback row and is listed on stderr. Exit 0 "
+        "when the file is written, 1 when it could not be produced. Needs WELCOMEMAT_SECRET.",
     )
     export.add_argument("campaign", help="tenant/campaign, campaign.yaml, or a published campaign id")
     export.add_argument("--format", default="csv", choices=["csv", "jsonl"], help="csv (default) or jsonl")
     export.add_argument("--out", default=None, metavar="FILE", help="write FILE atomically (default: stdout)")
+    export.add_argument(
+        "--json",
+        action="store_true",
+        help="with --out: print the report (counts, and every record that got its fallback, and why) as JSON",
+    )
     export.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from outbound.export import run_export
 
-    return run_export(args.campaign, args.format, args.out)
+    return run_export(args.campaign, args.format, args.out, as_json=args.json)

@@ -111,7 +111,9 @@ def test_init_then_validate_precompute_and_explain_the_funding_account(home: Pat
     assert explained.returncode == 0, explained.stderr
     lines = explained.stdout.splitlines()
     headline = next(i for i, line in enumerate(lines) if line.strip().startswith("hero_headline:"))
-    assert lines[headline].strip() == "hero_headline: personal (personal:funding) cites brightwave-series-a"
+    assert lines[headline].strip() == (
+        "hero_headline: personal (personal:funding) cites brightwave-series-a, shown on web, email, seller"
+    )
     assert FUNDING_HEADLINE.fullmatch(lines[headline + 1].strip()), lines[headline + 1]
     assert "trusted  brightwave-series-a [funding] trusted" in explained.stdout
     assert "https://brightwave.example/press/series-a" in explained.stdout

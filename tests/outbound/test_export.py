@@ -19,20 +19,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from outbound.export import (
-    FIRST_NAME_FALLBACK,
-    NONE_VALUE,
-    ExportError,
-    export_rows,
-    find_template_marker,
-    spreadsheet_safe,
-    write_export,
-)
-from precompute.policy import build_policy
-from precompute.providers.offline import OfflineComposer
-from precompute.run import PrecomputeRun
+from outbound.export import ExportSummary, export_rows, write_export
+from outbound.export_cells import spreadsheet_safe
 from tests.corpora import REPO_ROOT
-from tests.example_accounts import write_example_accounts
+from tests.example_accounts import precompute_offline, write_example_accounts
 from tests.server.conftest import (
     BASE_URL,
     CAMPAIGN,
@@ -48,14 +38,14 @@ from tests.server.conftest import (
 from welcomemat.accounts import Account
 from welcomemat.campaign_view import load_campaign_view
 from welcomemat.links import signed_url
+from welcomemat.markup_scan import find_template_marker
 from welcomemat.records import iter_account_records, write_profile
 from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import ZoneSetStatus
 
 EXAMPLE_ACCOUNTS = 150
 HEADER = (
     "email,first_name,last_name,title,company,account_id,contact_id,arm,zone_set_version,variant,rung,"
-    "hero_headline,hero_support,proof,cta,cta_url,continuation_headline,fact,fact_url,fact_date,page_url"
+    "hero_headline,hero_support,proof,cta,cta_url,continuation_headline,fact,fact_url,fact_date,page_url,status"
 ).split(",")
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 
@@ -76,15 +66,7 @@ def link_for(account_id: str, contact_id: str) -> str:
 @pytest.fixture
 def precomputed(tmp_path: Path, redis_client: redis.Redis) -> redis.Redis:
     """The example campaign precomputed (offline composer) for freshly dated example accounts."""
-    campaign, zones = example_inputs()
-    accounts = write_example_accounts(tmp_path / "accounts.jsonl", EXAMPLE_ACCOUNTS)
-    PrecomputeRun(
-        client=redis_client,
-        campaign=campaign,
-        zones=zones,
-        policy=build_policy(campaign, None),
-        provider=OfflineComposer(),
-    ).run(accounts)
+    precompute_offline(redis_client, write_example_accounts(tmp_path / "accounts.jsonl", EXAMPLE_ACCOUNTS))
     return redis_client
 
 
@@ -99,15 +81,11 @@ def test_every_row_is_what_the_zones_api_serves_that_contact(precomputed: redis.
     header, rows = exported(precomputed)
     assert list(header) == HEADER
     store = ZoneSetStore(precomputed)
-    published = {
-        a
-        for a in store.iter_account_ids(TENANT, CAMPAIGN)
-        if (z := store.get(TENANT, CAMPAIGN, a)) is not None and z.status is ZoneSetStatus.PUBLISHED
-    }
+    in_campaign = set(store.iter_account_ids(TENANT, CAMPAIGN))
     contacts = {
         (r.account_id, c.contact_id)
         for r in iter_account_records(precomputed, TENANT)
-        if r.account_id in published
+        if r.account_id in in_campaign
         for c in r.contacts
     }
     assert {(row["account_id"], row["contact_id"]) for row in rows} == contacts
@@ -129,20 +107,29 @@ def test_every_row_is_what_the_zones_api_serves_that_contact(precomputed: redis.
             assert row["rung"] == next(r for r in ("personal", "segment", "default") if r in rungs)
 
 
-def test_no_cell_is_empty_and_the_rep_columns_follow_the_rung(precomputed: redis.Redis) -> None:
+OPTIONAL = ("first_name", "last_name", "title", "variant", "fact", "fact_url", "fact_date")
+
+
+def test_copy_cells_are_never_empty_and_the_rep_columns_follow_the_rung(precomputed: redis.Redis) -> None:
     _, rows = exported(precomputed)
+    statuses = {row["status"] for row in rows}
+    assert statuses == {"ok", "pending_review"}  # tier 1 waits for a person: its fallback, not no row
     for row in rows:
         for column, cell in row.items():
-            assert cell.strip(), (row["account_id"], column)
+            assert cell.strip() or column in OPTIONAL, (row["account_id"], column)
+            assert cell != "none", (row["account_id"], column)
             assert find_template_marker(cell) is None, (row["account_id"], column, cell)
         assert re.fullmatch(r"[1-9][0-9]*", row["zone_set_version"])
-        if row["rung"] == "personal":
-            assert row["arm"] == "personal"
+        if row["status"] == "pending_review":
+            assert row["rung"] == "segment" and row["fact"] == ""
+        if row["fact"]:
+            assert row["arm"] == "personal" and row["rung"] == "personal"
             assert row["fact_url"].startswith("https://")
             assert datetime.fromisoformat(row["fact_date"])
-            assert row["fact"] != NONE_VALUE and " " in row["fact"]  # words, not an id
+            assert " " in row["fact"]  # words, not an id
         else:
-            assert (row["fact"], row["fact_url"], row["fact_date"]) == (NONE_VALUE,) * 3
+            assert (row["fact"], row["fact_url"], row["fact_date"]) == ("", "", "")
+    assert any(row["fact"] for row in rows)
     holdout = [row for row in rows if row["arm"] == "holdout"]
     assert holdout and all(row["rung"] == "segment" for row in holdout)
 
@@ -169,7 +156,7 @@ def test_csv_and_jsonl_from_the_command_line(
     assert not raw.startswith(b"\xef\xbb\xbf") and raw.count(b"\r\n") == len(rows) + 1
     table = list(csv.DictReader(io.StringIO(raw.decode("utf-8"), newline="")))
     assert list(table[0]) == HEADER
-    assert all(all(cell for cell in row.values()) for row in table)
+    assert all(row["hero_headline"] and row["status"] for row in table)
     by_contact = {(r["account_id"], r["contact_id"]): r for r in rows}
     for row in table:
         expected = by_contact[(row["account_id"], row["contact_id"])]
@@ -192,27 +179,50 @@ def test_export_needs_the_secret_and_a_published_campaign(redis_url: str, tmp_pa
     assert bad_format.returncode == 2 and "xlsx" in bad_format.stderr
 
 
-def test_a_template_marker_stops_the_export_and_leaves_the_file_alone(
+def test_a_template_marker_gives_that_account_its_fallback_rows_and_the_file_is_written(
     precomputed: redis.Redis, redis_url: str, tmp_path: Path
 ) -> None:
     store = ZoneSetStore(precomputed)
-    personal = next(r for r in exported(precomputed)[1] if r["rung"] == "personal")["account_id"]
+    before = {(r["account_id"], r["contact_id"]): r for r in exported(precomputed)[1]}
+    personal = next(r for r in before.values() if r["rung"] == "personal")["account_id"]
     current = store.get(TENANT, CAMPAIGN, personal)
     assert current is not None
     broken = make_zone_set(
         personal, texts={"hero_headline": "Congrats on the {round}, {{first_name}}"}, segment=current.segment
     )
     store.publish(broken.model_copy(update={"input_hash": "input-hash-broken"}))
-    with pytest.raises(
-        ExportError, match=rf"account {personal}, contact .*column 'hero_headline'.*'\{{round\}}'"
-    ):
-        exported(precomputed)
+    summary = ExportSummary()
+    view = load_campaign_view(precomputed, TENANT, CAMPAIGN)
+    _, rows = export_rows(precomputed, view, link_for, now=datetime.now(UTC), summary=summary)
+    after = {(r["account_id"], r["contact_id"]): r for r in rows}
+    assert after.keys() == before.keys()
+    for key, row in after.items():
+        if key[0] != personal:
+            assert row | {"page_url": ""} == before[key] | {"page_url": ""}  # signed per call
+            continue
+        assert row["status"] == "refused_cell" and row["rung"] == "segment" and row["fact"] == ""
+        assert "{" not in row["hero_headline"] and row["hero_headline"]
+    assert {p.status for p in summary.problems} == {"refused_cell", "pending_review"}
+    [problem] = [p for p in summary.problems if p.status == "refused_cell"]
+    assert (problem.account_id, problem.status) == (personal, "refused_cell")
+    assert "'hero_headline' refused: template_in_text" in problem.detail
+
     out = tmp_path / "sequence.csv"
     out.write_text("yesterday's export\n")
-    result = run("export", CAMPAIGN, "--out", str(out), redis_url=redis_url, home=tmp_path)
-    assert result.returncode == 1 and "template marker" in result.stderr
-    assert out.read_text() == "yesterday's export\n"
+    result = run("export", CAMPAIGN, "--out", str(out), "--json", redis_url=redis_url, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"fallback: account {personal}: refused_cell: column 'hero_headline'" in result.stderr
+    report = json.loads(result.stdout)
+    assert report["rows"] == len(before) and report["by_status"]["refused_cell"] == problem.rows
+    assert [p["account_id"] for p in report["problems"] if p["status"] == "refused_cell"] == [personal]
+    table = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"), newline="")))
+    assert len(table) == len(before)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".sequence")) == []
+
+
+def test_json_needs_out_and_an_unwritable_file_is_exit_2(redis_url: str, tmp_path: Path) -> None:
+    no_out = run("export", CAMPAIGN, "--json", redis_url=redis_url, home=tmp_path)
+    assert no_out.returncode == 2 and "--json" in no_out.stderr
 
 
 def test_missing_and_hostile_profile_values(redis_client: redis.Redis) -> None:
@@ -243,16 +253,13 @@ def test_missing_and_hostile_profile_values(redis_client: redis.Redis) -> None:
     header, rows = exported(redis_client)
     by_contact = {row["contact_id"]: row for row in rows}
     bare = by_contact["c_bare"]
-    assert (bare["first_name"], bare["last_name"], bare["title"]) == (
-        FIRST_NAME_FALLBACK,
-        NONE_VALUE,
-        NONE_VALUE,
-    )
-    assert by_contact["c_plus"]["first_name"] == FIRST_NAME_FALLBACK
+    # Missing: an empty column for the sequencer's own fallback, never a word standing in.
+    assert (bare["first_name"], bare["last_name"], bare["title"]) == ("", "", "")
+    assert by_contact["c_plus"]["first_name"] == ""
     out = io.StringIO()
     write_export(header, rows, out, "csv")
     table = {r["contact_id"]: r for r in csv.DictReader(io.StringIO(out.getvalue()))}
-    assert table["c_plus"]["email"] == "'+31@formula.example"
+    assert table["c_bare"]["last_name"] == "" and table["c_plus"]["email"] == "'+31@formula.example"
     assert table["c_plus"]["title"] == "'-Head of Sales"
     assert table["c_bare"]["company"] == '\'=HYPERLINK("https://evil.example","click")'
     jsonl = io.StringIO()

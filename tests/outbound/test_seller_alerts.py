@@ -44,6 +44,7 @@ from welcomemat.review import decide
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
 from welcomemat.subject_requests import Subject, erase, export_subject
+from welcomemat.surfaces import Surface
 from welcomemat.zone_contract import load_zone_contracts
 from welcomemat.zoneset import Rung, ZoneSet
 
@@ -272,13 +273,22 @@ def test_a_tier1_account_waiting_for_review_is_alerted_without_a_claim(
 def test_a_claim_whose_fact_is_not_cleared_for_sellers_is_not_quoted(
     redis_client: redis.Redis, published: ZoneSet
 ) -> None:
-    record_key = keys.account_record_key(TENANT, TIER_1)
-    for name, raw in redis_client.hgetall(record_key).items():
-        if name.startswith(b"fact:"):
-            fact = json.loads(raw)
-            fact["surfaces"] = ["web"]
-            redis_client.hset(record_key, name, json.dumps(fact))
-    emit(redis_client, [event(EventType.VIEW, TIER_1, NOW - timedelta(hours=1), version=published.version)])
+    # The same page, written from research cleared for the web only.
+    web_only = published.model_copy(
+        update={
+            "input_hash": "web-only-research",
+            "zones": tuple(
+                zone.model_copy(
+                    update={
+                        "facts": tuple(f.model_copy(update={"surfaces": (Surface.WEB,)}) for f in zone.facts)
+                    }
+                )
+                for zone in published.zones
+            ),
+        }
+    )
+    shown = ZoneSetStore(redis_client).publish(web_only).zone_set
+    emit(redis_client, [event(EventType.VIEW, TIER_1, NOW - timedelta(hours=1), version=shown.version)])
     sync(redis_client)
     alert = json.loads(outbox(redis_client)[0]["alert"])
     assert alert["claim"] is None and alert["claim_withheld"] is True and alert["rung"] == "personal"

@@ -90,7 +90,7 @@ def test_personal_accounts_get_their_hashed_variant_and_the_holdout_none(
     assert len(variants) == 40
     for account, variant_id in variants.items():
         zone_set = store.get(campaign.tenant, campaign.campaign, account)
-        assert zone_set is not None and variant_id == (zone_set.variant or "none")
+        assert zone_set is not None and variant_id == (zone_set.variant or "")  # empty, never "none"
 
 
 def test_a_variant_whose_drafts_fail_a_check_serves_the_fallback_not_the_draft(

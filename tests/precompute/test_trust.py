@@ -24,10 +24,11 @@ from precompute.context import (
 from precompute.identity import resolve_identity
 from precompute.policy import build_policy
 from precompute.trust import decide_facts, names_match, short_name
-from tests.corpora import REPO_ROOT
+from tests.corpora import REPO_ROOT, corpus_lines
 from tests.example_accounts import committed_today
 from welcomemat.accounts import Account, parse_account_line, read_accounts
 from welcomemat.campaign import Campaign, Confidence, load_campaign
+from welcomemat.surfaces import Surface
 
 EXAMPLES = REPO_ROOT / "examples"
 AS_OF = date(2026, 11, 29)
@@ -242,6 +243,60 @@ def test_reason_not_for_web() -> None:
     assert decision.reason is FactReason.NOT_FOR_WEB
 
 
+def test_a_trusted_fact_keeps_the_surfaces_it_allows() -> None:
+    trusted, _ = decide(fact(surfaces=["Web", "print", "linkedin", "email"]))
+    assert trusted[0].surfaces == (Surface.WEB, Surface.EMAIL, Surface.PRINT)
+
+
+@pytest.mark.parametrize(
+    ("statement", "marker"),
+    [
+        ("Dymaxa raised {{7*7}} million", "'{{'"),
+        ("Dymaxa raised a Series A {% if x %}", "'{%'"),
+        ("Dymaxa raised ${7*7}", "'${'"),
+        ("Dymaxa raised <%= 7*7 %>", "'<%'"),
+        ("Dymaxa raised a {round}", "'{round}'"),
+    ],
+)
+def test_reason_template_in_statement(statement: str, marker: str) -> None:
+    decision = only_decision(fact(statement=statement))
+    assert decision.reason is FactReason.TEMPLATE_IN_STATEMENT
+    assert marker in decision.detail
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "Dymaxa raised a Series A<script>alert(1)</script>",
+        "Dymaxa raised a Series A &lt;b&gt;",
+        "Dymaxa raised a [Series A](https://evil.example)",
+        "Dymaxa raised a Series A';alert(1)//",
+        "Dymaxa raised a **Series A**",
+    ],
+)
+def test_reason_markup_in_statement(statement: str) -> None:
+    assert only_decision(fact(statement=statement)).reason is FactReason.MARKUP_IN_STATEMENT
+
+
+def test_a_statement_with_a_link_is_refused_and_plain_words_pass() -> None:
+    for linked in ("Dymaxa (dymaxa.com) raised a Series A", "Dymaxa raised, see https://x.example"):
+        decision = only_decision(fact(statement=linked))
+        assert (decision.reason, decision.detail[:25]) == (
+            FactReason.MARKUP_IN_STATEMENT,
+            "statement holds url_in_te",
+        )
+    trusted, _ = decide(fact(statement="Dymaxa raised a €12.5m Series A (50% more than planned)"))
+    assert [t.id for t in trusted] == ["f1"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(corpus_lines("xss/IntrudersXSS.txt") + corpus_lines("xss/XSS_Polyglots.txt")))
+def test_no_xss_payload_is_trusted_in_a_statement(payload: str) -> None:
+    trusted, decisions = decide(fact(statement=f"Dymaxa raised a Series A {payload}"[:2000]))
+    assert not trusted, payload
+    assert decisions[0].reason in {FactReason.MARKUP_IN_STATEMENT, FactReason.TEMPLATE_IN_STATEMENT}
+
+
 def test_reason_wrong_subject() -> None:
     # Another company as subject, even though the statement names us.
     decision = only_decision(fact(subject="Globex", statement="Globex and Dymaxa raised a Series A"))
@@ -316,7 +371,8 @@ def test_hostile_facts_are_kept_out() -> None:
         fact(id="js", source_url="javascript:alert(document.cookie)"),
         fact(id="data", source_url="data:text/html,<script>alert(1)</script>"),
         fact(id="future", published_at="2027-01-01"),
-        fact(id="markup", statement="<b>Dymaxa</b> raised a Series A", round="<img src=x onerror=alert(1)>"),
+        fact(id="markup", statement="<b>Dymaxa</b> raised a Series A"),
+        fact(id="slot", source_url="https://dymaxa.com/a", round="<img src=x onerror=alert(1)>"),
     )
     trusted, decisions = decide_facts(hostile, CONFIRMED, POLICY, AS_OF)
     reasons = {d.fact_id: d.reason for d in decisions}
@@ -324,7 +380,9 @@ def test_hostile_facts_are_kept_out() -> None:
         "js": FactReason.BAD_SOURCE_URL,
         "data": FactReason.BAD_SOURCE_URL,
         "future": FactReason.FUTURE_DATE,
-        "markup": FactReason.TRUSTED,  # the statement is escaped when shown; it is not a slot value
+        # A statement reaches the seller and the export as it is: markup in it is refused.
+        "markup": FactReason.MARKUP_IN_STATEMENT,
+        "slot": FactReason.TRUSTED,
     }
     assert trusted[0].fields == {}  # a markup-laden slot value is never offered to a pattern
 

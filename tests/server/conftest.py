@@ -28,6 +28,7 @@ from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
+from welcomemat.surfaces import ALL_SURFACES
 from welcomemat.theme import Theme
 from welcomemat.tokens import TokenKind, TokenSigner
 from welcomemat.zone_contract import ZoneContract, load_zone_contracts
@@ -117,7 +118,10 @@ def make_zone_set(
             reason="personal:funding",
             facts=(
                 CitedFact(
-                    fact_id="f1", source_url="https://dymaxa.com/press", published_at=date(2026, 11, 26)
+                    fact_id="f1",
+                    source_url="https://dymaxa.com/press",
+                    published_at=date(2026, 11, 26),
+                    surfaces=ALL_SURFACES,
                 ),
             ),
         )

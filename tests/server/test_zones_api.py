@@ -37,6 +37,7 @@ from welcomemat.campaign import Campaign
 from welcomemat.campaign_view import CampaignView, ResolvedZone, build_campaign_view
 from welcomemat.markup import clean_inline, markup_to_text
 from welcomemat.store import ZoneSetStore
+from welcomemat.surfaces import Surface
 from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenKind
 from welcomemat.zone_resolution import choose_variant, resolve_zones
 from welcomemat.zones_payload import zones_payload
@@ -317,7 +318,7 @@ def test_resolution_and_serializer_work_without_an_app(
     payload = zones_payload(
         CAMPAIGN,
         Arm.PERSONAL,
-        resolve_zones(view, view.campaign.page_zone_ids(), variant),
+        resolve_zones(view, view.campaign.page_zone_ids(), variant, Surface.WEB),
         view.allowlist.hosts,
     )
     document = payload.as_dict("view-1", None)

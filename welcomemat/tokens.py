@@ -49,7 +49,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Final
 
-from itsdangerous import BadData, BadPayload, BadSignature, URLSafeSerializer
+from itsdangerous import BadData, URLSafeSerializer
 from itsdangerous.encoding import base64_decode, base64_encode
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, ValidationError
 
@@ -298,6 +298,12 @@ class TokenSigner:
         # newest first, instead of being derived per call. See sign_view and _unsign_view.
         view_signer = self._view_serializer.make_signer()
         self._view_macs = [hmac.new(view_signer.derive_key(key), digestmod=hashlib.sha256) for key in keys]
+        # The same for links, QR codes and cookies: a first click verifies a link and signs a
+        # cookie, and itsdangerous would derive the key (a SHA-256) per key per call.
+        self._macs: dict[TokenKind, list[hmac.HMAC]] = {}
+        for kind, serializer in self._serializers.items():
+            signer = serializer.make_signer()
+            self._macs[kind] = [hmac.new(signer.derive_key(key), digestmod=hashlib.sha256) for key in keys]
 
     @classmethod
     def from_setting(cls, value: str | None, *, clock: Callable[[], float] = time.time) -> TokenSigner:
@@ -341,7 +347,19 @@ class TokenSigner:
         if contact is not None:
             payload["p"] = _check_id("contact", contact)
         payload["i"], payload["e"] = self._lifetime(ttl_s)
-        token = self._serializers[kind].dumps(payload)
+        # The compact JSON itsdangerous writes, written directly: every string was just
+        # checked to be an id (nothing JSON escapes), the times are ints; tests compare.
+        raw = (
+            ",".join(f'"{k}":"{v}"' if isinstance(v, str) else f'"{k}":{int(v)}' for k, v in payload.items())
+            .join("{}")
+            .encode("ascii")
+        )
+        # itsdangerous' rule: the zlib form, marked by a leading ".", when it is shorter.
+        compressed = zlib.compress(raw)
+        body = b"." + _b64url(compressed) if len(compressed) < len(raw) - 1 else _b64url(raw)
+        mac = self._macs[kind][0].copy()  # the newest key's prepared state
+        mac.update(body)
+        token = (body + b"." + _b64url(mac.digest())).decode("ascii")
         if len(token) > MAX_TOKEN_CHARS:  # pragma: no cover - 4 ids of <= 64 chars fit
             raise AssertionError(f"signed token is {len(token)} characters, over {MAX_TOKEN_CHARS}")
         return token
@@ -503,15 +521,23 @@ class TokenSigner:
             raise TokenExpired(f"{label} token expired at {expires_at} (now {int(now)})")
 
     def _unsign_view(self, token: object) -> Any:
-        """What the view serializer's `loads` does, with keys keyed once: the same shape
-        checks as every token, the HMAC under each key, then the payload."""
+        return self._unsign_keyed("view", self._view_macs, token)
+
+    def _unsign(self, kind: TokenKind, token: object) -> Any:
+        return self._unsign_keyed(kind.value, self._macs[kind], token)
+
+    @staticmethod
+    def _unsign_keyed(label: str, macs: Sequence[hmac.HMAC], token: object) -> Any:
+        """What a serializer's `loads` does, with keys keyed once: the shape checks, the HMAC
+        under each key (`macs`, prepared states), then the payload."""
         if not isinstance(token, str):
-            raise TokenMalformed(f"view token is not text ({type(token).__name__})")
+            raise TokenMalformed(f"{label} token is not text ({type(token).__name__})")
         if len(token) > MAX_TOKEN_CHARS:
-            raise TokenMalformed(f"view token is {len(token)} characters; at most {MAX_TOKEN_CHARS} accepted")
+            raise TokenMalformed(
+                f"{label} token is {len(token)} characters; at most {MAX_TOKEN_CHARS} accepted"
+            )
         body, sep, signature = token.rpartition(".")
-        # A leading "." marks a zlib-compressed payload (itsdangerous' format; sign_view does
-        # not compress, but a token is read as the format allows).
+        # A leading "." marks a zlib-compressed payload (itsdangerous' format); nothing else may.
         compressed = body.startswith(".")
         if (
             not sep
@@ -521,18 +547,18 @@ class TokenSigner:
             or not _is_canonical_b64(signature)
         ):
             raise TokenMalformed(
-                "view token is not of the form <payload>.<signature> (truncated or badly encoded)"
+                f"{label} token is not of the form <payload>.<signature> (truncated or badly encoded)"
             )
         encoded = body.encode("ascii")
         given = base64_decode(signature)
-        for state in self._view_macs:
+        for state in macs:
             mac = state.copy()
             mac.update(encoded)
             if hmac.compare_digest(mac.digest(), given):
                 break
         else:
             raise TokenBadSignature(
-                "view token signature does not verify (tampered, unknown key, or a token of another kind)"
+                f"{label} token signature does not verify (tampered, unknown key, or a token of another kind)"
             )
         try:
             raw = base64_decode(encoded[1:] if compressed else encoded)
@@ -540,41 +566,7 @@ class TokenSigner:
                 raw = zlib.decompressobj().decompress(raw, MAX_TOKEN_CHARS * 8)
             return json.loads(raw)
         except (BadData, ValueError, zlib.error) as exc:  # UnicodeDecodeError is a ValueError
-            raise TokenMalformed("view token payload does not decode") from exc
-
-    def _unsign(self, kind: TokenKind, token: object) -> Any:
-        return self._unsign_with(kind.value, self._serializers[kind], token)
-
-    def _unsign_with(self, label: str, serializer: URLSafeSerializer, token: object) -> Any:
-        if not isinstance(token, str):
-            raise TokenMalformed(f"{label} token is not text ({type(token).__name__})")
-        if len(token) > MAX_TOKEN_CHARS:
-            raise TokenMalformed(
-                f"{label} token is {len(token)} characters; at most {MAX_TOKEN_CHARS} accepted"
-            )
-        body, sep, signature = token.rpartition(".")
-        # Compressed payloads start with '.' (itsdangerous' marker); nothing else may.
-        encoded = body[1:] if body.startswith(".") else body
-        if (
-            not sep
-            or _B64_RE.fullmatch(encoded) is None
-            or len(signature) != _SIGNATURE_CHARS
-            or _B64_RE.fullmatch(signature) is None
-            or not _is_canonical_b64(signature)
-        ):
-            raise TokenMalformed(
-                f"{label} token is not of the form <payload>.<signature> (truncated or badly encoded)"
-            )
-        try:
-            return serializer.loads(token)
-        except BadPayload as exc:
             raise TokenMalformed(f"{label} token payload does not decode") from exc
-        except BadSignature as exc:
-            raise TokenBadSignature(
-                f"{label} token signature does not verify (tampered, unknown key, or a token of another kind)"
-            ) from exc
-        except BadData as exc:  # pragma: no cover - every BadData above is one of the two
-            raise TokenMalformed(f"{label} token is unreadable") from exc
 
     @staticmethod
     def _claims(kind: TokenKind, payload: Any) -> TokenClaims:

@@ -28,6 +28,10 @@ class RendererTuning:
     # a page or payload alive after its own cache dropped it: both full cost ~36 MiB of RSS
     # (bench/README.md). 0: off.
     known_visitor_entries: int = 10_000
+    # Verified tokens remembered (`server.identify`, at most a minute each), with the cookie a
+    # link or QR arrival earned: a second click costs neither a verification nor a signing.
+    # 0: off (every request verifies, every arrival signs; nothing is remembered per visitor).
+    token_memo_entries: int = 50_000
     # The most a page request waits on Redis before it serves the fallback.
     redis_timeout_s: float = 0.25
     # Readiness probe budget: Redis must answer PING within this.

@@ -65,7 +65,7 @@ class RendererTuning:
     event_flush_interval_s: float = 0.1
     # Approximate length each tenant's event stream is trimmed to (XADD MAXLEN ~).
     events_stream_maxlen: int = 1_000_000
-    # Landing, continuation and /v1/zones dispatched ahead of Starlette's stack
+    # Landing, continuation, /v1/zones and /q/{token} dispatched ahead of Starlette's stack
     # (`server.hot_routes`); False sends them through Starlette's routing like every other
     # route (same endpoints, same answers: tests compare the two, the benchmark times both).
     hot_routes: bool = True

@@ -49,8 +49,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Final
 
-from itsdangerous import BadData, URLSafeSerializer
-from itsdangerous.encoding import base64_decode, base64_encode
+from itsdangerous import URLSafeSerializer
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, ValidationError
 
 from welcomemat.arms import Arm
@@ -194,20 +193,38 @@ def _check_ttl(ttl_s: object) -> None:
         )
 
 
-def _is_canonical_b64(text: str) -> bool:
-    """True if `text` is base64url that decodes and re-encodes to itself.
+_FROM_URLSAFE: Final = bytes.maketrans(b"-_", b"+/")
+
+
+def _b64url_decode(data: bytes) -> bytes:
+    """itsdangerous' `base64_decode` of base64url text without padding (one C call; the
+    callers have checked the characters); ValueError (binascii.Error) when it does not decode."""
+    return binascii.a2b_base64((data + b"=" * (-len(data) % 4)).translate(_FROM_URLSAFE))
+
+
+def _canonical_signature(signature: str) -> bytes | None:
+    """The signature's bytes, if `signature` is base64url that decodes and re-encodes to itself.
 
     Python's decoder ignores the spare low bits of the last character, so several strings
     decode to the same signature; only the canonical one is accepted, which makes exactly
     one token string valid for a given payload.
     """
+    encoded = signature.encode("ascii")
     try:
-        return base64_encode(base64_decode(text)).decode("ascii") == text
-    except Exception:
-        return False
+        raw = _b64url_decode(encoded)
+    except ValueError:
+        return None
+    return raw if _b64url(raw) == encoded else None
 
 
-_PAYLOAD_READER: Final = URLSafeSerializer(b"reads payloads only; verifies nothing")
+def _load_payload(body: bytes) -> Any:
+    """The JSON of a token's payload part (`.`-prefixed: zlib-compressed), as itsdangerous'
+    `load_payload` reads it, bounded; ValueError or zlib.error when it does not decode."""
+    compressed = body.startswith(b".")
+    raw = _b64url_decode(body[1:] if compressed else body)
+    if compressed:  # no token payload is this long (MAX_TOKEN_CHARS): a bomb stops here
+        raw = zlib.decompressobj().decompress(raw, MAX_TOKEN_CHARS * 8)
+    return json.loads(raw)
 
 
 def claimed_scope(token: str) -> tuple[str, str] | None:
@@ -222,8 +239,8 @@ def claimed_scope(token: str) -> tuple[str, str] | None:
     if not sep or not body or _TOKEN_CHARS.fullmatch(token) is None:
         return None
     try:
-        payload = _PAYLOAD_READER.load_payload(body.encode("ascii"))
-    except (BadData, ValueError, UnicodeError):
+        payload = _load_payload(body.encode("ascii"))
+    except (ValueError, zlib.error):  # UnicodeDecodeError is a ValueError
         return None
     if not isinstance(payload, dict):
         return None
@@ -349,11 +366,10 @@ class TokenSigner:
         payload["i"], payload["e"] = self._lifetime(ttl_s)
         # The compact JSON itsdangerous writes, written directly: every string was just
         # checked to be an id (nothing JSON escapes), the times are ints; tests compare.
+        person = "" if contact is None else f',"p":"{contact}"'
         raw = (
-            ",".join(f'"{k}":"{v}"' if isinstance(v, str) else f'"{k}":{int(v)}' for k, v in payload.items())
-            .join("{}")
-            .encode("ascii")
-        )
+            f'{{"t":"{tenant}","c":"{campaign}","a":"{account}"{person},"i":{payload["i"]},"e":{payload["e"]}}}'
+        ).encode("ascii")
         # itsdangerous' rule: the zlib form, marked by a leading ".", when it is shorter.
         compressed = zlib.compress(raw)
         body = b"." + _b64url(compressed) if len(compressed) < len(raw) - 1 else _b64url(raw)
@@ -539,18 +555,19 @@ class TokenSigner:
         body, sep, signature = token.rpartition(".")
         # A leading "." marks a zlib-compressed payload (itsdangerous' format); nothing else may.
         compressed = body.startswith(".")
+        given = None
         if (
-            not sep
-            or _B64_RE.fullmatch(body[1:] if compressed else body) is None
-            or len(signature) != _SIGNATURE_CHARS
-            or _B64_RE.fullmatch(signature) is None
-            or not _is_canonical_b64(signature)
+            sep
+            and _B64_RE.fullmatch(body[1:] if compressed else body) is not None
+            and len(signature) == _SIGNATURE_CHARS
+            and _B64_RE.fullmatch(signature) is not None
         ):
+            given = _canonical_signature(signature)
+        if given is None:
             raise TokenMalformed(
                 f"{label} token is not of the form <payload>.<signature> (truncated or badly encoded)"
             )
         encoded = body.encode("ascii")
-        given = base64_decode(signature)
         for state in macs:
             mac = state.copy()
             mac.update(encoded)
@@ -561,11 +578,8 @@ class TokenSigner:
                 f"{label} token signature does not verify (tampered, unknown key, or a token of another kind)"
             )
         try:
-            raw = base64_decode(encoded[1:] if compressed else encoded)
-            if compressed:  # signed by us, and bounded anyway: no token payload is this long
-                raw = zlib.decompressobj().decompress(raw, MAX_TOKEN_CHARS * 8)
-            return json.loads(raw)
-        except (BadData, ValueError, zlib.error) as exc:  # UnicodeDecodeError is a ValueError
+            return _load_payload(encoded)
+        except (ValueError, zlib.error) as exc:  # UnicodeDecodeError is a ValueError
             raise TokenMalformed(f"{label} token payload does not decode") from exc
 
     @staticmethod

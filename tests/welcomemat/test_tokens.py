@@ -536,6 +536,18 @@ def test_tokens_are_what_itsdangerous_makes_of_the_same_payload(
     assert token == forge(payload, kind=kind)
     older = forge(payload, kind=kind, key=KEY_OLD)  # signed by the previous key
     assert signer.verify(kind, older, tenant=tenant, campaign=campaign).account == account
+    # uncompressed on request: the same format, which itsdangerous (and so any renderer) reads
+    plain = signer.sign(
+        kind, tenant=tenant, campaign=campaign, account=account, contact=contact, ttl_s=ttl_s, compress=False
+    )
+    assert not plain.startswith(".")
+    serializer = URLSafeSerializer(
+        KEY_NEW, salt=f"welcomemat.{kind.value}", signer_kwargs={"digest_method": hashlib.sha256}
+    )
+    assert serializer.loads(plain) == payload
+    assert signer.verify(kind, plain, tenant=tenant, campaign=campaign) == signer.verify(
+        kind, token, tenant=tenant, campaign=campaign
+    )
 
 
 def _check_only_token_errors(token: str, kind: TokenKind) -> TokenClaims | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 import ipaddress
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -93,7 +94,7 @@ class TrustedProxies:
         self._networks = tuple(ipaddress.ip_network(c, strict=False) for c in cidrs)
         self._max = remembered
         # (peer, X-Forwarded-For) -> the client address: depends on nothing else
-        self._addresses: dict[tuple[str | None, str | None], IpAddress | None] = {}
+        self._addresses: OrderedDict[tuple[str | None, str | None], IpAddress | None] = OrderedDict()
 
     def client_address(self, peer: str | None, forwarded_for: str | None) -> IpAddress | None:
         """`client_address(peer, forwarded_for, self)`, remembered (a few thousand pairs: the
@@ -106,7 +107,7 @@ class TrustedProxies:
         address = client_address(peer, forwarded_for, self)
         if self._max:
             if len(self._addresses) >= self._max:
-                del self._addresses[next(iter(self._addresses))]  # the oldest (insertion order)
+                self._addresses.popitem(last=False)  # the oldest (insertion order)
             self._addresses[key] = address
         return address
 
@@ -186,7 +187,9 @@ class Identifier:
         self._clock = clock
         self._on_reject = on_reject
         # (kind, tenant, campaign, token) -> its claims, the monotonic time it was verified, its cookie
-        self._memo: dict[tuple[TokenKind, str, str, str], _Verified] = {}
+        # An OrderedDict: dropping a plain dict's first key is O(size) in CPython (`next(iter())`
+        # walks the deleted slots at its front), ~30 us per new token at 50,000 entries.
+        self._memo: OrderedDict[tuple[TokenKind, str, str, str], _Verified] = OrderedDict()
 
     def verify(
         self,
@@ -220,7 +223,7 @@ class Identifier:
             return None
         if self._memo_entries:
             if len(self._memo) >= self._memo_entries:
-                del self._memo[next(iter(self._memo))]  # the oldest entry (insertion order)
+                self._memo.popitem(last=False)  # the oldest entry (insertion order)
             self._memo[key] = _Verified(claims, time.monotonic())
         return self._unrevoked(kind, claims, revocations)
 
@@ -271,6 +274,7 @@ class Identifier:
             account=account,
             contact=contact,
             ttl_s=DEFAULT_COOKIE_TTL_S,
+            compress=False,  # a visitor is waiting; a cookie's length does not matter
         )
         header = identity_cookie_header(campaign, cookie, DEFAULT_COOKIE_TTL_S)
         if memo is not None:

@@ -88,12 +88,16 @@ def verify(signer: TokenSigner, token: str, kind: TokenKind = TokenKind.LINK) ->
     return signer.verify(kind, token, tenant=TENANT, campaign=CAMPAIGN)
 
 
-def forge(payload: Any, *, kind: TokenKind = TokenKind.LINK, key: str = KEY_NEW) -> str:
-    """A correctly signed token around an arbitrary payload (as if our key had signed it)."""
-    serializer = URLSafeSerializer(
+def forge_reader(kind: TokenKind = TokenKind.LINK, key: str = KEY_NEW) -> URLSafeSerializer:
+    """itsdangerous' own serializer for our tokens of `kind` under `key`."""
+    return URLSafeSerializer(
         key, salt=f"welcomemat.{kind.value}", signer_kwargs={"digest_method": hashlib.sha256}
     )
-    return serializer.dumps(payload)
+
+
+def forge(payload: Any, *, kind: TokenKind = TokenKind.LINK, key: str = KEY_NEW) -> str:
+    """A correctly signed token around an arbitrary payload (as if our key had signed it)."""
+    return forge_reader(kind, key).dumps(payload)
 
 
 # -- round trip ----------------------------------------------------------------------------
@@ -478,7 +482,7 @@ ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", fullmatch=True)
     kind=st.sampled_from(TokenKind),
     tenant=ids,
     campaign=ids,
-    account=ids,
+    account=ids | st.from_regex(r"a{20,64}", fullmatch=True),  # long runs: itsdangerous compresses
     contact=st.none() | ids,
     ttl_s=st.integers(min_value=1, max_value=MAX_TTL_S),
     now=st.integers(min_value=0, max_value=4_000_000_000),
@@ -505,30 +509,8 @@ def test_round_trip_preserves_claims(
         contact,
     )
     assert (claims.issued_at, claims.expires_at) == (now, now + ttl_s)
-
-
-@given(
-    kind=st.sampled_from(TokenKind),
-    tenant=ids,
-    campaign=ids,
-    account=ids | st.from_regex(r"a{20,64}", fullmatch=True),  # long runs: itsdangerous compresses
-    contact=st.none() | ids,
-    ttl_s=st.integers(min_value=1, max_value=MAX_TTL_S),
-    now=st.integers(min_value=0, max_value=4_000_000_000),
-)
-def test_tokens_are_what_itsdangerous_makes_of_the_same_payload(
-    kind: TokenKind,
-    tenant: str,
-    campaign: str,
-    account: str,
-    contact: str | None,
-    ttl_s: int,
-    now: int,
-) -> None:
-    """The keyed-once signing and verifying read and write the format itsdangerous does, byte
-    for byte (compressed payloads too): tokens issued before keep working, and after."""
-    signer = TokenSigner([KEY_NEW, KEY_OLD], clock=Clock(now))
-    token = signer.sign(kind, tenant=tenant, campaign=campaign, account=account, contact=contact, ttl_s=ttl_s)
+    # Signed and read with keys derived once: the format itsdangerous writes, byte for byte
+    # (compressed payloads too), so tokens issued before keep working, and after.
     payload: dict[str, Any] = {"t": tenant, "c": campaign, "a": account}
     if contact is not None:
         payload["p"] = contact
@@ -540,14 +522,8 @@ def test_tokens_are_what_itsdangerous_makes_of_the_same_payload(
     plain = signer.sign(
         kind, tenant=tenant, campaign=campaign, account=account, contact=contact, ttl_s=ttl_s, compress=False
     )
-    assert not plain.startswith(".")
-    serializer = URLSafeSerializer(
-        KEY_NEW, salt=f"welcomemat.{kind.value}", signer_kwargs={"digest_method": hashlib.sha256}
-    )
-    assert serializer.loads(plain) == payload
-    assert signer.verify(kind, plain, tenant=tenant, campaign=campaign) == signer.verify(
-        kind, token, tenant=tenant, campaign=campaign
-    )
+    assert not plain.startswith(".") and forge_reader(kind).loads(plain) == payload
+    assert signer.verify(kind, plain, tenant=tenant, campaign=campaign) == claims
 
 
 def _check_only_token_errors(token: str, kind: TokenKind) -> TokenClaims | None:

@@ -256,9 +256,10 @@ class Identifier:
         `DEFAULT_COOKIE_TTL_S`.
 
         Signed once per memo entry and handed out again while the entry stands (the memo's
-        TTL, bound and expiry check; revocation is the caller's `verify` of this request): a
-        second click on the same link costs no signing, and gets the cookie the first got,
-        issued at most `MEMO_TTL_S` earlier.
+        TTL, bound and expiry check). Revocation is the caller's: its `verify` of this request,
+        or a remembered answer (`server.known_visitors`), which a change of the revocations
+        voids before the next request. A second click on the same link costs no signing, and
+        gets the cookie the first got, issued at most `MEMO_TTL_S` earlier.
         """
         if self.signer is None:  # pragma: no cover - callers only get here after a verification
             raise RuntimeError("no signer configured")

@@ -257,9 +257,10 @@ class Identifier:
 
         Signed once per memo entry and handed out again while the entry stands (the memo's
         TTL, bound and expiry check). Revocation is the caller's: its `verify` of this request,
-        or a remembered answer (`server.known_visitors`), which a change of the revocations
-        voids before the next request. A second click on the same link costs no signing, and
-        gets the cookie the first got, issued at most `MEMO_TTL_S` earlier.
+        or a remembered answer (`server.known_visitors`), which new revocations void as soon as
+        the renderer loads them (at once on an erasure's change message, `server.watcher`).
+        A second click on the same link costs no signing, and gets the cookie the first got,
+        issued at most `MEMO_TTL_S` earlier.
         """
         if self.signer is None:  # pragma: no cover - callers only get here after a verification
             raise RuntimeError("no signer configured")

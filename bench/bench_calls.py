@@ -14,7 +14,10 @@ the event loop's thread (threads that write events in the background are not cou
 Paths, as in `bench_renderer.py`: `cookie` (landing page, returning visitor, cached),
 `first` (the same with the returning-visitor cache off: a first view), `zones`
 (`/v1/zones` with a link token, cached payload), `miss` (a different account each request:
-Redis read and render).
+Redis read and render), and the arrivals: `link_first` (a link token never seen before on
+each request, zone sets cached), `link_again` (the same 32 links again, no cookie),
+`qr` (`/q/<token>`, every token new), `ip` (a trusted proxy's `X-Forwarded-For` in an
+account's range), `anonymous`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import json
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from types import FrameType
@@ -45,7 +49,7 @@ from welcomemat.embedded_redis import temporary_redis  # noqa: E402
 from welcomemat.settings import Settings  # noqa: E402
 
 ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
-PATHS = ("cookie", "first", "zones", "miss")
+PATHS = ("cookie", "first", "zones", "miss", "link_first", "link_again", "qr", "ip", "anonymous")
 WARM_UP = 64
 
 
@@ -89,10 +93,17 @@ async def request(app: ASGIApp, target: str, headers: dict[str, str]) -> int:
     return status[0]
 
 
-async def measure(url: str, requests: int) -> dict[str, collections.Counter[str]]:
-    visitors = br.publish(redis.Redis.from_url(url), 2_000, 64)
+async def measure(
+    url: str, requests: int, timed: bool = False
+) -> tuple[dict[str, collections.Counter[str]], dict[str, float]]:
+    visitors = br.publish(redis.Redis.from_url(url), 2_000, 64, 2 * requests + WARM_UP)
     settings = Settings.from_env(
-        {"WELCOMEMAT_SECRET": br.SECRET, "REDIS_URL": url, "WELCOMEMAT_ALLOWED_HOSTS": "127.0.0.1"}
+        {
+            "WELCOMEMAT_SECRET": br.SECRET,
+            "REDIS_URL": url,
+            "WELCOMEMAT_ALLOWED_HOSTS": "127.0.0.1",
+            "WELCOMEMAT_TRUSTED_PROXIES": br.TRUSTED_PROXY,
+        }
     )
     tunings = {
         "cookie": RendererTuning(),
@@ -103,7 +114,8 @@ async def measure(url: str, requests: int) -> dict[str, collections.Counter[str]
         name: create_app(settings, redis_client=renderer_redis_client(url), tuning=tuning)
         for name, tuning in tunings.items()
     }
-    apps["zones"] = apps["cookie"]
+    for path in ("zones", "link_first", "link_again", "qr", "ip", "anonymous"):
+        apps[path] = apps["cookie"]
     queues: dict[str, asyncio.Queue[dict[str, str]]] = {}
     tasks = []
     for name in tunings:
@@ -112,12 +124,12 @@ async def measure(url: str, requests: int) -> dict[str, collections.Counter[str]
         await queues[name].put({"type": "lifespan.startup"})
         await started.wait()
     cookie = f"wm_{br.CAMPAIGN}="
-    loads = {
-        "cookie": br.Request(br.PATH, visitors.cookies[:32], "Cookie", cookie),
-        "first": br.Request(br.PATH, visitors.cookies[:32], "Cookie", cookie),
-        "zones": br.Request(br.ZONES_PATH, visitors.links[:32], fixed=(("Origin", br.ORIGIN),)),
-        "miss": br.Request(br.PATH, visitors.cookies, "Cookie", cookie),
-    }
+    loads = br.loads(visitors)
+    loads["first"] = loads["cookie"]
+    loads["miss"] = br.Request(br.PATH, visitors.cookies, "Cookie", cookie)
+    # the first-click accounts' zone sets and pages loaded, as bench_renderer.py does
+    for account_cookie in visitors.cookies[: br.FIRST_CLICK_ACCOUNTS]:
+        await request(apps["cookie"], br.PATH, {"Cookie": cookie + account_cookie})
     sent = dict.fromkeys(PATHS, 0)
 
     async def drive(path: str, n: int) -> None:
@@ -126,7 +138,7 @@ async def measure(url: str, requests: int) -> dict[str, collections.Counter[str]
             target, headers = load.target(load.pool[sent[path] % len(load.pool)])
             sent[path] += 1
             status = await request(apps[path], target, headers)
-            if status != 200:
+            if status != (303 if path == "qr" else 200):
                 raise SystemExit(f"{path}: {target} answered {status}")
 
     for path in PATHS:
@@ -149,10 +161,18 @@ async def measure(url: str, requests: int) -> dict[str, collections.Counter[str]
         finally:
             sys.setprofile(None)
         counts[path] = counter
+    times: dict[str, float] = {}
+    if timed:  # the process's CPU per request (all threads: the event writer's too), unprofiled
+        for path in PATHS:
+            if path in ("link_first", "qr"):  # new tokens only: the profiled pass used the first ones
+                sent[path] = WARM_UP + requests
+            started = time.process_time()
+            await drive(path, requests)
+            times[path] = (time.process_time() - started) / requests * 1e6
     for name in tunings:
         await queues[name].put({"type": "lifespan.shutdown"})
     await asyncio.gather(*tasks)
-    return counts
+    return counts, times
 
 
 def main() -> None:
@@ -160,13 +180,17 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=1_000, help="measured requests per path")
     parser.add_argument("--top", type=int, default=8, help="functions listed per path (most called)")
     parser.add_argument("--json", type=Path, help="also write every count here (to compare checkouts)")
+    parser.add_argument(
+        "--time", action="store_true", help="also the CPU per request of an unprofiled pass (noisy: a time)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as url:
-        counts = asyncio.run(measure(url, args.requests))
+        counts, times = asyncio.run(measure(url, args.requests, args.time))
     print(f"Python function calls per request on the event loop's thread ({args.requests} requests a path)")
-    print(f"{'path':8} {'calls/request':>14}")
+    print(f"{'path':10} {'calls/request':>14}" + (f" {'cpu us/request':>15}" if times else ""))
     for path in PATHS:
-        print(f"{path:8} {sum(counts[path].values()) / args.requests:14.2f}")
+        cpu = f" {times[path]:15.1f}" if times else ""
+        print(f"{path:10} {sum(counts[path].values()) / args.requests:14.2f}{cpu}")
     for path in PATHS:
         print(f"\n{path}: the most called")
         for name, n in counts[path].most_common(args.top):

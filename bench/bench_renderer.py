@@ -1,54 +1,53 @@
 #!/usr/bin/env python3
-"""Renderer throughput against a bare Starlette page of the same size, at 64 connections;
-the snippet's gzipped size; the renderer's memory with 100,000 zone sets published.
+"""Every arrival path's throughput and p99 against a bare Starlette page of the same size, on
+both uvicorn stacks and for one and two worker processes; the renderer's memory with
+100,000 zone sets published.
 
-    .venv/bin/python bench/bench_renderer.py [--seconds 4] [--rounds 5] [--connections 64]
-        [--accounts 100000] [--distinct 20000] [--memory-steps 3] [--skip-memory | --skip-throughput]
+    .venv/bin/python bench/bench_renderer.py [--seconds 3] [--rounds 5] [--connections 64]
+        [--http fast h11] [--workers 1 2] [--first-clicks 120000] [--accounts 100000]
+        [--distinct 20000] [--memory-steps 3] [--skip-memory | --skip-throughput] [--json FILE]
 
 Starts its own embedded Redis in a temp folder and publishes the example campaign and
 `--accounts` personal zone sets (five zones each, written with `ZoneSetStore.publish_many`
-in batches of 1,000: precompute, at ~1,100-1,350 accounts/s, would take 75-90 s), then
-starts five uvicorn processes (one worker each, no access log, same settings) and
-measures five loads in alternation:
+in batches of 1,000), their cookies and links, IP ranges for 32 accounts, and
+`--first-clicks` link and QR tokens of distinct contacts (a send's peak: every click a
+token never seen before). For each stack (`--http fast`: httptools + uvloop, `h11`) and
+worker count, it starts `welcomemat serve --http S --workers N --no-access-log` as a user
+runs it (production cache sizes, `WELCOMEMAT_TRUSTED_PROXIES=127.0.0.1/32`) and the bare
+page under uvicorn with the same stack, workers and settings (no access log, no server
+header), then measures, in alternation, `--rounds` times:
 
-- bare: a Starlette app answering `/c/{campaign}` with a constant HTML page as large as the
-  personalised one (the ceiling: routing, one response, nothing else);
-- headers: the same constant page behind the renderer's security middleware, with the
-  page's own headers: what the HTTP layer charges for the header set every renderer page
-  carries (CSP with a nonce, nosniff, referrer policy, no-store), before any renderer work;
-- personal: the renderer, visitor identified by cookie, zone set and page cached (the steady
-  state of an email campaign's traffic), page view queued for the event stream; a visitor
-  seen before, so answered from the returning-visitor cache (`server.known_visitors`);
-- first: the same, in a renderer with the returning-visitor cache off: every view takes the
-  full path (token memo, arm, zone-set cache, variant, page cache), as a visitor's first
-  view does;
-- zones: the same renderer process answering `GET /v1/zones?campaign=…&wm=<link token>`
-  with an `Origin` header, as the snippet asks cross-origin (no cookie), payload cached
-  (the same link tokens again: returning visitors);
-- miss: the renderer with a one-entry zone-set and page cache, each request a different
-  account: cookie check, Redis read, Jinja2 render, view event (the cold path).
+- bare: the constant page, as large as the personal one (routing, one response, nothing
+  else: the ceiling);
+- cookie: the landing page by cookie, 32 accounts (a returning visitor);
+- link, first click: `?wm=` with a token never seen before on each request (the tokens
+  are walked in order and the walk goes on from run to run; the pool is larger than any
+  per-process memo, so no token is remembered when it comes round again);
+- link, clicked again: 32 link tokens again and again, no cookie sent back (a visitor who
+  clicks the mail twice, or a browser refusing cookies);
+- QR scan: `/q/<token>`, every token new: verified, the cookie set, a `qr_scan` event, 303;
+- IP-identified: no token or cookie, `X-Forwarded-For` (from the trusted loopback proxy)
+  in one of the 32 accounts' ranges;
+- anonymous: nothing to go on (the address is still looked up: the campaign has ranges);
+- /v1/zones: the snippet's call with a link token and an `Origin` (payload cached).
 
-Load comes from `wrk` (Debian's package; the bench runs `apt-get install -y wrk` when it
-is missing and it may, else says how), else an httpx async generator (slower: its own CPU
-use depresses every figure; ratios remain comparable). With two or more CPUs and
-`taskset`, the server under test is pinned to CPU 0, and wrk (one thread) and Redis to
-CPU 1 (in production Redis is another machine), so neither steals the server's core. The
-apps are measured in alternation, `--rounds` times; ratios are taken within each round,
-and medians and the spread (min–max over rounds) reported, with the server process's CPU
-per request (from /proc: steadier than req/s when neighbours load the machine).
+Every path logs its events as in production (views, QR scans, into the Redis stream) and
+sends every header the renderer adds (CSP, nosniff, Set-Cookie, ...): all of it is in the
+figure. Load comes from `wrk` (Debian's package; the bench runs `apt-get install -y wrk`
+when it is missing and it may). With one worker the server is pinned to CPU 0 and wrk and
+Redis to CPU 1 (`taskset`); with two, the workers are not pinned. Ratios are taken within
+each round and reported as medians with their spread (min-max over rounds), with the
+server processes' CPU per request (from /proc).
 
-Memory: a fresh renderer process with the production cache sizes; its RSS (from /proc)
-after start-up and a warm-up, then after each of `--memory-steps` steps of `--distinct`
-new accounts (each one landing page by cookie and one `/v1/zones` by link token); and
-Redis `used_memory`. The in-process caches are bounded (zone sets, rendered pages,
-payloads, verified tokens, returning visitors), so RSS should level off.
+Memory: a fresh `welcomemat serve` (one worker); its RSS after start-up and a warm-up, then
+after each of `--memory-steps` steps of `--distinct` new accounts (each one landing page by
+cookie and one `/v1/zones` by link token); and Redis `used_memory`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import gzip
 import json
 import os
 import re
@@ -58,7 +57,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -74,7 +73,7 @@ from welcomemat.embedded_redis import temporary_redis  # noqa: E402
 from welcomemat.zone_contract import load_zone_contracts  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from proc_stats import cpu_seconds  # noqa: E402
+from proc_stats import tree_cpu_seconds  # noqa: E402
 
 SECRET = "bench-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 TENANT, CAMPAIGN = "acme", "q4-pipeline"
@@ -83,59 +82,73 @@ ZONES_PATH = f"/v1/zones?campaign={CAMPAIGN}&wm="
 # A snippet origin of the example campaign: the snippet's requests are cross-origin.
 ORIGIN = "https://www.acmerevenue.example"
 PUBLISH_BATCH = 1_000
-KINDS = ("bare", "headers", "personal", "first", "zones", "miss")
+# The arrival paths measured, each against the bare page of the same stack and worker count.
+KINDS = ("bare", "cookie", "link_first", "link_again", "qr", "ip", "anonymous", "zones")
+LABELS = {
+    "bare": "bare Starlette page (baseline)",
+    "cookie": "cookie (returning visitor)",
+    "link_first": "email link, first click (new ?wm=)",
+    "link_again": "email link, clicked again",
+    "qr": "QR scan, first (303 + cookie)",
+    "ip": "IP-identified (trusted proxy XFF)",
+    "anonymous": "anonymous",
+    "zones": "/v1/zones (?wm= token)",
+}
+# A send's peak: distinct contacts' tokens (each used once within a worker's memo horizon)
+# over the accounts the cookie row visits, so the two rows differ only in how the visitor
+# arrives; a zone set not in the process's cache costs the same on every path (bench_calls'
+# `miss`).
+FIRST_CLICK_ACCOUNTS = 32
+# Accounts with a published IP range (one /24 each, 10.<i>.<j>.0/24) and the proxy trusted.
+IP_ACCOUNTS = 32
+TRUSTED_PROXY = "127.0.0.1/32"
 
 
 # -- the server processes -------------------------------------------------------------------------
 
 
-def serve(kind: str, port: int, redis_url: str, page_bytes: int) -> None:
-    import uvicorn
+def bare_app() -> object:
+    """The baseline: a Starlette app answering `/c/{campaign}` with a constant HTML page as
+    large as the personalised one (`BENCH_PAGE_BYTES`), and `/healthz`. A factory, so
+    uvicorn can build it in each of `--workers` processes."""
     from starlette.applications import Starlette
-    from starlette.responses import HTMLResponse
+    from starlette.responses import HTMLResponse, PlainTextResponse
     from starlette.routing import Route
 
-    if kind == "bare":
-        body = "<!doctype html><html><body>" + "x" * max(0, page_bytes - 41) + "</body></html>"
+    page_bytes = int(os.environ.get("BENCH_PAGE_BYTES", "0"))
+    body = "<!doctype html><html><body>" + "x" * max(0, page_bytes - 41) + "</body></html>"
 
-        async def page(request: object) -> HTMLResponse:
-            return HTMLResponse(body)
+    async def page(request: object) -> HTMLResponse:
+        return HTMLResponse(body)
 
-        app = Starlette(routes=[Route("/c/{campaign}", page)])
-    elif kind == "headers":
-        # The bare page with what every renderer page carries besides its content: the
-        # security middleware (host check, CSP nonce, headers) and the page's own headers.
-        from starlette.middleware import Middleware
+    async def healthz(request: object) -> PlainTextResponse:
+        return PlainTextResponse("ok")
 
-        from server.pages import PageResponse
-        from server.security import SecurityMiddleware
+    return Starlette(routes=[Route("/c/{campaign}", page), Route("/healthz", healthz)])
 
-        body = "<!doctype html><html><body>" + "x" * max(0, page_bytes - 41) + "</body></html>"
 
-        async def headers_page(request: object) -> PageResponse:
-            return PageResponse(body)
+def serve_bare(port: int, page_bytes: int, http: str, workers: int) -> None:
+    """The bare app under uvicorn with `welcomemat serve`'s settings for `http` and `workers`."""
+    import uvicorn
 
-        app = Starlette(
-            routes=[Route("/c/{campaign}", headers_page)],
-            middleware=[Middleware(SecurityMiddleware, allowed_hosts=["127.0.0.1"])],
-        )
-    else:
-        from server.app import create_app
-        from server.redis_guard import renderer_redis_client
-        from server.tuning import RendererTuning
-        from welcomemat.settings import Settings
+    from server.serve import STACKS
 
-        if kind == "miss":
-            tuning = RendererTuning(zone_cache_entries=1, render_cache_entries=1)
-        elif kind == "first":  # nothing remembered per visitor: every view takes the full path
-            tuning = RendererTuning(known_visitor_entries=0)
-        else:
-            tuning = RendererTuning()
-        settings = Settings.from_env(
-            {"WELCOMEMAT_SECRET": SECRET, "REDIS_URL": redis_url, "WELCOMEMAT_ALLOWED_HOSTS": "127.0.0.1"}
-        )
-        app = create_app(settings, redis_client=renderer_redis_client(redis_url), tuning=tuning)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, proxy_headers=False)
+    os.environ["BENCH_PAGE_BYTES"] = str(page_bytes)
+    parser, loop = STACKS[http]
+    uvicorn.run(
+        "bench_renderer:bare_app",
+        factory=True,
+        app_dir=str(ROOT / "bench"),
+        host="127.0.0.1",
+        port=port,
+        workers=workers,
+        http=parser,
+        loop=loop,
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        proxy_headers=False,
+    )
 
 
 # -- setup ------------------------------------------------------------------------------------------
@@ -143,21 +156,34 @@ def serve(kind: str, port: int, redis_url: str, page_bytes: int) -> None:
 
 @dataclass
 class Visitors:
-    """Per published account: its identification cookie and its signed link token."""
+    """Per published account: its identification cookie and its signed link token; the
+    first clicks of a send (`first_links`, `first_qr`: one token per contact, every one
+    different, over the first `FIRST_CLICK_ACCOUNTS` accounts); the client addresses of
+    the accounts given IP ranges."""
 
     cookies: list[str]
     links: list[str]
+    first_links: list[str] = field(default_factory=list)
+    first_qr: list[str] = field(default_factory=list)
+    addresses: list[str] = field(default_factory=list)
 
 
-def publish(client: redis.Redis, accounts: int, links: int) -> Visitors:
+def publish(client: redis.Redis, accounts: int, links: int, first_clicks: int = 0) -> Visitors:
     """The example campaign and `accounts` personal zone sets (the page's zones and the
     continuation headline: three personal, citing a fact, two segment copy); cookies for
-    all of them, link tokens for the first `links`."""
+    all of them, link tokens for the first `links`; `first_clicks` link and QR tokens of
+    distinct contacts; IP ranges for the first `IP_ACCOUNTS` accounts."""
     from datetime import UTC, date, datetime, timedelta
 
     from welcomemat.arms import Arm, assign_arm
     from welcomemat.store import ZoneSetStore
-    from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, DEFAULT_LINK_TTL_S, TokenKind, TokenSigner
+    from welcomemat.tokens import (
+        DEFAULT_COOKIE_TTL_S,
+        DEFAULT_LINK_TTL_S,
+        DEFAULT_QR_TTL_S,
+        TokenKind,
+        TokenSigner,
+    )
     from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
 
     zones = dict(load_zone_contracts(ROOT / "zones"))
@@ -230,7 +256,32 @@ def publish(client: redis.Redis, accounts: int, links: int) -> Visitors:
             batch = []
     if batch:
         store.publish_many(batch, current={})
+    hot = [_account_of(signer, token) for token in visitors.cookies[:FIRST_CLICK_ACCOUNTS]]
+    for n in range(first_clicks):
+        account, contact = hot[n % len(hot)], f"c{n:07d}"
+        for kind, tokens, ttl in (
+            (TokenKind.LINK, visitors.first_links, DEFAULT_LINK_TTL_S),
+            (TokenKind.QR, visitors.first_qr, DEFAULT_QR_TTL_S),
+        ):
+            tokens.append(
+                signer.sign(
+                    kind, tenant=TENANT, campaign=CAMPAIGN, account=account, contact=contact, ttl_s=ttl
+                )
+            )
+    ranges = {}
+    for i, account in enumerate(hot[:IP_ACCOUNTS]):
+        ranges[account] = json.dumps([f"10.{i // 8}.{i % 8}.0/24"])
+        visitors.addresses.append(f"10.{i // 8}.{i % 8}.7")
+    if ranges:
+        client.hset(keys.ip_ranges_key(TENANT, CAMPAIGN), mapping=ranges)
     return visitors
+
+
+def _account_of(signer: object, cookie: str) -> str:
+    from welcomemat.tokens import TokenKind, TokenSigner
+
+    assert isinstance(signer, TokenSigner)
+    return signer.verify(TokenKind.COOKIE, cookie, tenant=TENANT, campaign=CAMPAIGN).account
 
 
 def ensure_wrk() -> bool:
@@ -246,11 +297,6 @@ def ensure_wrk() -> bool:
             subprocess.run(["apt-get", "install", "-y", "-q", "wrk"], env=env, check=False)
     if shutil.which("wrk"):
         return True
-    print(
-        "wrk is not installed (Debian/Ubuntu: `sudo apt-get install wrk`): falling back to an "
-        "httpx load generator, whose own CPU use depresses every figure",
-        file=sys.stderr,
-    )
     return False
 
 
@@ -267,34 +313,56 @@ def pinned(cpu: int) -> list[str]:
     return []
 
 
-def start(kind: str, redis_url: str, page_bytes: int) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            *pinned(0),
-            sys.executable,
-            __file__,
-            "--serve",
-            kind,
-            "--port",
-            str(port),
-            "--redis",
-            redis_url,
-            "--page-bytes",
-            str(page_bytes),
-        ],
-        cwd=ROOT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
+def _wait_ready(process: subprocess.Popen[bytes], base: str, what: str) -> None:
+    deadline = time.monotonic() + 30
     while True:
         try:
             httpx.get(base + "/healthz", timeout=1)
-            return process, base
+            return
         except httpx.TransportError:
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{kind} server did not start") from None
+                raise RuntimeError(f"{what} did not start") from None
             time.sleep(0.1)
+
+
+def start_bare(page_bytes: int, http: str, workers: int) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    command = [sys.executable, __file__, "--serve-bare", "--port", str(port), "--page-bytes", str(page_bytes)]
+    command += ["--http", http, "--workers", str(workers)]
+    process = subprocess.Popen([*(pinned(0) if workers == 1 else []), *command], cwd=ROOT)
+    base = f"http://127.0.0.1:{port}"
+    _wait_ready(process, base, "bare server")
+    return process, base
+
+
+def start_renderer(
+    redis_url: str, home: Path, http: str = "fast", workers: int = 1
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`welcomemat serve` as a user runs it (production cache sizes), access log off, the
+    loopback peer trusted as a proxy (the IP-identified path's `X-Forwarded-For`)."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WELCOMEMAT_", "REDIS_URL"))}
+    env.update(
+        {
+            "WELCOMEMAT_SECRET": SECRET,
+            "REDIS_URL": redis_url,
+            "WELCOMEMAT_HOME": str(home),
+            "WELCOMEMAT_ALLOWED_HOSTS": "127.0.0.1",
+            "WELCOMEMAT_TRUSTED_PROXIES": TRUSTED_PROXY,
+            "WELCOMEMAT_LOG_LEVEL": "WARNING",
+        }
+    )
+    welcomemat = str(Path(sys.executable).parent / "welcomemat")
+    command = [welcomemat, "serve", "--port", str(port), "--http", http, "--workers", str(workers)]
+    process = subprocess.Popen(
+        [*(pinned(0) if workers == 1 else []), *command, "--no-access-log"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    _wait_ready(process, base, "welcomemat serve")
+    return process, base
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -346,7 +414,7 @@ def _lua(text: str) -> str:
     return json.dumps(text)  # a JSON string of ASCII is a valid Lua string literal
 
 
-def wrk_script(req: Request) -> str:
+def wrk_script(req: Request, offset: int = 0) -> str:
     values = ",\n".join(_lua(v) for v in req.pool)
     fixed = ", ".join(f"[{_lua(k)}] = {_lua(v)}" for k, v in req.fixed)
     if req.header is None:
@@ -358,19 +426,28 @@ def wrk_script(req: Request) -> str:
             f"{_lua(req.prefix)} .. values[i]}})"
         )
     return (
-        f"local values = {{\n{values}\n}}\nlocal i = 0\n"
+        f"local values = {{\n{values}\n}}\nlocal i = {offset % max(len(req.pool), 1)}\n"
         f"request = function()\n  i = i % #values + 1\n  return {call}\nend\n"
     )
 
 
-def run_wrk(url: str, req: Request, seconds: float, connections: int, workdir: Path) -> Result:
+def run_wrk(
+    url: str,
+    req: Request,
+    seconds: float,
+    connections: int,
+    workdir: Path,
+    offset: int = 0,
+    cpu: int | None = 1,
+) -> Result:
+    """One wrk run (one thread: one walk through the pool, from `offset`)."""
     script = workdir / "load.lua"
-    script.write_text(wrk_script(req))
+    script.write_text(wrk_script(req, offset))
     out = subprocess.run(
         [
-            *pinned(1),
+            *(pinned(cpu) if cpu is not None else []),
             "wrk",
-            f"-t{1 if pinned(1) else 2}",
+            "-t1",
             f"-c{connections}",
             f"-d{max(1, round(seconds))}s",
             "--latency",
@@ -392,35 +469,6 @@ def run_wrk(url: str, req: Request, seconds: float, connections: int, workdir: P
         bad += sum(int(g) for g in socket_errors.groups())
     total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     return Result(rps, _ms(*p50.groups()), _ms(*p99.groups()), bad, total)  # type: ignore[union-attr]
-
-
-async def run_httpx(url: str, req: Request, seconds: float, connections: int) -> Result:
-    latencies: list[float] = []
-    errors = 0
-    end = time.monotonic() + seconds
-    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=10) as client:
-
-        async def worker(offset: int) -> None:
-            nonlocal errors
-            i = offset
-            while time.monotonic() < end:
-                i = (i + connections) % len(req.pool)
-                path, headers = req.target(req.pool[i])
-                started = time.perf_counter()
-                response = await client.get(path, headers=headers)
-                latencies.append(time.perf_counter() - started)
-                errors += response.status_code != 200
-
-        await asyncio.gather(*(worker(n) for n in range(connections)))
-    latencies.sort()
-    return Result(
-        len(latencies) / seconds,
-        latencies[len(latencies) // 2] * 1000,
-        latencies[int(len(latencies) * 0.99)] * 1000,
-        errors,
-        len(latencies),
-    )
 
 
 async def drive(port: int, requests: list[tuple[str, dict[str, str]]], connections: int) -> int:
@@ -467,107 +515,140 @@ def median(values: list[float]) -> float:
     return sorted(values)[len(values) // 2]
 
 
-def throughput(
-    args: argparse.Namespace, visitors: Visitors, redis_url: str, tmp: Path, use_wrk: bool
-) -> None:
-    processes: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+def check_paths(url: str, visitors: Visitors) -> tuple[int, int]:
+    """Each path answers what it should before anything is timed; (page bytes, zones bytes)."""
+    cookie = {"Cookie": f"wm_{CAMPAIGN}={visitors.cookies[0]}"}
+    personal = 'data-wm-rung="personal"'
+    page = httpx.get(url + PATH, headers=cookie)
+    assert page.status_code == 200 and personal in page.text, page.text[:300]
+    link = httpx.get(f"{url}{PATH}?wm={visitors.first_links[-1]}")
+    assert link.status_code == 200 and personal in link.text, link.text[:300]
+    assert link.headers.get("set-cookie", "").startswith(f"wm_{CAMPAIGN}="), link.headers
+    qr = httpx.get(f"{url}/q/{visitors.first_qr[-1]}")
+    assert qr.status_code == 303 and qr.headers["location"].endswith(f"/c/{CAMPAIGN}/continue"), qr.headers
+    assert qr.headers.get("set-cookie", "").startswith(f"wm_{CAMPAIGN}="), qr.headers
+    ip = httpx.get(url + PATH, headers={"X-Forwarded-For": visitors.addresses[0]})
+    assert ip.status_code == 200 and personal in ip.text, ip.text[:300]
+    anonymous = httpx.get(url + PATH)
+    assert anonymous.status_code == 200 and personal not in anonymous.text, anonymous.text[:300]
+    zones = httpx.get(url + ZONES_PATH + visitors.links[0], headers={"Origin": ORIGIN})
+    assert zones.status_code == 200 and zones.json()["arm"] == "personal", zones.text[:300]
+    assert zones.headers.get("access-control-allow-origin") == ORIGIN, zones.headers
+    return len(page.content), len(zones.content)
+
+
+def loads(visitors: Visitors) -> dict[str, Request]:
+    cookie = f"wm_{CAMPAIGN}="
+    return {
+        "bare": Request(PATH, visitors.cookies[:1], "Cookie", cookie),
+        "cookie": Request(PATH, visitors.cookies[:32], "Cookie", cookie),  # a handful of accounts
+        "link_first": Request(PATH + "?wm=", visitors.first_links),  # every token new
+        "link_again": Request(PATH + "?wm=", visitors.links[:32]),  # the same links again, no cookie yet
+        "qr": Request("/q/", visitors.first_qr),
+        "ip": Request(PATH, visitors.addresses, "X-Forwarded-For"),
+        "anonymous": Request(PATH, [""]),
+        "zones": Request(ZONES_PATH, visitors.links[:32], fixed=(("Origin", ORIGIN),)),
+    }
+
+
+def one_setup(
+    args: argparse.Namespace, visitors: Visitors, redis_url: str, tmp: Path, http: str, workers: int
+) -> dict[str, list[Result]]:
+    """The paths on one stack and worker count, `--rounds` times in alternation with the bare page."""
+    renderer, url = start_renderer(redis_url, tmp, http, workers)
+    bare = None
     try:
-        processes["personal"] = start("personal", redis_url, 0)
-        personal_url = processes["personal"][1]
-        sample = httpx.get(personal_url + PATH, headers={"Cookie": f"wm_{CAMPAIGN}={visitors.cookies[0]}"})
-        assert sample.status_code == 200 and 'data-wm-rung="personal"' in sample.text, sample.text[:300]
-        page_bytes = len(sample.content)
-        zones = httpx.get(personal_url + ZONES_PATH + visitors.links[0], headers={"Origin": ORIGIN})
-        assert zones.status_code == 200 and zones.json()["arm"] == "personal", zones.text[:300]
-        assert zones.headers.get("access-control-allow-origin") == ORIGIN, zones.headers
-        snippet = httpx.get(personal_url + "/snippet.js")
-        assert snippet.status_code == 200, snippet.status_code
-        processes["zones"] = processes["personal"]  # one renderer answers both
-        processes["bare"] = start("bare", redis_url, page_bytes)
-        processes["headers"] = start("headers", redis_url, page_bytes)
-        processes["miss"] = start("miss", redis_url, page_bytes)
-        processes["first"] = start("first", redis_url, page_bytes)
-        assert abs(len(httpx.get(processes["bare"][1] + PATH).content) - page_bytes) <= 1
-        same = httpx.get(processes["headers"][1] + PATH)
-        assert abs(len(same.content) - page_bytes) <= 1
-        assert set(same.headers) == set(sample.headers), (same.headers, sample.headers)
+        page_bytes, _ = check_paths(url, visitors)
+        bare = start_bare(page_bytes, http, workers)
+        assert abs(len(httpx.get(bare[1] + PATH).content) - page_bytes) <= 1
+        # The accounts' zone sets and pages loaded in every worker (the zone-set cache's TTL
+        # then re-reads them now and then, as in production).
         cookie = f"wm_{CAMPAIGN}="
-        loads = {
-            "bare": Request(PATH, visitors.cookies[:1], "Cookie", cookie),
-            "headers": Request(PATH, visitors.cookies[:1], "Cookie", cookie),
-            # a handful of accounts, all cached
-            "personal": Request(PATH, visitors.cookies[:32], "Cookie", cookie),
-            "first": Request(PATH, visitors.cookies[:32], "Cookie", cookie),
-            "zones": Request(ZONES_PATH, visitors.links[:32], fixed=(("Origin", ORIGIN),)),
-            # every request a new account
-            "miss": Request(PATH, visitors.cookies, "Cookie", cookie),
-        }
+        warm = [(PATH, {"Cookie": cookie + c}) for c in visitors.cookies[:FIRST_CLICK_ACCOUNTS]]
+        assert asyncio.run(drive(int(url.rsplit(":", 1)[1]), warm * 8 * workers, 16)) == 0
+        load = loads(visitors)
         results: dict[str, list[Result]] = {k: [] for k in KINDS}
+        offsets = dict.fromkeys(KINDS, 0)
+        cpu = 1 if workers == 1 else None  # one worker: it has CPU 0, wrk CPU 1; else unpinned
         for _ in range(args.rounds):
             for kind in KINDS:
-                url = processes[kind][1]
-                cpu0 = cpu_seconds(processes[kind][0].pid)
-                if use_wrk:
-                    result = run_wrk(url, loads[kind], args.seconds, args.connections, tmp)
-                else:
-                    result = asyncio.run(run_httpx(url, loads[kind], args.seconds, args.connections))
-                result.cpu_us = (cpu_seconds(processes[kind][0].pid) - cpu0) / max(result.requests, 1) * 1e6
+                process, base = bare if kind == "bare" else (renderer, url)
+                cpu0 = tree_cpu_seconds(process.pid)
+                result = run_wrk(base, load[kind], args.seconds, args.connections, tmp, offsets[kind], cpu)
+                result.cpu_us = (tree_cpu_seconds(process.pid) - cpu0) / max(result.requests, 1) * 1e6
+                offsets[kind] += result.requests  # first clicks: the next run goes on with new tokens
                 results[kind].append(result)
-        events = redis.Redis.from_url(redis_url).xlen(keys.events_stream_key(TENANT))
+        return results
     finally:
-        for kind, (process, _) in processes.items():
-            if kind != "zones":
-                stop(process)
+        stop(renderer)
+        if bare is not None:
+            stop(bare[0])
 
+
+def print_setup(http: str, workers: int, results: dict[str, list[Result]]) -> None:
     print(
-        f"load: {'wrk' if use_wrk else 'httpx (wrk not installed)'}, {args.connections} connections, "
-        f"{'server on CPU 0, wrk and Redis on CPU 1' if pinned(0) else 'unpinned'}, "
-        f"{args.seconds:g} s x {args.rounds} rounds alternating; page {page_bytes} bytes, "
-        f"zones answer {len(zones.content)} bytes; {len(visitors.cookies)} zone sets published; "
-        f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}"
-    )
-    print("medians over rounds [min-max]; each ratio is taken within a round (against that round's bare run)")
-    print(
-        "cpu: the server process's CPU (user + system, all its threads) per request, and its ratio"
-        " to bare's: steadier than req/s when neighbours load the machine"
+        f"\n--http {http}, {workers} worker(s)" + (" (server on CPU 0)" if workers == 1 and pinned(0) else "")
     )
     print(
-        f"{'app':<36} {'req/s':>7} {'x bare':>7} {'[spread]':>11} {'p50 ms':>7} {'p99 ms':>7} "
+        f"{'arrival path':<38} {'req/s':>7} {'x bare':>7} {'[spread]':>11} {'p50 ms':>7} {'p99 ms':>7} "
         f"{'p99 x bare':>10} {'[spread]':>11} {'cpu us':>6} {'bare/cpu':>8} {'errors':>6}"
     )
-    labels = {
-        "bare": "bare Starlette, constant page",
-        "headers": "bare + the renderer's headers",
-        "personal": "personal page (cookie, cached)",
-        "first": "personal page, first view (cached)",
-        "zones": "/v1/zones (?wm= token, cached)",
-        "miss": "cache miss (Redis read + render)",
-    }
     bare = results["bare"]
     for kind in KINDS:
         runs = results[kind]
         rps = [r.rps / b.rps for r, b in zip(runs, bare, strict=True)]
         p99 = [r.p99_ms / b.p99_ms for r, b in zip(runs, bare, strict=True)]
+        cpu = [b.cpu_us / r.cpu_us for r, b in zip(runs, bare, strict=True) if r.cpu_us]
         print(
-            f"{labels[kind]:<36} {median([r.rps for r in runs]):>7.0f} {median(rps):>7.2f} "
+            f"{LABELS[kind]:<38} {median([r.rps for r in runs]):>7.0f} {median(rps):>7.2f} "
             f"{f'[{min(rps):.2f}-{max(rps):.2f}]':>11} "
             f"{median([r.p50_ms for r in runs]):>7.2f} {median([r.p99_ms for r in runs]):>7.2f} "
             f"{median(p99):>10.2f} {f'[{min(p99):.2f}-{max(p99):.2f}]':>11} "
-            f"{median([r.cpu_us for r in runs]):>6.0f} "
-            f"{median([b.cpu_us / r.cpu_us for r, b in zip(runs, bare, strict=True) if r.cpu_us]):>8.2f} "
+            f"{median([r.cpu_us for r in runs]):>6.0f} {median(cpu) if cpu else 0:>8.2f} "
             f"{sum(r.errors for r in runs):>6}"
         )
-    print(f"view events written to the stream during the run: {events}")
-    body = snippet.content
+
+
+def throughput(args: argparse.Namespace, visitors: Visitors, redis_url: str, tmp: Path) -> None:
+    events_before = redis.Redis.from_url(redis_url).xlen(keys.events_stream_key(TENANT))
     print(
-        f"snippet.js as served: {len(body)} bytes, {len(gzip.compress(body, 9))} bytes gzipped (level 9), "
-        f"{len(gzip.compress(body, 6))} at level 6"
+        f"load: wrk (one thread), {args.connections} connections, {args.seconds:g} s a path x "
+        f"{args.rounds} rounds in alternation; one worker: server on CPU 0, wrk and Redis on CPU 1; "
+        f"two workers: unpinned; {len(visitors.cookies):,} zone sets published; first clicks: "
+        f"{len(visitors.first_links):,} link and QR tokens of distinct contacts over "
+        f"{min(FIRST_CLICK_ACCOUNTS, len(visitors.cookies)):,} accounts; {os.cpu_count()} CPUs, "
+        f"Python {sys.version.split()[0]}"
     )
+    print("medians over rounds [min-max]; each ratio is taken within a round (against that round's bare run)")
+    print("cpu us: the server's processes' CPU per request; bare/cpu: bare's over this path's")
+    summary: dict[str, dict[str, list[dict[str, float]]]] = {}
+    for http in args.http:
+        for workers in args.workers:
+            results = one_setup(args, visitors, redis_url, tmp, http, workers)
+            print_setup(http, workers, results)
+            summary[f"{http}/{workers}"] = {kind: [vars(r) for r in runs] for kind, runs in results.items()}
+    events = redis.Redis.from_url(redis_url).xlen(keys.events_stream_key(TENANT)) - events_before
+    print(f"\nevents written to the stream during the run (views, QR scans): {events:,}")
+    for http in args.http:
+        if len(args.workers) > 1 and 1 in args.workers:
+            one = summary[f"{http}/1"]
+            for n in args.workers:
+                if n == 1:
+                    continue
+                many = summary[f"{http}/{n}"]
+                rates = {
+                    kind: median([r["rps"] for r in many[kind]]) / median([r["rps"] for r in one[kind]])
+                    for kind in ("bare", "cookie", "link_first", "anonymous")
+                }
+                line = ", ".join(f"{kind} {rate:.2f}x" for kind, rate in rates.items())
+                print(f"--http {http}: {n} workers over 1 (median req/s): {line}")
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1))
 
 
-def memory(args: argparse.Namespace, visitors: Visitors, redis_url: str) -> None:
+def memory(args: argparse.Namespace, visitors: Visitors, redis_url: str, tmp: Path) -> None:
     client = redis.Redis.from_url(redis_url)
-    process, url = start("personal", redis_url, 0)
+    process, url = start_renderer(redis_url, tmp)
     port = int(url.rsplit(":", 1)[1])
     try:
         n = args.distinct
@@ -607,46 +688,49 @@ def memory(args: argparse.Namespace, visitors: Visitors, redis_url: str) -> None
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--http", nargs="+", choices=["fast", "h11"], default=["fast", "h11"])
+    parser.add_argument("--workers", nargs="+", type=int, default=[1, 2])
+    parser.add_argument(
+        "--first-clicks", type=int, default=120_000, help="distinct link and QR tokens (each cycled)"
+    )
     parser.add_argument("--accounts", type=int, default=100_000, help="personal zone sets published")
-    parser.add_argument("--distinct", type=int, default=20_000, help="accounts per memory step (two steps)")
+    parser.add_argument("--distinct", type=int, default=20_000, help="accounts per memory step")
     parser.add_argument("--memory-steps", type=int, default=3, help="memory steps of --distinct accounts")
     parser.add_argument("--skip-memory", action="store_true", help="throughput only")
     parser.add_argument("--skip-throughput", action="store_true", help="memory only")
-    parser.add_argument(
-        "--serve", choices=["bare", "headers", "personal", "first", "miss"], help=argparse.SUPPRESS
-    )
+    parser.add_argument("--json", type=Path, help="also write every round's figures here")
+    parser.add_argument("--serve-bare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--redis", help=argparse.SUPPRESS)
     parser.add_argument("--page-bytes", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve:
-        serve(args.serve, args.port, args.redis, args.page_bytes)
+    if args.serve_bare:
+        serve_bare(args.port, args.page_bytes, args.http[0], args.workers[0])
         return
     links = 32 if args.skip_memory else args.memory_steps * args.distinct
     if args.accounts < max(links, 32):
         parser.error(f"--accounts must be at least {max(links, 32)} (--memory-steps x --distinct)")
-
-    use_wrk = ensure_wrk() if not args.skip_throughput else False
+    if not args.skip_throughput and not ensure_wrk():
+        parser.error("wrk is needed for the throughput figures (Debian: apt-get install wrk)")
+    first_clicks = 0 if args.skip_throughput else args.first_clicks
     with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as redis_url:
         client = redis.Redis.from_url(redis_url)
         if pinned(1):
             redis_pid = str(client.info("server")["process_id"])
             subprocess.run(["taskset", "-pc", "1", redis_pid], check=True, capture_output=True)
         started = time.perf_counter()
-        visitors = publish(client, args.accounts, links)
+        visitors = publish(client, args.accounts, links, first_clicks)
         print(
             f"published {args.accounts:,} zone sets (ZoneSetStore.publish_many, batches of {PUBLISH_BATCH:,})"
-            " "
-            f"and signed their tokens in {time.perf_counter() - started:.1f} s; "
+            f" and signed their tokens in {time.perf_counter() - started:.1f} s; "
             f"Redis used_memory {used_memory_mib(client):.0f} MiB"
         )
         if not args.skip_throughput:
-            throughput(args, visitors, redis_url, Path(tmp), use_wrk)
+            throughput(args, visitors, redis_url, Path(tmp))
         if not args.skip_memory:
-            memory(args, visitors, redis_url)
+            memory(args, visitors, redis_url, Path(tmp))
 
 
 if __name__ == "__main__":

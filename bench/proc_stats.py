@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cpu_seconds"]
+__all__ = ["cpu_seconds", "tree_cpu_seconds"]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -15,3 +15,15 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """`cpu_seconds` of a process and its children (a server's supervisor and its workers)."""
+    total = cpu_seconds(pid)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                total += cpu_seconds(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return total

@@ -1,8 +1,8 @@
 """The renderer's Starlette app: `create_app(settings)` for code and tests, `app_from_env` for uvicorn.
 
 The security layer (trusted hosts and security headers, on every response, Starlette's
-own error pages included) ▸ the hot routes (`hot_routes`: landing, continuation and
-`/v1/zones` straight to their endpoints) ▸ Starlette's stack (error middleware, the one
+own error pages included) ▸ the hot routes (`hot_routes`: landing, continuation,
+`/v1/zones` and `/q/{token}` straight to their endpoints) ▸ Starlette's stack (error middleware, the one
 error handler of `server.problems`, routing) for everything else. Page endpoints are wrapped
 by `faults.fail_closed`: an unexpected error on a page route is the plain page, 200.
 

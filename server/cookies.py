@@ -15,7 +15,14 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
 
-__all__ = ["cookie_name", "cookie_value", "identity_cookie", "set_identity_cookie", "tracking_refused"]
+__all__ = [
+    "cookie_name",
+    "cookie_value",
+    "identity_cookie",
+    "identity_cookie_header",
+    "set_identity_cookie",
+    "tracking_refused",
+]
 
 _PREFIX = "wm_"
 
@@ -55,13 +62,15 @@ def tracking_refused(headers: Headers) -> bool:
     return headers.get("sec-gpc", "").strip() == "1" or headers.get("dnt", "").strip() == "1"
 
 
-def set_identity_cookie(response: Response, campaign: str, token: str, max_age_s: int) -> None:
-    response.set_cookie(
-        cookie_name(campaign),
-        token,
-        max_age=max_age_s,
-        path="/",
-        secure=True,
-        httponly=True,
-        samesite="lax",
-    )
+def identity_cookie_header(campaign: str, token: str, max_age_s: int) -> tuple[bytes, bytes]:
+    """The `Set-Cookie` header for the campaign's cookie: the bytes Starlette's `set_cookie`
+    writes for these flags (tests compare the two), without building a `SimpleCookie`.
+    Nothing needs quoting: the name is an id and a token is `[A-Za-z0-9_.-]`."""
+    flags = f"HttpOnly; Max-Age={int(max_age_s)}; Path=/; SameSite=lax; Secure"
+    value = f"{cookie_name(campaign)}={token}; {flags}"
+    return b"set-cookie", value.encode("latin-1")
+
+
+def set_identity_cookie(response: Response, header: tuple[bytes, bytes]) -> None:
+    """Add a header `identity_cookie_header` made (remembered with the token that earned it)."""
+    response.raw_headers.append(header)

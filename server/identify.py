@@ -18,16 +18,20 @@ from __future__ import annotations
 import enum
 import ipaddress
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from server.cookies import identity_cookie_header
 from server.ip_index import IpAddress, IpRangeIndex, normalise_ip
 from welcomemat.erasure import Revocations
 from welcomemat.errors import TokenBadSignature, TokenError, TokenExpired, TokenFromFuture, TokenMalformed
-from welcomemat.tokens import TokenClaims, TokenKind, TokenSigner
+from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenClaims, TokenKind, TokenSigner
 
 __all__ = [
     "ANONYMOUS",
+    "MEMO_ENTRIES",
+    "MEMO_TTL_S",
     "Identifier",
     "Identity",
     "IdentityMethod",
@@ -36,14 +40,17 @@ __all__ = [
     "token_failure_reason",
 ]
 
+# (peer, X-Forwarded-For) pairs whose client address is remembered (`TrustedProxies`).
+_ADDRESSES_REMEMBERED = 10_000
 # More hops than this in X-Forwarded-For is not a real proxy chain; only the last ones matter.
 _MAX_FORWARDED_HOPS = 16
 # Verified tokens remembered, and for how long: a returning visitor's cookie then costs a
 # dict lookup instead of an HMAC and a payload decode (~40 us, a sixth of a cached page).
 # After a key is removed from WELCOMEMAT_SECRET, tokens it signed stop working within
-# _MEMO_TTL_S on every renderer.
-_MEMO_ENTRIES = 50_000
-_MEMO_TTL_S = 60.0
+# MEMO_TTL_S on every renderer. A link or QR token's entry also keeps the cookie its
+# arrival sets (`arrival_cookie`), so a second click costs no signing either.
+MEMO_ENTRIES = 50_000
+MEMO_TTL_S = 60.0
 
 
 class IdentityMethod(enum.StrEnum):
@@ -70,11 +77,39 @@ class Identity:
 ANONYMOUS = Identity(IdentityMethod.ANONYMOUS)
 
 
+@dataclass(slots=True)
+class _Verified:
+    """A memo entry: a token `TokenSigner.verify` accepted, when, and the `Set-Cookie` header
+    its arrival earned (signed on first use)."""
+
+    claims: TokenClaims
+    verified_at: float
+    cookie: tuple[bytes, bytes] | None = None
+
+
 class TrustedProxies:
     """The networks whose peers may speak for the client (`WELCOMEMAT_TRUSTED_PROXIES`)."""
 
-    def __init__(self, cidrs: Iterable[str]) -> None:
+    def __init__(self, cidrs: Iterable[str], *, remembered: int = _ADDRESSES_REMEMBERED) -> None:
         self._networks = tuple(ipaddress.ip_network(c, strict=False) for c in cidrs)
+        self._max = remembered
+        # (peer, X-Forwarded-For) -> the client address: depends on nothing else
+        self._addresses: OrderedDict[tuple[str | None, str | None], IpAddress | None] = OrderedDict()
+
+    def client_address(self, peer: str | None, forwarded_for: str | None) -> IpAddress | None:
+        """`client_address(peer, forwarded_for, self)`, remembered (a few thousand pairs: the
+        same proxies and visitors come back, and parsing addresses costs)."""
+        key = (peer, forwarded_for)
+        try:
+            return self._addresses[key]
+        except KeyError:
+            pass
+        address = client_address(peer, forwarded_for, self)
+        if self._max:
+            if len(self._addresses) >= self._max:
+                self._addresses.popitem(last=False)  # the oldest (insertion order)
+            self._addresses[key] = address
+        return address
 
     def __bool__(self) -> bool:
         return bool(self._networks)
@@ -143,12 +178,18 @@ class Identifier:
         *,
         clock: Callable[[], float] = time.time,
         on_reject: Callable[[TokenKind, str], None] = lambda kind, reason: None,
+        memo_entries: int = MEMO_ENTRIES,
     ) -> None:
+        if memo_entries < 0:
+            raise ValueError(f"memo_entries must be >= 0, got {memo_entries}")
         self.signer = signer
+        self._memo_entries = memo_entries
         self._clock = clock
         self._on_reject = on_reject
-        # (kind, tenant, campaign, token) -> (claims, monotonic time it was verified)
-        self._memo: dict[tuple[TokenKind, str, str, str], tuple[TokenClaims, float]] = {}
+        # (kind, tenant, campaign, token) -> its claims, the monotonic time it was verified, its cookie
+        # An OrderedDict: dropping a plain dict's first key is O(size) in CPython (`next(iter())`
+        # walks the deleted slots at its front), ~30 us per new token at 50,000 entries.
+        self._memo: OrderedDict[tuple[TokenKind, str, str, str], _Verified] = OrderedDict()
 
     def verify(
         self,
@@ -162,7 +203,7 @@ class Identifier:
         """The claims of a genuine, unrevoked token for this tenant and campaign, else None (counted).
 
         Only `TokenSigner.verify` decides that a token is genuine. A token string it accepted
-        is remembered for `_MEMO_TTL_S`; on a hit only time can have changed the answer, so
+        is remembered for `MEMO_TTL_S`; on a hit only time can have changed the answer, so
         expiry is checked again (`issued_at` only moves further into the past). Refusals are
         not remembered: they cannot fill the memo.
         """
@@ -171,8 +212,8 @@ class Identifier:
         key = (kind, tenant, campaign, token)
         memo = self._memo.get(key)
         if memo is not None:
-            claims, verified_at = memo
-            if time.monotonic() - verified_at < _MEMO_TTL_S and self._clock() < claims.expires_at:
+            claims = memo.claims
+            if time.monotonic() - memo.verified_at < MEMO_TTL_S and self._clock() < claims.expires_at:
                 return self._unrevoked(kind, claims, revocations)
             del self._memo[key]
         try:
@@ -180,9 +221,10 @@ class Identifier:
         except TokenError as exc:
             self._on_reject(kind, token_failure_reason(exc))
             return None
-        if len(self._memo) >= _MEMO_ENTRIES:
-            del self._memo[next(iter(self._memo))]  # the oldest entry (insertion order)
-        self._memo[key] = (claims, time.monotonic())
+        if self._memo_entries:
+            if len(self._memo) >= self._memo_entries:
+                self._memo.popitem(last=False)  # the oldest entry (insertion order)
+            self._memo[key] = _Verified(claims, time.monotonic())
         return self._unrevoked(kind, claims, revocations)
 
     def _unrevoked(
@@ -193,14 +235,53 @@ class Identifier:
             return None
         return claims
 
+    def __len__(self) -> int:
+        """Tokens remembered (each with the cookie its arrival earned, once signed)."""
+        return len(self._memo)
+
     def trust(self, kind: TokenKind, token: str, *, tenant: str, campaign: str) -> tuple[float, int] | None:
         """For a token `verify` accepted and still remembers: (monotonic time its memo entry
         stops being trusted, the token's `expires_at`); else None. Nothing is verified here."""
         memo = self._memo.get((kind, tenant, campaign, token))
         if memo is None:
             return None
-        claims, verified_at = memo
-        return verified_at + _MEMO_TTL_S, claims.expires_at
+        return memo.verified_at + MEMO_TTL_S, memo.claims.expires_at
+
+    def arrival_cookie(
+        self, kind: TokenKind, token: str, account: str, contact: str | None, *, tenant: str, campaign: str
+    ) -> tuple[bytes, bytes]:
+        """The `Set-Cookie` header of the identification cookie that the arrival token `token`
+        (a link or QR token `verify` just accepted for `account` and `contact`) earns: a
+        COOKIE-kind token for the same tenant, campaign, account and contact, living
+        `DEFAULT_COOKIE_TTL_S`.
+
+        Signed once per memo entry and handed out again while the entry stands (the memo's
+        TTL, bound and expiry check). Revocation is the caller's: its `verify` of this request,
+        or a remembered answer (`server.known_visitors`), which new revocations void as soon as
+        the renderer loads them (at once on an erasure's change message, `server.watcher`).
+        A second click on the same link costs no signing, and gets the cookie the first got,
+        issued at most `MEMO_TTL_S` earlier.
+        """
+        if self.signer is None:  # pragma: no cover - callers only get here after a verification
+            raise RuntimeError("no signer configured")
+        memo = self._memo.get((kind, tenant, campaign, token))
+        if memo is not None and (memo.claims.account, memo.claims.contact) != (account, contact):
+            memo = None  # pragma: no cover - a token's claims are its own
+        if memo is not None and memo.cookie is not None:
+            return memo.cookie
+        cookie = self.signer.sign(
+            TokenKind.COOKIE,
+            tenant=tenant,
+            campaign=campaign,
+            account=account,
+            contact=contact,
+            ttl_s=DEFAULT_COOKIE_TTL_S,
+            compress=False,  # a visitor is waiting; a cookie's length does not matter
+        )
+        header = identity_cookie_header(campaign, cookie, DEFAULT_COOKIE_TTL_S)
+        if memo is not None:
+            memo.cookie = header
+        return header
 
     def identify(
         self,
@@ -209,12 +290,13 @@ class Identifier:
         campaign: str,
         link_token: str | None,
         cookie_token: str | None,
-        address: IpAddress | None,
+        address: Callable[[], IpAddress | None],
         ip_index: IpRangeIndex,
         revocations: Revocations | None = None,
     ) -> tuple[Identity, TokenClaims | None]:
         """The identity, and the cookie claims if a valid cookie was presented (so a caller can
-        tell whether the cookie already says what a link says). `revocations`: the tenant's."""
+        tell whether the cookie already says what a link says). `revocations`: the tenant's.
+        `address` is asked only when no token identifies the visitor (parsing costs)."""
         link = self.verify(
             TokenKind.LINK, link_token, tenant=tenant, campaign=campaign, revocations=revocations
         )
@@ -225,7 +307,7 @@ class Identifier:
             return Identity.from_claims(IdentityMethod.LINK, link), cookie
         if cookie is not None:
             return Identity.from_claims(IdentityMethod.COOKIE, cookie), cookie
-        account = ip_index.lookup(address)
+        account = ip_index.lookup(address()) if ip_index.size else None
         if account is not None:
             return Identity(IdentityMethod.IP, account), None
         return ANONYMOUS, None

@@ -23,6 +23,7 @@ from server.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
 from server.identify import IdentityMethod
 from server.problems import HTTPProblem, problem_response
+from server.query import query_values
 from server.random_ids import url_token
 from server.render import PLAIN_RUNG, RenderedPage
 from server.renderer_state import RendererState
@@ -30,7 +31,7 @@ from server.security import csp_nonce
 from server.visit import CampaignMiss
 from server.visitor import Visit
 from welcomemat.arms import Arm
-from welcomemat.tokens import DEFAULT_COOKIE_TTL_S
+from welcomemat.tokens import TokenKind
 
 __all__ = ["PageResponse", "continuation_page", "landing_page", "new_view_id"]
 
@@ -79,8 +80,9 @@ async def landing_page(request: Request) -> Response:
     started = time.perf_counter()
     renderer: RendererState = request.app.state.renderer
     campaign_id = request.path_params["campaign"]
-    visit = await renderer.page_visits.resolve(request, campaign_id, "landing", _link_token(request), True)
-    return _respond(renderer, request, visit, LANDING_ROUTE, started)
+    link_token = _link_token(request)
+    visit = await renderer.page_visits.resolve(request, campaign_id, "landing", link_token, True)
+    return _respond(renderer, request, visit, link_token, LANDING_ROUTE, started)
 
 
 @fail_closed(CONTINUATION_ROUTE)
@@ -98,10 +100,9 @@ async def continuation_page(request: Request) -> Response:
     started = time.perf_counter()
     renderer: RendererState = request.app.state.renderer
     campaign_id = request.path_params["campaign"]
-    visit = await renderer.page_visits.resolve(
-        request, campaign_id, "continuation", _link_token(request), True
-    )
-    return _respond(renderer, request, visit, CONTINUATION_ROUTE, started)
+    link_token = _link_token(request)
+    visit = await renderer.page_visits.resolve(request, campaign_id, "continuation", link_token, True)
+    return _respond(renderer, request, visit, link_token, CONTINUATION_ROUTE, started)
 
 
 def _not_found(renderer: RendererState, request: Request, what: str) -> Response:
@@ -117,13 +118,19 @@ def _plain(renderer: RendererState, request: Request, route: str, started: float
 
 
 def _link_token(request: Request) -> str | None:
-    return request.query_params.get("wm") if request.scope["query_string"] else None
+    """The last `wm` parameter, as `request.query_params.get("wm")` reads it."""
+    query_string = request.scope["query_string"]
+    if not query_string:
+        return None
+    values = query_values(query_string).get("wm")
+    return values[-1] if values else None
 
 
 def _respond(
     renderer: RendererState,
     request: Request,
     visit: Visit[RenderedPage] | CampaignMiss,
+    link_token: str | None,
     route: str,
     started: float,
 ) -> Response:
@@ -142,16 +149,18 @@ def _respond(
     if (
         identity.method is IdentityMethod.LINK
         and identity.account is not None
+        and link_token is not None
         and (
             cookie_claims is None
             or (cookie_claims.account, cookie_claims.contact) != (identity.account, identity.contact)
         )
         and not tracking_refused(request.headers)
     ):
-        token = renderer.cookie_token(
-            tenant, campaign_id, identity.account, identity.contact, DEFAULT_COOKIE_TTL_S
+        account, contact = identity.account, identity.contact
+        cookie = renderer.identifier.arrival_cookie(
+            TokenKind.LINK, link_token, account, contact, tenant=tenant, campaign=campaign_id
         )
-        set_identity_cookie(response, campaign_id, token, DEFAULT_COOKIE_TTL_S)
+        set_identity_cookie(response, cookie)
 
     if request.method == "GET":  # a HEAD (link checkers, prefetchers) is not a view
         renderer.events.emit(

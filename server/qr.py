@@ -38,7 +38,7 @@ from server.renderer_state import RendererState
 from welcomemat.arms import assign_arm
 from welcomemat.campaign import CONTINUATION_PAGE_ID
 from welcomemat.errors import StoredValueError
-from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenKind, claimed_scope
+from welcomemat.tokens import TokenKind, claimed_scope
 
 __all__ = ["qr_entry"]
 
@@ -107,10 +107,10 @@ async def qr_entry(request: Request) -> Response:
     if claims is None:
         return response
     if state is not None and not tracking_refused(request.headers):
-        cookie = renderer.cookie_token(
-            tenant, campaign_id, claims.account, claims.contact, DEFAULT_COOKIE_TTL_S
+        cookie = renderer.identifier.arrival_cookie(
+            TokenKind.QR, token, claims.account, claims.contact, tenant=tenant, campaign=campaign_id
         )
-        set_identity_cookie(response, campaign_id, cookie, DEFAULT_COOKIE_TTL_S)
+        set_identity_cookie(response, cookie)
     arm = (
         assign_arm(tenant, campaign_id, claims.account, state.view.campaign.holdout_fraction).value
         if state is not None

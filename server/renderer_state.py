@@ -37,7 +37,7 @@ from welcomemat.campaign_view import CampaignView
 from welcomemat.credential_changes import fingerprints, record_credentials
 from welcomemat.errors import AuditError
 from welcomemat.settings import Settings
-from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.tokens import TokenSigner
 
 __all__ = ["RendererState"]
 
@@ -68,6 +68,7 @@ class RendererState:
             self.signer,
             clock=clock,
             on_reject=lambda kind, reason: metrics.token_rejections.labels(kind.value, reason).inc(),
+            memo_entries=tuning.token_memo_entries,
         )
         self.proxies = TrustedProxies(settings.trusted_proxies)
         self.breaker = CircuitBreaker(tuning.breaker_failures, tuning.breaker_reset_s)
@@ -110,14 +111,6 @@ class RendererState:
 
     def _render(self, view: CampaignView, page_id: str, visitor: Visitor) -> RenderedPage:
         return self.pages.render(view, page_id, visitor.arm, visitor.zone_set, self.now())
-
-    def cookie_token(self, tenant: str, campaign: str, account: str, contact: str | None, ttl_s: int) -> str:
-        """A COOKIE-kind token (the signer exists whenever a token was verified)."""
-        if self.signer is None:  # pragma: no cover - callers only get here after a verification
-            raise RuntimeError("no signer configured")
-        return self.signer.sign(
-            TokenKind.COOKIE, tenant=tenant, campaign=campaign, account=account, contact=contact, ttl_s=ttl_s
-        )
 
     def start(self) -> None:
         self.events.start()

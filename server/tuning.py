@@ -28,6 +28,10 @@ class RendererTuning:
     # a page or payload alive after its own cache dropped it: both full cost ~36 MiB of RSS
     # (bench/README.md). 0: off.
     known_visitor_entries: int = 10_000
+    # Verified tokens remembered (`server.identify`, at most a minute each), with the cookie a
+    # link or QR arrival earned: a second click costs neither a verification nor a signing.
+    # 0: off (every request verifies, every arrival signs; nothing is remembered per visitor).
+    token_memo_entries: int = 50_000
     # The most a page request waits on Redis before it serves the fallback.
     redis_timeout_s: float = 0.25
     # Readiness probe budget: Redis must answer PING within this.
@@ -61,7 +65,7 @@ class RendererTuning:
     event_flush_interval_s: float = 0.1
     # Approximate length each tenant's event stream is trimmed to (XADD MAXLEN ~).
     events_stream_maxlen: int = 1_000_000
-    # Landing, continuation and /v1/zones dispatched ahead of Starlette's stack
+    # Landing, continuation, /v1/zones and /q/{token} dispatched ahead of Starlette's stack
     # (`server.hot_routes`); False sends them through Starlette's routing like every other
     # route (same endpoints, same answers: tests compare the two, the benchmark times both).
     hot_routes: bool = True

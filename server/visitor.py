@@ -1,8 +1,9 @@
 """Who is asking and what they are shown, the same way for pages and for `/v1/zones`.
 
-Client address (only when some account has IP ranges: parsing costs) ▸ identification
-(link token ▸ cookie ▸ IP ▸ anonymous) ▸ arm ▸ the account's zone set (in-process cache,
-else one guarded Redis read, which may raise `RedisUnavailable`).
+Identification (link token ▸ cookie ▸ IP ▸ anonymous; the client address is worked out
+only when no token identifies the visitor and some account has IP ranges) ▸ arm ▸ the
+account's zone set (in-process cache, else one guarded Redis read, which may raise
+`RedisUnavailable`).
 
 It needs three of the renderer's components, named by `VisitorSources`, not the whole
 app state: so the app state can build what depends on `Visitor` (`server.known_visitors`,
@@ -17,7 +18,8 @@ from typing import Generic, Protocol, TypeVar
 from starlette.requests import Request
 
 from server.campaigns import CampaignState
-from server.identify import Identifier, Identity, TrustedProxies, client_address
+from server.identify import Identifier, Identity, TrustedProxies
+from server.ip_index import IpAddress
 from server.zone_set_reader import ZoneSetReader
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign_view import CampaignView
@@ -74,20 +76,19 @@ async def identify_visitor(
     caller, which also keys `server.known_visitors` by it."""
     view = state.view
     tenant, campaign_id = view.tenant, view.campaign_id
-    address = None
-    if state.ip_index.size:  # parsing addresses costs; skip it when no account has ranges
+
+    def address() -> IpAddress | None:
         client = request.client
-        address = client_address(
-            client.host if client else None,
-            ",".join(request.headers.getlist("x-forwarded-for")) or None,
-            sources.proxies,
+        return sources.proxies.client_address(
+            client.host if client else None, ",".join(request.headers.getlist("x-forwarded-for")) or None
         )
+
     identity, cookie_claims = sources.identifier.identify(
         tenant=tenant,
         campaign=campaign_id,
         link_token=link_token,
         cookie_token=cookie_token,
-        address=address,
+        address=address,  # asked only when no token identifies the visitor and ranges exist
         ip_index=state.ip_index,
         revocations=state.revocations,
     )

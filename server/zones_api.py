@@ -24,7 +24,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from urllib.parse import unquote_plus
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -34,6 +33,7 @@ from server.identify import Identity
 from server.known_visitors import KnownVisitors
 from server.pages import new_view_id
 from server.problems import HTTPProblem, problem_response
+from server.query import query_values
 from server.redis_guard import RedisUnavailable
 from server.renderer_state import RendererState
 from server.visit import CampaignMiss, VisitResolver
@@ -47,7 +47,7 @@ from welcomemat.tokens import ViewTokenTemplate
 from welcomemat.zone_resolution import PLAIN_RUNG, choose_variant, resolve_zones
 from welcomemat.zones_payload import ZonesPayload, zones_payload
 
-__all__ = ["ZONES_ROUTE", "ZonesApi", "ZonesResponse", "query_values"]
+__all__ = ["ZONES_ROUTE", "ZonesApi", "ZonesResponse"]
 
 log = logging.getLogger(__name__)
 
@@ -76,24 +76,6 @@ class ZonesResponse(Response):
             _NO_STORE,
             *self._extra,
         ]
-
-
-def query_values(query_string: bytes) -> dict[str, list[str]]:
-    """Parameters as `parse_qsl(keep_blank_values=True)` reads them (UTF-8, undecodable bytes
-    replaced), without the cost of Starlette's multidict on this hot path."""
-    found: dict[str, list[str]] = {}
-    for part in query_string.decode("latin-1").split("&"):
-        if not part:
-            continue
-        name, _, value = part.partition("=")
-        if "%" in name or "+" in name:
-            name = unquote_plus(name)
-        if "%" in value or "+" in value:
-            value = unquote_plus(value)
-        elif not value.isascii():
-            value = value.encode("latin-1").decode("utf-8", "replace")
-        found.setdefault(name, []).append(value)
-    return found
 
 
 @dataclass(frozen=True, slots=True)

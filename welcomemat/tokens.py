@@ -49,8 +49,7 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Final
 
-from itsdangerous import BadData, BadPayload, BadSignature, URLSafeSerializer
-from itsdangerous.encoding import base64_decode, base64_encode
+from itsdangerous import URLSafeSerializer
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, ValidationError
 
 from welcomemat.arms import Arm
@@ -196,20 +195,38 @@ def _check_ttl(ttl_s: object) -> None:
         )
 
 
-def _is_canonical_b64(text: str) -> bool:
-    """True if `text` is base64url that decodes and re-encodes to itself.
+_FROM_URLSAFE: Final = bytes.maketrans(b"-_", b"+/")
+
+
+def _b64url_decode(data: bytes) -> bytes:
+    """itsdangerous' `base64_decode` of base64url text without padding (one C call; the
+    callers have checked the characters); ValueError (binascii.Error) when it does not decode."""
+    return binascii.a2b_base64((data + b"=" * (-len(data) % 4)).translate(_FROM_URLSAFE))
+
+
+def _canonical_signature(signature: str) -> bytes | None:
+    """The signature's bytes, if `signature` is base64url that decodes and re-encodes to itself.
 
     Python's decoder ignores the spare low bits of the last character, so several strings
     decode to the same signature; only the canonical one is accepted, which makes exactly
     one token string valid for a given payload.
     """
+    encoded = signature.encode("ascii")
     try:
-        return base64_encode(base64_decode(text)).decode("ascii") == text
-    except Exception:
-        return False
+        raw = _b64url_decode(encoded)
+    except ValueError:
+        return None
+    return raw if _b64url(raw) == encoded else None
 
 
-_PAYLOAD_READER: Final = URLSafeSerializer(b"reads payloads only; verifies nothing")
+def _load_payload(body: bytes) -> Any:
+    """The JSON of a token's payload part (`.`-prefixed: zlib-compressed), as itsdangerous'
+    `load_payload` reads it, bounded; ValueError or zlib.error when it does not decode."""
+    compressed = body.startswith(b".")
+    raw = _b64url_decode(body[1:] if compressed else body)
+    if compressed:  # no token payload is this long (MAX_TOKEN_CHARS): a bomb stops here
+        raw = zlib.decompressobj().decompress(raw, MAX_TOKEN_CHARS * 8)
+    return json.loads(raw)
 
 
 def claimed_scope(token: str) -> tuple[str, str] | None:
@@ -224,8 +241,8 @@ def claimed_scope(token: str) -> tuple[str, str] | None:
     if not sep or not body or _TOKEN_CHARS.fullmatch(token) is None:
         return None
     try:
-        payload = _PAYLOAD_READER.load_payload(body.encode("ascii"))
-    except (BadData, ValueError, UnicodeError):
+        payload = _load_payload(body.encode("ascii"))
+    except (ValueError, zlib.error):  # UnicodeDecodeError is a ValueError
         return None
     if not isinstance(payload, dict):
         return None
@@ -300,6 +317,16 @@ class TokenSigner:
         # newest first, instead of being derived per call. See sign_view and _unsign_view.
         view_signer = self._view_serializer.make_signer()
         self._view_macs = [hmac.new(view_signer.derive_key(key), digestmod=hashlib.sha256) for key in keys]
+        # The same for links, QR codes and cookies: a first click verifies a link and signs a
+        # cookie, and itsdangerous would derive the key (a SHA-256) per key per call. (A
+        # prepared state copied costs about half of `hmac.digest`, which sets up OpenSSL 3's
+        # HMAC afresh each call.)
+        self._macs: dict[TokenKind, list[hmac.HMAC]] = {
+            kind: [
+                hmac.new(serializer.make_signer().derive_key(key), digestmod=hashlib.sha256) for key in keys
+            ]
+            for kind, serializer in self._serializers.items()
+        }
 
     @classmethod
     def from_setting(cls, value: str | None, *, clock: Callable[[], float] = time.time) -> TokenSigner:
@@ -329,9 +356,14 @@ class TokenSigner:
         account: str,
         contact: str | None = None,
         ttl_s: int,
+        compress: bool = True,
     ) -> str:
         """A URL-safe token for this kind, bound to tenant + campaign + account (+ contact).
 
+        `compress`: itsdangerous' rule, the zlib form when it is shorter (shorter links and
+        QR codes). False signs the plain form, the same format (every verifier reads both):
+        for tokens signed while a visitor waits (the cookie a first click earns), since
+        setting up a zlib stream costs more than everything else here together (~0.2 ms).
         Bad ids or TTL: InputError naming the field.
         """
         kind = TokenKind(kind)
@@ -343,7 +375,18 @@ class TokenSigner:
         if contact is not None:
             payload["p"] = _check_id("contact", contact)
         payload["i"], payload["e"] = self._lifetime(ttl_s)
-        token = self._serializers[kind].dumps(payload)
+        # The compact JSON itsdangerous writes, written directly: every string was just
+        # checked to be an id (nothing JSON escapes), the times are ints; tests compare.
+        person = "" if contact is None else f',"p":"{contact}"'
+        raw = (
+            f'{{"t":"{tenant}","c":"{campaign}","a":"{account}"{person},"i":{payload["i"]},"e":{payload["e"]}}}'
+        ).encode("ascii")
+        # itsdangerous' rule: the zlib form, marked by a leading ".", when it is shorter.
+        compressed = zlib.compress(raw) if compress else raw
+        body = b"." + _b64url(compressed) if len(compressed) < len(raw) - 1 else _b64url(raw)
+        mac = self._macs[kind][0].copy()  # the newest key's prepared state
+        mac.update(body)
+        token = (body + b"." + _b64url(mac.digest())).decode("ascii")
         if len(token) > MAX_TOKEN_CHARS:  # pragma: no cover - 4 ids of <= 64 chars fit
             raise AssertionError(f"signed token is {len(token)} characters, over {MAX_TOKEN_CHARS}")
         return token
@@ -511,49 +554,15 @@ class TokenSigner:
             raise TokenExpired(f"{label} token expired at {expires_at} (now {int(now)})")
 
     def _unsign_view(self, token: object) -> Any:
-        """What the view serializer's `loads` does, with keys keyed once: the same shape
-        checks as every token, the HMAC under each key, then the payload."""
-        if not isinstance(token, str):
-            raise TokenMalformed(f"view token is not text ({type(token).__name__})")
-        if len(token) > MAX_TOKEN_CHARS:
-            raise TokenMalformed(f"view token is {len(token)} characters; at most {MAX_TOKEN_CHARS} accepted")
-        body, sep, signature = token.rpartition(".")
-        # A leading "." marks a zlib-compressed payload (itsdangerous' format; sign_view does
-        # not compress, but a token is read as the format allows).
-        compressed = body.startswith(".")
-        if (
-            not sep
-            or _B64_RE.fullmatch(body[1:] if compressed else body) is None
-            or len(signature) != _SIGNATURE_CHARS
-            or _B64_RE.fullmatch(signature) is None
-            or not _is_canonical_b64(signature)
-        ):
-            raise TokenMalformed(
-                "view token is not of the form <payload>.<signature> (truncated or badly encoded)"
-            )
-        encoded = body.encode("ascii")
-        given = base64_decode(signature)
-        for state in self._view_macs:
-            mac = state.copy()
-            mac.update(encoded)
-            if hmac.compare_digest(mac.digest(), given):
-                break
-        else:
-            raise TokenBadSignature(
-                "view token signature does not verify (tampered, unknown key, or a token of another kind)"
-            )
-        try:
-            raw = base64_decode(encoded[1:] if compressed else encoded)
-            if compressed:  # signed by us, and bounded anyway: no token payload is this long
-                raw = zlib.decompressobj().decompress(raw, MAX_TOKEN_CHARS * 8)
-            return json.loads(raw)
-        except (BadData, ValueError, zlib.error) as exc:  # UnicodeDecodeError is a ValueError
-            raise TokenMalformed("view token payload does not decode") from exc
+        return self._unsign_keyed("view", self._view_macs, token)
 
     def _unsign(self, kind: TokenKind, token: object) -> Any:
-        return self._unsign_with(kind.value, self._serializers[kind], token)
+        return self._unsign_keyed(kind.value, self._macs[kind], token)
 
-    def _unsign_with(self, label: str, serializer: URLSafeSerializer, token: object) -> Any:
+    @staticmethod
+    def _unsign_keyed(label: str, macs: Sequence[hmac.HMAC], token: object) -> Any:
+        """What a serializer's `loads` does, with keys derived once: the shape checks, the HMAC
+        under each key (`macs`: prepared states, newest first), then the payload."""
         if not isinstance(token, str):
             raise TokenMalformed(f"{label} token is not text ({type(token).__name__})")
         if len(token) > MAX_TOKEN_CHARS:
@@ -561,28 +570,34 @@ class TokenSigner:
                 f"{label} token is {len(token)} characters; at most {MAX_TOKEN_CHARS} accepted"
             )
         body, sep, signature = token.rpartition(".")
-        # Compressed payloads start with '.' (itsdangerous' marker); nothing else may.
-        encoded = body[1:] if body.startswith(".") else body
+        # A leading "." marks a zlib-compressed payload (itsdangerous' format); nothing else may.
+        compressed = body.startswith(".")
+        given = None
         if (
-            not sep
-            or _B64_RE.fullmatch(encoded) is None
-            or len(signature) != _SIGNATURE_CHARS
-            or _B64_RE.fullmatch(signature) is None
-            or not _is_canonical_b64(signature)
+            sep
+            and _B64_RE.fullmatch(body[1:] if compressed else body) is not None
+            and len(signature) == _SIGNATURE_CHARS
+            and _B64_RE.fullmatch(signature) is not None
         ):
+            given = _canonical_signature(signature)
+        if given is None:
             raise TokenMalformed(
                 f"{label} token is not of the form <payload>.<signature> (truncated or badly encoded)"
             )
-        try:
-            return serializer.loads(token)
-        except BadPayload as exc:
-            raise TokenMalformed(f"{label} token payload does not decode") from exc
-        except BadSignature as exc:
+        encoded = body.encode("ascii")
+        for state in macs:
+            mac = state.copy()
+            mac.update(encoded)
+            if hmac.compare_digest(mac.digest(), given):
+                break
+        else:
             raise TokenBadSignature(
                 f"{label} token signature does not verify (tampered, unknown key, or a token of another kind)"
-            ) from exc
-        except BadData as exc:  # pragma: no cover - every BadData above is one of the two
-            raise TokenMalformed(f"{label} token is unreadable") from exc
+            )
+        try:
+            return _load_payload(encoded)
+        except (ValueError, zlib.error) as exc:  # UnicodeDecodeError is a ValueError
+            raise TokenMalformed(f"{label} token payload does not decode") from exc
 
     @staticmethod
     def _claims(kind: TokenKind, payload: Any) -> TokenClaims:

@@ -23,10 +23,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="fast: httptools and uvloop (installed with the package, the default); h11: uvicorn's "
         "pure-Python HTTP parser and asyncio's event loop (slower; for platforms without the others)",
     )
+    serve.add_argument(
+        "--access-log",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="uvicorn's access line per request at the INFO log level (default: on); "
+        "--no-access-log leaves it out (page views are logged as events anyway)",
+    )
     serve.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from server.serve import run_serve
 
-    return run_serve(host=args.host, port=args.port, workers=args.workers, http=args.http)
+    return run_serve(
+        host=args.host, port=args.port, workers=args.workers, http=args.http, access_log=args.access_log
+    )

@@ -227,8 +227,12 @@ def test_link_refuses_bad_ids_and_ttls(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("flags", "stack", "native"),
-    [((), "httptools + uvloop", True), (("--http", "h11"), "h11 + asyncio", False)],
-    ids=["fast-by-default", "h11"],
+    [
+        ((), "httptools + uvloop", True),
+        (("--http", "h11"), "h11 + asyncio", False),
+        (("--no-access-log",), "httptools + uvloop", True),
+    ],
+    ids=["fast-by-default", "h11", "no-access-log"],
 )
 def test_serve_runs_the_renderer(
     tmp_path: Path,
@@ -273,6 +277,8 @@ def test_serve_runs_the_renderer(
         process.terminate()
         out, _ = process.communicate(timeout=10)
     assert f"1 worker(s), {stack})" in out.decode()
+    # uvicorn's access line for the page (at the default INFO level), unless turned off
+    assert (f'"GET /c/{CAMPAIGN} HTTP/1.1" 200' in out.decode()) is ("--no-access-log" not in flags)
 
 
 def test_serve_refuses_bad_settings_with_exit_2(tmp_path: Path) -> None:

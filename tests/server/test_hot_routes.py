@@ -1,4 +1,4 @@
-"""The hot routes (landing, continuation, /v1/zones) dispatched ahead of Starlette's stack:
+"""The hot routes (landing, continuation, /v1/zones, /q/{token}) dispatched ahead of Starlette's stack:
 they match exactly what Starlette's routing would, and answer exactly what it would."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ ROUTES = create_app(renderer_settings(), redis_client=redis.Redis(port=1)).route
 ORIGIN = "https://www.acmerevenue.example"
 
 
-def starlette_match(method: str, path: str) -> tuple[str, str | None] | None:
+def starlette_match(method: str, path: str) -> tuple[str, dict[str, str]] | None:
     """What Starlette's router picks: the first route that matches fully, if it is a hot one."""
     scope = {"type": "http", "method": method, "path": path, "root_path": "", "headers": []}
     for route in ROUTES:
@@ -45,11 +45,13 @@ def starlette_match(method: str, path: str) -> tuple[str, str | None] | None:
             path_template = getattr(route, "path", None)
             if path_template not in HOT_PATHS or "GET" not in (getattr(route, "methods", None) or ()):
                 return None  # not a hot route (the OPTIONS preflight shares /v1/zones' path)
-            return path_template, child["path_params"].get("campaign")
+            return path_template, dict(child["path_params"])
     return None
 
 
-PATH_PARTS = st.sampled_from(["/", "c", "/c/", "continue", "/continue", "v1", "/v1/zones", "zones", CAMPAIGN])
+PATH_PARTS = st.sampled_from(
+    ["/", "c", "/c/", "continue", "/continue", "v1", "/v1/zones", "zones", "q", "/q/", CAMPAIGN]
+)
 PATH_CHARS = st.text(alphabet="/cv1zones-_.%é x", max_size=6)
 PATHS = st.lists(st.one_of(PATH_PARTS, PATH_CHARS), max_size=6).map("".join)
 METHODS = st.sampled_from(["GET", "HEAD", "POST", "OPTIONS", "PUT"])
@@ -64,18 +66,23 @@ def test_hot_route_matches_exactly_what_starlettes_router_picks(method: str, pat
 @pytest.mark.parametrize(
     ("method", "path", "expected"),
     [
-        ("GET", f"/c/{CAMPAIGN}", ("/c/{campaign}", CAMPAIGN)),
-        ("HEAD", f"/c/{CAMPAIGN}/continue", ("/c/{campaign}/continue", CAMPAIGN)),
-        ("GET", "/v1/zones", ("/v1/zones", None)),
-        ("HEAD", "/v1/zones", ("/v1/zones", None)),  # Starlette adds HEAD to a GET route
+        ("GET", f"/c/{CAMPAIGN}", ("/c/{campaign}", {"campaign": CAMPAIGN})),
+        ("HEAD", f"/c/{CAMPAIGN}/continue", ("/c/{campaign}/continue", {"campaign": CAMPAIGN})),
+        ("GET", "/v1/zones", ("/v1/zones", {})),
+        ("HEAD", "/v1/zones", ("/v1/zones", {})),  # Starlette adds HEAD to a GET route
+        ("GET", "/q/eyJ0.abc", ("/q/{token}", {"token": "eyJ0.abc"})),
+        ("HEAD", "/q/x", ("/q/{token}", {"token": "x"})),
+        ("POST", "/q/x", None),  # Starlette answers 405
+        ("GET", "/q/", None),
+        ("GET", "/q/x/y", None),
         ("POST", f"/c/{CAMPAIGN}", None),  # Starlette answers 405
         ("GET", f"/c/{CAMPAIGN}/", None),  # Starlette redirects the trailing slash
         ("GET", "/c//continue", None),
-        ("GET", "/c/continue/continue", ("/c/{campaign}/continue", "continue")),
+        ("GET", "/c/continue/continue", ("/c/{campaign}/continue", {"campaign": "continue"})),
         ("OPTIONS", "/v1/zones", None),  # the CORS preflight route
     ],
 )
-def test_hot_route_examples(method: str, path: str, expected: tuple[str, str | None] | None) -> None:
+def test_hot_route_examples(method: str, path: str, expected: tuple[str, dict[str, str]] | None) -> None:
     assert hot_route(method, path) == expected
     assert starlette_match(method, path) == expected
 
@@ -132,6 +139,10 @@ def test_hot_and_routed_answers_are_the_same(
         ("GET", f"/c/{CAMPAIGN}", {"cookie": f"wm_{CAMPAIGN}={cookie}"}),
         ("HEAD", f"/c/{CAMPAIGN}?wm={personal}", {}),
         ("GET", f"/c/{CAMPAIGN}/continue", {"cookie": f"wm_{CAMPAIGN}={cookie}"}),
+        ("GET", f"/q/{link_token(PERSONAL_ACCOUNT, kind=TokenKind.QR)}", {}),
+        ("HEAD", f"/q/{link_token(PERSONAL_ACCOUNT, kind=TokenKind.QR)}", {}),
+        ("GET", "/q/not-a-token", {}),
+        ("GET", f"/q/{link_token(PERSONAL_ACCOUNT, kind=TokenKind.QR)}", {"dnt": "1"}),
         ("GET", "/c/no-such-campaign", {}),
         ("GET", "/c/not%20an%20id", {}),
         ("POST", f"/c/{CAMPAIGN}", {}),

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import redis
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
@@ -275,3 +277,23 @@ def test_client_address(peer: str | None, xff: str | None, expected: str | None)
 
 def test_no_trusted_proxies_means_the_peer_is_the_client() -> None:
     assert client_address("10.0.0.1", "203.0.113.9", TrustedProxies([])) == ipaddress.ip_address("10.0.0.1")
+
+
+HOPS = st.sampled_from(["203.0.113.9", "10.0.0.2", "10.0.0.3:443", "[2001:db8::1]:443", "garbage", " ", ""])
+
+
+@settings(max_examples=300)
+@given(
+    peer=st.none() | st.sampled_from(["10.0.0.1", "198.51.100.7", "::1", "not-an-ip"]),
+    forwarded=st.none() | st.lists(HOPS, max_size=4).map(", ".join),
+)
+def test_a_remembered_client_address_is_the_one_worked_out(peer: str | None, forwarded: str | None) -> None:
+    """`TrustedProxies.client_address` remembers `client_address`'s answer per (peer, header):
+    the same answer, asked once or again, and never more pairs than its bound."""
+    proxies = TrustedProxies(["10.0.0.0/8"], remembered=2)
+    expected = client_address(peer, forwarded, proxies)
+    for other in ("198.51.100.9", "10.9.9.9", peer):  # fill and overflow the memo around it
+        proxies.client_address(other, forwarded)
+    assert proxies.client_address(peer, forwarded) == expected
+    assert proxies.client_address(peer, forwarded) == expected
+    assert len(proxies._addresses) <= 2

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from server.zones_api import query_values
+from server.query import query_values
 from tests.server.conftest import (
     BASE_URL,
     CAMPAIGN,

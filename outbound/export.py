@@ -61,6 +61,7 @@ from welcomemat.campaign_view import CampaignView, ResolvedZone, load_campaign_v
 from welcomemat.errors import InputError, StoredValueError, WelcomematError
 from welcomemat.published import PUBLISHED_BATCH, published_batch
 from welcomemat.records import AccountRecord, ContactProfile, iter_account_records
+from welcomemat.spreadsheet import SPREADSHEET_TRIGGERS, spreadsheet_safe
 from welcomemat.store import ZoneSetStore
 from welcomemat.urlgate import source_href
 from welcomemat.zone_resolution import Variant, best_rung, choose_variant, resolve_zones
@@ -103,8 +104,6 @@ LEAD_COLUMNS = (
     "rung",
 )
 TAIL_COLUMNS = ("fact", "fact_url", "fact_date", "page_url")
-# A spreadsheet reads a cell starting with one of these as a formula (or strips it first).
-SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 # Accounts whose zone sets and records are handled per round trip.
 # What a sequencer, a template engine or a composer slot looks like when left unfilled.
 _TEMPLATE_MARKER = re.compile(
@@ -161,11 +160,6 @@ def find_template_marker(text: str) -> str | None:
     """The first unfilled-template marker in `text`, or None."""
     match = _TEMPLATE_MARKER.search(text)
     return match.group(0) if match else None
-
-
-def spreadsheet_safe(cell: str) -> str:
-    """`cell`, with a leading `'` when a spreadsheet would read it as a formula."""
-    return "'" + cell if cell.startswith(SPREADSHEET_TRIGGERS) else cell
 
 
 def _records_with_zone_sets(

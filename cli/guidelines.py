@@ -46,13 +46,24 @@ from welcomemat.settings import Settings
 from welcomemat.validation_errors import dotted
 from welcomemat.yamlfile import line_of_field
 
-__all__ = ["ARCHIVE_FOLDER", "format_report", "run_promote", "run_propose", "run_rollback"]
+__all__ = [
+    "ARCHIVE_FOLDER",
+    "active_record",
+    "campaign_client",
+    "campaign_file",
+    "check_active",
+    "format_report",
+    "run_promote",
+    "run_propose",
+    "run_rollback",
+    "write_atomically",
+]
 
 ARCHIVE_FOLDER = "guidelines"  # beside campaign.yaml: versions as they were, and candidate reports
 _BOOTSTRAP_REASON = "in force when versioned guidelines began"
 
 
-def _campaign_file(arg: str) -> Path:
+def campaign_file(arg: str) -> Path:
     path = Path(arg)
     if not path.is_file():
         raise InputError(
@@ -69,20 +80,20 @@ def _approvers_required(*campaigns: Campaign) -> int:
     return 2 if any(c.risk_tier == "high" for c in campaigns) else 1
 
 
-def _client(campaign: Campaign) -> redis.Redis:
+def campaign_client(campaign: Campaign) -> redis.Redis:
     client = connect(resolve_redis(Settings.from_env()))
     refuse_other_tenant(read_ownership(client, campaign.campaign), campaign.tenant, action="change")
     return client
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_bytes(data)
     os.replace(temporary, path)
 
 
-def _active_record(store: GuidelineStore, campaign: Campaign, now: datetime) -> GuidelineChange:
+def active_record(store: GuidelineStore, campaign: Campaign, now: datetime) -> GuidelineChange:
     """The active version's record; the first time, one for the version campaign.yaml holds."""
     found = store.get(campaign.tenant, campaign.campaign, campaign.guideline_version)
     if found is not None:
@@ -99,7 +110,7 @@ def _active_record(store: GuidelineStore, campaign: Campaign, now: datetime) -> 
     )
 
 
-def _check_active(store: GuidelineStore, campaign: Campaign, path: Path) -> None:
+def check_active(store: GuidelineStore, campaign: Campaign, path: Path) -> None:
     """campaign.yaml must hold the version Redis says is active (when it says one)."""
     active = store.active_version(campaign.tenant, campaign.campaign)
     if active is not None and active != campaign.guideline_version:
@@ -187,7 +198,7 @@ def run_propose(
     recorded_reason = check_reason(reason, AuditAction.GUIDELINES_PROPOSE, source="--reason")
     if recorded_reason is None:
         raise InputError("say why the guidelines change, for the change record", field="--reason")
-    campaign_path = _campaign_file(campaign_arg)
+    campaign_path = campaign_file(campaign_arg)
     active = load_campaign_inputs(campaign_path, None, None)
     candidate_path = Path(candidate_arg)
     candidate = _load_candidate(candidate_path, campaign_path, active)
@@ -210,10 +221,10 @@ def run_propose(
     report_path = Path(out) if out else campaign_path.parent / ARCHIVE_FOLDER / f"{version}.report.json"
     body = report.model_dump_json(indent=2).encode()
 
-    client = _client(active.campaign)
+    client = campaign_client(active.campaign)
     try:
         store = GuidelineStore(client)
-        _check_active(store, active.campaign, campaign_path)
+        check_active(store, active.campaign, campaign_path)
         before = store.get(active.campaign.tenant, active.campaign.campaign, version)
         if before is not None and before.state is not ActivationState.CANDIDATE:
             raise InputError(
@@ -223,7 +234,7 @@ def run_propose(
                 line=line_of_field(candidate_path, ("guideline_version",)),
                 field="guideline_version",
             )
-        _write_atomically(report_path, body)
+        write_atomically(report_path, body)
         replay_accounts = [c.account_id for s in report.sets if s.name == "replay" for c in s.changes]
         record = GuidelineChange(
             tenant=active.campaign.tenant,
@@ -247,7 +258,7 @@ def run_propose(
             active.campaign.tenant, active.campaign.campaign, active.campaign.guideline_version
         )
         if activated is None:  # the first versioned change: what campaign.yaml holds is the active version
-            bootstrap = _active_record(store, active.campaign, now)
+            bootstrap = active_record(store, active.campaign, now)
             store.save(record, bootstrap, active=bootstrap.version)
         else:
             store.save(record)
@@ -282,7 +293,7 @@ def _read_report(path: Path) -> CandidateReport:
 
 def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
     """Record the actor's approval of a READY candidate; the last approval needed makes it active."""
-    campaign_path, report_path = _campaign_file(campaign_arg), Path(report_arg)
+    campaign_path, report_path = campaign_file(campaign_arg), Path(report_arg)
     report = _read_report(report_path)
     if report.recommendation != READY:
         raise InputError(
@@ -313,10 +324,10 @@ def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
         candidate_path, str(find_zones_folder(campaign_path, None)), active.tenant_file
     )
     now = datetime.now(UTC)
-    client = _client(active.campaign)
+    client = campaign_client(active.campaign)
     try:
         store = GuidelineStore(client)
-        _check_active(store, active.campaign, campaign_path)
+        check_active(store, active.campaign, campaign_path)
         version = report.candidate.version
         record = store.get(report.tenant, report.campaign, version)
         if record is None or record.state is not ActivationState.CANDIDATE:
@@ -341,11 +352,11 @@ def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
             print(f"guidelines {report.tenant}/{report.campaign} {detail}")
             return 0
         archive = campaign_path.parent / ARCHIVE_FOLDER
-        previous = _active_record(store, active.campaign, now)
-        _write_atomically(archive / f"{previous.version}.yaml", campaign_path.read_bytes())
+        previous = active_record(store, active.campaign, now)
+        write_atomically(archive / f"{previous.version}.yaml", campaign_path.read_bytes())
         candidate_bytes = candidate_path.read_bytes()
-        _write_atomically(archive / f"{version}.yaml", candidate_bytes)
-        _write_atomically(campaign_path, candidate_bytes)
+        write_atomically(archive / f"{version}.yaml", candidate_bytes)
+        write_atomically(campaign_path, candidate_bytes)
         promoted = record.model_copy(
             update={
                 "approvers": approvers,
@@ -379,13 +390,13 @@ def _promote_entry(auditor: Auditor, report: CandidateReport, detail: str) -> Au
 def run_rollback(campaign_arg: str, *, reason: str | None, auditor: Auditor) -> int:
     """Restore the active version's previous one: campaign.yaml, and the records in Redis."""
     recorded_reason = check_reason(reason, AuditAction.GUIDELINES_ROLLBACK, source="--reason")
-    campaign_path = _campaign_file(campaign_arg)
+    campaign_path = campaign_file(campaign_arg)
     active = load_campaign_inputs(campaign_path, None, None).campaign
     now = datetime.now(UTC)
-    client = _client(active)
+    client = campaign_client(active)
     try:
         store = GuidelineStore(client)
-        _check_active(store, active, campaign_path)
+        check_active(store, active, campaign_path)
         current = store.get(active.tenant, active.campaign, active.guideline_version)
         target = None if current is None else current.rollback_target
         if current is None or target is None or current.state is not ActivationState.ACTIVE:
@@ -400,10 +411,10 @@ def run_rollback(campaign_arg: str, *, reason: str | None, auditor: Auditor) -> 
         restored = store.get(active.tenant, active.campaign, target)
         if restored is None:
             raise InputError(f"no change record for version {target!r}", field="guideline_version")
-        _write_atomically(
+        write_atomically(
             campaign_path.parent / ARCHIVE_FOLDER / f"{current.version}.yaml", campaign_path.read_bytes()
         )
-        _write_atomically(campaign_path, archived.read_bytes())
+        write_atomically(campaign_path, archived.read_bytes())
         store.save(
             current.model_copy(update={"state": ActivationState.ROLLED_BACK}),
             restored.model_copy(update={"state": ActivationState.ACTIVE, "activated_at": now}),

@@ -65,11 +65,14 @@ ACTIVE_FIELD = "@active"
 def guideline_bundle(campaign: Campaign) -> dict[str, Any]:
     """The campaign's guideline fields as JSON values.
 
-    No experiment: the key is left out, so a campaign's hash is what it was before experiments.
+    No experiment: the key is left out, so a campaign's hash is what it was before experiments;
+    a running one is without `stopped`, so its hash is what it was before experiments could stop.
     """
     bundle = campaign.model_dump(mode="json", include=set(GUIDELINE_FIELDS))
     if bundle.get("experiment") is None:
         bundle.pop("experiment", None)
+    elif bundle["experiment"].get("stopped") is None:
+        bundle["experiment"].pop("stopped", None)  # a running experiment hashes as it always did
     return bundle
 
 

@@ -39,10 +39,12 @@ from welcomemat.experiments import Experiment
 from welcomemat.guidelines import ActivationState, GuidelineChange, GuidelineStore, guideline_hash
 from welcomemat.yamlfile import line_of_field
 
-__all__ = ["run_stop", "stopped_text"]
+__all__ = ["VERSION_PATTERN", "run_stop", "stopped_text"]
 
 _VERSION_LINE = re.compile(r"^(?P<head>\s*guideline_version\s*:\s*)(?P<value>[^#\n]*?)(?P<tail>\s*(#.*)?)$")
 _KEY_LINE = re.compile(r"^(?P<indent>\s*)(?:-\s+)?id\s*:")
+# A version label this command writes: it goes into YAML, file names and the audit log as is.
+VERSION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
 
 
 def _experiment(campaign: Campaign, path: Path, experiment_id: str, keep: str) -> Experiment:
@@ -111,6 +113,12 @@ def run_stop(
     campaign = active.campaign
     experiment = _experiment(campaign, campaign_path, experiment_id, keep)
     new_version = version or f"{campaign.guideline_version}+{experiment.id}-{keep}"
+    if not VERSION_PATTERN.match(new_version):
+        raise InputError(
+            f"guideline version {new_version!r}: use 1-64 letters, digits and _ . + - "
+            "(a letter or digit first)",
+            field="--version",
+        )
     if new_version == campaign.guideline_version:
         raise InputError(f"the new guideline version must differ from {new_version!r}", field="--version")
     old_bytes = campaign_path.read_bytes()

@@ -7,13 +7,18 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import redis
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from cli.experiment import VERSION_PATTERN, stopped_text
 from tests.corpora import REPO_ROOT
 from tests.precompute.test_pipeline import dymaxa, write
 from tests.server.conftest import BASE_URL, link_token, renderer_app, renderer_settings
@@ -181,6 +186,8 @@ def test_unknown_campaign_experiment_or_variant_is_exit_2_naming_it(
     assert variant.returncode == 2
     assert "no variant 'shouty'; its variants are control, direct" in variant.stderr
     assert "--keep" in variant.stderr
+    bad_version = stop(campaign_yaml, EXP, "--keep", "direct", "--version", "v2: final")
+    assert bad_version.returncode == 2 and "'v2: final'" in bad_version.stderr
     no_keep = stop(campaign_yaml, EXP)
     assert no_keep.returncode == 2 and "--keep" in no_keep.stderr
     assert (folder / "campaign.yaml").read_bytes() == original  # nothing written for a refused stop
@@ -190,3 +197,29 @@ def test_unknown_campaign_experiment_or_variant_is_exit_2_naming_it(
     assert done.returncode == 0, done.stderr
     again = stop(campaign_yaml, EXP, "--keep", "direct")
     assert again.returncode == 2 and "stopped already, keeping 'control'" in again.stderr
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    version=st.from_regex(VERSION_PATTERN, fullmatch=True),
+    comment=st.sampled_from(["", "  # the version", " #x"]),
+    indent=st.sampled_from(["  ", "    "]),
+)
+def test_the_edit_changes_the_version_and_adds_the_stop_and_nothing_else(
+    version: str, comment: str, indent: str
+) -> None:
+    text = (
+        f'tenant: acme\nguideline_version: "2026-11-01"{comment}\n# kept\nexperiment:\n'
+        f"{indent}id: angle  # kept too\n{indent}zone: hero_headline\n{indent}variants:\n"
+        f"{indent}  - id: control\n{indent}  - id: direct\n"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "campaign.yaml"
+        path.write_text(text)
+        edited = stopped_text(text, path, version=version, keep="direct", ran_under="2026-11-01")
+    before, after = yaml.safe_load(text), yaml.safe_load(edited)
+    assert after["guideline_version"] == version
+    assert after["experiment"].pop("stopped") == {"keep": "direct", "ran_under": "2026-11-01"}
+    assert {**after, "guideline_version": before["guideline_version"]} == before
+    comments = [line.split("#", 1)[1] for line in text.splitlines() if "#" in line]
+    assert [line.split("#", 1)[1] for line in edited.splitlines() if "#" in line][: len(comments)] == comments

@@ -3,6 +3,7 @@
 
     .venv/bin/python bench/bench_outbound.py sync [--events 100000] [--accounts 2000] [--repeat 3]
     .venv/bin/python bench/bench_outbound.py export [--contacts 10000 100000] [--repeat 3]
+    .venv/bin/python bench/bench_outbound.py alerts [--events 50000] [--accounts 300] [--repeat 3]
 
 `sync`: events folded into the account records per second by `welcomemat sync --once`,
 with one consumer process and with two sharing the consumer group. Starts its own
@@ -15,6 +16,11 @@ timed). Measured in the same run:
 - one `welcomemat sync --once` process;
 - two processes on the same group (each folds in Redis through Lua, so on a 2-core
   machine Redis itself is the shared bottleneck: the ideal is not 2.0).
+
+`alerts`: what seller alerts add to the fold. The example campaign (with `seller_alerts`) is
+published for the first `--accounts` example accounts; the same events (views, clicks, QR
+scans of those accounts, today) are folded by one in-process consumer without and with the
+alert producer, interleaved; the alerts it queues are counted (one per tier-1 account).
 
 `wall/s` counts from starting the processes to the last exit (interpreter start-up
 included, what cron sees); `steady/s` subtracts the start-up of a `sync --once` on an
@@ -47,8 +53,9 @@ TENANT = "acme"
 # -- sync ------------------------------------------------------------------------------------------
 
 
-def write_events(client: redis.Redis, count: int, accounts: int) -> None:
-    writer = EventWriter(
+def event_writer(client: redis.Redis, count: int) -> EventWriter:
+    """The renderer's event writer, sized for `count` events, flushed by hand."""
+    return EventWriter(
         client,
         RendererMetrics(),
         queue_max=count + 1,
@@ -57,6 +64,10 @@ def write_events(client: redis.Redis, count: int, accounts: int) -> None:
         stream_maxlen=count * 2,
         autostart=False,
     )
+
+
+def write_events(client: redis.Redis, count: int, accounts: int) -> None:
+    writer = event_writer(client, count)
     kinds = (EventType.VIEW, EventType.VIEW, EventType.CLICK, EventType.QR_SCAN)
     for n in range(count):
         kind = kinds[n % 4]
@@ -156,6 +167,107 @@ def bench_sync(events: int, accounts: int, repeat: int) -> None:
         wall, steady = events / seconds, events / steady_s
         vs_one = f"{steady / one:.2f}" if name.startswith("sync") else "-"
         print(f"{name:<26}{wall:>12,.0f}{steady:>12,.0f}{steady / base:>13.2f}{vs_one:>14}")
+
+
+# -- alerts ----------------------------------------------------------------------------------------
+
+
+def bench_alerts(events: int, accounts: int, repeat: int) -> None:
+    from datetime import UTC, datetime
+
+    from outbound.seller_alerts import SellerAlertProducer
+    from outbound.sync import Syncer, SyncOptions
+    from precompute.policy import build_policy
+    from precompute.providers.offline import OfflineComposer
+    from precompute.run import PrecomputeRun
+    from welcomemat.campaign import load_campaign
+    from welcomemat.zone_contract import load_zone_contracts
+
+    now = datetime.now(UTC)
+    lines = (ROOT / "examples" / "accounts.jsonl").read_text().splitlines()[:accounts]
+    tiers = [int(line.split('"tier": ')[1].split(",")[0]) for line in lines]
+    ids = [line.split('"account_id": "')[1].split('"')[0] for line in lines]
+    with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as url:
+        client = redis.Redis.from_url(url)
+        path = Path(tmp) / "accounts.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        zones = dict(load_zone_contracts(ROOT / "zones"))
+        campaign = load_campaign(ROOT / "examples" / "campaign.yaml", zones)
+        PrecomputeRun(
+            client=client,
+            campaign=campaign,
+            zones=zones,
+            policy=build_policy(campaign, None),
+            provider=OfflineComposer(),
+            now=now,
+        ).run(path)
+        writer = event_writer(client, events)
+        kinds = (EventType.VIEW, EventType.VIEW, EventType.CLICK, EventType.QR_SCAN)
+        start_ms = int(now.timestamp() * 1000) - events  # one event a millisecond, up to now
+
+        def fresh() -> None:
+            for pattern in ("seen:*", "alerted:*", "alert_outbox", "events"):
+                doomed = list(client.scan_iter(match=f"{keys.tenant_prefix(TENANT)}:{pattern}", count=5000))
+                for start in range(0, len(doomed), 1000):
+                    client.delete(*doomed[start : start + 1000])
+            for n in range(events):
+                kind = kinds[n % 4]
+                writer.emit(
+                    EngagementEvent(
+                        type=kind,
+                        tenant=TENANT,
+                        campaign="q4-pipeline",
+                        view_id=f"v{n}",
+                        ts_ms=start_ms + n,
+                        arm="personal",
+                        account=ids[n % len(ids)],
+                        zone="cta" if kind is EventType.CLICK else None,
+                    )
+                )
+            while writer.queued:
+                writer.flush_once()
+
+        def fold(with_alerts: bool) -> tuple[float, int]:
+            producer = (
+                SellerAlertProducer(
+                    client,
+                    destinations=("slack", "crm"),
+                    public_url="https://go.example",
+                    clock=lambda: now,
+                    log=lambda _: None,
+                )
+                if with_alerts
+                else None
+            )
+            syncer = Syncer(
+                client,
+                SyncOptions(name="bench", tenants=(TENANT,), once=True, block_ms=50),
+                log=lambda _: None,
+                alerts=producer,
+            )
+            started = time.perf_counter()
+            syncer.run()
+            seconds = time.perf_counter() - started
+            assert syncer.stats.folded == events, syncer.stats
+            return seconds, producer.stats.queued if producer is not None else 0
+
+        best: dict[bool, float] = {}
+        queued = 0
+        for i in range(repeat):
+            # Alternate which goes first: the second fold after a fresh stream ran slower either way.
+            for with_alerts in (False, True) if i % 2 else (True, False):
+                fresh()
+                seconds, count = fold(with_alerts)
+                best[with_alerts] = min(best.get(with_alerts, float("inf")), seconds)
+                queued = max(queued, count)
+        client.close()
+    tier_1 = sum(1 for t in tiers if t == 1)
+    assert queued == tier_1, f"{queued} alerts for {tier_1} tier-1 accounts"
+    off, on = events / best[False], events / best[True]
+    print(f"{events} events over {len(ids)} accounts ({tier_1} tier 1); best of {repeat}")
+    print(f"{'fold':<22}{'events/s':>12}")
+    print(f"{'without alerts':<22}{off:>12,.0f}")
+    print(f"{'with alerts':<22}{on:>12,.0f}   ({on / off:.2f} of without; {queued} alerts queued)")
 
 
 # -- export ----------------------------------------------------------------------------------------
@@ -355,7 +467,13 @@ def main() -> None:
     export = sub.add_parser("export", help="sequencer export time and peak memory vs writing constant CSV")
     export.add_argument("--contacts", type=int, nargs="+", default=[10_000, 100_000])
     export.add_argument("--repeat", type=int, default=3)
+    alerts = sub.add_parser("alerts", help="events folded per second without and with seller alerts")
+    alerts.add_argument("--events", type=int, default=50_000)
+    alerts.add_argument("--accounts", type=int, default=300)
+    alerts.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    if args.part == "alerts":
+        bench_alerts(args.events, args.accounts, args.repeat)
     if args.part == "sync":
         bench_sync(args.events, args.accounts, args.repeat)
     if args.part == "export":

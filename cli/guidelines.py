@@ -87,6 +87,7 @@ def campaign_client(campaign: Campaign) -> redis.Redis:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
+    """Write a whole file or nothing: a reader never sees half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_bytes(data)

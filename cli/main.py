@@ -36,6 +36,7 @@ from cli.commands import (
     subject_export,
     sync,
     validate,
+    voice,
     worker,
 )
 from cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
@@ -59,6 +60,7 @@ COMMANDS = (
     review,
     guidelines,
     experiment,
+    voice,
     redis_server,
     serve,
     link,

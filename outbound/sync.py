@@ -18,6 +18,9 @@ dead-lettering, waiting out Redis and stopping are the core's one consumer loop
 - Redis down while following: back off (capped) and resume; never exit, never spin.
   With `once`, a Redis that stays down ends the run with a failure instead.
 
+With a `SellerAlertProducer`, each folded batch also queues the seller alerts it calls for
+(`outbound.seller_alerts`: tier-1 engagement, one per account, campaign and day).
+
 Events without an account (anonymous visitors), of types the records do not count, and from
 before an erasure of their account or contact (`welcomemat.erasure`: a renderer had them
 queued when the erasure ran) are acknowledged without a fold. Facts shown come from the zone
@@ -39,6 +42,7 @@ from typing import Any
 
 import redis
 
+from outbound.seller_alerts import SellerAlertProducer
 from welcomemat import keys
 from welcomemat.errors import StoredValueError
 from welcomemat.event_entries import KINDS, PoisonEvent, parse_event
@@ -58,7 +62,7 @@ from welcomemat.stream_handler import (
     StreamHandler,
     retry,
 )
-from welcomemat.streams import StreamConsumer
+from welcomemat.streams import REDIS_OUTAGE_ERRORS, StreamConsumer
 from welcomemat.streams import ensure_group as ensure_stream_group
 from welcomemat.zoneset import CitedFact
 
@@ -165,8 +169,10 @@ class Syncer(StreamHandler):
         log: Callable[[str], None] | None = None,
         progress: Callable[[SyncStats], None] | None = None,
         stop: threading.Event | None = None,
+        alerts: SellerAlertProducer | None = None,
     ) -> None:
         self.client = client
+        self.alerts = alerts
         self.options = options
         self.name = options.name
         self._log = log or (lambda line: print(f"sync {options.name}: {line}", file=sys.stderr, flush=True))
@@ -261,6 +267,8 @@ class Syncer(StreamHandler):
                 replies = fold_events(
                     self._script, self.client, [e for _, e in tenant_folds], outbox=self.options.outbox
                 )
+                if self.alerts is not None:
+                    self._produce_alerts(tenant_folds, replies)
                 for (delivery, _), reply in zip(tenant_folds, replies, strict=True):
                     if isinstance(reply, str):
                         outcomes[delivery.entry_id] = retry(f"fold failed: {reply}")
@@ -273,6 +281,22 @@ class Syncer(StreamHandler):
                         self.stats.folded += 1
                     outcomes[delivery.entry_id] = ACK
         return [outcomes[delivery.entry_id] for delivery in batch]
+
+    def _produce_alerts(
+        self, folds: Sequence[tuple[Delivery, EventFold]], replies: Sequence[int | str]
+    ) -> None:
+        """Seller alerts for the batch's folded events: folded now or before (a consumer killed
+        between fold and alert), the producer's day mark keeps it to one; never an erased
+        subject's. A fault here costs alerts, never the fold: only a Redis outage retries the batch."""
+        assert self.alerts is not None
+        try:
+            self.alerts.produce(
+                [e for (_, e), r in zip(folds, replies, strict=True) if isinstance(r, int) and r != -2]
+            )
+        except REDIS_OUTAGE_ERRORS:
+            raise
+        except Exception as exc:
+            self._log(f"seller alerts of this batch not made: {type(exc).__name__}: {exc}")
 
     def dead_lettered(self, delivery: Delivery, reason: str, reply: Any) -> None:
         self.stats.dead.append(f"{delivery.stream.scope[0]} {delivery.entry_id}: {reason}")

@@ -5,9 +5,12 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import redis
 
+from outbound.alert_sender import AlertChannel, AlertSender
+from outbound.seller_alerts import SellerAlertProducer
 from outbound.sync import Syncer, SyncOptions, SyncStats, default_consumer_name, discover_tenants
 from outbound.webhook import WebhookConfig, WebhookSender
 from welcomemat.connection import connect_for_blocking_reads, resolve_redis
@@ -16,7 +19,7 @@ from welcomemat.ids import is_valid_id
 from welcomemat.settings import Settings
 from welcomemat.streams import REDIS_OUTAGE_ERRORS, stop_on_signals
 
-__all__ = ["run_sync", "webhook_config"]
+__all__ = ["alert_channel", "run_sync", "webhook_config"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -31,6 +34,11 @@ def webhook_config(settings: Settings) -> WebhookConfig | None:
     if not settings.crm_webhook_secret:
         raise ConfigError("WELCOMEMAT_CRM_WEBHOOK_URL is set but WELCOMEMAT_CRM_WEBHOOK_SECRET is not")
     return WebhookConfig(url=settings.crm_webhook_url, secret=settings.crm_webhook_secret)
+
+
+def alert_channel(settings: Settings) -> AlertChannel | None:
+    """The chat webhook seller alerts go to, or None; ConfigError when its URL is refused."""
+    return AlertChannel(url=settings.alert_webhook_url) if settings.alert_webhook_url else None
 
 
 def run_sync(
@@ -50,6 +58,7 @@ def run_sync(
         raise InputError("consumer name is empty", field="--consumer")
     settings = Settings.from_env()
     config = webhook_config(settings)
+    channel = alert_channel(settings)
     target = resolve_redis(settings)
     client = connect_for_blocking_reads(target, block_ms)
     options = SyncOptions(
@@ -63,21 +72,37 @@ def run_sync(
     )
     tty = sys.stderr.isatty()
     stop = threading.Event()  # set by SIGTERM/SIGINT: the syncer and the webhook sender both finish
-    syncer = Syncer(client, options, progress=_progress_line if tty else None, stop=stop)
+    # Seller alerts (campaigns with `seller_alerts`) go wherever a receiver is configured.
+    alerts: AlertSender | None = None
+    producer: SellerAlertProducer | None = None
+    if channel is not None or config is not None:
+        alerts = AlertSender(client, name=options.name, channel=channel, crm=config)
+        producer = SellerAlertProducer(
+            client,
+            destinations=alerts.destinations,
+            public_url=settings.public_url,
+            clock=lambda: datetime.now(UTC),
+        )
+    syncer = Syncer(client, options, progress=_progress_line if tty else None, stop=stop, alerts=producer)
     sender = WebhookSender(client, config, name=options.name) if config is not None else None
     scope = ", ".join(options.tenants) if options.tenants else "every tenant with a published campaign"
     hook = f"; CRM webhook to {config.url}" if config is not None else ""
+    if channel is not None:
+        hook += f"; seller alerts to {channel.describe()}"
     print(f"sync {options.name}: folding events of {scope} on {target.describe()}{hook}", file=sys.stderr)
 
-    thread: threading.Thread | None = None
-    if sender is not None and not once:
-        thread = threading.Thread(
-            target=sender.run_until_stopped,
-            args=(lambda: syncer.tenants_seen, stop),
-            name="wm-webhook",
-            daemon=True,
-        )
-        thread.start()
+    threads: list[threading.Thread] = []
+    if not once:
+        for name, follower in (("wm-webhook", sender), ("wm-alerts", alerts)):
+            if follower is not None:
+                thread = threading.Thread(
+                    target=follower.run_until_stopped,
+                    args=(lambda: syncer.tenants_seen, stop),
+                    name=name,
+                    daemon=True,
+                )
+                thread.start()
+                threads.append(thread)
     failed_redis: str | None = None
     try:
         with stop_on_signals(stop):
@@ -90,9 +115,14 @@ def run_sync(
                 for _ in range(_ONCE_WEBHOOK_PASSES_MAX):
                     if not sender.run_pass(tenant_list) or not sender.queued(tenant_list):
                         break
+            if alerts is not None and once and failed_redis is None:
+                tenant_list = syncer.tenants_seen or discover_tenants(client)
+                for _ in range(_ONCE_WEBHOOK_PASSES_MAX):
+                    if not alerts.run_pass(tenant_list) or not alerts.queued(tenant_list):
+                        break
     finally:
         stop.set()
-        if thread is not None:
+        for thread in threads:
             thread.join(5.0)
         if tty:
             print(file=sys.stderr)
@@ -106,6 +136,14 @@ def run_sync(
             + (f" (breaker {sender.breaker.state})" if waiting else "")
         )
         sender.close()
+    if alerts is not None and producer is not None:
+        waiting_alerts = _safe_queued(alerts, syncer.tenants_seen)
+        print(
+            f"sync {options.name}: seller alerts: {producer.stats.queued} queued, "
+            f"{alerts.stats.delivered} deliveries, {alerts.stats.dead_lettered} dead-lettered, "
+            f"{waiting_alerts} waiting in the outbox"
+        )
+        alerts.close()
     for line in stats.dead:
         print(f"sync {options.name}: dead-lettered {line}", file=sys.stderr)
     if failed_redis is not None:
@@ -132,7 +170,7 @@ def _progress_line(stats: SyncStats) -> None:
     )
 
 
-def _safe_queued(sender: WebhookSender, tenants: Sequence[str]) -> int | str:
+def _safe_queued(sender: WebhookSender | AlertSender, tenants: Sequence[str]) -> int | str:
     try:
         return sender.queued(tenants)
     except redis.RedisError:

@@ -31,18 +31,18 @@ import hashlib
 import hmac
 import random
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import redis
 from pydantic import BaseModel, ConfigDict
 
+from outbound.outbox import OutboxSender, OutboxStats
 from welcomemat import keys
 from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError, ProviderUnavailable, StoredValueError
@@ -52,14 +52,11 @@ from welcomemat.stream_handler import (
     ACK,
     ACKED,
     ConsumerOptions,
-    ConsumerReport,
     Delivery,
     Outcome,
     Stream,
-    StreamHandler,
     retry,
 )
-from welcomemat.streams import StreamConsumer
 from welcomemat.streams import ensure_group as ensure_stream_group
 
 __all__ = [
@@ -72,6 +69,7 @@ __all__ = [
     "CrmChange",
     "CrmContact",
     "CrmFact",
+    "ReceiverPolicy",
     "WebhookConfig",
     "WebhookRejected",
     "WebhookSender",
@@ -80,7 +78,10 @@ __all__ = [
     "ensure_outbox_group",
     "idempotency_key",
     "outbox_stream",
+    "post_json",
+    "receiver_caller",
     "sign",
+    "signed_headers",
     "verify_signature",
 ]
 
@@ -268,11 +269,8 @@ class WebhookConfig:
 
 
 @dataclass
-class WebhookStats(ConsumerReport):
-    delivered: int = 0  # changes the receiver accepted (2xx)
+class WebhookStats(OutboxStats):
     covered: int = 0  # changes dropped because a newer send already carried them
-    failed: int = 0  # changes left in the outbox by a pass (receiver down, rejected, breaker open)
-    attempts: int = 0  # HTTP requests made
 
 
 def outbox_stream(tenant: str) -> Stream:
@@ -293,8 +291,10 @@ def ensure_outbox_group(client: redis.Redis, tenant: str) -> None:
     ensure_stream_group(client, outbox_stream(tenant))
 
 
-class WebhookSender(StreamHandler):
+class WebhookSender(OutboxSender):
     """Delivers the tenants' queued CRM changes; one per process, sharing the outbox group."""
+
+    stats: WebhookStats
 
     def __init__(
         self,
@@ -308,23 +308,12 @@ class WebhookSender(StreamHandler):
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
     ) -> None:
-        self.client = client
         self.config = config
         self.name = name
         self.breaker = breaker or CircuitBreaker(config.failure_threshold, config.reset_after_s)
         self._http = http or httpx.Client(timeout=config.timeout_s, follow_redirects=False)
-        self._caller = ResilientCaller(
-            self.breaker,
-            max_attempts=config.max_attempts,
-            timeout_s=config.timeout_s,
-            retry_after_cap_s=config.retry_after_cap_s,
-            backoff_base_s=config.backoff_base_s,
-            backoff_cap_s=config.backoff_cap_s,
-            sleep=sleep,
-            rng=rng,
-        )
-        self._log = log or (lambda line: print(f"webhook {name}: {line}", file=sys.stderr, flush=True))
-        self._options = ConsumerOptions(
+        self._caller = receiver_caller(config, self.breaker, sleep=sleep, rng=rng)
+        options = ConsumerOptions(
             name=name,
             batch=_BATCH,
             block_ms=_FOLLOW_BLOCK_MS,
@@ -332,41 +321,16 @@ class WebhookSender(StreamHandler):
             max_deliveries=None,  # a change waits for its receiver however long it is down
             retry_after_s=_RETRY_AFTER_S,
         )
-        self._consumer = StreamConsumer(client, self, self._options, log=self._log)
-        self.stats = WebhookStats(loop=self._consumer.stats)
-        self._tenants: Callable[[], Sequence[str]] = lambda: ()
+        log = log or (lambda line: print(f"webhook {name}: {line}", file=sys.stderr, flush=True))
+        super().__init__(client, options, log, WebhookStats())
 
     def close(self) -> None:
         self._http.close()
 
-    # -- passes --------------------------------------------------------------------------------
-
-    def run_pass(self, tenants: Sequence[str]) -> int:
-        """Try every queued change of `tenants` once (its retries included); how many were delivered.
-
-        While the breaker is open no request is made: what is left stays queued for a later pass.
-        """
-        delivered_before = self.stats.delivered
-        self._consumer.run_pass([outbox_stream(t) for t in tenants])
-        return self.stats.delivered - delivered_before
-
-    def queued(self, tenants: Sequence[str]) -> int:
-        """Changes waiting in the outboxes of `tenants` (not yet delivered)."""
-        return sum(int(self.client.xlen(keys.webhook_outbox_key(t))) for t in tenants)
-
-    def run_until_stopped(self, tenants: Callable[[], Sequence[str]], stop: threading.Event) -> None:
-        """Follow mode: send changes as they are queued, and those not delivered again every few
-        seconds, until `stop`; Redis outages are waited out."""
-        self._tenants = tenants
-        follower = StreamConsumer(
-            self.client, self, self._options, log=self._log, stop=stop, stats=self.stats.loop
-        )
-        follower.run()
+    def outbox(self, tenant: str) -> Stream:
+        return outbox_stream(tenant)
 
     # -- the consumer loop's handler -----------------------------------------------------------
-
-    def streams(self) -> list[Stream]:
-        return [outbox_stream(t) for t in self._tenants()]
 
     def handle(self, batch: Sequence[Delivery]) -> list[Outcome]:
         outcomes: list[Outcome] = []
@@ -412,26 +376,73 @@ class WebhookSender(StreamHandler):
 
     def _post(self, body: bytes, key: str, timeout_s: float) -> None:
         """One attempt. RetryableError for faults worth another; WebhookRejected for a refusal."""
-        timestamp = int(time.time())
-        headers = {
-            "Content-Type": "application/json",
-            IDEMPOTENCY_HEADER: key,
-            TIMESTAMP_HEADER: str(timestamp),
-            SIGNATURE_HEADER: sign(self.config.secret, timestamp, body),
-            "User-Agent": "welcomemat-sync",
-        }
         self.stats.attempts += 1
-        try:
-            response = self._http.post(self.config.url, content=body, headers=headers, timeout=timeout_s)
-        except httpx.TransportError as exc:  # connect refused, reset, timeout
-            raise RetryableError(detail=f"{type(exc).__name__}: {exc}") from exc
-        if 200 <= response.status_code < 300:
-            return
-        if response.status_code in _RETRYABLE_STATUS:
-            raise RetryableError(
-                _retry_after(response.headers.get("Retry-After")), detail=f"HTTP {response.status_code}"
-            )
-        raise WebhookRejected(f"HTTP {response.status_code} from the receiver")
+        post_json(self._http, self.config.url, body, signed_headers(self.config.secret, key, body), timeout_s)
+
+
+class ReceiverPolicy(Protocol):
+    """How hard to try one receiver (`WebhookConfig`, `outbound.alert_sender.AlertChannel`)."""
+
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def backoff_base_s(self) -> float: ...
+    @property
+    def backoff_cap_s(self) -> float: ...
+    @property
+    def retry_after_cap_s(self) -> float: ...
+
+
+def receiver_caller(
+    policy: ReceiverPolicy,
+    breaker: CircuitBreaker,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: random.Random | None = None,
+) -> ResilientCaller:
+    """The one retry layer, set for a receiver: attempts, timeout, backoff, Retry-After cap."""
+    return ResilientCaller(
+        breaker,
+        max_attempts=policy.max_attempts,
+        timeout_s=policy.timeout_s,
+        retry_after_cap_s=policy.retry_after_cap_s,
+        backoff_base_s=policy.backoff_base_s,
+        backoff_cap_s=policy.backoff_cap_s,
+        sleep=sleep,
+        rng=rng,
+    )
+
+
+def signed_headers(secret: str, key: str, body: bytes) -> dict[str, str]:
+    """The headers of a CRM webhook request: idempotency key, and the signature of this attempt."""
+    timestamp = int(time.time())
+    return {
+        IDEMPOTENCY_HEADER: key,
+        TIMESTAMP_HEADER: str(timestamp),
+        SIGNATURE_HEADER: sign(secret, timestamp, body),
+    }
+
+
+def post_json(http: httpx.Client, url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> None:
+    """One POST of a JSON body to a receiver (the CRM webhook, a seller-alert channel).
+
+    Returns on a 2xx; RetryableError (with the receiver's Retry-After) for 408/425/429/5xx and
+    network faults, worth another attempt; WebhookRejected for any other status.
+    """
+    sent = {"Content-Type": "application/json", "User-Agent": "welcomemat-sync", **headers}
+    try:
+        response = http.post(url, content=body, headers=sent, timeout=timeout_s)
+    except httpx.TransportError as exc:  # connect refused, reset, timeout
+        raise RetryableError(detail=f"{type(exc).__name__}: {exc}") from exc
+    if 200 <= response.status_code < 300:
+        return
+    if response.status_code in _RETRYABLE_STATUS:
+        raise RetryableError(
+            _retry_after(response.headers.get("Retry-After")), detail=f"HTTP {response.status_code}"
+        )
+    raise WebhookRejected(f"HTTP {response.status_code} from the receiver")
 
 
 def _retry_after(value: str | None) -> float | None:

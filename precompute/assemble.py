@@ -30,6 +30,7 @@ from precompute.providers.base import (
     Provider,
     ZoneDraft,
 )
+from precompute.zone_scores import ZoneScores, score_draft
 from welcomemat.accounts import Account, Fact
 from welcomemat.campaign import Campaign, ZoneCopy
 from welcomemat.errors import ContractError, ProviderUnavailable
@@ -80,6 +81,8 @@ class ZoneOutcome:
     failures: tuple[CheckFailure, ...]
     decline: Decline | None = None
     held: HeldDraft | None = None
+    # The written (or held) draft's voice, relevance and role-value scores (`precompute.zone_scores`).
+    scores: ZoneScores | None = None
 
 
 @dataclass(frozen=True)
@@ -386,8 +389,17 @@ class Assembler:
                     ends.append(draft.valid_until)
                 for end in ends:
                     valid_until = end if valid_until is None or end < valid_until else valid_until
+            wrote = draft if draft is not None else decline.draft if decline is not None else None
+            # A link zone shows its CTA's approved label, not words anyone wrote for the account.
+            scores = (
+                None
+                if wrote is None or contract.link
+                else score_draft(wrote.text, ctx, wrote.fact_ids, self.campaign.voice_profile)
+            )
             outcomes.append(
-                ZoneOutcome(content=content, draft=draft, failures=failures, decline=decline, held=held)
+                ZoneOutcome(
+                    content=content, draft=draft, failures=failures, decline=decline, held=held, scores=scores
+                )
             )
 
         personal = sum(1 for o in outcomes if o.content.rung is Rung.PERSONAL)

@@ -31,6 +31,9 @@ cta_allowed in link zones). Reason codes:
     intent                 unsupported_intent         what backs each, `precompute.claim_support`
     tracking               tracking_disclosure
     flattery               flattery
+    voice                  off_voice:<dimension>: a personal draft past the campaign's voice
+                           profile (`welcomemat.voice`) on sentence_length, person, opener,
+                           hedging, exclamation, question, dash, colon, comma or reading_level
     (any check)            check_error: the check itself raised; fail closed
 
 Unsupported specifics: what counts as a number, date or name in a draft, and which facts,
@@ -78,7 +81,8 @@ from precompute.specifics import (
 )
 from welcomemat.campaign import Campaign
 from welcomemat.openers import DEFAULT_BANNED_OPENERS
-from welcomemat.reasons import ClaimReason
+from welcomemat.reasons import OFF_VOICE, ClaimReason
+from welcomemat.voice import voice_failures
 from welcomemat.zone_contract import KNOWN_CHECKS, ZoneContract
 
 __all__ = [
@@ -100,6 +104,7 @@ __all__ = [
     "check_other_company",
     "check_prohibited_claims",
     "check_unsupported_specifics",
+    "check_voice",
     "checks_for",
     "company_key",
     "run_checks",
@@ -345,6 +350,21 @@ def check_prohibited_claims(d: CheckInput) -> CheckFailure | None:
     return None
 
 
+def check_voice(d: CheckInput) -> CheckFailure | None:
+    """A written draft past the campaign's voice profile on some dimension (`off_voice:<dimension>`).
+
+    Only what a writer wrote for the account is held to it: segment and default copy are
+    the campaign's own approved lines, and a link zone shows the CTA's approved label.
+    """
+    profile = d.campaign.voice_profile
+    if profile is None or not d.personal or d.contract.link:
+        return None
+    failures = voice_failures(_visible(d), profile)
+    if not failures:
+        return None
+    return CheckFailure("voice", f"{OFF_VOICE}:{failures[0].dimension}", _clip(failures[0].detail))
+
+
 # The claim classes (`precompute.claim_catalog`): check name -> the reason code it fails with.
 CLAIM_CHECKS: Mapping[str, ClaimReason] = MappingProxyType(
     {
@@ -391,6 +411,7 @@ CHECKS: Mapping[str, Callable[[CheckInput], CheckFailure | None]] = MappingProxy
         "confidence": check_confidence,
         "prohibited_claims": check_prohibited_claims,
         **{name: _claim_check(name, reason) for name, reason in CLAIM_CHECKS.items()},
+        "voice": check_voice,
     }
 )
 if set(CHECKS) != KNOWN_CHECKS:  # a contract could name a check nothing implements
@@ -407,6 +428,7 @@ ALWAYS_RUN: frozenset[str] = frozenset(
         "cited_facts_trusted",
         "prohibited_claims",
         *CLAIM_CHECKS,
+        "voice",  # a no-op for a campaign without a voice profile
     }
 )
 

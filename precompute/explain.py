@@ -14,7 +14,7 @@ from typing import Any
 
 from precompute.assemble import AccountOutcome
 from welcomemat.held import held_drafts, one_line
-from welcomemat.reasons import CLAIM_REASON_DOCS, ClaimReason, parse_reason
+from welcomemat.reasons import CLAIM_REASON_DOCS, ClaimReason, off_voice_doc, parse_reason
 
 __all__ = ["explain_record", "format_explain"]
 
@@ -83,6 +83,7 @@ def explain_record(outcome: AccountOutcome, *, version: int | None) -> dict[str,
                 "draft": z.draft.text if z.draft is not None else None,
                 "draft_facts": list(z.draft.fact_ids) if z.draft is not None else [],
                 "checks": [{"check": f.check, "reason": f.reason, "detail": f.detail} for f in z.failures],
+                "scores": z.scores.as_record() if z.scores is not None else None,
                 "note": (z.decline.note or None) if z.decline is not None else None,
                 "held": z.held.model_dump(mode="json") if z.held is not None else None,
             }
@@ -128,6 +129,16 @@ def format_explain(record: dict[str, Any]) -> str:
             lines.append(f"      draft failed {check['check']}: {check['reason']} — {check['detail']}")
             if check["reason"] in CLAIM_REASON_DOCS:  # a claim class: say what it refuses
                 lines.append(f"        ({CLAIM_REASON_DOCS[ClaimReason(check['reason'])]})")
+            voice_doc = off_voice_doc(check["reason"])
+            if voice_doc is not None:  # off the campaign's voice: say on which dimension, and how
+                lines.append(f"        (off the campaign's voice profile: {voice_doc})")
+        scores = zone.get("scores")  # records written before scores were kept lack them
+        if scores:
+            voice = "no profile" if scores["voice"] is None else f"{scores['voice']:g}"
+            lines.append(
+                f"      scores: voice {voice}, relevance to the fact {scores['relevance']:g}, "
+                f"value to the reader's role ({scores['role']}) {scores['role_value']:g}"
+            )
         kept = held.get(zone["zone_id"])
         if kept is not None:
             lines.append(f"      held by {kept.layer.value}: {kept.note or '(no note)'}")

@@ -39,17 +39,24 @@ def canonical_json(value: Any) -> bytes:
     ).encode()
 
 
+# Optional campaign fields added after campaigns were first published.
+_FIELDS_ADDED_LATER = ("experiment", "voice_examples", "voice_profile")
+
+
 def campaign_fingerprint(
     campaign: Campaign, zones: Mapping[str, ZoneContract], policy: EffectivePolicy, provider_fingerprint: str
 ) -> str:
     # Python-mode dumps keep sets as sets, which canonical_json sorts: JSON-mode would list
     # them in iteration order, which changes between processes (string hash seeds).
-    dumped = campaign.model_dump()
-    if dumped.get("experiment") is None:
-        # A campaign without a copy experiment hashes as it did before experiments existed, so
-        # upgrading makes no zone set look changed (and no model call).
-        dumped.pop("experiment", None)
-    else:
+    # `seller_alerts` is left out: it changes no page, and editing the seller's next step must
+    # not republish (and send back to review) every account.
+    dumped = campaign.model_dump(exclude={"seller_alerts"})
+    for name in _FIELDS_ADDED_LATER:
+        if not dumped.get(name):
+            # Unset, it hashes as before the field existed, so upgrading makes no zone set
+            # look changed (and costs no model call).
+            dumped.pop(name, None)
+    if dumped.get("experiment"):
         # A running experiment hashes as it did before experiments could stop. A stopped one
         # hashes as the running one did, under the version it ran under: an account already on
         # the kept variant is unchanged (same zone set, no model call); the others differ by

@@ -26,7 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from welcomemat.reasons import ZoneReason, parse_reason
+from welcomemat.reasons import OFF_VOICE, ZoneReason, parse_reason
+from welcomemat.voice import VOICE_DIMENSIONS
 
 __all__ = [
     "DEFAULT_LAYERS",
@@ -119,6 +120,8 @@ DEFAULT_LAYERS: Mapping[str, Layer] = {
     "check:other_company": "data",
     "check:cta_missing": "template",
     "check:cta_not_allowed": "template",
+    # A draft off the voice the campaign's own example lines set: the patterns or the examples.
+    **{f"check:{OFF_VOICE}:{dimension}": "guideline" for dimension in VOICE_DIMENSIONS},
     "qa:zone_missing": "template",
     "qa:zone_unknown": "template",
     "qa:link_missing": "template",
@@ -158,6 +161,13 @@ REASON_HINTS: Mapping[str, str] = {
     "check:banned_phrase": "rewrite the drafts' source (patterns, voice) or review `banned_phrases`",
     "check:banned_opener": "rewrite the drafts' source (patterns, voice) or review `banned_openers`",
     "unknown_segment": "give the segment copy under `segments`",
+    **{
+        f"check:{OFF_VOICE}:{dimension}": (
+            "rewrite the drafts' source (patterns) or, if they sound right, add such lines to "
+            "`voice_examples` and run `welcomemat voice build`"
+        )
+        for dimension in VOICE_DIMENSIONS
+    },
 }
 
 

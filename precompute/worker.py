@@ -57,6 +57,7 @@ from welcomemat import keys
 from welcomemat.audit import Auditor, Via
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.errors import ConfigError
+from welcomemat.redis_client import run_script
 from welcomemat.stream_handler import (
     ACK,
     ACKED,
@@ -374,7 +375,7 @@ class Worker:
         ]
         for name, amount in counts.items():
             args += [name, amount]
-        self._ack(keys=[stream.key, keys.run_key(tenant, campaign, run_id)], args=args, client=pipe)
+        run_script(pipe, self._ack, [stream.key, keys.run_key(tenant, campaign, run_id)], args)
 
     def _after_count(self, stream: Stream, run_id: str, outcome: int, accounts: int) -> None:
         if outcome == -1:

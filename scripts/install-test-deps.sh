@@ -2,13 +2,17 @@
 # Installs the Debian packages the tests use beside Python's:
 #   chromium  /usr/bin/chromium  the browser tests/browser/ drive headless
 #   faketime  /usr/bin/faketime  runs `welcomemat demo` with the clock shifted (tests/cli/test_demo_calendar.py)
+#   redis-server  /usr/bin/redis-server  the Redis Cluster nodes tests/cluster/ start (cluster-enabled yes)
+#   redis-tools   /usr/bin/redis-cli     `redis-cli --cluster create` joins them into one cluster
 # Idempotent and quiet: does nothing when every program is there. Uses sudo only when not
 # root. No download of its own: the distribution's packages, from apt.
 set -eu
 
 # package:program, one per line
 WANTED="chromium:/usr/bin/chromium
-faketime:/usr/bin/faketime"
+faketime:/usr/bin/faketime
+redis-server:/usr/bin/redis-server
+redis-tools:/usr/bin/redis-cli"
 
 missing=""
 for entry in $WANTED; do
@@ -61,4 +65,4 @@ for entry in $WANTED; do
         exit 1
     fi
 done
-echo "install-test-deps.sh: $("/usr/bin/chromium" --version 2>/dev/null || echo chromium), $(faketime --version 2>&1 | grep -m 1 Version || echo faketime) installed."
+echo "install-test-deps.sh: $("/usr/bin/chromium" --version 2>/dev/null || echo chromium), $(faketime --version 2>&1 | grep -m 1 Version || echo faketime), $(/usr/bin/redis-server --version 2>/dev/null | cut -d' ' -f1-3 || echo redis-server) installed."

@@ -26,6 +26,7 @@ __all__ = [
     "ExplainHeld",
     "ExplainIdentity",
     "ExplainPayload",
+    "ExplainScores",
     "ExplainZone",
     "ReviewDecisionBody",
     "ReviewQueueEntry",
@@ -106,9 +107,19 @@ class ExplainHeld(_Stored):
         return cls.model_validate(held.model_dump(mode="json"))
 
 
+class ExplainScores(_Stored):
+    """A written draft's three scores, kept apart (`precompute.zone_scores`): each 0..1."""
+
+    voice: float | None = None
+    relevance: float = 0.0
+    role_value: float = 0.0
+    role: str = "any"
+
+
 class ExplainZone(_Stored):
     """One zone's rung and reason code; `note`: why the provider wrote no draft, in its words;
-    `held`: the draft held for a person, if doubt kept it off the page."""
+    `held`: the draft held for a person, if doubt kept it off the page; `scores`: a written
+    draft's voice, relevance and role-value scores."""
 
     zone_id: str
     rung: str
@@ -119,6 +130,7 @@ class ExplainZone(_Stored):
     draft: str | None = None
     draft_facts: tuple[str, ...] = ()
     checks: tuple[CheckFailure, ...] = ()
+    scores: ExplainScores | None = None
     note: str | None = None
     held: ExplainHeld | None = None
 

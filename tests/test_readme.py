@@ -12,7 +12,8 @@ import pytest
 from precompute.layers import DEFAULT_LAYERS, shift_conditions
 from tests.corpora import REPO_ROOT
 from welcomemat.limits import INPUT_LIMITS
-from welcomemat.reasons import CLAIM_REASON_DOCS, REASON_DOCS
+from welcomemat.reasons import CLAIM_REASON_DOCS, OFF_VOICE_DOCS, REASON_DOCS
+from welcomemat.voice import VOICE_DIMENSIONS
 
 README = (REPO_ROOT / "README.md").read_text()
 
@@ -81,6 +82,13 @@ def test_the_claim_class_table_is_the_enum_with_its_docs() -> None:
     rows = re.findall(r"^\| `([^`]+)` \| (.+) \|$", block, flags=re.MULTILINE)
     assert len(rows) == len({code for code, _ in rows}), "a code is listed twice"
     assert dict(rows) == {code.value: doc for code, doc in CLAIM_REASON_DOCS.items()}
+
+
+def test_the_off_voice_table_is_every_dimension_with_its_docs() -> None:
+    block = README.split("<!-- off-voice-reasons -->", 1)[1].split("<!-- /off-voice-reasons -->", 1)[0]
+    rows = re.findall(r"^\| `off_voice:([^`]+)` \| (.+) \|$", block, flags=re.MULTILINE)
+    assert rows == list(OFF_VOICE_DOCS.items())
+    assert tuple(OFF_VOICE_DOCS) == VOICE_DIMENSIONS
 
 
 def test_the_input_limits_table_is_the_code() -> None:

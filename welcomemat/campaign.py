@@ -35,7 +35,8 @@ from welcomemat.experiments import Experiment
 from welcomemat.ids import OpaqueId
 from welcomemat.openers import refuse_opener_overrides
 from welcomemat.patterns import pattern_problems, unknown_fact_type_problem
-from welcomemat.urlgate import LinkAllowlist, browser_view, gate_link
+from welcomemat.urlgate import LOOPBACK_HOSTS, LinkAllowlist, browser_view, gate_link
+from welcomemat.voice import MAX_VOICE_EXAMPLES, MIN_VOICE_EXAMPLES, VoiceProfile, examples_sha256
 from welcomemat.yamlfile import FieldProblem, FieldProblems, check_yaml_model, valid_fields
 from welcomemat.zone_contract import ZoneContract
 
@@ -51,6 +52,7 @@ __all__ = [
     "QaThresholds",
     "RiskTier",
     "SegmentCopy",
+    "SellerAlerts",
     "ZoneCopy",
     "check_campaign",
     "is_snippet_origin",
@@ -207,6 +209,31 @@ class ApprovalPolicy(BaseModel):
     )
 
 
+class SellerAlerts(BaseModel):
+    """Tell the account's seller when an account of a named tier engages (`welcomemat sync`)."""
+
+    model_config = _STRICT
+    next_step: str = Field(
+        min_length=1,
+        max_length=300,
+        description="What the seller should do next, in plain words; every alert of the campaign ends "
+        "with it.",
+        examples=["Call within 24 hours and offer the ramp review; mention the line they saw."],
+    )
+    next_step_url: str | None = Field(
+        default=None,
+        description="A link for that step (a booking page, a playbook): https, its host on `link_allowlist`.",
+        examples=["https://www.acmerevenue.example/playbooks/ramp-review"],
+    )
+    tiers: tuple[int, ...] = Field(
+        default=(1,),
+        min_length=1,
+        description="Account tiers whose visits, QR scans and CTA clicks alert the seller, once per account "
+        "and day (UTC).",
+        examples=[[1]],
+    )
+
+
 class QaThresholds(BaseModel):
     """Population QA verdict thresholds (fractions of published accounts)."""
 
@@ -235,11 +262,6 @@ class QaThresholds(BaseModel):
     )
 
 
-# Hosts whose http:// origins a campaign may list, for local development and tests: traffic
-# to them never leaves the machine, so plain http exposes nothing.
-_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
-
-
 def is_snippet_origin(origin: str) -> bool:
     """An origin a campaign may list in `snippet_origins`: `https://host[:port]` with no
     path, query, fragment or userinfo; `http://` only for a loopback host."""
@@ -250,7 +272,7 @@ def is_snippet_origin(origin: str) -> bool:
     bare = origin.strip().rstrip("/")
     if bare.count("/") != 2 or any(c in bare for c in "?#@\\") or not host:
         return False
-    return scheme == "https" or (scheme == "http" and host in _LOOPBACK_HOSTS)
+    return scheme == "https" or (scheme == "http" and host in LOOPBACK_HOSTS)
 
 
 class Campaign(BaseModel):
@@ -358,10 +380,46 @@ class Campaign(BaseModel):
         "composer does not use it).",
         examples=["Plain, specific and warm. Short sentences."],
     )
+    voice_examples: tuple[str, ...] = Field(
+        default=(),
+        description=f"{MIN_VOICE_EXAMPLES} to {MAX_VOICE_EXAMPLES} lines that sound like the campaign, "
+        "strong and everyday ones: `welcomemat voice build` derives `voice_profile` from them, and a model "
+        "provider is shown them as examples of the voice. Leave out for no voice profile.",
+        examples=[["New sellers, productive in weeks, not quarters.", "Hiring SDRs? We ramp each one fast."]],
+    )
+    voice_profile: VoiceProfile | None = Field(
+        default=None,
+        description="Written by `welcomemat voice build` from `voice_examples` (never by hand): sentence "
+        "length, openers, hedging, person, punctuation and reading level, which every personal zone is "
+        "checked against (`off_voice`). Refused when built from other examples.",
+        examples=[
+            {
+                "examples": 10,
+                "examples_sha256": "5d41e5400e60139dd0b5b8ca4279b2fe2518f71a3547b22541b672bd4396fd57",
+                "sentence_words": {"min": 2, "median": 11, "max": 16},
+                "openers": ["new", "your", "a"],
+                "opener_kinds": {"we": 0.07, "you": 0.14, "other": 0.79},
+                "hedges_per_line": {"min": 0, "median": 0, "max": 0},
+                "person": {"i": 0, "we": 4, "you": 4},
+                "exclamations_per_line": {"min": 0, "median": 0, "max": 0},
+                "questions_per_line": {"min": 0, "median": 0, "max": 1},
+                "dashes_per_line": {"min": 0, "median": 0, "max": 0},
+                "colons_per_line": {"min": 0, "median": 0, "max": 1},
+                "commas_per_sentence": {"min": 0, "median": 0, "max": 2},
+                "reading_grade": {"min": 2.31, "median": 4.25, "max": 6.88},
+            }
+        ],
+    )
     approval: ApprovalPolicy = Field(
         default=ApprovalPolicy(),
         description="Which accounts a person approves or reads: see `ApprovalPolicy`.",
         examples=[{"review_tiers": [1], "sample_rate": 0.02}],
+    )
+    seller_alerts: SellerAlerts | None = Field(
+        default=None,
+        description="Alerts to the seller when a tier-1 account engages (see `SellerAlerts`); the channel "
+        "is the deployment's (`WELCOMEMAT_ALERT_WEBHOOK_URL`, the CRM webhook). Unset: no alerts.",
+        examples=[{"next_step": "Call within 24 hours and offer the ramp review.", "tiers": [1]}],
     )
     qa: QaThresholds = Field(
         default=QaThresholds(),
@@ -456,13 +514,15 @@ class Campaign(BaseModel):
         """Across fields, and against the zone contracts when they are given (`validate`, `precompute`):
 
         - every `link_allowlist` entry is a plain host name;
-        - `site_base_url` and every CTA `href` pass the link gate: https, host on `link_allowlist`;
+        - `site_base_url`, every CTA `href` and `seller_alerts.next_step_url` pass the link gate: https,
+          host on `link_allowlist`;
         - every `snippet_origins` entry is an https origin (http only for a loopback host);
         - CTA ids are unique, and so are proof ids;
         - `default_copy` and every segment have copy for every zone a page shows, and a copy's `cta` is
           one of the campaign's CTAs;
         - with the zone contracts: every zone a page or a pattern names has a contract, copy fits its
-          zone's word and character limits, and copy for a zone with `link: true` names a `cta`.
+          zone's word and character limits, and copy for a zone with `link: true` names a `cta`;
+        - `voice_examples` holds 5 to 30 lines, and `voice_profile` was built from exactly them.
         """
         context = info.context or {}
         problems = self.cross_field_problems(
@@ -501,6 +561,17 @@ class Campaign(BaseModel):
                 if not is_snippet_origin(origin)
             ]
         cta_ids = self._check_ctas(allowlist, out) if "ctas" in usable else None
+        alerts = self.seller_alerts if "seller_alerts" in usable else None
+        if allowlist is not None and alerts is not None and alerts.next_step_url is not None:
+            step = gate_link(alerts.next_step_url, allowlist)
+            if not step.allowed:
+                out.append(
+                    FieldProblem(
+                        ("seller_alerts", "next_step_url"),
+                        f"next_step_url {alerts.next_step_url!r} is refused ({step.reason}); "
+                        "it must be https and on the campaign's link_allowlist",
+                    )
+                )
         if "proof_library" in usable:
             seen: set[str] = set()
             for i, item in enumerate(self.proof_library):
@@ -520,6 +591,41 @@ class Campaign(BaseModel):
             self._check_patterns(out)
         if "experiment" in usable and self.experiment is not None:
             self._check_experiment(self.experiment, shown, known_zones, out)
+        if {"voice_examples", "voice_profile"} <= usable:
+            out += self._voice_problems()
+        return out
+
+    def _voice_problems(self) -> list[FieldProblem]:
+        """5..30 non-empty example lines, and a profile built from exactly them (or neither)."""
+        out: list[FieldProblem] = []
+        examples = self.voice_examples
+        if examples and not MIN_VOICE_EXAMPLES <= len(examples) <= MAX_VOICE_EXAMPLES:
+            out.append(
+                FieldProblem(
+                    ("voice_examples",),
+                    f"needs {MIN_VOICE_EXAMPLES} to {MAX_VOICE_EXAMPLES} example lines, got {len(examples)}",
+                )
+            )
+        out += [
+            FieldProblem(("voice_examples", i), "an example line needs words")
+            for i, line in enumerate(examples)
+            if not any(c.isalnum() for c in line)
+        ]
+        build = "run `welcomemat voice build` on this file"
+        if examples and self.voice_profile is None:
+            out.append(FieldProblem(("voice_examples",), f"voice_examples without a voice_profile: {build}"))
+        elif self.voice_profile is not None and not examples:
+            out.append(
+                FieldProblem(("voice_profile",), "voice_profile without voice_examples to build it from")
+            )
+        elif self.voice_profile is not None and self.voice_profile.examples_sha256 != examples_sha256(
+            examples
+        ):
+            out.append(
+                FieldProblem(
+                    ("voice_profile",), f"voice_profile was built from other voice_examples: {build}"
+                )
+            )
         return out
 
     def _allowlist(self, out: list[FieldProblem]) -> LinkAllowlist | None:

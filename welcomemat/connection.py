@@ -1,4 +1,7 @@
-"""The Redis connection a process uses: `REDIS_URL`, or the embedded server under home."""
+"""The Redis connection a process uses: `REDIS_URL`, or the embedded server under home.
+
+`REDIS_URL` may name one server or a Redis Cluster (`welcomemat.redis_client`).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import redis
 
 from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.errors import StoreError
+from welcomemat.redis_client import redis_from_url
 from welcomemat.settings import Settings
 
 __all__ = [
@@ -42,8 +46,8 @@ def resolve_redis(settings: Settings) -> RedisTarget:
 
 def connect(target: RedisTarget) -> redis.Redis:
     """A client with short timeouts; raises StoreError if the server does not answer."""
-    client = redis.Redis.from_url(
-        target.url, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=SOCKET_TIMEOUT_S
+    client = redis_from_url(
+        target.url, connect_timeout_s=CONNECT_TIMEOUT_S, socket_timeout_s=SOCKET_TIMEOUT_S
     )
     try:
         client.ping()
@@ -77,8 +81,6 @@ def connect_for_blocking_reads(target: RedisTarget, block_ms: int) -> redis.Redi
     outlasts the block, or a quiet stream would read as a dead server.
     """
     connect(target).close()
-    return redis.Redis.from_url(
-        target.url,
-        socket_connect_timeout=CONNECT_TIMEOUT_S,
-        socket_timeout=SOCKET_TIMEOUT_S + block_ms / 1000,
+    return redis_from_url(
+        target.url, connect_timeout_s=CONNECT_TIMEOUT_S, socket_timeout_s=SOCKET_TIMEOUT_S + block_ms / 1000
     )

@@ -1,7 +1,8 @@
 """Versioned guidelines: the part of `campaign.yaml` that is the campaign's judgment.
 
 The guideline bundle is the fields that decide what copy is written and what is refused
-(`GUIDELINE_FIELDS`): voice and vocabulary, the offline writer's patterns, banned phrases,
+(`GUIDELINE_FIELDS`): voice (its words, example lines and the profile built from them) and
+vocabulary, the offline writer's patterns, banned phrases,
 openers and claim classes, the check thresholds (minimum confidence, signal windows, QA
 limits), the fallback copy (default and segment copy, proof points) and the risk tier.
 Ids, hosts, pages, CTAs and holdout are not judgment and are left out. Prompts are the
@@ -44,6 +45,8 @@ __all__ = [
 
 GUIDELINE_FIELDS = (
     "voice",
+    "voice_examples",
+    "voice_profile",
     "vocabulary",
     "patterns",
     "banned_phrases",
@@ -62,16 +65,23 @@ GUIDELINE_FIELDS = (
 ACTIVE_FIELD = "@active"
 
 
+# Fields left out of the bundle while unset, so a campaign that never used them hashes as it
+# did before they existed (its active version stays the one recorded).
+_OMITTED_WHEN_UNSET = ("voice_examples", "voice_profile", "experiment")
+
+
 def guideline_bundle(campaign: Campaign) -> dict[str, Any]:
     """The campaign's guideline fields as JSON values.
 
-    No experiment: the key is left out, so a campaign's hash is what it was before experiments;
-    a running one is without `stopped`, so its hash is what it was before experiments could stop.
+    No experiment, no voice examples: those keys are left out, so a campaign's hash is what it
+    was before they existed; a running experiment is without `stopped`, so its hash is what it
+    was before experiments could stop.
     """
     bundle = campaign.model_dump(mode="json", include=set(GUIDELINE_FIELDS))
-    if bundle.get("experiment") is None:
-        bundle.pop("experiment", None)
-    elif bundle["experiment"].get("stopped") is None:
+    for name in _OMITTED_WHEN_UNSET:
+        if not bundle.get(name):
+            bundle.pop(name, None)
+    if bundle.get("experiment") and bundle["experiment"].get("stopped") is None:
         bundle["experiment"].pop("stopped", None)  # a running experiment hashes as it always did
     return bundle
 

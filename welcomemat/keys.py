@@ -45,6 +45,9 @@ __all__ = [
     "KEY_SCHEMA_VERSION",
     "PREVIOUS_ZONE_SET_TTL_S",
     "RUN_TTL_S",
+    "SELLER_ALERTS_CONSUMER_GROUP",
+    "SELLER_ALERT_OUTBOX_TTL_S",
+    "SELLER_ALERT_SENT_TTL_S",
     "SYNC_CONSUMER_GROUP",
     "WEBHOOK_CONSUMER_GROUP",
     "WEBHOOK_OUTBOX_TTL_S",
@@ -85,6 +88,10 @@ __all__ = [
     "run_report_key",
     "run_sample_key",
     "runs_key",
+    "seller_alert_dead_letter_key",
+    "seller_alert_outbox_key",
+    "seller_alert_sent_key",
+    "seller_alert_sent_scan_pattern",
     "tenant_prefix",
     "webhook_outbox_key",
     "work_stream_key",
@@ -135,6 +142,13 @@ CONVERSIONS_TTL_S = 365 * _DAY_S
 EVENT_SEEN_TTL_S = 35 * _DAY_S
 # 30 days, refreshed on every write: CRM changes wait this long for a receiver to come back.
 WEBHOOK_OUTBOX_TTL_S = 30 * _DAY_S
+# 7 days, refreshed on every write: a seller alert is about today; one its receivers could not
+# take for a week is stale (it is dead-lettered after a few passes anyway, `outbound.alert_sender`).
+SELLER_ALERT_OUTBOX_TTL_S = 7 * _DAY_S
+# 3 days: the "alerted today" marker of an (account, campaign, day) must outlive that day (24 h)
+# plus the oldest event that may still raise an alert (`outbound.seller_alerts.ALERT_MAX_AGE_S`,
+# 24 h), or a late event of the same day would alert twice; a day more for clock skew.
+SELLER_ALERT_SENT_TTL_S = 3 * _DAY_S
 
 # 2 years, refreshed on every entry: who approved, rolled back or erased what must outlive the
 # zone sets and records it is about (365 days) by a full year of audits.
@@ -157,6 +171,8 @@ WORK_CONSUMER_GROUP = "precompute"
 SYNC_CONSUMER_GROUP = "sync"
 # The consumer group of the CRM webhook senders on a tenant's outbox stream.
 WEBHOOK_CONSUMER_GROUP = "webhook"
+# The consumer group of the seller-alert senders on a tenant's alert outbox stream.
+SELLER_ALERTS_CONSUMER_GROUP = "seller_alerts"
 
 
 def _checked(kind: str, value: str) -> str:
@@ -396,6 +412,42 @@ def webhook_outbox_key(tenant: str) -> str:
     `WEBHOOK_OUTBOX_TTL_S`, refreshed on every write.
     """
     return f"{tenant_prefix(tenant)}:crm_outbox"
+
+
+def seller_alert_sent_key(tenant: str, campaign: str, account_id: str, day: str) -> str:
+    """Marker that a seller alert was queued for an account's engagement in a campaign on a day
+    (`YYYY-MM-DD`, UTC): checked and set by `welcomemat sync` in the one script that queues the
+    alert, so any number of sync processes send one alert per account, campaign and day.
+
+    In the tenant's slot, with the alert outbox. TTL `SELLER_ALERT_SENT_TTL_S`.
+    """
+    return (
+        f"{tenant_prefix(tenant)}:alerted:{_checked('campaign', campaign)}:"
+        f"{_checked('account', account_id)}:{_checked('day', day)}"
+    )
+
+
+def seller_alert_sent_scan_pattern(tenant: str, account_id: str) -> str:
+    """SCAN MATCH pattern for every alert marker of one account (any campaign, any day)."""
+    return f"{tenant_prefix(tenant)}:alerted:*:{_checked('account', account_id)}:*"
+
+
+def seller_alert_outbox_key(tenant: str) -> str:
+    """Seller alerts waiting for delivery: a stream, one entry per (alert, destination).
+
+    Read through `SELLER_ALERTS_CONSUMER_GROUP`; entries are deleted once delivered and
+    dead-lettered after too many failed deliveries. TTL `SELLER_ALERT_OUTBOX_TTL_S`, refreshed
+    on every write.
+    """
+    return f"{tenant_prefix(tenant)}:alert_outbox"
+
+
+def seller_alert_dead_letter_key(tenant: str) -> str:
+    """Seller alerts given up on after too many failed deliveries (a stream, with the reason).
+
+    TTL `DEAD_LETTER_TTL_S`, refreshed on every write.
+    """
+    return f"{tenant_prefix(tenant)}:alerts_dead"
 
 
 def work_stream_key(tenant: str, campaign: str) -> str:

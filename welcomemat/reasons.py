@@ -30,12 +30,15 @@ from types import MappingProxyType
 
 __all__ = [
     "CLAIM_REASON_DOCS",
+    "OFF_VOICE",
+    "OFF_VOICE_DOCS",
     "PROVIDER_DECLINES",
     "REASON_DOCS",
     "UNKNOWN_SEGMENT",
     "ClaimReason",
     "ParsedReason",
     "ZoneReason",
+    "off_voice_doc",
     "parse_reason",
     "zone_reason",
 ]
@@ -190,6 +193,39 @@ CLAIM_REASON_DOCS: Mapping[ClaimReason, str] = MappingProxyType(
         ),
     }
 )
+
+# A personal draft past the campaign's voice profile fails `check:off_voice:<dimension>`
+# (`welcomemat.voice`); each dimension's line, as README.md's off_voice table repeats it.
+OFF_VOICE = "off_voice"
+OFF_VOICE_DOCS: Mapping[str, str] = MappingProxyType(
+    {
+        "sentence_length": (
+            "a sentence longer than the longest example's, plus half of it (at least 6 words more)"
+        ),
+        "person": "writes as I, we or you where no example line does (a rep's I in a we/you voice)",
+        "opener": (
+            "opens a sentence with a kind of word no example opens with (I, we, you, a greeting, a hedge)"
+        ),
+        "hedging": (
+            "more hedge words (maybe, might, perhaps, probably, I think ...) than any example line, plus one"
+        ),
+        "exclamation": "more exclamation marks than any example line",
+        "question": "more question marks than any example line",
+        "dash": "more dashes than any example line",
+        "colon": "more colons than any example line",
+        "comma": "more commas in one sentence than any example sentence, plus one",
+        "reading_level": (
+            "a line of 12 words or more whose Flesch-Kincaid grade is over 4 past the hardest example line's"
+        ),
+    }
+)
+
+
+def off_voice_doc(reason: str) -> str | None:
+    """What an `off_voice:<dimension>` check reason means (None for any other reason)."""
+    code, _, dimension = reason.partition(":")
+    return OFF_VOICE_DOCS.get(dimension) if code == OFF_VOICE else None
+
 
 # The codes a provider gives for a zone it wrote no draft for (`providers.base.Decline`);
 # the others are decided around it (before the call, by the checks, by the URL gate).

@@ -4,7 +4,7 @@ One Redis hash per account at `keys.account_record_key(tenant, account_id)`, in 
 tenant's hash slot with its events stream, so folding an event (mark it seen, update the
 record, queue the CRM change) is one atomic Lua step. Two writers, one reader API:
 
-- the precompute job writes the account's profile (name, domain, segment, contacts) and
+- the precompute job writes the account's profile (name, domain, segment, tier, contacts) and
   the facts its published zone set cites, when it publishes (`write_profile`);
 - `welcomemat sync` folds each engagement event into per-campaign counters (`fold_events`);
 - everyone else reads through `read_account_record` / `iter_account_records` only: the
@@ -12,7 +12,7 @@ record, queue the CRM change) is one atomic Lua step. Two writers, one reader AP
 
 Hash fields (ids hold no `:`, so every field parses one way; a fact id comes last):
 
-    profile                      JSON {name, domain, segment, contacts}
+    profile                      JSON {name, domain, segment, tier, contacts}
     fact:<fact id>               JSON ShownFact: a cited fact's type and statement (no evidence)
     e:<campaign>:first|last      first / last event time, Unix ms
     e:<campaign>:views|clicks|qr counters
@@ -48,6 +48,7 @@ from welcomemat.accounts import Account
 from welcomemat.erasure import account_field, contact_field
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
+from welcomemat.redis_client import run_script
 from welcomemat.replies import reply_text
 from welcomemat.zoneset import CitedFact, Rung, ZoneSet
 
@@ -89,6 +90,9 @@ class ShownFact(BaseModel):
     statement: str
     source_url: str
     published_at: date
+    # Where the research allows the fact to be used (`web`, `email`, `seller`, ...), lowercased;
+    # None: recorded before surfaces were kept (treated as allowed nowhere but the page it was on).
+    surfaces: tuple[str, ...] | None = None
 
 
 class ContactProfile(BaseModel):
@@ -145,6 +149,8 @@ class AccountRecord(BaseModel):
     name: str | None = None
     domain: str | None = None
     segment: str | None = None
+    # The account's tier as precompute last published it (None: published before tiers were kept).
+    tier: int | None = None
     contacts: list[ContactProfile] = Field(default_factory=list)
     # Every fact a published zone set of this account cites, by id (written by precompute):
     # what the seller and the sequencer quote, whether or not a visitor has seen it yet.
@@ -189,6 +195,7 @@ def write_profile(
         "name": account.name,
         "domain": account.domain,
         "segment": account.segment,
+        "tier": account.tier,
         "contacts": contacts,
     }
     mapping: dict[str, str | int] = {
@@ -207,6 +214,7 @@ def write_profile(
                 statement=fact.statement,
                 source_url=cited.source_url,
                 published_at=cited.published_at,
+                surfaces=tuple(sorted({s.strip().lower() for s in fact.surfaces})),
             )
             mapping[f"fact:{fact.id}"] = shown.model_dump_json()
     pipe.hset(key, mapping=mapping)  # type: ignore[arg-type]
@@ -428,7 +436,8 @@ def mark_crm_delivered(
     client: redis.Redis | redis.client.Pipeline, tenant: str, account_id: str, revision: int
 ) -> None:
     """Record that the CRM received the account's record at `revision` (only ever raised)."""
-    client.eval(_MARK_DELIVERED_LUA, 1, keys.account_record_key(tenant, account_id), revision)
+    script = client.register_script(_MARK_DELIVERED_LUA)
+    run_script(client, script, [keys.account_record_key(tenant, account_id)], [revision])
 
 
 # -- erasing a person (welcomemat.subject_requests) ------------------------------------------------
@@ -524,6 +533,8 @@ def _build(tenant: str, account_id: str, fields: dict[str, str]) -> AccountRecor
         record.name = profile.get("name")
         record.domain = profile.get("domain")
         record.segment = profile.get("segment")
+        tier = profile.get("tier")
+        record.tier = tier if isinstance(tier, int) and not isinstance(tier, bool) else None
         record.contacts = [ContactProfile.model_validate(c) for c in profile.get("contacts", [])]
     record.updated_ms = int(fields["updated_ms"]) if "updated_ms" in fields else None
     record.revision = int(fields.get("rev", "0"))

@@ -25,6 +25,7 @@ from welcomemat.credentials import (
     parse_crm_tokens,
 )
 from welcomemat.errors import ConfigError
+from welcomemat.redis_client import URL_SCHEMES, is_cluster_url, parse_cluster_url
 
 __all__ = [
     "BEARER_TOKEN_SETTINGS",
@@ -60,8 +61,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "REDIS_URL",
         None,
-        "Redis/Valkey 7+ URL (`redis://`, `rediss://`, `unix://`). Unset: an embedded Redis "
-        "started under `WELCOMEMAT_HOME`.",
+        "Redis/Valkey 7+ URL: one server (`redis://`, `rediss://`, `unix://`) or a Redis Cluster "
+        "(`redis+cluster://host:port[,host:port...]`, `rediss+cluster://` with TLS; each a startup "
+        "node). Unset: an embedded Redis started under `WELCOMEMAT_HOME`.",
     ),
     Setting(
         "WELCOMEMAT_HOME",
@@ -150,6 +152,13 @@ SETTINGS: tuple[Setting, ...] = (
         "HMAC-SHA256 key of the webhook's `X-Welcomemat-Signature`, at least 32 characters; required "
         "with `WELCOMEMAT_CRM_WEBHOOK_URL`.",
     ),
+    Setting(
+        "WELCOMEMAT_ALERT_WEBHOOK_URL",
+        None,
+        "A Slack-compatible incoming webhook (`https://`; `http://` only to a loopback host) where "
+        "`welcomemat sync` posts each seller alert of a campaign with `seller_alerts`. It is a "
+        "credential: only its host is ever printed. Unset: alerts go to the CRM webhook only.",
+    ),
 )
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -200,6 +209,20 @@ def _check_bearer_token(name: str, value: str | None) -> None:
             f"{name} is {len(value)} characters; at least {MIN_SECRET_CHARS} are required, "
             f"a random value nobody can guess ({_MAKE_ONE})"
         )
+
+
+def _check_redis_url(url: str) -> None:
+    schemes = ", ".join(f"{s}://" for s in URL_SCHEMES)
+    if not url.startswith(tuple(f"{s}://" for s in URL_SCHEMES)):
+        # The scheme only: a URL may carry a password.
+        raise ConfigError(f"REDIS_URL must start with one of {schemes} (it starts {url.split(':')[0]!r})")
+    if is_cluster_url(url):
+        try:
+            parse_cluster_url(url)
+        except ValueError as exc:
+            raise ConfigError(
+                f"REDIS_URL: {exc} (a cluster: redis+cluster://[user:password@]host:port[,host:port...])"
+            ) from None
 
 
 def _public_url(value: str) -> str:
@@ -279,6 +302,7 @@ class Settings:
     frame_ancestors: str = "'none'"
     crm_webhook_url: str | None = None
     crm_webhook_secret: str | None = None
+    alert_webhook_url: str | None = None
     crm_token: str | None = None
     operator: str | None = None
     # each WELCOMEMAT_ADMIN_TOKENS entry: the operator's (no tenant) or scoped to one tenant
@@ -320,8 +344,8 @@ class Settings:
                 f"WELCOMEMAT_LOG_LEVEL is {log_level!r}; expected one of {', '.join(_LOG_LEVELS)}"
             )
         redis_url = get("REDIS_URL")
-        if redis_url is not None and not redis_url.startswith(("redis://", "rediss://", "unix://")):
-            raise ConfigError(f"REDIS_URL {redis_url!r} must start with redis://, rediss:// or unix://")
+        if redis_url is not None:
+            _check_redis_url(redis_url)
         public_url = _public_url(get("WELCOMEMAT_PUBLIC_URL") or _DEFAULT_PUBLIC_URL)
         values: dict[str, object] = {
             "redis_url": redis_url,
@@ -342,6 +366,7 @@ class Settings:
             "frame_ancestors": _frame_ancestors(get("WELCOMEMAT_FRAME_ANCESTORS")),
             "crm_webhook_url": get("WELCOMEMAT_CRM_WEBHOOK_URL"),
             "crm_webhook_secret": get("WELCOMEMAT_CRM_WEBHOOK_SECRET"),
+            "alert_webhook_url": get("WELCOMEMAT_ALERT_WEBHOOK_URL"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

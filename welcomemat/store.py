@@ -4,8 +4,9 @@ Per account and campaign the store keeps three keys (see `welcomemat.keys`): the
 zone set, the previous one (for rollback) and a version counter. Every write is one
 WATCH + MULTI/EXEC transaction over those keys, retried a bounded number of times when
 another writer got there first, and announces itself with a `ZoneSetChange` on the
-campaign's pub/sub channel inside the same transaction. All keys share the campaign's
-hash tag, so the transaction is legal on Redis Cluster too.
+campaign's pub/sub channel once it is written (PUBLISH names no key, so a Redis Cluster
+refuses it inside a transaction; a batch publish's script announces from inside). All keys
+share the campaign's hash tag, so each transaction and script runs in one Cluster slot.
 
 Versions are monotonic per account: every state a reader can observe (a new publish, a
 status flip, a rollback) gets the next number, so a cache or an ETag can compare them.
@@ -17,6 +18,7 @@ failing inside redis-py's decoder.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -31,6 +33,7 @@ from redis.exceptions import RedisError, WatchError
 from welcomemat import keys
 from welcomemat.errors import StoredValueError, StoreError
 from welcomemat.ids import OpaqueId
+from welcomemat.redis_client import run_script
 from welcomemat.zoneset import ZoneSet, ZoneSetStatus
 
 __all__ = [
@@ -148,8 +151,8 @@ class ZoneSetStore:
             pipe.set(key, new.model_dump_json().encode(), ex=keys.ZONE_SET_TTL_S)
             if current is not None and current.input_hash != zone_set.input_hash:
                 pipe.set(prev_key, _as_bytes(current_raw), ex=keys.PREVIOUS_ZONE_SET_TTL_S)
-            self._announce(pipe, new)
             pipe.execute()
+            self._announce(new)
             return PublishResult(version, True, new)
 
         return self._transact("publish", key, [key, ver_key], write)
@@ -188,13 +191,15 @@ class ZoneSetStore:
                 tenant=tenant, campaign=campaign, account_id=zone_set.account_id, version=0
             )
             moves = existing is not None and existing.input_hash != zone_set.input_hash
-            self._publish_script(
-                keys=[
+            run_script(
+                pipe,
+                self._publish_script,
+                [
                     keys.zone_set_key(tenant, campaign, zone_set.account_id),
                     keys.previous_zone_set_key(tenant, campaign, zone_set.account_id),
                     keys.zone_set_version_key(tenant, campaign, zone_set.account_id),
                 ],
-                args=[
+                [
                     head + ',"version":',
                     "," + tail,
                     existing.version if existing else 0,
@@ -205,7 +210,6 @@ class ZoneSetStore:
                     channel,
                     message.model_dump_json().removesuffix("0}"),
                 ],
-                client=pipe,
             )
             pending.append((i, zone_set))
         if pending:
@@ -250,8 +254,8 @@ class ZoneSetStore:
             pipe.set(ver_key, version, ex=keys.ZONE_SET_VERSION_TTL_S)
             pipe.set(key, restored.model_dump_json().encode(), ex=keys.ZONE_SET_TTL_S)
             pipe.delete(prev_key)
-            self._announce(pipe, restored)
             pipe.execute()
+            self._announce(restored)
             return restored
 
         return self._transact("rollback", key, [key, prev_key, ver_key], write)
@@ -287,8 +291,8 @@ class ZoneSetStore:
             pipe.multi()
             pipe.set(ver_key, version, ex=keys.ZONE_SET_VERSION_TTL_S)
             pipe.set(key, updated.model_dump_json().encode(), ex=keys.ZONE_SET_TTL_S)
-            self._announce(pipe, updated)
             pipe.execute()
+            self._announce(updated)
             return PublishResult(version, True, updated)
 
         return self._transact("set_status", key, [key, ver_key], write)
@@ -320,8 +324,8 @@ class ZoneSetStore:
             pipe.set(ver_key, version, ex=keys.ZONE_SET_VERSION_TTL_S)
             pipe.set(key, new.model_dump_json().encode(), ex=keys.ZONE_SET_TTL_S)
             pipe.set(prev_key, _as_bytes(current_raw), ex=keys.PREVIOUS_ZONE_SET_TTL_S)
-            self._announce(pipe, new)
             pipe.execute()
+            self._announce(new)
             return PublishResult(version, True, new)
 
         return self._transact("revise", key, [key, ver_key], write)
@@ -423,15 +427,18 @@ class ZoneSetStore:
         # The current set's own version guards against a lost counter (evicted, deleted).
         return max(counter, current.version if current is not None else 0) + 1
 
-    @staticmethod
-    def _announce(pipe: Pipeline, zone_set: ZoneSet) -> None:
+    def _announce(self, zone_set: ZoneSet) -> None:
+        """Announce a written change. A lost announcement costs a renderer only its cache TTL
+        (as one sent while it was not listening), so a failure here does not undo the write."""
         change = ZoneSetChange(
             tenant=zone_set.tenant,
             campaign=zone_set.campaign,
             account_id=zone_set.account_id,
             version=zone_set.version,
         )
-        pipe.publish(keys.changes_channel(zone_set.tenant, zone_set.campaign), change.model_dump_json())
+        channel = keys.changes_channel(zone_set.tenant, zone_set.campaign)
+        with contextlib.suppress(RedisError):
+            self._client.publish(channel, change.model_dump_json())
 
     @staticmethod
     def _decode(key: str, raw: object, tenant: str, campaign: str, account_id: str) -> ZoneSet | None:

@@ -45,6 +45,7 @@ from typing import Any
 import redis
 
 from welcomemat import keys
+from welcomemat.redis_client import CLUSTER_OUTAGE_ERRORS
 from welcomemat.replies import reply_text_lossy
 from welcomemat.stream_handler import (
     ConsumerOptions,
@@ -66,7 +67,13 @@ __all__ = [
 
 _BACKOFF_MIN_S = 0.2
 # What a Redis outage looks like from redis-py: the server is gone, slow, or its socket is.
-REDIS_OUTAGE_ERRORS: tuple[type[BaseException], ...] = (redis.ConnectionError, redis.TimeoutError, OSError)
+# A Redis Cluster between a master's death and its replica's promotion is one too.
+REDIS_OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    OSError,
+    *CLUSTER_OUTAGE_ERRORS,
+)
 
 
 def ensure_group(client: redis.Redis, stream: Stream) -> bool:

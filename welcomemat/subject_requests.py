@@ -9,8 +9,9 @@ address erased before is found again under the ids it had).
 previous, version counter), explain record, journal entry, IP ranges, review-queue and sample
 entries, conversions, distributed runs' failure and sample entries, and its failure in the last
 run report; in the tenant: its account record, its events (the event stream and its dead
-letters) and its queued CRM changes. For a **person** (a contact of an account): their entry in
-the record's profile and their per-contact counters, and the events naming them. Both revoke
+letters), its queued CRM changes, its seller alerts (queued and dead-lettered) and their
+per-day marks. For a **person** (a contact of an account): their entry in the record's profile
+and their per-contact counters, and the events and seller alerts naming them. Both revoke
 the subject's tokens and keep precompute from publishing it again (`welcomemat.erasure`).
 
 Order, so that nothing can bring the data back:
@@ -162,6 +163,21 @@ def erase(
     events = _stream_entries(client, keys.events_stream_key(tenant), account, contact)
     dead = _stream_entries(client, keys.events_dead_letter_key(tenant), account, contact)
     outbox = [] if contact is not None else _outbox_entries(client, tenant, account)
+    # Seller alerts name the account (and the contact, when the visit did) in their fields.
+    alerts = _stream_entries(client, keys.seller_alert_outbox_key(tenant), account, contact)
+    dead_alerts = _stream_entries(client, keys.seller_alert_dead_letter_key(tenant), account, contact)
+    markers = (
+        []
+        if contact is not None
+        else sorted(
+            {
+                reply_text_lossy(k)
+                for k in client.scan_iter(
+                    match=keys.seller_alert_sent_scan_pattern(tenant, account), count=_PAGE
+                )
+            }
+        )
+    )
     record_key = keys.account_record_key(tenant, account)
     pipe = client.pipeline(transaction=True)
     if contact is None:
@@ -179,12 +195,17 @@ def erase(
         ("events", keys.events_stream_key(tenant), events),
         ("dead-lettered events", keys.events_dead_letter_key(tenant), dead),
         ("queued CRM changes", keys.webhook_outbox_key(tenant), outbox),
+        ("queued seller alerts", keys.seller_alert_outbox_key(tenant), alerts),
+        ("dead-lettered seller alerts", keys.seller_alert_dead_letter_key(tenant), dead_alerts),
     ):
         if contact is not None and kind == "queued CRM changes":
             continue  # a change is the account's; the record it sends no longer names the person
         report.removed[kind] += len(ids)
         for start in range(0, len(ids), _PAGE):
             pipe.xdel(key, *ids[start : start + _PAGE])
+    if markers:
+        report.removed["seller alert marks"] += len(markers)
+        pipe.delete(*markers)
     queue_entry(pipe, entry.model_copy(update={"detail": f"removed {report.total}: {report.summary()}"}))
     pipe.execute()
     return report
@@ -251,6 +272,11 @@ def export_subject(client: redis.Redis, subject: Subject, *, auditor: Auditor) -
     data["dead_lettered_events"] = [
         {"id": entry_id, **fields}
         for entry_id, fields in _stream_fields(client, keys.events_dead_letter_key(tenant), account, contact)
+    ]
+    data["seller_alerts"] = [
+        {"id": entry_id, **fields}
+        for key in (keys.seller_alert_outbox_key(tenant), keys.seller_alert_dead_letter_key(tenant))
+        for entry_id, fields in _stream_fields(client, key, account, contact)
     ]
     marks = {name: _read_mark(client, tenant, name) for name in _mark_fields(subject)}
     data["erasure"] = {
@@ -369,11 +395,12 @@ def _erase_in_campaign(client: redis.Redis, subject: Subject, campaign: str, rep
         if dropped:
             pipe.set(report_key, rewritten, keepttl=True)
             report.removed["run report failures"] += dropped
-    change = ZoneSetChange(tenant=tenant, campaign=campaign, account_id=account, version=0)
-    pipe.publish(keys.changes_channel(tenant, campaign), change.model_dump_json())
-    replies = pipe.execute()
+    replies = pipe.execute() if len(pipe) else []
     for kind, reply in zip(kinds, replies, strict=False):
         report.removed[kind] += int(reply)
+    # After the transaction: PUBLISH names no key, so a Redis Cluster refuses it inside one.
+    change = ZoneSetChange(tenant=tenant, campaign=campaign, account_id=account, version=0)
+    client.publish(keys.changes_channel(tenant, campaign), change.model_dump_json())
 
 
 def _conversions(client: redis.Redis, tenant: str, campaign: str) -> Iterator[Any]:

@@ -44,6 +44,7 @@ import ada_url
 from welcomemat.errors import ContractError
 
 __all__ = [
+    "LOOPBACK_HOSTS",
     "LinkAllowlist",
     "LinkDecision",
     "browser_origin",
@@ -53,10 +54,16 @@ __all__ = [
     "normalise_host",
     "safe_href",
     "source_href",
+    "webhook_href",
 ]
 
 # What the WHATWG parser strips from both ends of its input: C0 controls and space.
 _C0_OR_SPACE = "".join(chr(c) for c in range(0x21))
+
+# Hosts whose plain http:// URLs are accepted where an origin or endpoint is configured (snippet
+# origins, webhook receivers), for local development and tests: traffic to them never leaves the
+# machine, so plain http exposes nothing.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]"})
 
 _NOT_SPECIAL = ada_url.SchemeType.NOT_SPECIAL
 _DOMAIN = ada_url.HostType.DEFAULT
@@ -324,3 +331,26 @@ def source_href(raw: str | None) -> str | None:
     if raw is None:
         return None
     return gate_source_link(raw).href
+
+
+def webhook_href(raw: str | None) -> str | None:
+    """The normalised URL of an operator-configured webhook receiver (a seller-alert channel), or
+    None when it must not be posted to.
+
+    ``https`` to a named host (any port: self-hosted chat servers listen on their own), or
+    ``http`` to a loopback host only; never userinfo (credentials in a URL end up in logs),
+    never an IP literal over https. The secret path of an incoming webhook is kept as given.
+    """
+    if raw is None:
+        return None
+    parsed = _parse(raw)
+    if parsed is None:
+        return None
+    url, host = parsed
+    if url.username or url.password or not host:
+        return None
+    if url.protocol == "https:" and url.host_type == _DOMAIN:
+        return url.href
+    if url.protocol == "http:" and host in LOOPBACK_HOSTS:
+        return url.href
+    return None

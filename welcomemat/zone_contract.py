@@ -48,6 +48,8 @@ KNOWN_CHECKS: frozenset[str] = frozenset(
         "intent",
         "tracking",
         "flattery",
+        # Personal drafts against the campaign's voice profile (welcomemat.voice).
+        "voice",
     }
 )
 
@@ -112,7 +114,8 @@ class ZoneContract(BaseModel):
         default=(),
         description="Deterministic checks every draft for the zone must pass. `empty`, `banned_phrases`, "
         "`no_markup_or_links`, `cited_facts_trusted`, `prohibited_claims`, the claim classes (`quotes`, "
-        "`recency`, `achievements`, `relationships`, `intent`, `tracking`, `flattery`) and, in a link zone, "
+        "`recency`, `achievements`, `relationships`, `intent`, `tracking`, `flattery`), `voice` (personal "
+        "drafts against the campaign's `voice_profile`, when it has one) and, in a link zone, "
         "`cta_allowed` run whether listed or not.",
         examples=[["empty", "length", "banned_phrases", "one_question"]],
         json_schema_extra=_CHECK_NAMES_SCHEMA,

@@ -83,6 +83,7 @@ from welcomemat.errors import ConfigError, InputError
 from welcomemat.reasons import ZoneReason
 from welcomemat.resilience import Deadline, ResilientCaller, RetryableError
 from welcomemat.settings import Settings
+from welcomemat.voice import Spread, VoiceProfile, longest_sentence_allowed
 from welcomemat.zone_contract import ZoneContract
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ __all__ = [
     "load_prompts",
     "request_body",
     "response_format",
+    "voice_profile_prompt",
 ]
 
 # Part of the fingerprint, hence of every account's input hash: bump it whenever the
@@ -245,6 +247,47 @@ def _voice(voice: str) -> str:
     return " ".join(voice.split()) or "Plain, specific and warm."
 
 
+def voice_profile_prompt(profile: VoiceProfile | None, examples: tuple[str, ...]) -> str:
+    """The campaign's voice profile as constraints, and its example lines as few-shot: what the
+    `voice` check will hold each zone to, said before the model writes (empty without a profile)."""
+    if profile is None:
+        return ""
+    s = profile.sentence_words
+    shown = {"i": '"I"', "we": '"we"', "you": '"you"', "greeting": "a greeting", "hedge": "a hedge word"}
+    used = [shown[p] for p in ("we", "you", "i") if profile.person.get(p)]
+    never = [shown[p] for p in ("i", "we", "you") if not profile.person.get(p)]
+    kinds = [shown[k] for k in ("i", "we", "you", "greeting", "hedge") if k not in profile.opener_kinds]
+
+    def at_most(spread: Spread, name: str) -> str:
+        return f"no {name}" if spread.max == 0 else f"at most {spread.max:g} {name}"
+
+    rules = [
+        f"- Sentences of {s.min:g} to {s.max:g} words (median {s.median:g}); never over "
+        f"{longest_sentence_allowed(profile)}.",
+        f"- Write as {' and '.join(used) or 'neither I, we nor you'}"
+        + (f"; never as {' or '.join(never)}." if never else "."),
+        f"- Open sentences as the examples do (most often: {', '.join(profile.openers)})"
+        + (f"; never with {', '.join(kinds)}." if kinds else "."),
+        f"- Per zone: {at_most(profile.hedges_per_line, 'hedge words (maybe, might, perhaps, I think)')}, "
+        f"{at_most(profile.exclamations_per_line, 'exclamation marks')}, "
+        f"{at_most(profile.questions_per_line, 'question marks')}, "
+        f"{at_most(profile.dashes_per_line, 'dashes')}, "
+        f"{at_most(profile.colons_per_line, 'colons')}; at most {profile.commas_per_sentence.max:g} commas "
+        "a sentence.",
+        f"- Plain words: a reading grade (Flesch-Kincaid) of {profile.reading_grade.max:g} or less.",
+    ]
+    shots = [f"- {json.dumps(e, ensure_ascii=False)}" for e in examples]
+    return "\n".join(
+        [
+            "The campaign's voice, measured from its own example lines (code checks every zone against it):",
+            *rules,
+            "Lines in this voice (for their sound only: they are not facts about the account):",
+            *shots,
+            "",
+        ]
+    )
+
+
 # The system prompts are the same for every account of a campaign: formatted once per
 # campaign and policy (a handful per process), not once per call.
 @lru_cache(maxsize=64)
@@ -253,6 +296,7 @@ def _generation_system(
     tenant: str,
     campaign_name: str,
     voice: str,
+    voice_profile: str,
     banned_phrases: tuple[str, ...],
     banned_openers: tuple[str, ...],
     prohibited_claims: tuple[str, ...],
@@ -262,6 +306,7 @@ def _generation_system(
             "tenant": tenant,
             "campaign_name": campaign_name,
             "voice": _voice(voice),
+            "voice_profile": voice_profile,
             "banned_phrases": _listed(banned_phrases),
             "banned_openers": _listed(banned_openers),
             "prohibited_claims": _listed(c.replace("_", " ") for c in prohibited_claims),
@@ -604,6 +649,7 @@ class OpenAIProvider:
             campaign.tenant,
             campaign.name,
             campaign.voice,
+            voice_profile_prompt(campaign.voice_profile, campaign.voice_examples),
             policy.banned_phrases,
             policy.banned_openers,
             policy.prohibited_claims,

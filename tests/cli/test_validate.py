@@ -324,6 +324,14 @@ def tenant_file(i: Inputs) -> Path:
 MUTATIONS: dict[str, tuple[Mutation, bool]] = {  # name -> (change, whether it is a problem)
     "holdout": (edit(campaign_file, "holdout_fraction: 0.10", "holdout_fraction: 0.7"), True),
     "cta_href": (edit(campaign_file, "https://meet.acmerevenue.example/", "https://evil.example/"), True),
+    "alert_step_url": (
+        edit(
+            campaign_file,
+            "next_step_url: https://www.acmerevenue.example/",
+            "next_step_url: https://evil.example/",
+        ),
+        True,
+    ),
     "slot_typo": (edit(campaign_file, "{round} {when}", "{rond} {when}"), True),
     "bad_pattern": (edit(campaign_file, "in {location}?", "in {location!r}?"), True),
     "duplicate_key": (edit(campaign_file, "voice: >", "name: twice\nvoice: >"), True),

@@ -12,7 +12,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from outbound.webhook import (
     verify_signature,
 )
 from tests.corpora import REPO_ROOT
+from tests.outbound.http_receiver import serve_http
 from tests.outbound.sync_helpers import TENANT, emit, make_events, wait_for
 from welcomemat import keys
 from welcomemat.accounts import Account
@@ -87,27 +87,8 @@ class Receiver:
 
 @contextmanager
 def serve(receiver: Receiver) -> Iterator[str]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            status, extra = receiver.handle(self.headers, body)
-            self.send_response(status)
-            for name, value in extra.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/crm"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_http(lambda _path, headers, body: receiver.handle(headers, body)) as origin:
+        yield f"{origin}/crm"
 
 
 def config(url: str, **overrides: Any) -> WebhookConfig:

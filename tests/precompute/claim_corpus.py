@@ -48,7 +48,10 @@ __all__ = [
     "Measured",
     "check_line",
     "claim_reasons",
+    "every_pattern_alone",
+    "example_assembler",
     "example_campaign_lines",
+    "exit_for",
     "main",
     "measure",
     "read_lines",
@@ -232,7 +235,7 @@ def claim_reasons(failures: Sequence[CheckFailure]) -> set[str]:
 # -- the example campaign ---------------------------------------------------------------------
 
 
-def _assembler(as_of: date, accounts: Sequence[Account]) -> Assembler:
+def example_assembler(as_of: date, accounts: Sequence[Account]) -> Assembler:
     assembler = Assembler(
         campaign=CAMPAIGN,
         zones=ZONES,
@@ -246,9 +249,7 @@ def _assembler(as_of: date, accounts: Sequence[Account]) -> Assembler:
     return assembler
 
 
-def _every_pattern_alone(
-    accounts: Sequence[Account], as_of: date
-) -> Iterator[tuple[str, ZoneDraft, Account]]:
+def every_pattern_alone(accounts: Sequence[Account], as_of: date) -> Iterator[tuple[str, ZoneDraft, Account]]:
     """Each of the campaign's patterns filled on its own, from the first account with a fact it can use."""
     for fact_type, by_zone in CAMPAIGN.patterns.items():
         for zone_id, patterns in by_zone.items():
@@ -277,7 +278,7 @@ def example_campaign_lines() -> tuple[int, tuple[tuple[str, str, str], ...]]:
     as (class, where, text)."""
     as_of = committed_today()
     accounts = read_accounts(REPO_ROOT / "examples" / "accounts.jsonl").accounts
-    assembler = _assembler(as_of, accounts)
+    assembler = example_assembler(as_of, accounts)
     refused: list[tuple[str, str, str]] = []
     checked = 0
     for account in accounts:
@@ -287,7 +288,7 @@ def example_campaign_lines() -> tuple[int, tuple[tuple[str, str, str], ...]]:
             for reason in claim_reasons(zone.failures):
                 text = zone.draft.text if zone.draft is not None else zone.content.text
                 refused.append((reason, f"{account.account_id} {zone.content.zone_id}", text))
-    for where, draft, account in _every_pattern_alone(accounts, as_of):
+    for where, draft, account in every_pattern_alone(accounts, as_of):
         checked += 1
         context = build_context(account, CAMPAIGN, POLICY, as_of)
         line = ClaimLine(draft.text, draft.fact_ids)
@@ -355,6 +356,11 @@ def main(argv: Sequence[str] = ()) -> int:
         *(x for v in m.example_refused.values() for x in v),
     ]
     problems += [x for v in m.bad_missed.values() for x in v]
+    return exit_for(problems, argv)
+
+
+def exit_for(problems: Sequence[str], argv: Sequence[str]) -> int:
+    """A measuring script's exit: 1 when anything is wrong (each printed with `-v`), else 0."""
     if "-v" in argv:
         for problem in problems:
             print("  " + problem)

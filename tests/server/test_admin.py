@@ -152,6 +152,8 @@ def test_explain_is_the_stored_record_as_json(admin: TestClient) -> None:
     headline = next(z for z in record["zones"] if z["zone_id"] == "hero_headline")
     assert headline["rung"] == "personal" and "Series A" in headline["text"]
     assert headline["facts"] == ["dymaxa-series-a"]
+    # Voice, relevance to the fact and value to the reader's role, each its own score.
+    assert headline["scores"] == {"voice": 1.0, "relevance": 1.0, "role_value": 0.0, "role": "sales"}
 
 
 def test_explain_says_the_live_status_after_a_review(admin: TestClient) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import redis
 
+from welcomemat.redis_client import redis_from_url
 from welcomemat.stream_handler import ACK, ConsumerOptions, Delivery, Outcome, Stream, StreamHandler
 from welcomemat.streams import StreamConsumer, stop_on_signals
 
@@ -88,7 +89,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--claim-idle-ms", type=int, default=60_000)
     parser.add_argument("--batch", type=int, default=10)
     args = parser.parse_args(argv)
-    client = redis.Redis.from_url(args.url, socket_timeout=10)
+    client = redis_from_url(args.url, connect_timeout_s=5.0, socket_timeout_s=10.0)
     handler = RecordingHandler(client, hang_after=args.hang_after, slow_s=args.slow_s)
     consumer = StreamConsumer(
         client,

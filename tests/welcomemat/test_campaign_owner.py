@@ -16,6 +16,7 @@ from welcomemat.campaign_owner import (
     refuse_other_tenant,
 )
 from welcomemat.errors import CampaignOwnerError, InputError, StoredValueError
+from welcomemat.redis_client import redis_from_url
 
 
 def index(client: redis.Redis, *refs: str) -> None:
@@ -66,7 +67,7 @@ def test_two_tenants_claiming_a_new_id_at_once_cannot_both_win(
     redis_url: str, redis_client: redis.Redis
 ) -> None:
     def publish(tenant: str, campaign: str, barrier: threading.Barrier, won: list[str]) -> None:
-        client = redis.Redis.from_url(redis_url)
+        client = redis_from_url(redis_url, connect_timeout_s=5.0, socket_timeout_s=30.0)
         try:
             barrier.wait()
             claim_campaign(client, tenant, campaign)

@@ -143,6 +143,7 @@ def test_fold_counts_views_clicks_scans_by_campaign_zone_and_contact(redis_clien
             statement="Dymaxa raised a Series A",
             source_url="https://dymaxa.com/press/series-a",
             published_at=date(2026, 11, 26),
+            surfaces=(),  # the research named none: cleared for no seller
         )
     ]
     assert record.engagement["other"].last_arm == "holdout"

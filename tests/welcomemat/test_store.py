@@ -16,6 +16,7 @@ from redis.retry import Retry
 
 from welcomemat import keys
 from welcomemat.errors import StoredValueError, StoreError
+from welcomemat.redis_client import redis_from_url
 from welcomemat.store import PublishResult, ZoneSetChange, ZoneSetStore
 from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode, ZoneSetStatus
 
@@ -201,7 +202,7 @@ def test_concurrent_publishes_get_distinct_versions(redis_url: str, redis_client
     start = threading.Barrier(threads_n)
 
     def worker(t: int) -> None:
-        client = redis.Redis.from_url(redis_url)
+        client = redis_from_url(redis_url, connect_timeout_s=5.0, socket_timeout_s=30.0)
         try:
             store = ZoneSetStore(client)
             start.wait()
@@ -317,7 +318,7 @@ def test_unreachable_redis_is_a_store_error(tmp_path: Path) -> None:
 
 
 def test_client_decoding_responses_is_refused(redis_url: str) -> None:
-    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    client = redis_from_url(redis_url, connect_timeout_s=5.0, socket_timeout_s=30.0, decode_responses=True)
     with pytest.raises(ValueError, match="decode_responses=False"):
         ZoneSetStore(client)
     client.close()

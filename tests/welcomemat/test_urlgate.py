@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from tests.corpora import corpus_lines, corpus_path
 from welcomemat.errors import ContractError
 from welcomemat.urlgate import (
+    LOOPBACK_HOSTS,
     LinkAllowlist,
     LinkDecision,
     browser_origin,
@@ -24,6 +25,7 @@ from welcomemat.urlgate import (
     normalise_host,
     safe_href,
     source_href,
+    webhook_href,
 )
 
 GOOD = LinkAllowlist.from_hosts(["good.com", "xn--bcher-kva.example", "www.welcomemat.example"])
@@ -473,3 +475,42 @@ def test_property_source_links_urlish(raw: str) -> None:
 )
 def test_browser_origin_is_what_a_browser_sends_as_origin(raw: str, origin: str | None) -> None:
     assert browser_origin(raw) == origin
+
+
+# -- webhook receivers an operator configures (seller-alert channel) --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "href"),
+    [
+        ("https://hooks.slack.com/services/T0/B0/abc", "https://hooks.slack.com/services/T0/B0/abc"),
+        ("https://chat.example.com:8065/hooks/x", "https://chat.example.com:8065/hooks/x"),
+        ("http://127.0.0.1:5000/hook", "http://127.0.0.1:5000/hook"),
+        ("http://localhost/hook", "http://localhost/hook"),
+        ("http://[::1]:9000/hook", "http://[::1]:9000/hook"),
+        ("http://hooks.example.com/x", None),  # plain http off the machine
+        ("http://127.0.0.2/x", None),
+        ("https://user:pw@hooks.example.com/x", None),
+        ("https://10.0.0.7/x", None),
+        ("https://[2001:db8::1]/x", None),
+        ("ftp://hooks.example.com/x", None),
+        ("//hooks.example.com/x", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_webhook_href_takes_https_to_a_named_host_or_http_to_loopback_only(
+    raw: str | None, href: str | None
+) -> None:
+    assert webhook_href(raw) == href
+
+
+@given(st.text(max_size=80))
+def test_a_webhook_href_is_a_url_a_browser_reads_the_same_way(raw: str) -> None:
+    href = webhook_href(raw)
+    if href is not None:
+        view = browser_view(href)
+        assert view is not None and webhook_href(href) == href  # normalised once, stable
+        scheme, host = view
+        assert scheme == "https" or (scheme == "http" and host in LOOPBACK_HOSTS)
+        assert "@" not in href.split("/")[2]

@@ -1,0 +1,213 @@
+"""Deliver queued seller alerts: a chat message to the alert webhook, a task to the CRM webhook.
+
+`outbound.seller_alerts` queues each alert on the tenant's alert outbox
+(`keys.seller_alert_outbox_key`) once per destination, so a chat server that is down never
+makes the CRM task wait (nor send twice), and the other way round. An `AlertSender` is a
+handler on the core's one consumer loop (`welcomemat.streams`, group
+`keys.SELLER_ALERTS_CONSUMER_GROUP`), which reads, claims back entries of stopped senders and
+counts deliveries; per entry it:
+
+- serializes the stored alert for its destination (`outbound.seller_alert.slack_message` or
+  `crm_task`) and POSTs it (`outbound.webhook.post_json`); the CRM task is signed like a CRM
+  change (`X-Welcomemat-Signature`, `X-Welcomemat-Timestamp`) with `Idempotency-Key:
+  seller_task.<tenant>.<campaign>.<account>.<day>` and `X-Welcomemat-Event: seller_task`;
+- retries 408/425/429/5xx and network faults through the one retry layer and a circuit breaker
+  per destination (`welcomemat.resilience`);
+- on a 2xx deletes the entry; otherwise leaves it pending for the next pass, and after
+  `max_deliveries` passes the loop moves it, with the reason, to the tenant's dead-letter stream
+  (`keys.seller_alert_dead_letter_key`): an alert is about today, and one that cannot be
+  delivered is better read there than sent days late. An entry whose alert does not decode, or
+  whose destination is no longer configured, is dead-lettered at once.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import httpx
+import redis
+from pydantic import ValidationError
+
+from outbound.outbox import OutboxSender, OutboxStats
+from outbound.seller_alert import SellerAlert, crm_task, slack_message, task_idempotency_key
+from outbound.webhook import WebhookConfig, WebhookRejected, post_json, receiver_caller, signed_headers
+from welcomemat import keys
+from welcomemat.breaker import CircuitBreaker
+from welcomemat.errors import ConfigError, ProviderUnavailable
+from welcomemat.replies import reply_text_lossy
+from welcomemat.resilience import ResilientCaller
+from welcomemat.stream_handler import (
+    ACK,
+    ConsumerOptions,
+    Delivery,
+    Outcome,
+    Stream,
+    dead_letter,
+    retry,
+)
+from welcomemat.urlgate import browser_view, webhook_href
+
+__all__ = [
+    "EVENT_HEADER",
+    "AlertChannel",
+    "AlertSender",
+    "alert_outbox_stream",
+]
+
+EVENT_HEADER = "X-Welcomemat-Event"
+_BATCH = 50
+_FOLLOW_BLOCK_MS = 500
+# While following: how long an alert that was not delivered waits for its next pass. With
+# `DEFAULT_MAX_DELIVERIES` passes, a receiver down (or refusing) for about ten minutes sees the
+# alert dead-lettered: still there to read and replay, but no longer sent late.
+_RETRY_AFTER_S = 60.0
+DEFAULT_MAX_DELIVERIES = 10  # passes (each with its own retries) before an alert is dead-lettered
+
+
+@dataclass(frozen=True)
+class AlertChannel:
+    """The chat webhook seller alerts are posted to (`WELCOMEMAT_ALERT_WEBHOOK_URL`).
+
+    Its URL is a credential (an incoming webhook's path is its secret): `describe` shows the host only.
+    """
+
+    url: str
+    timeout_s: float = 10.0
+    max_attempts: int = 3  # per alert and pass
+    backoff_base_s: float = 0.5
+    backoff_cap_s: float = 8.0
+    retry_after_cap_s: float = 30.0
+    failure_threshold: int = 5
+    reset_after_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if webhook_href(self.url) is None:
+            raise ConfigError(
+                "WELCOMEMAT_ALERT_WEBHOOK_URL must be an https URL with a host name (http only to "
+                "127.0.0.1, localhost or [::1]), without a user name or password"
+            )
+
+    def describe(self) -> str:
+        view = browser_view(self.url)
+        return view[1] if view is not None else "?"
+
+
+def alert_outbox_stream(tenant: str) -> Stream:
+    """The tenant's alert outbox as the consumer loop reads it: delivered entries are deleted,
+    undeliverable ones dead-lettered."""
+    return Stream(
+        key=keys.seller_alert_outbox_key(tenant),
+        group=keys.SELLER_ALERTS_CONSUMER_GROUP,
+        ttl_s=keys.SELLER_ALERT_OUTBOX_TTL_S,
+        label=f"the seller-alert outbox of tenant {tenant}",
+        dead_letter_key=keys.seller_alert_dead_letter_key(tenant),
+        delete_acked=True,
+        scope=(tenant,),
+    )
+
+
+@dataclass(frozen=True)
+class _Receiver:
+    """One destination: its URL, breaker and retry layer."""
+
+    url: str
+    breaker: CircuitBreaker
+    caller: ResilientCaller
+
+
+class AlertSender(OutboxSender):
+    """Delivers the tenants' queued seller alerts; one per `welcomemat sync` process, sharing the group."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        name: str,
+        channel: AlertChannel | None,
+        crm: WebhookConfig | None,
+        max_deliveries: int = DEFAULT_MAX_DELIVERIES,
+        claim_idle_ms: int = 60_000,
+        retry_after_s: float = _RETRY_AFTER_S,
+        http: httpx.Client | None = None,
+        log: Callable[[str], None] | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.name = name
+        self._crm_secret = crm.secret if crm is not None else ""
+        self._destinations: dict[str, _Receiver] = {}
+        for dest, config in (("slack", channel), ("crm", crm)):
+            if config is not None:
+                breaker = CircuitBreaker(config.failure_threshold, config.reset_after_s)
+                caller = receiver_caller(config, breaker, sleep=sleep, rng=rng)
+                # The chat URL as the gate normalised it (checked by AlertChannel); the CRM URL as given.
+                url = webhook_href(config.url) if dest == "slack" else config.url
+                self._destinations[dest] = _Receiver(url or config.url, breaker, caller)
+        timeout = max((c.timeout_s for c in (channel, crm) if c is not None), default=10.0)
+        self._http = http or httpx.Client(timeout=timeout, follow_redirects=False)
+        options = ConsumerOptions(
+            name=name,
+            batch=_BATCH,
+            block_ms=_FOLLOW_BLOCK_MS,
+            claim_idle_ms=claim_idle_ms,
+            max_deliveries=max_deliveries,
+            retry_after_s=retry_after_s,
+        )
+        log = log or (lambda line: print(f"alerts {name}: {line}", file=sys.stderr, flush=True))
+        super().__init__(client, options, log, OutboxStats())
+
+    @property
+    def destinations(self) -> tuple[str, ...]:
+        return tuple(self._destinations)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def outbox(self, tenant: str) -> Stream:
+        return alert_outbox_stream(tenant)
+
+    # -- the consumer loop's handler -----------------------------------------------------------
+
+    def handle(self, batch: Sequence[Delivery]) -> list[Outcome]:
+        return [self._deliver(delivery) for delivery in batch]
+
+    def _deliver(self, delivery: Delivery) -> Outcome:
+        fields = {reply_text_lossy(k): reply_text_lossy(v) for k, v in delivery.fields.items()}
+        dest = fields.get("dest", "")
+        target = self._destinations.get(dest)
+        if target is None:
+            return dead_letter(f"destination {dest!r} is not configured in this process")
+        try:
+            alert = SellerAlert.model_validate_json(fields.get("alert", ""))
+        except ValidationError as exc:
+            return dead_letter(f"the alert does not decode: {exc.error_count()} problems")
+        if target.breaker.state == "open":
+            self.stats.failed += 1
+            return retry("")  # its failure was logged when the breaker opened
+        if dest == "slack":
+            body = json.dumps(slack_message(alert), ensure_ascii=False).encode()
+            headers: dict[str, str] = {}
+        else:
+            body = crm_task(alert).model_dump_json().encode()
+            headers = {EVENT_HEADER: "seller_task"}
+        key = task_idempotency_key(alert)
+
+        def attempt(timeout_s: float) -> None:
+            self.stats.attempts += 1
+            sent = dict(headers)
+            if dest == "crm":
+                sent.update(signed_headers(self._crm_secret, key, body))
+            post_json(self._http, target.url, body, sent, timeout_s)
+
+        try:
+            target.caller.call(attempt)
+        except (ProviderUnavailable, WebhookRejected) as exc:
+            self.stats.failed += 1
+            return retry(f"{dest} alert {key} not delivered: {exc}")
+        self.stats.delivered += 1
+        return ACK

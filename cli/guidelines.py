@@ -48,6 +48,10 @@ from welcomemat.yamlfile import line_of_field
 
 __all__ = [
     "ARCHIVE_FOLDER",
+    "active_record",
+    "campaign_client",
+    "campaign_file",
+    "check_active",
     "format_report",
     "run_promote",
     "run_propose",
@@ -59,7 +63,7 @@ ARCHIVE_FOLDER = "guidelines"  # beside campaign.yaml: versions as they were, an
 _BOOTSTRAP_REASON = "in force when versioned guidelines began"
 
 
-def _campaign_file(arg: str) -> Path:
+def campaign_file(arg: str) -> Path:
     path = Path(arg)
     if not path.is_file():
         raise InputError(
@@ -76,7 +80,7 @@ def _approvers_required(*campaigns: Campaign) -> int:
     return 2 if any(c.risk_tier == "high" for c in campaigns) else 1
 
 
-def _client(campaign: Campaign) -> redis.Redis:
+def campaign_client(campaign: Campaign) -> redis.Redis:
     client = connect(resolve_redis(Settings.from_env()))
     refuse_other_tenant(read_ownership(client, campaign.campaign), campaign.tenant, action="change")
     return client
@@ -90,7 +94,7 @@ def write_atomically(path: Path, data: bytes) -> None:
     os.replace(temporary, path)
 
 
-def _active_record(store: GuidelineStore, campaign: Campaign, now: datetime) -> GuidelineChange:
+def active_record(store: GuidelineStore, campaign: Campaign, now: datetime) -> GuidelineChange:
     """The active version's record; the first time, one for the version campaign.yaml holds."""
     found = store.get(campaign.tenant, campaign.campaign, campaign.guideline_version)
     if found is not None:
@@ -107,7 +111,7 @@ def _active_record(store: GuidelineStore, campaign: Campaign, now: datetime) -> 
     )
 
 
-def _check_active(store: GuidelineStore, campaign: Campaign, path: Path) -> None:
+def check_active(store: GuidelineStore, campaign: Campaign, path: Path) -> None:
     """campaign.yaml must hold the version Redis says is active (when it says one)."""
     active = store.active_version(campaign.tenant, campaign.campaign)
     if active is not None and active != campaign.guideline_version:
@@ -195,7 +199,7 @@ def run_propose(
     recorded_reason = check_reason(reason, AuditAction.GUIDELINES_PROPOSE, source="--reason")
     if recorded_reason is None:
         raise InputError("say why the guidelines change, for the change record", field="--reason")
-    campaign_path = _campaign_file(campaign_arg)
+    campaign_path = campaign_file(campaign_arg)
     active = load_campaign_inputs(campaign_path, None, None)
     candidate_path = Path(candidate_arg)
     candidate = _load_candidate(candidate_path, campaign_path, active)
@@ -218,10 +222,10 @@ def run_propose(
     report_path = Path(out) if out else campaign_path.parent / ARCHIVE_FOLDER / f"{version}.report.json"
     body = report.model_dump_json(indent=2).encode()
 
-    client = _client(active.campaign)
+    client = campaign_client(active.campaign)
     try:
         store = GuidelineStore(client)
-        _check_active(store, active.campaign, campaign_path)
+        check_active(store, active.campaign, campaign_path)
         before = store.get(active.campaign.tenant, active.campaign.campaign, version)
         if before is not None and before.state is not ActivationState.CANDIDATE:
             raise InputError(
@@ -255,7 +259,7 @@ def run_propose(
             active.campaign.tenant, active.campaign.campaign, active.campaign.guideline_version
         )
         if activated is None:  # the first versioned change: what campaign.yaml holds is the active version
-            bootstrap = _active_record(store, active.campaign, now)
+            bootstrap = active_record(store, active.campaign, now)
             store.save(record, bootstrap, active=bootstrap.version)
         else:
             store.save(record)
@@ -290,7 +294,7 @@ def _read_report(path: Path) -> CandidateReport:
 
 def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
     """Record the actor's approval of a READY candidate; the last approval needed makes it active."""
-    campaign_path, report_path = _campaign_file(campaign_arg), Path(report_arg)
+    campaign_path, report_path = campaign_file(campaign_arg), Path(report_arg)
     report = _read_report(report_path)
     if report.recommendation != READY:
         raise InputError(
@@ -321,10 +325,10 @@ def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
         candidate_path, str(find_zones_folder(campaign_path, None)), active.tenant_file
     )
     now = datetime.now(UTC)
-    client = _client(active.campaign)
+    client = campaign_client(active.campaign)
     try:
         store = GuidelineStore(client)
-        _check_active(store, active.campaign, campaign_path)
+        check_active(store, active.campaign, campaign_path)
         version = report.candidate.version
         record = store.get(report.tenant, report.campaign, version)
         if record is None or record.state is not ActivationState.CANDIDATE:
@@ -349,7 +353,7 @@ def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
             print(f"guidelines {report.tenant}/{report.campaign} {detail}")
             return 0
         archive = campaign_path.parent / ARCHIVE_FOLDER
-        previous = _active_record(store, active.campaign, now)
+        previous = active_record(store, active.campaign, now)
         write_atomically(archive / f"{previous.version}.yaml", campaign_path.read_bytes())
         candidate_bytes = candidate_path.read_bytes()
         write_atomically(archive / f"{version}.yaml", candidate_bytes)
@@ -387,13 +391,13 @@ def _promote_entry(auditor: Auditor, report: CandidateReport, detail: str) -> Au
 def run_rollback(campaign_arg: str, *, reason: str | None, auditor: Auditor) -> int:
     """Restore the active version's previous one: campaign.yaml, and the records in Redis."""
     recorded_reason = check_reason(reason, AuditAction.GUIDELINES_ROLLBACK, source="--reason")
-    campaign_path = _campaign_file(campaign_arg)
+    campaign_path = campaign_file(campaign_arg)
     active = load_campaign_inputs(campaign_path, None, None).campaign
     now = datetime.now(UTC)
-    client = _client(active)
+    client = campaign_client(active)
     try:
         store = GuidelineStore(client)
-        _check_active(store, active, campaign_path)
+        check_active(store, active, campaign_path)
         current = store.get(active.tenant, active.campaign, active.guideline_version)
         target = None if current is None else current.rollback_target
         if current is None or target is None or current.state is not ActivationState.ACTIVE:

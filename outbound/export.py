@@ -62,12 +62,13 @@ from typing import Any, TextIO
 
 import redis
 
-from outbound.export_cells import CellRefusal, export_cell, spreadsheet_safe
+from outbound.export_cells import CellRefusal, export_cell
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign_view import CampaignView, ResolvedZone, load_campaign_view
 from welcomemat.errors import InputError, StoredValueError, WelcomematError
 from welcomemat.published import PUBLISHED_BATCH, zone_set_batch
 from welcomemat.records import AccountRecord, ContactProfile, iter_account_records
+from welcomemat.spreadsheet import spreadsheet_safe
 from welcomemat.store import ZoneSetStore
 from welcomemat.surfaces import Surface
 from welcomemat.urlgate import source_href

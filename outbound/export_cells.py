@@ -13,8 +13,8 @@ Welcomemat only as `export_cell` makes it:
   (`welcomemat.markup_scan.find_active_markup`). Links, e-mail addresses and ordinary
   punctuation pass: URL columns come through the URL gate.
 
-The CSV writer then applies `spreadsheet_safe` (OWASP's advice against CSV injection): a
-cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'`.
+The CSV writer then applies `welcomemat.spreadsheet.spreadsheet_safe` (OWASP's advice against
+CSV injection): a cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'`.
 """
 
 from __future__ import annotations
@@ -25,10 +25,8 @@ from functools import lru_cache
 
 from welcomemat.markup_scan import find_active_markup
 
-__all__ = ["SPREADSHEET_TRIGGERS", "CellRefusal", "export_cell", "spreadsheet_safe"]
+__all__ = ["CellRefusal", "export_cell"]
 
-# A spreadsheet reads a cell starting with one of these as a formula (or strips it first).
-SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 _INVISIBLE_RE = re.compile(
     "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
 )
@@ -65,8 +63,3 @@ def export_cell(value: str | None) -> str | CellRefusal:
         return cleaned
     reason, at = found
     return CellRefusal(reason, cleaned[at : at + _SHOWN_CHARS])
-
-
-def spreadsheet_safe(cell: str) -> str:
-    """`cell`, with a leading `'` when a spreadsheet would read it as a formula."""
-    return "'" + cell if cell.startswith(SPREADSHEET_TRIGGERS) else cell

@@ -45,8 +45,9 @@ import redis
 from outbound.seller_alerts import SellerAlertProducer
 from welcomemat import keys
 from welcomemat.errors import StoredValueError
+from welcomemat.event_entries import KINDS, PoisonEvent, parse_event
 from welcomemat.ids import is_valid_id
-from welcomemat.records import FOLD_LUA, EventFold, FoldKind, cited_facts, fold_events
+from welcomemat.records import FOLD_LUA, EventFold, cited_facts, fold_events
 from welcomemat.replies import reply_text
 from welcomemat.store import ZoneSetStore
 from welcomemat.stream_handler import (
@@ -88,17 +89,10 @@ _TENANTS_REFRESH_S = 5.0  # how often a sync without --tenant rereads the campai
 _BACKOFF_MAX_S = 5.0
 _ONCE_REDIS_ERRORS_MAX = 8  # consecutive failed cycles before `once` gives up (~20 s of backoff)
 
-# Event type (as the renderer writes it) -> the record counter it adds to.
-KINDS: Mapping[str, FoldKind] = {"view": "views", "click": "clicks", "qr_scan": "qr"}
-
 
 def default_consumer_name() -> str:
     """`host:pid`: stable for the process, distinct across processes and machines."""
     return f"{socket.gethostname()}:{os.getpid()}"
-
-
-class PoisonEvent(ValueError):
-    """A stream entry that can never be folded (missing or malformed field)."""
 
 
 @dataclass(frozen=True)
@@ -156,46 +150,6 @@ def discover_tenants(client: redis.Redis) -> list[str]:
         if is_valid_id(tenant):
             tenants.add(tenant)
     return sorted(tenants)
-
-
-def parse_event(tenant: str, entry_id: str, fields: Mapping[Any, Any]) -> EventFold | None:
-    """One stream entry as a fold, None when it is not one to fold, PoisonEvent when it is broken."""
-    try:
-        values = {reply_text(k): reply_text(v) for k, v in fields.items()}
-    except (UnicodeDecodeError, TypeError) as exc:
-        raise PoisonEvent(f"not UTF-8 text: {exc}") from None
-    kind = KINDS.get(values.get("type", ""))
-    account = values.get("account")
-    if kind is None or not account:
-        return None
-    if values.get("tenant", tenant) != tenant:
-        raise PoisonEvent(f"tenant {values.get('tenant')!r} in the stream of tenant {tenant!r}")
-    # Ids are checked once, by EventFold: a bad one makes this entry poison, never a key.
-    if "campaign" not in values:
-        raise PoisonEvent("field 'campaign' is missing")
-    try:
-        ts_ms = int(values["ts"])
-        version = int(values["version"]) if "version" in values else None
-    except KeyError:
-        raise PoisonEvent("field 'ts' is missing") from None
-    except ValueError as exc:
-        raise PoisonEvent(f"not a whole number: {exc}") from None
-    try:
-        return EventFold(
-            tenant=tenant,
-            account_id=account,
-            campaign=values["campaign"],
-            kind=kind,
-            ts_ms=ts_ms,
-            event_id=values.get("event_id") or entry_id,
-            arm=values.get("arm"),
-            contact=values.get("contact"),
-            zone=values.get("zone"),
-            zone_set_version=version,
-            variant=values.get("variant"),
-        )
-    except ValueError as exc:
-        raise PoisonEvent(str(exc)) from None
 
 
 def _shows_facts(fields: Mapping[str, str]) -> bool:

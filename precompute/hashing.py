@@ -56,6 +56,14 @@ def campaign_fingerprint(
             # Unset, it hashes as before the field existed, so upgrading makes no zone set
             # look changed (and costs no model call).
             dumped.pop(name, None)
+    if dumped.get("experiment"):
+        # A running experiment hashes as it did before experiments could stop. A stopped one
+        # hashes as the running one did, under the version it ran under: an account already on
+        # the kept variant is unchanged (same zone set, no model call); the others differ by
+        # the variant they are moved to (`account_input_hash`).
+        stopped = dumped["experiment"].pop("stopped", None)
+        if stopped is not None:
+            dumped["guideline_version"] = stopped["ran_under"]
     material = {
         "pipeline": PIPELINE_VERSION,
         "campaign": dumped,
@@ -66,7 +74,10 @@ def campaign_fingerprint(
     return hashlib.sha256(canonical_json(material)).hexdigest()
 
 
-def account_input_hash(campaign_fp: str, account: Account) -> str:
+def account_input_hash(campaign_fp: str, account: Account, reassigned: str | None = None) -> str:
+    """`reassigned`: the kept variant a stopped experiment moves this account to, if it does."""
     digest = hashlib.sha256(campaign_fp.encode())
     digest.update(canonical_json(account.model_dump()))
+    if reassigned is not None:
+        digest.update(b"\0reassigned\0" + reassigned.encode())
     return digest.hexdigest()[:32]

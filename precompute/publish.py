@@ -39,6 +39,7 @@ from welcomemat import keys
 from welcomemat.accounts import Account
 from welcomemat.audit import AuditAction, Auditor, queue_entry
 from welcomemat.campaign import Campaign
+from welcomemat.experiment_assignment import reassigned_variant
 from welcomemat.records import write_profile
 from welcomemat.store import ZoneSetStore
 from welcomemat.zoneset import Rung, ZoneSet, ZoneSetStatus
@@ -143,7 +144,9 @@ class ChunkPublisher:
         settle: list[ZoneSet] = []
         futures: list[Future[AccountOutcome | BaseException]] = []
         for account in chunk:
-            input_hash = hashes[account.account_id] = account_input_hash(self.fingerprint, account)
+            input_hash = hashes[account.account_id] = account_input_hash(
+                self.fingerprint, account, reassigned_variant(self.campaign, account.account_id)
+            )
             entry = journal.get(account.account_id)
             existing = current.get(account.account_id)
             if (

@@ -32,7 +32,13 @@ from welcomemat.ids import is_valid_id
 from welcomemat.lift import LiftReport, campaign_lift_report
 from welcomemat.lift_chart import chart_data_uri, render_lift_chart
 
-__all__ = ["LIFT_REPORT_TIMEOUT_S", "LIFT_ROUTE", "lift_page"]
+__all__ = [
+    "LIFT_REPORT_TIMEOUT_S",
+    "LIFT_ROUTE",
+    "REPORT_REFUSALS_DOC",
+    "conversion_types",
+    "lift_page",
+]
 
 
 LIFT_ROUTE = "/admin/lift/{campaign}"
@@ -43,6 +49,24 @@ LIFT_ROUTE = "/admin/lift/{campaign}"
 LIFT_REPORT_TIMEOUT_S = 120.0
 _NO_STORE = {"cache-control": "no-store"}
 _FORMATS = ("html", "json", "svg")
+# The refusals of a report page (this one, the results page), as OpenAPI reads them from the
+# endpoint's docstring: appended to it below.
+REPORT_REFUSALS_DOC = """
+      400:
+        description: "Unknown format or conversion type (HTML for `format=html`, else JSON)."
+        content:
+          text/html: {schema: {type: string}}
+          application/json: {schema: {$ref: "#/components/schemas/Problem"}}
+      401: {$ref: "#/components/responses/BearerRefused"}
+      404:
+        $ref: "#/components/responses/AdminNotFound"
+        description: >-
+          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
+          does not own).
+      503:
+        $ref: "#/components/responses/RedisUnavailablePage"
+        description: "Redis is unavailable (HTML or JSON)."
+"""
 
 
 @functools.cache
@@ -55,7 +79,8 @@ def _wants_html(request: Request) -> bool:
     return request.query_params.get("format", "html") == "html"
 
 
-def _types(request: Request) -> frozenset[ConversionType] | None:
+def conversion_types(request: Request) -> frozenset[ConversionType] | None:
+    """The `?type=` conversion types to count (None: every type); 400 naming an unknown one."""
     names = request.query_params.getlist("type")
     if not names:
         return None
@@ -72,7 +97,7 @@ async def _report(
     campaign_id = request.path_params["campaign"]
     if not is_valid_id(campaign_id):
         raise HTTPProblem(404, f"campaign {campaign_id!r} is not a valid id")
-    types = _types(request)
+    types = conversion_types(request)
     state = await campaign_for(credential, renderer.campaigns, campaign_id)
     view, now = state.view, renderer.now()
     problems: list[str] = []
@@ -109,20 +134,6 @@ async def lift_page(request: Request) -> Response:
           text/html: {schema: {type: string}}
           application/json: {schema: {$ref: "#/components/schemas/LiftReport"}}
           image/svg+xml: {schema: {type: string}}
-      400:
-        description: "Unknown format or conversion type (HTML for `format=html`, else JSON)."
-        content:
-          text/html: {schema: {type: string}}
-          application/json: {schema: {$ref: "#/components/schemas/Problem"}}
-      401: {$ref: "#/components/responses/BearerRefused"}
-      404:
-        $ref: "#/components/responses/AdminNotFound"
-        description: >-
-          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
-          does not own).
-      503:
-        $ref: "#/components/responses/RedisUnavailablePage"
-        description: "Redis is unavailable (HTML or JSON)."
     """
     renderer: RendererState = request.app.state.renderer
     credential = require_credential(request, renderer.settings.admin_credentials())  # raises 404 / 401
@@ -151,3 +162,6 @@ async def lift_page(request: Request) -> Response:
         )
     )
     return HTMLResponse(html, headers={**_NO_STORE, "content-security-policy": ADMIN_CSP})
+
+
+lift_page.__doc__ = (lift_page.__doc__ or "").rstrip() + REPORT_REFUSALS_DOC

@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, ExceptionHandler, Lifespan
 
 from server.admin import admin_routes
 from server.admin_lift import LIFT_ROUTE, lift_page
+from server.admin_results import RESULTS_ROUTE, results_page
 from server.conversions_api import CONVERSIONS_ROUTE, post_conversion
 from server.health import healthz, metrics, readyz
 from server.hot_routes import HotRoutes
@@ -114,6 +115,7 @@ def create_app(
         Route("/openapi.json", openapi_schema, methods=["GET"], include_in_schema=False),
         *admin_routes(),
         Route(LIFT_ROUTE, lift_page, methods=["GET"]),
+        Route(RESULTS_ROUTE, results_page, methods=["GET"]),
         Route(CONVERSIONS_ROUTE, post_conversion, methods=["POST"]),
         Mount("/static", StaticFiles(directory=templates_dir / "static"), name="static"),
     ]

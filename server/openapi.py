@@ -31,6 +31,7 @@ from welcomemat import __version__
 from welcomemat.conversions import ConversionIn
 from welcomemat.ids import ID_PATTERN
 from welcomemat.lift import LiftReport
+from welcomemat.results import ResultsReport
 
 __all__ = ["COMPONENTS", "openapi_schema"]
 
@@ -46,7 +47,10 @@ def _model_schemas() -> dict[str, Any]:
                 (model, "validation")
                 for model in (BeaconBody, ConversionIn, ReviewDecisionBody, RollbackBody)
             ),
-            *((model, "serialization") for model in (ExplainPayload, ReviewQueueEntry, LiftReport)),
+            *(
+                (model, "serialization")
+                for model in (ExplainPayload, ReviewQueueEntry, LiftReport, ResultsReport)
+            ),
         ],
         ref_template=_REF,
     )

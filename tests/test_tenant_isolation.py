@@ -186,6 +186,7 @@ ROUTES = (
     "GET /admin/review/{campaign}",
     "POST /admin/review/{campaign}/{account}/approve",
     "GET /admin/lift/{campaign}",
+    "GET /admin/results/{campaign}",
 )
 
 
@@ -356,6 +357,11 @@ def drive_every_route(
     lift = client.get(f"/admin/lift/{c}", params={"format": "json"}, headers=admin)
     assert lift.status_code == 200 and (lift.json()["tenant"], lift.json()["campaign"]) == (mine.tenant, c)
     covered.append("GET /admin/lift/{campaign}")
+
+    results = client.get(f"/admin/results/{c}", params={"format": "json"}, headers=admin)
+    assert results.status_code == 200
+    assert (results.json()["tenant"], results.json()["campaign"]) == (mine.tenant, c)
+    covered.append("GET /admin/results/{campaign}")
     return covered
 
 
@@ -572,6 +578,7 @@ BEARER_ROUTES = (
     "POST /admin/review/{campaign}/{account}/reject",
     "POST /admin/review/{campaign}/{account}/rollback",
     "GET /admin/lift/{campaign}",
+    "GET /admin/results/{campaign}",
     "POST /v1/conversions",
 )
 
@@ -609,8 +616,9 @@ def bearer_calls(
         (BEARER_ROUTES[4], "POST", f"{review}/reject", {"version": version, "reason": "not ours"}),
         (BEARER_ROUTES[5], "POST", f"{review}/rollback", {"reason": "not ours"}),
         (BEARER_ROUTES[6], "GET", f"/admin/lift/{campaign}?format=json", None),
+        (BEARER_ROUTES[7], "GET", f"/admin/results/{campaign}?format=json", None),
         (
-            BEARER_ROUTES[7],
+            BEARER_ROUTES[8],
             "POST",
             "/v1/conversions",
             {
@@ -691,7 +699,9 @@ def served(
     assert rolled["version"] == rejected["version"] + 1
     lift = call(BEARER_ROUTES[6]).json()
     assert (lift["tenant"], lift["campaign"]) == (mine.tenant, c)
-    recorded = call(BEARER_ROUTES[7])
+    results = call(BEARER_ROUTES[7]).json()
+    assert (results["tenant"], results["campaign"]) == (mine.tenant, c)
+    recorded = call(BEARER_ROUTES[8])
     assert recorded.status_code == 202 and recorded.json()["campaign"] == c
     assert redis_client.hexists(keys.conversions_key(mine.tenant, c), f"crm-{bearer.kind}-{c}")
     decisions = [e for e in read_entries(redis_client, mine.tenant, account=account) if e.via.value == "http"]

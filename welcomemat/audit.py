@@ -91,6 +91,7 @@ class AuditAction(enum.StrEnum):
     GUIDELINES_PROPOSE = "guidelines_propose"  # a guideline version replayed; its candidate report written
     GUIDELINES_PROMOTE = "guidelines_promote"  # an approval of a candidate; the last one makes it active
     GUIDELINES_ROLLBACK = "guidelines_rollback"  # the active guideline version replaced by its previous one
+    EXPERIMENT_STOP = "experiment_stop"  # a copy experiment ended, one variant kept (a new guideline version)
 
 
 # A person must say why: these undo or refuse someone else's work, or put personal copy back.

@@ -726,8 +726,9 @@ class Campaign(BaseModel):
         zones: Mapping[str, ZoneContract | None] | None,
         out: list[FieldProblem],
     ) -> None:
-        """Variant ids are distinct, the zone is one a page shows (and has a contract), and every
-        variant pattern passes the checks a campaign pattern passes."""
+        """Variant ids are distinct, the zone is one a page shows (and has a contract), every
+        variant pattern passes the checks a campaign pattern passes, and a stopped experiment kept
+        one of its variants."""
         if shown is not None and experiment.zone not in shown:
             out.append(FieldProblem(("experiment", "zone"), f"no page shows zone {experiment.zone!r}"))
         elif zones is not None and experiment.zone not in zones:
@@ -751,6 +752,13 @@ class Campaign(BaseModel):
                     out += [
                         FieldProblem((*where, j), problem) for problem in pattern_problems(fact_type, pattern)
                     ]
+        if experiment.stopped is not None and experiment.stopped.keep not in seen:
+            out.append(
+                FieldProblem(
+                    ("experiment", "stopped", "keep"),
+                    f"no variant {experiment.stopped.keep!r}; the variants are {', '.join(sorted(seen))}",
+                )
+            )
 
     def page_zone_ids(self) -> tuple[str, ...]:
         """Every zone some page shows, in first-seen order."""

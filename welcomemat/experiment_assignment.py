@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign import Campaign
-from welcomemat.experiments import CopyVariant, assign_variant
+from welcomemat.experiments import CopyVariant, assign_variant, drawn_variant
 
-__all__ = ["variant_campaign", "variant_for"]
+__all__ = ["reassigned_variant", "variant_campaign", "variant_for"]
 
 
 def variant_for(campaign: Campaign, account: str) -> CopyVariant | None:
@@ -23,6 +23,19 @@ def variant_for(campaign: Campaign, account: str) -> CopyVariant | None:
     if arm is not Arm.PERSONAL:
         return None
     return assign_variant(campaign.campaign, experiment, account)
+
+
+def reassigned_variant(campaign: Campaign, account: str) -> str | None:
+    """The kept variant, for a personal account a stopped experiment moves off the variant it drew.
+
+    None for everyone else (no stopped experiment, the holdout, an account the hash gave the kept
+    variant): their input hash stays what it was, so their zone sets stay (`precompute.hashing`).
+    """
+    experiment = campaign.experiment
+    if experiment is None or experiment.stopped is None or variant_for(campaign, account) is None:
+        return None
+    drawn = drawn_variant(campaign.campaign, experiment, account)
+    return experiment.stopped.keep if drawn.id != experiment.stopped.keep else None
 
 
 def variant_campaign(campaign: Campaign, variant: CopyVariant) -> Campaign:

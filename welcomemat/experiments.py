@@ -14,6 +14,12 @@ The variant is drawn per account by a stable hash of (campaign, experiment, acco
 everyone at one account (the buying committee) sees one variant, on every run and renderer.
 The hash is salted differently from the holdout's, so arm and variant are independent draws.
 `welcomemat.experiment_assignment` applies this to a campaign and an account.
+
+Stopping (`welcomemat experiment stop`) keeps the declaration and adds `stopped`: the variant
+kept and the guideline version the experiment ran under. From then on every personal account
+gets the kept variant. Accounts the hash had already given it keep their zone sets untouched
+(their input hash is the one they had: `precompute.hashing`), so a returning visitor there sees
+exactly what they saw; the others are rewritten with the kept variant at the next precompute.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from welcomemat.ids import OpaqueId
 
-__all__ = ["MAX_VARIANTS", "CopyVariant", "Experiment", "assign_variant"]
+__all__ = ["MAX_VARIANTS", "CopyVariant", "Experiment", "ExperimentStop", "assign_variant", "drawn_variant"]
 
 MAX_VARIANTS = 3
 _SCALE = float(1 << 64)
@@ -53,6 +59,21 @@ class CopyVariant(BaseModel):
     )
 
 
+class ExperimentStop(BaseModel):
+    """How an experiment ended: the variant every personal account gets now."""
+
+    model_config = _STRICT
+    keep: OpaqueId = Field(
+        description="The variant kept: every personal account gets it.", examples=["direct"]
+    )
+    ran_under: str = Field(
+        min_length=1,
+        description="The guideline version the experiment ran under: accounts already on the kept "
+        "variant hash as they did then, so their zone sets stay as they are.",
+        examples=["2026-11-01"],
+    )
+
+
 class Experiment(BaseModel):
     """A copy experiment on one zone: two or three variants, the first usually the control."""
 
@@ -71,13 +92,27 @@ class Experiment(BaseModel):
         "is the campaign as written.",
         examples=[[{"id": "control"}, {"id": "direct", "voice": "Direct and brief."}]],
     )
+    stopped: ExperimentStop | None = Field(
+        default=None,
+        description="Written by `welcomemat experiment stop`: the experiment is over and one variant kept.",
+        examples=[{"keep": "direct", "ran_under": "2026-11-01"}],
+    )
 
     def variant(self, variant_id: str) -> CopyVariant | None:
         return next((v for v in self.variants if v.id == variant_id), None)
 
 
-def assign_variant(campaign: str, experiment: Experiment, account: str) -> CopyVariant:
-    """The account's variant: sha256 of (campaign, experiment, account), first 64 bits, in equal shares."""
+def drawn_variant(campaign: str, experiment: Experiment, account: str) -> CopyVariant:
+    """The variant the hash draws: sha256 of (campaign, experiment, account), first 64 bits, equal shares."""
     digest = hashlib.sha256(f"{campaign}\0{experiment.id}\0{account}".encode()).digest()
     position = int.from_bytes(digest[:8], "big") / _SCALE
     return experiment.variants[int(position * len(experiment.variants))]
+
+
+def assign_variant(campaign: str, experiment: Experiment, account: str) -> CopyVariant:
+    """The account's variant: the one drawn while the experiment runs, the kept one once it is stopped."""
+    if experiment.stopped is not None:
+        kept = experiment.variant(experiment.stopped.keep)
+        if kept is not None:  # a campaign's load refuses an unknown one; never draw a stopped variant
+            return kept
+    return drawn_variant(campaign, experiment, account)

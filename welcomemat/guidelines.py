@@ -74,12 +74,15 @@ def guideline_bundle(campaign: Campaign) -> dict[str, Any]:
     """The campaign's guideline fields as JSON values.
 
     No experiment, no voice examples: those keys are left out, so a campaign's hash is what it
-    was before they existed.
+    was before they existed; a running experiment is without `stopped`, so its hash is what it
+    was before experiments could stop.
     """
     bundle = campaign.model_dump(mode="json", include=set(GUIDELINE_FIELDS))
     for name in _OMITTED_WHEN_UNSET:
         if not bundle.get(name):
             bundle.pop(name, None)
+    if bundle.get("experiment") and bundle["experiment"].get("stopped") is None:
+        bundle["experiment"].pop("stopped", None)  # a running experiment hashes as it always did
     return bundle
 
 

@@ -508,12 +508,14 @@ def collect_outcomes(
     *,
     types: frozenset[ConversionType] | None = None,
     problems: list[str] | None = None,
+    zone_sets: list[ZoneSet] | None = None,
 ) -> list[AccountOutcome]:
     """Every account with a published zone set, with its arm, visits, CTA clicks and conversions.
 
     Engagement comes from the shared account records (`welcomemat.records`), conversions
     from `welcomemat.conversions` (of `types`; every type when None). A record or zone set
-    that does not decode is skipped and described in `problems`.
+    that does not decode is skipped and described in `problems`. `zone_sets`, when given,
+    receives the population's zone sets (the results page's rung mix reads them: one pass).
     """
     sink: list[str] = problems if problems is not None else []
     tenant, campaign = view.tenant, view.campaign_id
@@ -523,6 +525,8 @@ def collect_outcomes(
     for z in iter_published(client, tenant, campaign, sink):
         arms[z.account_id] = assign_arm(tenant, campaign, z.account_id, fraction)
         published[z.account_id] = z
+    if zone_sets is not None:
+        zone_sets.extend(published.values())
     cta_zones = cta_zone_ids(view.zones, view.campaign.page_zone_ids())
     engagement: dict[str, tuple[int, int]] = {}
     record_problems: list[StoredValueError] = []

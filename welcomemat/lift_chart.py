@@ -1,22 +1,17 @@
 """The lift report as an SVG chart: per metric, a bar per arm with its interval whisker.
 
-Server-rendered, no chart library and no script in the browser. The SVG uses presentation
-attributes (`fill`, `stroke`, `font-size`), never `style` attributes or a `<style>`
-element, so it renders under the renderer's Content-Security-Policy, and every piece of
-text goes through `welcomemat.markup.escape` (the one escaper). The admin page shows it
-as an `<img>` with a `data:` URI (CSP `img-src 'self' data:`), so nothing in it is ever
-parsed as part of the page's HTML.
+Server-rendered from `welcomemat.svg`'s pieces (presentation attributes only, every text
+through the one escaper); the admin pages show it as an `<img>` with a `data:` URI.
 """
 
 from __future__ import annotations
 
-import base64
 import math
-import re
 
 from welcomemat.arms import Arm
 from welcomemat.lift import LiftReport, RateEstimate
-from welcomemat.markup import escape
+from welcomemat.svg import INK as _INK
+from welcomemat.svg import svg_data_uri, svg_escaped, svg_num, svg_text
 
 __all__ = ["CHART_WIDTH", "chart_data_uri", "render_lift_chart"]
 
@@ -29,15 +24,7 @@ _BAR_H = 20
 _BAR_GAP = 8
 _AXIS_H = 34
 _COLOURS = {Arm.PERSONAL: "#2f6f4f", Arm.HOLDOUT: "#8a8f98"}
-_INK = "#1d2129"
 _GRID = "#d8dbe0"
-# Characters XML 1.0 does not allow anywhere (C0 controls but tab/LF/CR, surrogates, U+FFFE/F).
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _escaped(content: str) -> str:
-    """Text for an SVG element or attribute: XML-legal characters only, then the one escaper."""
-    return str(escape(_NOT_XML.sub("\ufffd", content)))
 
 
 def _scale_max(report: LiftReport) -> float:
@@ -49,46 +36,34 @@ def _scale_max(report: LiftReport) -> float:
     return min(1.0, math.ceil(top / step - 1e-9) * step)
 
 
-def _num(value: float) -> str:
-    return f"{value:.1f}"
-
-
-def _text(
-    x: float, y: float, content: str, *, anchor: str = "start", size: int = 12, weight: str = ""
-) -> str:
-    bold = f' font-weight="{weight}"' if weight else ""
-    return (
-        f'<text x="{_num(x)}" y="{_num(y)}" text-anchor="{anchor}" font-size="{size}"{bold} '
-        f'fill="{_INK}">{_escaped(content)}</text>'
-    )
-
-
 def _bar(arm: Arm, estimate: RateEstimate, y: float, x0: float, width: float, top: float) -> list[str]:
     def at(value: float) -> float:
         return x0 + width * min(value, top) / top
 
-    parts = [_text(x0 - 10, y + _BAR_H - 6, arm.value, anchor="end")]
+    parts = [svg_text(x0 - 10, y + _BAR_H - 6, arm.value, anchor="end")]
     if estimate.rate is None:
-        parts.append(_text(x0 + 4, y + _BAR_H - 6, "no data", size=11))
+        parts.append(svg_text(x0 + 4, y + _BAR_H - 6, "no data", size=11))
         return parts
     label = (
         f"{estimate.rate:.1%} ({estimate.successes}/{estimate.trials}), "
         f"interval {estimate.low:.1%} to {estimate.high:.1%}"
     )
     parts.append(
-        f'<rect x="{_num(x0)}" y="{_num(y)}" width="{_num(at(estimate.rate) - x0)}" height="{_BAR_H}" '
-        f'fill="{_COLOURS[arm]}"><title>{_escaped(f"{arm.value}: {label}")}</title></rect>'
+        f'<rect x="{svg_num(x0)}" y="{svg_num(y)}" width="{svg_num(at(estimate.rate) - x0)}" '
+        f'height="{_BAR_H}" '
+        f'fill="{_COLOURS[arm]}"><title>{svg_escaped(f"{arm.value}: {label}")}</title></rect>'
     )
     mid = y + _BAR_H / 2
     low, high = at(estimate.low), at(estimate.high)
     parts += [
-        f'<line x1="{_num(low)}" y1="{_num(mid)}" x2="{_num(high)}" y2="{_num(mid)}" '
+        f'<line x1="{svg_num(low)}" y1="{svg_num(mid)}" x2="{svg_num(high)}" y2="{svg_num(mid)}" '
         f'stroke="{_INK}" stroke-width="1.5"/>',
-        f'<line x1="{_num(low)}" y1="{_num(y + 4)}" x2="{_num(low)}" y2="{_num(y + _BAR_H - 4)}" '
+        f'<line x1="{svg_num(low)}" y1="{svg_num(y + 4)}" x2="{svg_num(low)}" y2="{svg_num(y + _BAR_H - 4)}" '
         f'stroke="{_INK}" stroke-width="1.5"/>',
-        f'<line x1="{_num(high)}" y1="{_num(y + 4)}" x2="{_num(high)}" y2="{_num(y + _BAR_H - 4)}" '
+        f'<line x1="{svg_num(high)}" y1="{svg_num(y + 4)}" x2="{svg_num(high)}" '
+        f'y2="{svg_num(y + _BAR_H - 4)}" '
         f'stroke="{_INK}" stroke-width="1.5"/>',
-        _text(high + 6, y + _BAR_H - 6, f"{estimate.rate:.1%}", size=11),
+        svg_text(high + 6, y + _BAR_H - 6, f"{estimate.rate:.1%}", size=11),
     ]
     return parts
 
@@ -103,10 +78,10 @@ def render_lift_chart(report: LiftReport) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{CHART_WIDTH}" height="{height}" '
         f'viewBox="0 0 {CHART_WIDTH} {height}" role="img" font-family="sans-serif">',
-        f"<title>{_escaped(title)}</title>",
-        f"<desc>{_escaped(' '.join(m.conclusion for m in report.metrics))}</desc>",
+        f"<title>{svg_escaped(title)}</title>",
+        f"<desc>{svg_escaped(' '.join(m.conclusion for m in report.metrics))}</desc>",
         f'<rect x="0" y="0" width="{CHART_WIDTH}" height="{height}" fill="#ffffff"/>',
-        _text(12, 22, title, size=13, weight="bold"),
+        svg_text(12, 22, title, size=13, weight="bold"),
     ]
     axis_y = _TOP + _GROUP_H * len(report.metrics)
     ticks = 5
@@ -114,13 +89,13 @@ def render_lift_chart(report: LiftReport) -> str:
         value = top * i / ticks
         x = x0 + width * i / ticks
         parts.append(
-            f'<line x1="{_num(x)}" y1="{_TOP - 6}" x2="{_num(x)}" y2="{axis_y}" '
+            f'<line x1="{svg_num(x)}" y1="{_TOP - 6}" x2="{svg_num(x)}" y2="{axis_y}" '
             f'stroke="{_GRID}" stroke-width="1"/>'
         )
-        parts.append(_text(x, axis_y + 16, f"{value:.0%}", anchor="middle", size=11))
+        parts.append(svg_text(x, axis_y + 16, f"{value:.0%}", anchor="middle", size=11))
     for i, metric in enumerate(report.metrics):
         y = _TOP + _GROUP_H * i
-        parts.append(_text(12, y + 6, metric.label.split(" (")[0], size=12, weight="bold"))
+        parts.append(svg_text(12, y + 6, metric.label.split(" (")[0], size=12, weight="bold"))
         for j, (arm, estimate) in enumerate(((Arm.PERSONAL, metric.personal), (Arm.HOLDOUT, metric.holdout))):
             parts += _bar(arm, estimate, y + 14 + j * (_BAR_H + _BAR_GAP), x0, width, top)
     parts.append("</svg>")
@@ -129,5 +104,4 @@ def render_lift_chart(report: LiftReport) -> str:
 
 def chart_data_uri(report: LiftReport) -> str:
     """The chart as a `data:image/svg+xml;base64,...` URI for an `<img src>`."""
-    encoded = base64.b64encode(render_lift_chart(report).encode()).decode("ascii")
-    return f"data:image/svg+xml;base64,{encoded}"
+    return svg_data_uri(render_lift_chart(report))

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from outbound.export import ExportSummary, export_rows, write_export
-from outbound.export_cells import spreadsheet_safe
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import precompute_offline, write_example_accounts
 from tests.server.conftest import (
@@ -40,6 +39,7 @@ from welcomemat.campaign_view import load_campaign_view
 from welcomemat.links import signed_url
 from welcomemat.markup_scan import find_template_marker
 from welcomemat.records import iter_account_records, write_profile
+from welcomemat.spreadsheet import spreadsheet_safe
 from welcomemat.store import ZoneSetStore
 
 EXAMPLE_ACCOUNTS = 150

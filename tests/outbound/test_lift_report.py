@@ -25,6 +25,7 @@ from tests.server.conftest import (
     CAMPAIGN,
     TENANT,
     account_in,
+    accounts_in,
     example_inputs,
     make_zone_set,
     publish_config,
@@ -46,17 +47,6 @@ ADMIN = "admin-token-for-lift-0123456789abcdef"
 AUTH = {"authorization": f"Bearer {ADMIN}"}
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
-
-
-def accounts(arm: Arm, count: int) -> list[str]:
-    found: list[str] = []
-    i = 0
-    while len(found) < count:
-        candidate = account_in(arm, prefix=f"{arm.value}{i}")
-        if candidate not in found:
-            found.append(candidate)
-        i += 1
-    return found
 
 
 def event(client: redis.Redis, account: str, kind: str, n: int, zone: str | None = None) -> None:
@@ -105,7 +95,7 @@ def campaign_data(redis_client: redis.Redis) -> redis.Redis:
     campaign, zones = example_inputs()
     publish_config(redis_client, campaign, zones)
     store = ZoneSetStore(redis_client)
-    personal, holdout = accounts(Arm.PERSONAL, 40), accounts(Arm.HOLDOUT, 40)
+    personal, holdout = accounts_in(Arm.PERSONAL, 40), accounts_in(Arm.HOLDOUT, 40)
     store.publish_many([make_zone_set(a) for a in personal + holdout])
     for group, reached, clicked, converted in ((personal, 30, 12, 6), (holdout, 20, 4, 2)):
         for i, account in enumerate(group):

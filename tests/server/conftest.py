@@ -93,6 +93,18 @@ PERSONAL_ACCOUNT = account_in(Arm.PERSONAL)
 HOLDOUT_ACCOUNT = account_in(Arm.HOLDOUT)
 
 
+def accounts_in(arm: Arm, count: int) -> list[str]:
+    """`count` distinct account ids the stable hash puts in `arm` (default holdout fraction)."""
+    found: list[str] = []
+    i = 0
+    while len(found) < count:
+        candidate = account_in(arm, prefix=f"{arm.value}{i}")
+        if candidate not in found:
+            found.append(candidate)
+        i += 1
+    return found
+
+
 def make_zone_set(
     account: str = PERSONAL_ACCOUNT,
     *,

@@ -82,8 +82,9 @@ def test_sequential_interval_holds_the_estimate_and_is_wider_than_the_fixed_one(
 def test_chi_square_tail_is_a_probability_that_falls_as_the_statistic_grows(x: float, degrees: int) -> None:
     p = chi_square_survival(x, degrees)
     assert 0.0 <= p <= 1.0
-    assert chi_square_survival(x + 1.0, degrees) <= p
-    assert chi_square_survival(x, degrees + 1) >= p  # more freedom, more room for chance
+    # Monotone up to rounding: near 1 the series of two degrees can land one ulp apart.
+    assert chi_square_survival(x + 1.0, degrees) <= p + 1e-12
+    assert chi_square_survival(x, degrees + 1) >= p - 1e-12  # more freedom, more room for chance
     if degrees == 2:
         assert p == pytest.approx(math.exp(-x / 2))
 

@@ -24,6 +24,7 @@ from welcomemat.records import (
     read_account_record,
     write_profile,
 )
+from welcomemat.surfaces import Surface
 from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
 
 TENANT = "acme"
@@ -143,7 +144,7 @@ def test_fold_counts_views_clicks_scans_by_campaign_zone_and_contact(redis_clien
             statement="Dymaxa raised a Series A",
             source_url="https://dymaxa.com/press/series-a",
             published_at=date(2026, 11, 26),
-            surfaces=(),  # the research named none: cleared for no seller
+            surfaces=(Surface.WEB,),  # as the zone set cites it (none named: the web only)
         )
     ]
     assert record.engagement["other"].last_arm == "holdout"

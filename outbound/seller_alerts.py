@@ -318,8 +318,9 @@ class SellerAlertProducer:
 
     def _zone_set_shown(self, event: EventFold) -> ZoneSet | None:
         """The zone set the page served as personal: the version the event names (current or
-        previous); for a QR scan (which names none), the current one if it was servable as
-        personal at the scan. None: the page served segment or default copy."""
+        previous); for a QR scan that names none (written before scans named it, or while the
+        renderer could not read the zone set), the current one if it was servable as personal
+        at the scan. None: the page served segment or default copy."""
         if event.zone_set_version is None:
             if event.kind != "qr" or event.arm != "personal":
                 return None

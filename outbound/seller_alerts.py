@@ -45,7 +45,7 @@ import redis
 
 from outbound.seller_alert import AlertAction, AlertClaim, AlertContact, AlertFact, SellerAlert
 from welcomemat import keys
-from welcomemat.campaign import CONTINUATION_PAGE_ID, Campaign
+from welcomemat.campaign import CONTINUATION_PAGE_ID, LANDING_PAGE_ID, Campaign
 from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.errors import StoredValueError
 from welcomemat.records import AccountRecord, EventFold, FoldKind, read_account_record
@@ -78,7 +78,6 @@ _MARKS_REMEMBERED = 200_000
 _TIERS_REMEMBERED = 200_000
 # Where an alert goes: the chat webhook, the CRM webhook's task.
 DESTINATIONS = ("slack", "crm")
-LANDING_PAGE_ID = "landing"
 
 _ACTIONS: dict[FoldKind, AlertAction] = {"views": "visit", "qr": "qr_scan", "clicks": "cta_click"}
 
@@ -319,8 +318,9 @@ class SellerAlertProducer:
 
     def _zone_set_shown(self, event: EventFold) -> ZoneSet | None:
         """The zone set the page served as personal: the version the event names (current or
-        previous); for a QR scan (which names none), the current one if it was servable as
-        personal at the scan. None: the page served segment or default copy."""
+        previous); for a QR scan that names none (written before scans named it, or while the
+        renderer could not read the zone set), the current one if it was servable as personal
+        at the scan. None: the page served segment or default copy."""
         if event.zone_set_version is None:
             if event.kind != "qr" or event.arm != "personal":
                 return None
@@ -369,9 +369,12 @@ def _tier(raw_profile: object) -> int | None:
 
 
 def _page_of(campaign: Campaign, event: EventFold) -> str:
-    """Which page the event happened on. A QR scan lands on the continuation page; a click is on
-    the first page (landing first) showing its zone; a view event does not say, and the landing
-    page is where links send visitors."""
+    """Which page the event happened on. A view names its page (one the campaign still has); a QR
+    scan lands on the continuation page; a click is on the first page (landing first) showing its
+    zone; else (a view written before views named their page) the landing page, where links send
+    visitors."""
+    if event.kind == "views" and event.page is not None and event.page in campaign.pages:
+        return event.page
     if event.kind == "qr" and CONTINUATION_PAGE_ID in campaign.pages:
         return CONTINUATION_PAGE_ID
     if event.kind == "clicks" and event.zone is not None:

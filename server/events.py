@@ -70,6 +70,7 @@ _FIELDS = (
     "version",
     "identified_by",
     "variant",
+    "page",
 )
 _WRITE_BATCH_LUA = (
     "local names = {"
@@ -146,6 +147,9 @@ class EngagementEvent:
     identified_by: str | None = None
     # The copy variant of the zone set served (`welcomemat.experiments`), with its version.
     variant: str | None = None
+    # The campaign page a page view was of (`landing`, `continuation`: the config's page ids);
+    # None for other events and for views of a page outside the campaign (the snippet's beacons).
+    page: str | None = None
     event_id: str = field(default_factory=new_event_id)
     # Set for beacons: written only if this key is new (see the module docstring).
     dedup_key: str | None = None
@@ -178,6 +182,7 @@ class EngagementEvent:
             None if version is None else str(version),
             self.identified_by,
             self.variant,
+            self.page,
         )
 
 

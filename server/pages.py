@@ -2,7 +2,7 @@
 
 A request: the steps `/v1/zones` shares (`server.visit`: find the campaign ▸ identify the
 visitor ▸ arm ▸ zone set, or a returning visitor's remembered answer), their answer the
-rendered page (cache, else Jinja2) ▸ log a `view` event (queued) ▸ set the identification
+rendered page (cache, else Jinja2) ▸ log a `view` event naming the page (queued) ▸ set the identification
 cookie if a link just identified the visitor.
 
 Nothing here can turn a Redis fault into an error: a campaign that cannot be loaded is
@@ -31,6 +31,7 @@ from server.security import csp_nonce
 from server.visit import CampaignMiss
 from server.visitor import Visit
 from welcomemat.arms import Arm
+from welcomemat.campaign import CONTINUATION_PAGE_ID, LANDING_PAGE_ID
 from welcomemat.tokens import TokenKind
 
 __all__ = ["PageResponse", "continuation_page", "landing_page", "new_view_id"]
@@ -81,8 +82,8 @@ async def landing_page(request: Request) -> Response:
     renderer: RendererState = request.app.state.renderer
     campaign_id = request.path_params["campaign"]
     link_token = _link_token(request)
-    visit = await renderer.page_visits.resolve(request, campaign_id, "landing", link_token, True)
-    return _respond(renderer, request, visit, link_token, LANDING_ROUTE, started)
+    visit = await renderer.page_visits.resolve(request, campaign_id, LANDING_PAGE_ID, link_token, True)
+    return _respond(renderer, request, visit, link_token, LANDING_ROUTE, LANDING_PAGE_ID, started)
 
 
 @fail_closed(CONTINUATION_ROUTE)
@@ -101,8 +102,8 @@ async def continuation_page(request: Request) -> Response:
     renderer: RendererState = request.app.state.renderer
     campaign_id = request.path_params["campaign"]
     link_token = _link_token(request)
-    visit = await renderer.page_visits.resolve(request, campaign_id, "continuation", link_token, True)
-    return _respond(renderer, request, visit, link_token, CONTINUATION_ROUTE, started)
+    visit = await renderer.page_visits.resolve(request, campaign_id, CONTINUATION_PAGE_ID, link_token, True)
+    return _respond(renderer, request, visit, link_token, CONTINUATION_ROUTE, CONTINUATION_PAGE_ID, started)
 
 
 def _not_found(renderer: RendererState, request: Request, what: str) -> Response:
@@ -132,6 +133,7 @@ def _respond(
     visit: Visit[RenderedPage] | CampaignMiss,
     link_token: str | None,
     route: str,
+    page_id: str,
     started: float,
 ) -> Response:
     """The page for the visit (a view event logged, the cookie set), or 404, or the plain page."""
@@ -177,6 +179,7 @@ def _respond(
                 zone_set_version=page.zone_set_version,
                 identified_by=method_value,
                 variant=page.variant,
+                page=page_id,
             )
         )
     renderer.metrics.pages.count_page(

@@ -1,10 +1,11 @@
 """`GET /q/{token}`: a direct-mail QR code's entry point.
 
 Verify the QR token ▸ set the identification cookie (unless the visitor sent GPC or DNT)
-▸ log `qr_scan` ▸ 303 to the campaign's continuation page. The redirect target is
-`WELCOMEMAT_PUBLIC_URL` + `/c/<campaign>/continue`: built from configuration and a
-verified (or published) campaign id, never from the request, so it cannot be an open
-redirect.
+▸ log `qr_scan` (with the arm, and the zone-set version and copy variant the continuation
+page will serve, read as the pages read them) ▸ 303 to the campaign's continuation page.
+The redirect target is `WELCOMEMAT_PUBLIC_URL` + `/c/<campaign>/continue`: built from
+configuration and a verified (or published) campaign id, never from the request, so it
+cannot be an open redirect.
 
 The path carries only the token, and a token verifies only against its tenant and
 campaign, so `welcomemat.tokens.claimed_scope` reads which campaign the token *claims* — a routing hint,
@@ -39,6 +40,7 @@ from welcomemat.arms import assign_arm
 from welcomemat.campaign import CONTINUATION_PAGE_ID
 from welcomemat.errors import StoredValueError
 from welcomemat.tokens import TokenKind, claimed_scope
+from welcomemat.zone_resolution import choose_variant
 
 __all__ = ["qr_entry"]
 
@@ -111,11 +113,20 @@ async def qr_entry(request: Request) -> Response:
             TokenKind.QR, token, claims.account, claims.contact, tenant=tenant, campaign=campaign_id
         )
         set_identity_cookie(response, cookie)
-    arm = (
-        assign_arm(tenant, campaign_id, claims.account, state.view.campaign.holdout_fraction).value
-        if state is not None
-        else None  # the arm is known again on the continuation page's view event
-    )
+    # Unknown while the campaign cannot be loaded: the continuation page's view event says them.
+    arm: str | None = None
+    version: int | None = None
+    variant: str | None = None
+    if state is not None:
+        assigned = assign_arm(tenant, campaign_id, claims.account, state.view.campaign.holdout_fraction)
+        # The copy the scan leads to, read as the pages read it (`server.visitor`): the zone-set
+        # cache, else one guarded read that never raises (a fault: no zone set, so no version).
+        reader = renderer.zone_set_reader
+        lookup = reader.cached(tenant, campaign_id, claims.account)
+        if lookup is None:
+            lookup = await reader.get(tenant, campaign_id, claims.account)
+        served = choose_variant(assigned, lookup.zone_set, renderer.now())
+        arm, version, variant = assigned.value, served.zone_set_version, served.copy_variant
     renderer.events.emit(
         EngagementEvent(
             type=EventType.QR_SCAN,
@@ -126,7 +137,9 @@ async def qr_entry(request: Request) -> Response:
             arm=arm,
             account=claims.account,
             contact=claims.contact,
+            zone_set_version=version,
             identified_by=IdentityMethod.QR.value,
+            variant=variant,
         )
     )
     renderer.metrics.pages.count_identification(IdentityMethod.QR.value)

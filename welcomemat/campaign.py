@@ -42,6 +42,7 @@ from welcomemat.zone_contract import ZoneContract
 
 __all__ = [
     "CONTINUATION_PAGE_ID",
+    "LANDING_PAGE_ID",
     "MAX_SIGNAL_WINDOW_DAYS",
     "ApprovalPolicy",
     "Campaign",
@@ -63,6 +64,8 @@ MAX_SIGNAL_WINDOW_DAYS = 730  # two years: older than that is history, not a sig
 # The page a direct-mail QR scan lands on (`/q/{token}` redirects to `/c/{campaign}/continue`):
 # a campaign without it cannot issue QR links.
 CONTINUATION_PAGE_ID = "continuation"
+# The page a personal link opens (`/c/{campaign}`).
+LANDING_PAGE_ID = "landing"
 
 
 def _window_in_range(days: int) -> int:

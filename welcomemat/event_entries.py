@@ -59,6 +59,7 @@ def parse_event(tenant: str, entry_id: str, fields: Mapping[Any, Any]) -> EventF
             zone=values.get("zone"),
             zone_set_version=version,
             variant=values.get("variant"),
+            page=values.get("page"),  # absent from events written before views named their page
         )
     except ValueError as exc:
         raise PoisonEvent(str(exc)) from None

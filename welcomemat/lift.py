@@ -3,7 +3,7 @@
 The population of a campaign is every account with a published zone set; its arm is the
 one `welcomemat.arms.assign_arm` gives it (personal or holdout, a stable hash), the same
 arm the renderer, the sequencer export and the conversions API use. Per arm the report
-counts accounts in the population, accounts reached (at least one page view), visits
+counts accounts in the population, accounts reached (at least one page view or QR scan), visits
 (page views), CTA clicks (clicks on the campaign's link zones) and conversions (what the
 CRM posted, `welcomemat.conversions`). Three proportions are compared, each per account so
 that one enthusiastic visitor cannot weigh like ten accounts:
@@ -196,6 +196,9 @@ class AccountOutcome:
     account_id: str
     arm: Arm
     views: int = 0
+    # QR scans reach an account as a view does; they are not visits (the continuation page the
+    # scan redirects to logs its own view), but a scan whose visitor refused tracking is all there is.
+    qr_scans: int = 0
     cta_clicks: int = 0
     conversions: int = 0
     # The guideline version that wrote the account's published zone set (`--by guideline_version`).
@@ -414,7 +417,7 @@ def _totals(arm: Arm, outcomes: Iterable[AccountOutcome]) -> ArmTotals:
             continue
         accounts += 1
         conversions += o.conversions
-        if o.views <= 0:
+        if o.views <= 0 and o.qr_scans <= 0:
             continue
         reached += 1
         visits += o.views
@@ -502,6 +505,9 @@ def cta_zone_ids(zones: Mapping[str, ZoneContract], zone_ids: Iterable[str]) -> 
     return frozenset(z for z in zone_ids if (contract := zones.get(z)) is not None and contract.link)
 
 
+_UNSEEN = (0, 0, 0)  # (views, QR scans, CTA clicks) of an account with no engagement
+
+
 def collect_outcomes(
     client: redis.Redis,
     view: CampaignView,
@@ -510,7 +516,7 @@ def collect_outcomes(
     problems: list[str] | None = None,
     zone_sets: list[ZoneSet] | None = None,
 ) -> list[AccountOutcome]:
-    """Every account with a published zone set, with its arm, visits, CTA clicks and conversions.
+    """Every account with a published zone set, with its arm, visits, QR scans, CTA clicks and conversions.
 
     Engagement comes from the shared account records (`welcomemat.records`), conversions
     from `welcomemat.conversions` (of `types`; every type when None). A record or zone set
@@ -528,22 +534,23 @@ def collect_outcomes(
     if zone_sets is not None:
         zone_sets.extend(published.values())
     cta_zones = cta_zone_ids(view.zones, view.campaign.page_zone_ids())
-    engagement: dict[str, tuple[int, int]] = {}
+    engagement: dict[str, tuple[int, int, int]] = {}
     record_problems: list[StoredValueError] = []
     for record in iter_account_records(client, tenant, problems=record_problems):
         summary = record.engagement.get(campaign)
         if summary is None or record.account_id not in arms:
             continue
         clicks = sum(n for zone, n in summary.clicks_by_zone.items() if zone in cta_zones)
-        engagement[record.account_id] = (summary.views, clicks)
+        engagement[record.account_id] = (summary.views, summary.qr_scans, clicks)
     sink.extend(str(p) for p in record_problems)
     conversions = conversion_counts(client, tenant, campaign, types)
     return [
         AccountOutcome(
             account_id=account_id,
             arm=arm,
-            views=engagement.get(account_id, (0, 0))[0],
-            cta_clicks=engagement.get(account_id, (0, 0))[1],
+            views=engagement.get(account_id, _UNSEEN)[0],
+            qr_scans=engagement.get(account_id, _UNSEEN)[1],
+            cta_clicks=engagement.get(account_id, _UNSEEN)[2],
             conversions=conversions.get(account_id, 0),
             guideline_version=published[account_id].guideline_version,
             variant=published[account_id].variant,

@@ -139,6 +139,8 @@ def daily_counts(
             if event.kind == "views":
                 visits[key] += 1
                 reached[key].add(event.account_id)
+            elif event.kind == "qr":  # reaches the account, as in the report; not a visit
+                reached[key].add(event.account_id)
             elif event.kind == "clicks" and event.zone in cta_zones:
                 clicks[key] += 1
     for conversion in iter_conversions(client, tenant, campaign):

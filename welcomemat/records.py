@@ -254,12 +254,14 @@ class EventFold:
     facts: Sequence[CitedFact] = ()
     # The copy variant of `zone_set_version`, as the event carries it.
     variant: str | None = None
+    # The campaign page a view was of (None: another event, or a view written before views named it).
+    page: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("tenant", "account_id", "campaign", "event_id"):
             if not is_valid_id(getattr(self, name)):
                 raise ValueError(f"EventFold.{name} is not a valid id: {getattr(self, name)!r}")
-        for name in ("contact", "zone", "arm", "variant"):
+        for name in ("contact", "zone", "arm", "variant", "page"):
             value = getattr(self, name)
             if value is not None and not is_valid_id(value):
                 raise ValueError(f"EventFold.{name} is not a valid id: {value!r}")

@@ -246,6 +246,48 @@ def test_lift_by_variant_and_the_other_dimensions_from_the_command_line(
     assert wrong.returncode == 2 and "invalid choice" in wrong.stderr
 
 
+def test_a_qr_scan_reaches_its_account_in_its_variant_without_counting_as_a_visit(
+    campaign_data: redis.Redis,
+) -> None:
+    """A scanner who refused tracking (GPC/DNT: no cookie, so the continuation page's view is
+    anonymous) still reached the account; a scan followed by its page view is one visit, not two."""
+    campaign, zones = example_inputs()
+    exp = Experiment(
+        id="headline-angle", zone="hero_headline", variants=(CopyVariant(id="a"), CopyVariant(id="b"))
+    )
+    publish_config(campaign_data, campaign.model_copy(update={"experiment": exp}), zones)
+    view = load_campaign_view(campaign_data, TENANT, CAMPAIGN)
+    outcomes = collect_outcomes(campaign_data, view)
+    variant_of = {o.account_id: assign_variant(CAMPAIGN, exp, o.account_id).id for o in outcomes}
+    ZoneSetStore(campaign_data).publish_many(
+        [
+            make_zone_set(o.account_id, input_hash="input-hash-0002").model_copy(
+                update={"experiment": exp.id, "variant": variant_of[o.account_id]}
+            )
+            for o in outcomes
+            if o.arm is Arm.PERSONAL
+        ]
+    )
+    scanner = next(o for o in outcomes if o.arm is Arm.PERSONAL and o.views == 0 and o.conversions == 0)
+    visitor = next(o for o in outcomes if o.arm is Arm.PERSONAL and o.views > 0)
+
+    def variant_arms() -> dict[str, tuple[int, int]]:
+        grouped = campaign_grouped_report(campaign_data, view, LiftDimension.VARIANT, now=NOW)
+        return {
+            g.group: (g.report.arm(Arm.PERSONAL).reached, g.report.arm(Arm.PERSONAL).visits)
+            for g in grouped.groups
+        }
+
+    before = variant_arms()
+    event(campaign_data, scanner.account_id, "qr", 1)
+    event(campaign_data, visitor.account_id, "qr", 1)
+    after = variant_arms()
+    expected = dict(before)
+    reached, visits = expected[variant_of[scanner.account_id]]
+    expected[variant_of[scanner.account_id]] = (reached + 1, visits)
+    assert after == expected
+
+
 # -- the admin page ----------------------------------------------------------------------------
 
 

@@ -122,6 +122,7 @@ def event(
     version: int | None = None,
     zone: str | None = None,
     arm: str = "personal",
+    page: str | None = None,
 ) -> EngagementEvent:
     return EngagementEvent(
         type=kind,
@@ -135,6 +136,7 @@ def event(
         zone=zone,
         rung="personal" if version is not None else "segment",
         zone_set_version=version,
+        page=page,
     )
 
 
@@ -253,6 +255,23 @@ def test_a_qr_scan_names_the_continuation_page_and_a_click_the_call_to_action(
     assert scan["claim"] is not None and scan["rung"] == "personal"  # the zone set served as personal
     assert click["zone"] == "cta" and click["page_id"] == "landing"
     assert {scan["day"], click["day"]} == {"2026-11-30", "2026-11-29"}  # two days: two alerts
+
+
+def test_a_visit_to_the_continuation_page_is_reported_as_that_page(
+    redis_client: redis.Redis, published: ZoneSet
+) -> None:
+    """A view names its page: a visitor who came back straight to the continuation page (a bookmark,
+    the cookie a scan set) is not reported as visiting the landing page."""
+    at = NOW - timedelta(hours=1)
+    emit(redis_client, [event(EventType.VIEW, TIER_1, at, version=published.version, page="continuation")])
+    sync(redis_client)
+    (alert,) = [json.loads(e["alert"]) for e in outbox(redis_client) if e["dest"] == "slack"]
+    assert alert["action"] == "visit" and alert["page_id"] == "continuation"
+    assert alert["page_url"] == f"{PUBLIC_URL}/c/{CAMPAIGN}/continue"
+    # What they saw is that page's first personal line, not the landing page's.
+    personal = {z.zone_id for z in published.zones if z.rung is Rung.PERSONAL and z.facts}
+    shown = [z for z in ("continuation_headline", "hero_support", "cta") if z in personal]
+    assert shown and alert["claim"]["zone_id"] == shown[0]
 
 
 def test_a_tier1_account_waiting_for_review_is_alerted_without_a_claim(

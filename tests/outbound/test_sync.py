@@ -352,3 +352,13 @@ def test_redis_stopped_and_restarted_mid_sync_counts_exactly(tmp_path: Path) -> 
 def test_malformed_entries_are_poison(bad: dict[str, str]) -> None:
     with pytest.raises(PoisonEvent):
         parse_event(TENANT, "1-0", {"type": "view", "campaign": CAMPAIGN, **bad})
+
+
+def test_a_view_names_its_page_and_one_written_before_views_did_still_folds() -> None:
+    entry = {"type": "view", "campaign": CAMPAIGN, "account": "a", "ts": "1"}
+    old = parse_event(TENANT, "1-0", entry)
+    assert old is not None and old.kind == "views" and old.page is None
+    new = parse_event(TENANT, "2-0", {**entry, "page": "continuation"})
+    assert new is not None and new.page == "continuation"
+    with pytest.raises(PoisonEvent):
+        parse_event(TENANT, "3-0", {**entry, "page": "a:b"})  # not an id: never a key or a URL

@@ -185,6 +185,8 @@ _ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,20}", fullmatch=True)
             "rung": _ids,
             "zone_set_version": st.integers(1, 2**53),
             "identified_by": _ids,
+            "variant": _ids,
+            "page": _ids,
         },
     ),
 )

@@ -6,24 +6,31 @@ import time
 
 import pytest
 import redis
+from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from outbound.sync import parse_event
 from server.cookies import cookie_name
 from tests.server.conftest import (
+    BASE_URL,
     CAMPAIGN,
     PERSONAL_ACCOUNT,
     PUBLIC_URL,
     SECRET,
     TENANT,
+    account_in,
     example_inputs,
     link_token,
     make_zone_set,
     publish_config,
     renderer_app,
+    renderer_settings,
     tuning_for_tests,
 )
 from tests.server.pagetools import zones
 from welcomemat import keys
+from welcomemat.arms import Arm
+from welcomemat.records import FOLD_LUA, fold_events, read_account_record
 from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import TokenKind, TokenSigner, claimed_scope
 
@@ -191,3 +198,69 @@ def test_a_genuine_code_while_redis_is_down_continues_anonymously_and_sets_no_co
         response = down.get(f"/q/{qr_token()}", follow_redirects=False)
     assert response.status_code == 303 and response.headers["location"] == CONTINUATION
     assert "set-cookie" not in response.headers
+
+
+def text_of(entry: dict[bytes, bytes]) -> dict[str, str]:
+    return {k.decode(): v.decode() for k, v in entry.items()}
+
+
+def test_a_scan_in_a_copy_experiment_logs_the_variant_and_version_the_continuation_serves(
+    client: TestClient, app: Starlette, store: ZoneSetStore, redis_client: redis.Redis
+) -> None:
+    """The scan, the page it leads to and the folded record agree on the variant and version,
+    and the scan and the page cost one zone-set read between them (the cache)."""
+    store.publish(make_zone_set().model_copy(update={"experiment": "headline-angle", "variant": "direct"}))
+    assert client.get(f"/c/{CAMPAIGN}").status_code == 200  # loads the campaign and starts its watcher
+    # Subscribing clears the campaign's cached zone sets: wait for it, then count the reads.
+    assert next(iter(app.state.renderer.watchers.values())).subscribed.wait(5)
+    reads = app.state.renderer.metrics.pages.zone_cache
+    reads_before = reads["miss"]
+    assert client.get(f"/q/{qr_token(contact='c_joram')}", follow_redirects=False).status_code == 303
+    assert client.get(f"/c/{CAMPAIGN}/continue").status_code == 200
+    assert reads["miss"] - reads_before == 1  # the scan read the zone set; the page found it cached
+    logged = [text_of(e) for e in events(redis_client, wait_for=3)][1:]  # after the anonymous view
+    assert [(e["type"], e.get("version"), e.get("variant"), e.get("page")) for e in logged] == [
+        ("qr_scan", "1", "direct", None),
+        ("view", "1", "direct", "continuation"),
+    ]
+    folds = [parse_event(TENANT, f"0-{i}", e) for i, e in enumerate(logged)]
+    fold_events(redis_client.register_script(FOLD_LUA), redis_client, [f for f in folds if f], outbox=False)
+    record = read_account_record(redis_client, TENANT, PERSONAL_ACCOUNT)
+    assert record is not None
+    engagement = record.engagement[CAMPAIGN]
+    assert (engagement.qr_scans, engagement.views) == (1, 1)
+    assert (engagement.zone_set_version, engagement.variant) == (1, "direct")
+
+
+def test_a_scan_of_a_holdout_account_carries_no_variant(
+    client: TestClient, store: ZoneSetStore, redis_client: redis.Redis
+) -> None:
+    holdout = account_in(Arm.HOLDOUT)
+    store.publish(
+        make_zone_set(holdout).model_copy(update={"experiment": "headline-angle", "variant": "direct"})
+    )
+    assert client.get(f"/q/{qr_token(holdout)}", follow_redirects=False).status_code == 303
+    [scan] = [text_of(e) for e in events(redis_client)]
+    assert scan["arm"] == "holdout" and "version" not in scan and "variant" not in scan
+
+
+def test_a_scan_while_redis_stalls_still_redirects_and_is_logged_without_the_variant(
+    redis_client: redis.Redis, published: object, store: ZoneSetStore
+) -> None:
+    store.publish(make_zone_set().model_copy(update={"experiment": "headline-angle", "variant": "direct"}))
+    app = renderer_app(
+        renderer_settings(), redis_client=redis_client, tuning=tuning_for_tests(redis_timeout_s=0.1)
+    )
+    with TestClient(app, base_url=BASE_URL) as client:
+        assert client.get(f"/c/{CAMPAIGN}").status_code == 200  # the campaign loaded while Redis is fine
+        pauser = redis.Redis(connection_pool=redis_client.connection_pool)
+        pauser.execute_command("CLIENT", "PAUSE", 1500, "ALL")
+        try:
+            response = client.get(f"/q/{qr_token()}", follow_redirects=False)
+        finally:
+            time.sleep(1.6)  # let the pause end: the queued event is written, the fixture can flush
+        assert response.status_code == 303 and response.headers["location"] == CONTINUATION
+        scans = [text_of(e) for e in events(redis_client, wait_for=2) if e[b"type"] == b"qr_scan"]
+    assert len(scans) == 1
+    assert scans[0]["account"] == PERSONAL_ACCOUNT and scans[0]["arm"] == "personal"
+    assert "version" not in scans[0] and "variant" not in scans[0]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from datetime import date
 
-__all__ = ["port", "positive_float", "positive_int"]
+__all__ = ["iso_day", "port", "positive_float", "positive_int"]
 
 
 def positive_int(text: str) -> int:
@@ -35,3 +36,13 @@ def port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535)")
     return value
+
+
+def iso_day(text: str) -> date:
+    """A calendar day written YYYY-MM-DD."""
+    try:
+        if len(text) != 10:
+            raise ValueError(text)
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a day (YYYY-MM-DD)") from None

@@ -22,7 +22,12 @@ from welcomemat.errors import ContractError, InputError, StoredValueError
 from welcomemat.settings import Settings
 from welcomemat.tokens import TokenKind, TokenSigner
 
-__all__ = ["check_qr_continuation", "published_pages", "signed_url"]
+__all__ = ["PREFLIGHT_USER_AGENT", "check_qr_continuation", "published_pages", "signed_url"]
+
+# The user agent `welcomemat mail`'s preflight follows every printed QR URL with. Its requests
+# are a check, not a visit: the renderer logs no `qr_scan` or `view` for them (no seller alert,
+# no engagement in the records), and still answers exactly as it would a person.
+PREFLIGHT_USER_AGENT = "WelcomematMailPreflight/1"
 
 
 def published_pages(settings: Settings, tenant: str, campaign: str) -> frozenset[str] | None:

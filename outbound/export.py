@@ -503,7 +503,7 @@ def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = 
     """
     from welcomemat.campaign_ref import resolve_campaign_ref
     from welcomemat.connection import connect, resolve_redis
-    from welcomemat.links import signed_url
+    from welcomemat.links import contact_links
     from welcomemat.settings import Settings
     from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
 
@@ -521,18 +521,9 @@ def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = 
         tenant, campaign = resolve_campaign_ref(campaign_ref, client=client)
         view = load_campaign_view(client, tenant, campaign)
 
-        def link_for(account_id: str, contact_id: str) -> str:
-            return signed_url(
-                signer,
-                settings.public_url,
-                tenant=tenant,
-                campaign=campaign,
-                account=account_id,
-                contact=contact_id,
-                qr=False,
-                ttl_s=ttl_s,
-            )
-
+        link_for = contact_links(
+            signer, settings.public_url, tenant=tenant, campaign=campaign, qr=False, ttl_s=ttl_s
+        )
         summary = ExportSummary()
         from tqdm import tqdm
 

@@ -513,7 +513,7 @@ def run_mail(
     from welcomemat.campaign_ref import resolve_campaign_ref
     from welcomemat.campaign_view import load_campaign_view
     from welcomemat.connection import connect, resolve_redis
-    from welcomemat.links import signed_url
+    from welcomemat.links import contact_links
     from welcomemat.settings import Settings
     from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
 
@@ -533,18 +533,7 @@ def run_mail(
         tenant, campaign = resolve_campaign_ref(campaign_ref, client=client)
         view = load_campaign_view(client, tenant, campaign)
 
-        def qr_for(account_id: str, contact_id: str) -> str:
-            return signed_url(
-                signer,
-                public_url,
-                tenant=tenant,
-                campaign=campaign,
-                account=account_id,
-                contact=contact_id,
-                qr=True,
-                ttl_s=ttl_s,
-            )
-
+        qr_for = contact_links(signer, public_url, tenant=tenant, campaign=campaign, qr=True, ttl_s=ttl_s)
         plan = mail_recipients(client, view, qr_for, now=now, in_home=day, zone=zone)
     finally:
         client.close()

@@ -19,10 +19,7 @@ from PIL import Image
 from pypdf import PdfReader
 
 from cli.main import main
-from precompute.policy import build_policy
-from precompute.providers.offline import OfflineComposer
-from precompute.run import PrecomputeRun
-from tests.example_accounts import write_example_accounts
+from tests.example_accounts import precompute_offline, write_example_accounts
 from tests.server.conftest import (
     CAMPAIGN,
     PUBLIC_URL,
@@ -65,17 +62,11 @@ def mailable_accounts(path: Path, *, bad_contact: str | None = None) -> tuple[Pa
 
 
 def precompute(client: redis.Redis, accounts: Path, *, without_continuation: bool = False) -> None:
-    campaign, zones = example_inputs()
+    campaign, _ = example_inputs()
     if without_continuation:
         pages = {k: v for k, v in campaign.pages.items() if k != "continuation"}
         campaign = campaign.model_copy(update={"pages": pages})
-    PrecomputeRun(
-        client=client,
-        campaign=campaign,
-        zones=zones,
-        policy=build_policy(campaign, None),
-        provider=OfflineComposer(),
-    ).run(accounts)
+    precompute_offline(client, accounts, campaign)
 
 
 @pytest.fixture

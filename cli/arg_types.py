@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from datetime import date
 
 __all__ = ["iso_day", "port", "positive_float", "positive_int"]
@@ -38,10 +39,13 @@ def port(text: str) -> int:
     return value
 
 
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
 def iso_day(text: str) -> date:
     """A calendar day written YYYY-MM-DD."""
     try:
-        if len(text) != 10:
+        if not _DAY.fullmatch(text):  # only YYYY-MM-DD, not the other forms fromisoformat reads
             raise ValueError(text)
         return date.fromisoformat(text)
     except ValueError:

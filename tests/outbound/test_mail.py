@@ -6,8 +6,10 @@ and pypdf reading the proof back.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -15,9 +17,12 @@ from pathlib import Path
 import pytest
 import redis
 import zxingcpp
+from hypothesis import given
+from hypothesis import strategies as st
 from PIL import Image
 from pypdf import PdfReader
 
+from cli.arg_types import iso_day
 from cli.main import main
 from tests.example_accounts import precompute_offline, write_example_accounts
 from tests.server.conftest import (
@@ -216,3 +221,21 @@ def test_in_home_deadline_is_the_end_of_that_day() -> None:
         and end.date() == date(2028, 2, 29)
         and end + timedelta(microseconds=1) == datetime(2028, 3, 1, tzinfo=UTC)
     )
+
+
+@given(day=st.dates())
+def test_an_in_home_date_reads_back_as_written(day: date) -> None:
+    assert iso_day(day.isoformat()) == day  # years before 1000 are written with four digits too
+
+
+@given(text=st.text(max_size=12))
+def test_anything_but_a_day_is_refused_as_an_in_home_date(text: str) -> None:
+    try:
+        parsed = date.fromisoformat(text) if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text) else None
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        with pytest.raises(argparse.ArgumentTypeError):
+            iso_day(text)
+    else:
+        assert iso_day(text) == parsed

@@ -51,7 +51,7 @@ from outbound.export_cells import CellRefusal, export_cell
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign import CONTINUATION_PAGE_ID
 from welcomemat.campaign_view import CampaignView
-from welcomemat.errors import InputError
+from welcomemat.errors import InputError, WelcomematError
 from welcomemat.links import PREFLIGHT_USER_AGENT
 from welcomemat.qr_image import write_qr_image
 from welcomemat.records import AccountRecord, ContactProfile
@@ -514,7 +514,7 @@ def run_mail(
     from welcomemat.campaign_view import load_campaign_view
     from welcomemat.connection import connect, resolve_redis
     from welcomemat.links import contact_links
-    from welcomemat.settings import Settings
+    from welcomemat.settings import Settings, origin_url
     from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
 
     target = Path(out)
@@ -525,7 +525,8 @@ def run_mail(
             f"{day.isoformat()} is before today ({now.date().isoformat()})", field="--in-home-date"
         )
     settings = Settings.from_env()
-    public_url = (base_url or settings.public_url).rstrip("/")
+    public_url = origin_url(base_url, "--base-url") if base_url else settings.public_url
+    renderer = origin_url(renderer_url, "--renderer-url") if renderer_url else public_url
     signer = TokenSigner.from_setting(settings.require_secret())
     ttl_s = DEFAULT_TTL_S[TokenKind.QR]
     client = connect(resolve_redis(settings))
@@ -535,12 +536,14 @@ def run_mail(
 
         qr_for = contact_links(signer, public_url, tenant=tenant, campaign=campaign, qr=True, ttl_s=ttl_s)
         plan = mail_recipients(client, view, qr_for, now=now, in_home=day, zone=zone)
+    except redis.RedisError as exc:
+        raise WelcomematError(f"mail {campaign_ref}: Redis failed ({exc}); nothing was written") from exc
     finally:
         client.close()
     folder = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
     try:
         write_mail_folder(plan.recipients, folder)
-        report = preflight(plan.recipients, folder, (renderer_url or public_url).rstrip("/"), public_url)
+        report = preflight(plan.recipients, folder, renderer, public_url)
         if not report.failures:
             _publish(folder, target)
     finally:

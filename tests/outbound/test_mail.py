@@ -202,6 +202,8 @@ def test_bad_input_is_exit_2_and_writes_nothing(tmp_path: Path, renderer: str) -
         mail(tmp_path / "new", renderer, "--in-home-date", "2028-02-30")
     assert bad_day.value.code == 2
     assert mail(tmp_path / "new", renderer, "--in-home-date", "2000-01-01") == 2  # before today
+    assert mail(tmp_path / "new", renderer, "--base-url", "https://wm.example.com/path") == 2  # not an origin
+    assert not (tmp_path / "new").exists()
     assert not (tmp_path / "new").exists()
 
 

@@ -13,7 +13,9 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import httpx
 import pytest
 import redis
 import zxingcpp
@@ -40,6 +42,7 @@ from welcomemat.keys import events_stream_key
 from welcomemat.store import ZoneSetStore
 
 ACCOUNTS = 40
+BROWSER = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148"
 ADDRESS = {"line1": "Keizersgracht 62", "city": "Amsterdam", "postal_code": "1015 CS", "country": "NL"}
 
 
@@ -106,9 +109,13 @@ def test_every_contact_with_an_address_gets_a_piece_whose_code_scans_to_its_page
     out = tmp_path / "mail"
     with serve_in_thread(renderer_app(renderer_settings(), redis_client=redis_client)) as renderer:
         assert mail(out, renderer, "--json") == 0
+        one = urlsplit(read_rows(out)[0]["qr_url"]).path
+        person = httpx.get(f"{renderer}{one}", headers={"host": "wm.example.com", "user-agent": BROWSER})
+        assert person.status_code == 303
     # The renderer has stopped (its event queue flushed): the preflight's scans and page views
-    # were checks, not engagement, so no event reached the stream (no seller alert, no record).
-    assert redis_client.xlen(events_stream_key(TENANT)) == 0
+    # were checks, not engagement (no seller alert, no record); a person's scan of the same code is.
+    entries = redis_client.xrange(events_stream_key(TENANT))
+    assert [fields[b"type"] for _, fields in entries] == [b"qr_scan"]
     report = json.loads(capsys.readouterr().out)
     rows = read_rows(out)
     assert len(rows) == report["recipients"] == contacts > ACCOUNTS

@@ -4,7 +4,7 @@ URLs start with `WELCOMEMAT_PUBLIC_URL`; they are signed by `welcomemat.links` w
 first key of `WELCOMEMAT_SECRET`. No secret: exit 2 before anything else happens.
 
 `--qr-image FILE` (implies `--qr`) also writes the QR code, SVG or PNG by the file's
-suffix (`welcomemat.qr_image`, written whole or not at all).
+suffix (`outbound.qr_image`, written whole or not at all).
 
 A QR code is printed once and scanned for months, so `--qr` is refused (exit 2) for a
 campaign without a continuation page, where every scan would land on a 404
@@ -16,10 +16,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from outbound.qr_image import QR_IMAGE_KINDS, check_qr_image_path, write_qr_image
 from welcomemat.campaign_ref import resolve_campaign_ref
 from welcomemat.errors import InputError
 from welcomemat.links import check_qr_continuation, signed_url
-from welcomemat.qr_image import QR_IMAGE_KINDS, check_qr_image_path, write_qr_image
 from welcomemat.settings import Settings
 from welcomemat.tokens import DEFAULT_TTL_S, MAX_TTL_S, TokenKind, TokenSigner
 

@@ -12,7 +12,7 @@ status: the same accounts and fallbacks as the sequencer export (`outbound.expor
   `precompute.recency`) gets the fallback too (`status=expires_before_in_home`): a card
   that lands after its "congrats on last week's raise" is false must not say it.
 - **The QR URL** is `<public url>/q/<token>` (`welcomemat.links.signed_url`, the one signer),
-  written as a PNG by `welcomemat.qr_image`.
+  written as a PNG by `outbound.qr_image`.
 - **Every cell** goes through the export's choke point (`outbound.export_cells`), and the CSV
   writer applies `spreadsheet_safe`; a recipient with a refused cell gets the fallback line.
 
@@ -48,12 +48,12 @@ import redis
 
 from outbound.export import ExportSummary, RowStatus, campaign_accounts, fact_statement, served_fact
 from outbound.export_cells import CellRefusal, export_cell
+from outbound.qr_image import write_qr_image
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign import CONTINUATION_PAGE_ID
 from welcomemat.campaign_view import CampaignView
 from welcomemat.errors import InputError, WelcomematError
 from welcomemat.links import PREFLIGHT_USER_AGENT
-from welcomemat.qr_image import write_qr_image
 from welcomemat.records import AccountRecord, ContactProfile
 from welcomemat.spreadsheet import spreadsheet_safe
 from welcomemat.surfaces import Surface
@@ -69,10 +69,13 @@ __all__ = [
     "PreflightFailure",
     "PreflightReport",
     "Recipient",
+    "in_home_deadline",
     "mail_recipients",
+    "mail_zone",
     "preflight",
     "run_mail",
     "write_mail_folder",
+    "write_proof_sheet",
 ]
 
 VENDOR_FILE = "recipients.csv"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import re
+from datetime import date
 
-__all__ = ["port", "positive_float", "positive_int"]
+__all__ = ["iso_day", "port", "positive_float", "positive_int"]
 
 
 def positive_int(text: str) -> int:
@@ -35,3 +37,16 @@ def port(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535)")
     return value
+
+
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def iso_day(text: str) -> date:
+    """A calendar day written YYYY-MM-DD."""
+    try:
+        if not _DAY.fullmatch(text):  # only YYYY-MM-DD, not the other forms fromisoformat reads
+            raise ValueError(text)
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a day (YYYY-MM-DD)") from None

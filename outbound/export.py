@@ -85,10 +85,13 @@ __all__ = [
     "ExportSummary",
     "LinkMaker",
     "RowStatus",
+    "campaign_accounts",
     "column_name",
     "export_columns",
     "export_rows",
+    "fact_statement",
     "run_export",
+    "served_fact",
     "write_export",
 ]
 
@@ -207,7 +210,7 @@ def export_columns(view: CampaignView) -> tuple[tuple[str, ...], dict[str, tuple
     return tuple(header), zone_columns
 
 
-def _campaign_accounts(
+def campaign_accounts(
     client: redis.Redis, tenant: str, campaign: str, summary: ExportSummary
 ) -> Iterator[tuple[AccountRecord, ZoneSet | None, str | None]]:
     """Account records of the tenant with a zone set in the campaign, in any status.
@@ -238,7 +241,7 @@ def _campaign_accounts(
     summary.unreadable_records.extend(str(p) for p in record_problems)
 
 
-def _fact_statement(record: AccountRecord, fact_id: str) -> str | None:
+def fact_statement(record: AccountRecord, fact_id: str) -> str | None:
     """The statement of a fact as the account record holds it (written at publish), or None."""
     known = record.facts.get(fact_id)
     if known is not None:
@@ -250,7 +253,7 @@ def _fact_statement(record: AccountRecord, fact_id: str) -> str | None:
     return None
 
 
-def _served_fact(
+def served_fact(
     variant: Variant, zone_ids: Iterable[str], served: Mapping[str, ResolvedZone]
 ) -> tuple[CitedFact, str] | None:
     """The first fact cited by a zone served as personal (page order), with that zone's text."""
@@ -394,9 +397,9 @@ class _RowBuilder:
             cells.put(text_column, public["text"])
             if url_column is not None:
                 cells.put(url_column, public.get("href") or self.site)
-        served = _served_fact(variant, self.zone_ids, by_id)
+        served = served_fact(variant, self.zone_ids, by_id)
         fact, zone_text = served if served is not None else (None, "")
-        cells.put("fact", (_fact_statement(record, fact.fact_id) or zone_text) if fact else None)
+        cells.put("fact", (fact_statement(record, fact.fact_id) or zone_text) if fact else None)
         cells.put("fact_url", source_href(fact.source_url) if fact else None)
         cells.put("fact_date", fact.published_at.isoformat() if fact else None)
         return cells.values["rung"], cells
@@ -430,7 +433,7 @@ def export_rows(
     tally = summary if summary is not None else ExportSummary()
 
     def generate() -> Iterator[dict[str, str]]:
-        for record, zone_set, unreadable in _campaign_accounts(client, view.tenant, view.campaign_id, tally):
+        for record, zone_set, unreadable in campaign_accounts(client, view.tenant, view.campaign_id, tally):
             account = builder.account_rows(record, zone_set, unreadable)
             tally.accounts += 1
             tally.problems.extend(account.problems)
@@ -500,7 +503,7 @@ def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = 
     """
     from welcomemat.campaign_ref import resolve_campaign_ref
     from welcomemat.connection import connect, resolve_redis
-    from welcomemat.links import signed_url
+    from welcomemat.links import contact_links
     from welcomemat.settings import Settings
     from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
 
@@ -518,18 +521,9 @@ def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = 
         tenant, campaign = resolve_campaign_ref(campaign_ref, client=client)
         view = load_campaign_view(client, tenant, campaign)
 
-        def link_for(account_id: str, contact_id: str) -> str:
-            return signed_url(
-                signer,
-                settings.public_url,
-                tenant=tenant,
-                campaign=campaign,
-                account=account_id,
-                contact=contact_id,
-                qr=False,
-                ttl_s=ttl_s,
-            )
-
+        link_for = contact_links(
+            signer, settings.public_url, tenant=tenant, campaign=campaign, qr=False, ttl_s=ttl_s
+        )
         summary = ExportSummary()
         from tqdm import tqdm
 

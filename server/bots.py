@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_USER_AGENT_CHARS", "is_obvious_bot"]
+from welcomemat.links import PREFLIGHT_USER_AGENT
+
+__all__ = ["MAX_USER_AGENT_CHARS", "is_obvious_bot", "is_preflight"]
 
 # Longer user agents are not read further (no browser sends one this long; bounded regex work).
 MAX_USER_AGENT_CHARS = 512
@@ -54,3 +56,8 @@ def is_obvious_bot(user_agent: str | None) -> bool:
     if not lowered.startswith(_LIBRARY_STARTS) and not any(hint in lowered for hint in _HINTS):
         return False
     return _BOT.search(agent) is not None
+
+
+def is_preflight(user_agent: str | None) -> bool:
+    """True for `welcomemat mail`'s preflight: the page it checks is not a visit to log."""
+    return user_agent == PREFLIGHT_USER_AGENT

@@ -2,7 +2,8 @@
 
 A request: the steps `/v1/zones` shares (`server.visit`: find the campaign ▸ identify the
 visitor ▸ arm ▸ zone set, or a returning visitor's remembered answer), their answer the
-rendered page (cache, else Jinja2) ▸ log a `view` event naming the page (queued) ▸ set the identification
+rendered page (cache, else Jinja2) ▸ log a `view` event naming the page (queued; not for a HEAD
+or the mail preflight, `welcomemat.links.PREFLIGHT_USER_AGENT`) ▸ set the identification
 cookie if a link just identified the visitor.
 
 Nothing here can turn a Redis fault into an error: a campaign that cannot be loaded is
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from server.bots import is_preflight
 from server.cookies import set_identity_cookie, tracking_refused
 from server.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
@@ -164,7 +166,8 @@ def _respond(
         )
         set_identity_cookie(response, cookie)
 
-    if request.method == "GET":  # a HEAD (link checkers, prefetchers) is not a view
+    # A HEAD (link checkers, prefetchers) is not a view, nor is the mail preflight's check.
+    if request.method == "GET" and not is_preflight(request.headers.get("user-agent")):
         renderer.events.emit(
             EngagementEvent(
                 type=EventType.VIEW,

@@ -17,6 +17,9 @@ holder of a code whose account or contact was erased since it was printed (revok
 `welcomemat.erasure`); and when the campaign cannot be loaded to check that, no cookie
 is set (a cookie made now would outlive the revocation it could not check).
 
+The mail preflight's own requests (`welcomemat.links.PREFLIGHT_USER_AGENT`) get the cookie,
+to see the page the account will see, but log no scan.
+
 A scan is never redirected into a 404: a campaign id that is not the token's tenant's (ids
 are unique per deployment, `welcomemat.campaign_owner`), not published, or without a
 continuation page answers 404 here, with no cookie and no event.
@@ -29,6 +32,7 @@ import logging
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from server.bots import is_preflight
 from server.cookies import set_identity_cookie, tracking_refused
 from server.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
@@ -108,11 +112,14 @@ async def qr_entry(request: Request) -> Response:
     response = RedirectResponse(location, status_code=303, headers=NO_STORE)
     if claims is None:
         return response
+    preflight = is_preflight(request.headers.get("user-agent"))
     if state is not None and not tracking_refused(request.headers):
         cookie = renderer.identifier.arrival_cookie(
             TokenKind.QR, token, claims.account, claims.contact, tenant=tenant, campaign=campaign_id
         )
         set_identity_cookie(response, cookie)
+    if preflight:  # `welcomemat mail` checking its codes: the cookie lets it see the page, no scan
+        return response
     # Unknown while the campaign cannot be loaded: the continuation page's view event says them.
     arm: str | None = None
     version: int | None = None

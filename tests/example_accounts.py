@@ -12,6 +12,7 @@ from types import ModuleType
 import redis
 
 from tests.corpora import REPO_ROOT
+from welcomemat.campaign import Campaign
 
 
 @cache
@@ -44,14 +45,16 @@ def committed_today(record: dict[str, object] | None = None) -> date:
     return date.fromisoformat(sdr["published_at"]) + timedelta(days=generator().ROLE_AGES_DAYS[0])
 
 
-def precompute_offline(client: redis.Redis, accounts: Path) -> None:
-    """Precompute `accounts` for the example campaign with the offline composer, as the demo does."""
+def precompute_offline(client: redis.Redis, accounts: Path, campaign: Campaign | None = None) -> None:
+    """Precompute `accounts` for the example campaign (or `campaign`, with its zones) with the offline
+    composer, as the demo does."""
     from precompute.policy import build_policy
     from precompute.providers.offline import OfflineComposer
     from precompute.run import PrecomputeRun
     from tests.server.conftest import example_inputs
 
-    campaign, zones = example_inputs()
+    example, zones = example_inputs()
+    campaign = campaign or example
     PrecomputeRun(
         client=client,
         campaign=campaign,

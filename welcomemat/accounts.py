@@ -30,6 +30,7 @@ __all__ = [
     "AccountsReport",
     "Contact",
     "Fact",
+    "PostalAddress",
     "Source",
     "iter_account_lines",
     "parse_account_line",
@@ -37,6 +38,46 @@ __all__ = [
 ]
 
 MAX_LINE_BYTES = ACCOUNT_LINE_MAX_BYTES  # bytes (welcomemat.limits)
+
+
+class PostalAddress(BaseModel):
+    """Where direct mail reaches a person (`welcomemat mail`); every part is a single line of text."""
+
+    # Unknown fields are kept like the rest of the file's (the records keep only these).
+    model_config = ConfigDict(extra="allow", frozen=True, str_strip_whitespace=True)
+
+    line1: str = Field(
+        min_length=1,
+        max_length=200,
+        description="Street and number, or the first line.",
+        examples=["Keizersgracht 62"],
+    )
+    line2: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Floor, suite or building. Empty: none.",
+        examples=["3rd floor"],
+    )
+    city: str = Field(min_length=1, max_length=100, description="Town or city.", examples=["Amsterdam"])
+    region: str | None = Field(
+        default=None, max_length=100, description="State, province or county. Empty: none.", examples=["NH"]
+    )
+    postal_code: str = Field(
+        min_length=1, max_length=20, description="Postal or ZIP code.", examples=["1015 CS"]
+    )
+    country: str = Field(
+        pattern=r"^[A-Z]{2}$",
+        description="ISO 3166-1 alpha-2 country code, upper case.",
+        examples=["NL"],
+    )
+
+    @field_validator("line1", "line2", "city", "region", "postal_code")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        """Address parts are one line each: no line breaks or other control characters."""
+        if value is not None and not value.isprintable():
+            raise ValueError("holds a line break or another control character")
+        return value or None  # an empty optional part is no part
 
 
 class Contact(BaseModel):
@@ -63,6 +104,14 @@ class Contact(BaseModel):
     )
     title: str | None = Field(
         default=None, description="Job title, for the sequencer export.", examples=["Head of Sales"]
+    )
+    address: PostalAddress | None = Field(
+        default=None,
+        description="Postal address for direct mail (`welcomemat mail`: one piece per contact with one). "
+        "Empty: the contact gets no mail.",
+        examples=[
+            {"line1": "Keizersgracht 62", "city": "Amsterdam", "postal_code": "1015 CS", "country": "NL"}
+        ],
     )
 
     @field_validator("email")

@@ -14,6 +14,8 @@ it already runs (`published_pages`: this never starts one just to look).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from welcomemat import keys
 from welcomemat.campaign import CONTINUATION_PAGE_ID
 from welcomemat.campaign_config import decode_campaign_config
@@ -22,7 +24,12 @@ from welcomemat.errors import ContractError, InputError, StoredValueError
 from welcomemat.settings import Settings
 from welcomemat.tokens import TokenKind, TokenSigner
 
-__all__ = ["check_qr_continuation", "published_pages", "signed_url"]
+__all__ = ["PREFLIGHT_USER_AGENT", "check_qr_continuation", "contact_links", "published_pages", "signed_url"]
+
+# The user agent `welcomemat mail`'s preflight follows every printed QR URL with. Its requests
+# are a check, not a visit: the renderer logs no `qr_scan` or `view` for them (no seller alert,
+# no engagement in the records), and still answers exactly as it would a person.
+PREFLIGHT_USER_AGENT = "WelcomematMailPreflight/1"
 
 
 def published_pages(settings: Settings, tenant: str, campaign: str) -> frozenset[str] | None:
@@ -86,3 +93,23 @@ def signed_url(
     kind = TokenKind.QR if qr else TokenKind.LINK
     token = signer.sign(kind, tenant=tenant, campaign=campaign, account=account, contact=contact, ttl_s=ttl_s)
     return f"{public_url}/q/{token}" if qr else f"{public_url}/c/{campaign}?wm={token}"
+
+
+def contact_links(
+    signer: TokenSigner, public_url: str, *, tenant: str, campaign: str, qr: bool, ttl_s: int
+) -> Callable[[str, str], str]:
+    """(account id, contact id) -> that contact's signed link (or QR URL): one per export row."""
+
+    def link_for(account_id: str, contact_id: str) -> str:
+        return signed_url(
+            signer,
+            public_url,
+            tenant=tenant,
+            campaign=campaign,
+            account=account_id,
+            contact=contact_id,
+            qr=qr,
+            ttl_s=ttl_s,
+        )
+
+    return link_for

@@ -44,7 +44,7 @@ import redis
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from welcomemat import keys
-from welcomemat.accounts import Account
+from welcomemat.accounts import Account, PostalAddress
 from welcomemat.erasure import account_field, contact_field
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
@@ -110,6 +110,8 @@ class ContactProfile(BaseModel):
     first_name: str | None = None
     last_name: str | None = None
     title: str | None = None
+    # Where direct mail reaches them (`welcomemat mail`); None: no mail.
+    address: PostalAddress | None = None
 
 
 class CampaignEngagement(BaseModel):
@@ -186,13 +188,17 @@ def write_profile(
     """
     key = keys.account_record_key(tenant, account.account_id)
     contacts = [
-        ContactProfile(
-            contact_id=c.contact_id,
-            email=c.email,
-            first_name=c.first_name,
-            last_name=c.last_name,
-            title=c.title,
-        ).model_dump(mode="json")
+        _without_empty_address(
+            ContactProfile(
+                contact_id=c.contact_id,
+                email=c.email,
+                first_name=c.first_name,
+                last_name=c.last_name,
+                title=c.title,
+                # Only the fields mail is printed from: not what else a CRM export carried.
+                address=c.address.model_dump(include=set(PostalAddress.model_fields)) if c.address else None,
+            ).model_dump(mode="json")
+        )
         for c in account.contacts
         if c.email
     ]
@@ -224,6 +230,13 @@ def write_profile(
             mapping[f"fact:{fact.id}"] = shown.model_dump_json()
     pipe.hset(key, mapping=mapping)  # type: ignore[arg-type]
     pipe.expire(key, keys.ACCOUNT_RECORD_TTL_S)
+
+
+def _without_empty_address(contact: dict[str, Any]) -> dict[str, Any]:
+    # Profiles stay as they were for contacts without an address (no `"address": null`).
+    if contact.get("address") is None:
+        contact.pop("address", None)
+    return contact
 
 
 def cited_facts(zone_set: ZoneSet) -> list[CitedFact]:

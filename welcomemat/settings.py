@@ -37,6 +37,7 @@ __all__ = [
     "Setting",
     "Settings",
     "check_secret_keys",
+    "origin_url",
     "secret_keys",
 ]
 
@@ -225,7 +226,8 @@ def _check_redis_url(url: str) -> None:
             ) from None
 
 
-def _public_url(value: str) -> str:
+def origin_url(value: str, name: str = "WELCOMEMAT_PUBLIC_URL") -> str:
+    """`value` as an origin (`http(s)://host[:port]`); `ConfigError` naming `name` otherwise."""
     parsed = urlsplit(value)
     if (
         parsed.scheme not in ("http", "https")
@@ -237,13 +239,12 @@ def _public_url(value: str) -> str:
         or parsed.password
     ):
         raise ConfigError(
-            f"WELCOMEMAT_PUBLIC_URL {value!r} must be an origin: http(s)://host[:port], no path, "
-            "query or credentials"
+            f"{name} {value!r} must be an origin: http(s)://host[:port], no path, query or credentials"
         )
     try:
         parsed.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
-        raise ConfigError(f"WELCOMEMAT_PUBLIC_URL {value!r} has an invalid port") from None
+        raise ConfigError(f"{name} {value!r} has an invalid port") from None
     return f"{parsed.scheme}://{parsed.netloc}"
 
 
@@ -346,7 +347,7 @@ class Settings:
         redis_url = get("REDIS_URL")
         if redis_url is not None:
             _check_redis_url(redis_url)
-        public_url = _public_url(get("WELCOMEMAT_PUBLIC_URL") or _DEFAULT_PUBLIC_URL)
+        public_url = origin_url(get("WELCOMEMAT_PUBLIC_URL") or _DEFAULT_PUBLIC_URL)
         values: dict[str, object] = {
             "redis_url": redis_url,
             "home": Path(get("WELCOMEMAT_HOME") or ".welcomemat"),

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
-from welcomemat.accounts import MAX_LINE_BYTES, Account, iter_account_lines, read_accounts
+from welcomemat.accounts import MAX_LINE_BYTES, Account, PostalAddress, iter_account_lines, read_accounts
 from welcomemat.errors import InputError
 
 GOOD = {
@@ -175,3 +177,42 @@ def test_a_line_over_the_limit_is_never_read_whole(tmp_path: Path) -> None:
     assert [a.account_id for a in report.accounts] == ["after"]
     (problem,) = report.problems
     assert problem.line == 1 and f"longer than {MAX_LINE_BYTES} bytes" in problem.message
+
+
+# -- postal addresses (direct mail) ----------------------------------------------------------------
+
+_ADDRESS = {"line1": "Keizersgracht 62", "city": "Amsterdam", "postal_code": "1015 CS", "country": "NL"}
+_ONE_LINE = st.text(
+    st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=1, max_size=20
+).filter(lambda s: s.strip() != "" and s.isprintable())
+
+
+@given(part=st.sampled_from(["line1", "line2", "city", "region", "postal_code"]), text=_ONE_LINE)
+def test_an_address_part_on_one_line_is_kept_as_written(part: str, text: str) -> None:
+    address = PostalAddress.model_validate({**_ADDRESS, part: text})
+    assert getattr(address, part) == text.strip()
+
+
+@given(
+    part=st.sampled_from(["line1", "line2", "city", "region", "postal_code"]),
+    before=_ONE_LINE,
+    control=st.characters(whitelist_categories=("Cc",)),
+    after=_ONE_LINE,
+)
+def test_an_address_part_with_a_line_break_or_control_is_refused_naming_it(
+    part: str, before: str, control: str, after: str
+) -> None:
+    with pytest.raises(ValidationError) as refused:
+        PostalAddress.model_validate({**_ADDRESS, part: f"{before}{control}{after}"})
+    assert refused.value.errors()[0]["loc"] == (part,)
+
+
+def _is_code(text: str) -> bool:
+    code = text.strip()
+    return len(code) == 2 and code.isascii() and code.isupper() and code.isalpha()
+
+
+@given(country=st.text(max_size=4).filter(lambda c: not _is_code(c)))
+def test_a_country_is_a_two_letter_code(country: str) -> None:
+    with pytest.raises(ValidationError):
+        PostalAddress.model_validate({**_ADDRESS, "country": country})

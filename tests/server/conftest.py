@@ -193,7 +193,7 @@ def signer(clock: Any = None) -> TokenSigner:
 
 def link_token(account: str = PERSONAL_ACCOUNT, *, contact: str | None = None, **kwargs: Any) -> str:
     kind = kwargs.pop("kind", TokenKind.LINK)
-    return signer().sign(
+    return signer(kwargs.pop("clock", None)).sign(
         kind,
         tenant=kwargs.pop("tenant", TENANT),
         campaign=kwargs.pop("campaign", CAMPAIGN),

@@ -31,12 +31,12 @@ from tests.server.conftest import (
     PUBLIC_URL,
     SECRET,
     TENANT,
-    link_token,
     make_zone_set,
     renderer_app,
     renderer_settings,
     tuning_for_tests,
 )
+from tests.server.conftest import link_token as conftest_link_token
 from tests.server.pagetools import zones
 from welcomemat import keys
 from welcomemat.audit import Auditor, Via
@@ -48,6 +48,13 @@ from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenKind, TokenSigner
 _PER_REQUEST = re.compile(r'(nonce="|data-wm-view=")[^"]*"')
 # Both apps' clocks: fixed, so a cookie signed now is the same string in either.
 NOW = float(int(time.time()))
+
+
+def link_token(account: str = PERSONAL_ACCOUNT, **kwargs: Any) -> str:
+    """A token signed on the renderers' clock (`NOW`), however long after import a test runs."""
+    return conftest_link_token(account, clock=lambda: NOW, **kwargs)
+
+
 MEMO_OFF = {"token_memo_entries": 0, "known_visitor_entries": 0}
 
 

@@ -14,15 +14,17 @@ it already runs (`published_pages`: this never starts one just to look).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from welcomemat import keys
 from welcomemat.campaign import CONTINUATION_PAGE_ID
 from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.campaign_ref import is_campaign_file
 from welcomemat.errors import ContractError, InputError, StoredValueError
 from welcomemat.settings import Settings
-from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
 
-__all__ = ["check_qr_continuation", "published_pages", "signed_url"]
+__all__ = ["check_qr_continuation", "contact_link_maker", "published_pages", "signed_url"]
 
 
 def published_pages(settings: Settings, tenant: str, campaign: str) -> frozenset[str] | None:
@@ -86,3 +88,24 @@ def signed_url(
     kind = TokenKind.QR if qr else TokenKind.LINK
     token = signer.sign(kind, tenant=tenant, campaign=campaign, account=account, contact=contact, ttl_s=ttl_s)
     return f"{public_url}/q/{token}" if qr else f"{public_url}/c/{campaign}?wm={token}"
+
+
+def contact_link_maker(
+    signer: TokenSigner, public_url: str, tenant: str, campaign: str
+) -> Callable[[str, str], str]:
+    """(account, contact) -> the contact's personal link (30 days), as the export writes it."""
+    ttl_s = DEFAULT_TTL_S[TokenKind.LINK]
+
+    def link_for(account_id: str, contact_id: str) -> str:
+        return signed_url(
+            signer,
+            public_url,
+            tenant=tenant,
+            campaign=campaign,
+            account=account_id,
+            contact=contact_id,
+            qr=False,
+            ttl_s=ttl_s,
+        )
+
+    return link_for

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from cli.commands import (
     audit,
     conversions,
+    delivered,
     demo,
     erase,
     experiment,
@@ -70,6 +71,7 @@ COMMANDS = (
     preview,
     report,
     conversions,
+    delivered,
     audit,
     erase,
     subject_export,

@@ -61,6 +61,7 @@ from typing import Any, TextIO
 import redis
 
 from welcomemat.campaign_view import CampaignView, load_campaign_view
+from welcomemat.contact_workflow import WorkflowRecorder
 from welcomemat.errors import InputError, StoredValueError
 from welcomemat.export_cells import CellRefusal, export_cell
 from welcomemat.published import PUBLISHED_BATCH, zone_set_batch
@@ -174,8 +175,13 @@ def export_rows(
     now: datetime,
     summary: ExportSummary | None = None,
     on_account: Callable[[], object] = lambda: None,
+    recorder: WorkflowRecorder | None = None,
 ) -> tuple[tuple[str, ...], Iterator[dict[str, str]]]:
-    """The header and a lazy stream of rows (column -> checked cell, not yet spreadsheet-safe)."""
+    """The header and a lazy stream of rows (column -> checked cell, not yet spreadsheet-safe).
+
+    With `recorder`, each contact whose row is produced is marked `exported` (with the row's
+    arm, rung, status, variant and zone-set version), one script call per batch of accounts.
+    """
     builder = SequencerRowBuilder(view, link_for, now)
     tally = summary if summary is not None else ExportSummary()
 
@@ -185,6 +191,8 @@ def export_rows(
             tally.accounts += 1
             tally.problems.extend(account.problems)
             on_account()
+            if recorder is not None:
+                recorder.exported(record.account_id, account.rows)
             if not account.rows:
                 tally.accounts_without_contacts += 1
                 continue
@@ -195,6 +203,8 @@ def export_rows(
                 tally.by_rung[row["rung"]] = tally.by_rung.get(row["rung"], 0) + 1
                 tally.by_status[row["status"]] = tally.by_status.get(row["status"], 0) + 1
                 yield row
+        if recorder is not None:
+            recorder.flush()
 
     return builder.header, generate()
 
@@ -270,6 +280,8 @@ def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = 
         link_for = contact_link_maker(signer, settings.public_url, tenant, campaign)
 
         summary = ExportSummary()
+        now = datetime.now(UTC)
+        recorder = WorkflowRecorder(client, tenant, campaign, int(now.timestamp() * 1000))
         from tqdm import tqdm
 
         bar = tqdm(unit="acct", disable=not sys.stderr.isatty(), file=sys.stderr, dynamic_ncols=True)
@@ -278,9 +290,10 @@ def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = 
                 client,
                 view,
                 link_for,
-                now=datetime.now(UTC),
+                now=now,
                 summary=summary,
                 on_account=lambda: bar.update(1),
+                recorder=recorder,
             )
             if out is None:
                 write_export(header, rows, sys.stdout, fmt)

@@ -201,9 +201,9 @@ async def explain_account(request: Request, renderer: RendererState) -> Response
 # -- preview -------------------------------------------------------------------------------
 
 
-@_admin(html=True)
-async def preview_account(request: Request, renderer: RendererState) -> Response:
-    """
+# The OpenAPI description of the two preview operations (one path): what differs, then what
+# they share (`_preview_doc`).
+_PREVIEW_GET_DOC = """
     summary: A page as an account would see it, each zone's provenance beside it (admin).
     description: >
       The page rendered for the account's arm and zone set exactly as a visitor's request
@@ -212,29 +212,12 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
       account's latest audit-log entries (who published, approved, rejected, rolled back or
       erased what, when and why).
       `arm=personal` previews the personal copy of a holdout account. Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
-    parameters:
-      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
-      - {name: account, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
-      - {name: page, in: query, required: false, schema: {type: string, default: landing}}
-      - {name: arm, in: query, required: false, schema: {type: string, enum: [personal, holdout, anonymous]}}
-    responses:
+"""
+_PREVIEW_GET_RESPONSES = """
       200: {description: "The preview (HTML).", content: {text/html: {schema: {type: string}}}}
       400: {description: "Unknown arm.", content: {text/html: {schema: {type: string}}}}
-      401: {$ref: "#/components/responses/BearerRefused"}
-      404:
-        description: >-
-          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
-          does not own) or page.
-        content: {text/html: {schema: {type: string}}}
-      503: {$ref: "#/components/responses/RedisUnavailablePage"}
-    """
-    return await _preview_page(request, renderer, None)
-
-
-@_admin(html=True)
-async def preview_account_email(request: Request, renderer: RendererState) -> Response:
-    """
+"""
+_PREVIEW_POST_DOC = """
     summary: The preview, with a sequencer e-mail template filled for every branch beside the page (admin).
     description: >
       The body is a sequencer e-mail template (`{{ var }}`, `{{ var | default: "text" }}`), at
@@ -244,33 +227,52 @@ async def preview_account_email(request: Request, renderer: RendererState) -> Re
       row for the account's first contact in the personal, segment and holdout branches, each
       variable the export has no column for or leaves empty without a default flagged.
       Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
-    parameters:
-      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
-      - {name: account, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
-      - {name: page, in: query, required: false, schema: {type: string, default: landing}}
-      - {name: arm, in: query, required: false, schema: {type: string, enum: [personal, holdout, anonymous]}}
     requestBody:
       required: true
       content:
         text/plain: {schema: {type: string, maxLength: 65536}}
         text/html: {schema: {type: string, maxLength: 65536}}
-    responses:
+"""
+_PREVIEW_POST_RESPONSES = """
       200:
         description: "The preview with the e-mail's branches (HTML)."
         content: {text/html: {schema: {type: string}}}
       400:
         description: "Unknown arm, or a template that is not UTF-8 or not a template (the line and why)."
         content: {text/html: {schema: {type: string}}}
-      401: {$ref: "#/components/responses/BearerRefused"}
+      413: {description: "The template is over 65536 bytes.", content: {text/html: {schema: {type: string}}}}
+"""
+
+
+def _preview_doc(intro: str, responses: str) -> str:
+    return (
+        intro
+        + """    security: [{adminBearer: []}]
+    parameters:
+      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
+      - {name: account, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
+      - {name: page, in: query, required: false, schema: {type: string, default: landing}}
+      - {name: arm, in: query, required: false, schema: {type: string, enum: [personal, holdout, anonymous]}}
+    responses:"""
+        + responses
+        + """      401: {$ref: "#/components/responses/BearerRefused"}
       404:
         description: >-
           Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
           does not own) or page.
         content: {text/html: {schema: {type: string}}}
-      413: {description: "The template is over 65536 bytes.", content: {text/html: {schema: {type: string}}}}
       503: {$ref: "#/components/responses/RedisUnavailablePage"}
     """
+    )
+
+
+@_admin(html=True)
+async def preview_account(request: Request, renderer: RendererState) -> Response:
+    return await _preview_page(request, renderer, None)
+
+
+@_admin(html=True)
+async def preview_account_email(request: Request, renderer: RendererState) -> Response:
     body = await read_bounded_body(request, MAX_TEMPLATE_BYTES)
     try:
         text = body.decode("utf-8")
@@ -282,6 +284,10 @@ async def preview_account_email(request: Request, renderer: RendererState) -> Re
     except TemplateError as exc:
         raise HTTPProblem(400, str(exc)) from None
     return await _preview_page(request, renderer, template)
+
+
+preview_account.__doc__ = _preview_doc(_PREVIEW_GET_DOC, _PREVIEW_GET_RESPONSES)
+preview_account_email.__doc__ = _preview_doc(_PREVIEW_POST_DOC, _PREVIEW_POST_RESPONSES)
 
 
 async def _preview_page(

@@ -144,10 +144,10 @@ def record_marks(
     written = 0
     by_account: dict[str, list[_Mark]] = {}
     for account_id, contact_id, state, at_ms, detail in marks:
-        by_account.setdefault(account_id, []).append(_Mark(account_id, contact_id, state, at_ms, detail))
-        if len(by_account) >= MARK_BATCH:
+        if account_id not in by_account and len(by_account) >= MARK_BATCH:  # an account's marks stay together
             written += _write(client, tenant, campaign, by_account)
             by_account = {}
+        by_account.setdefault(account_id, []).append(_Mark(account_id, contact_id, state, at_ms, detail))
     if by_account:
         written += _write(client, tenant, campaign, by_account)
     return written

@@ -220,3 +220,30 @@ def test_explain_shows_each_contacts_state_and_its_json(
     text = run("explain", CAMPAIGN, account, redis_url=redis_url, home=tmp_path)
     line = next(x for x in text.stdout.splitlines() if x.strip().startswith(f"{contact}:"))
     assert " · exported " in line and "rung personal" in line and " · delivered " in line
+
+
+def test_marks_for_thousands_of_contacts_cost_one_script_call_per_batch_of_accounts(
+    redis_client: redis.Redis,
+) -> None:
+    accounts = 2 * MARK_BATCH + 1
+    pipe = redis_client.pipeline(transaction=False)
+    for n in range(accounts):
+        pipe.hset(keys.account_record_key(TENANT, f"acct_{n:05d}"), "updated_ms", NOW_MS)
+    pipe.execute()
+    marks = [
+        (f"acct_{n:05d}", f"c_{n}_{k}", ContactState.PRINTED, NOW_MS, {"file": "mail.csv"})
+        for n in range(accounts)
+        for k in range(4)
+    ]
+    before = _calls(redis_client)
+    assert record_printed(
+        redis_client, TENANT, CAMPAIGN, [(a, c, d) for a, c, _, _, d in marks], now_ms=NOW_MS
+    ) == len(marks)
+    after = _calls(redis_client)
+    scripts = sum(after.get(c, 0) - before.get(c, 0) for c in ("eval", "evalsha"))
+    assert scripts == math.ceil(accounts / MARK_BATCH) == 3  # 4,004 contacts, 3 round trips
+    assert after["hset"] - before["hset"] == len(marks)
+    assert (
+        record_printed(redis_client, TENANT, CAMPAIGN, [(a, c, d) for a, c, _, _, d in marks], now_ms=NOW_MS)
+        == 0
+    )  # idempotent

@@ -254,7 +254,8 @@ def _write_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
 def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = False) -> int:
     """`welcomemat export`: write the campaign's rows to `out` (atomically) or stdout.
 
-    0 when the file was written, whatever records got their fallback (listed on stderr,
+    Each contact whose row is produced is marked `exported` (`welcomemat.contact_workflow`).
+    Exit 0 when the file was written, whatever records got their fallback (listed on stderr,
     and with `as_json` in the JSON report on stdout); `ExportError` (exit 1) when it could
     not be produced at all, leaving `out` untouched.
     """

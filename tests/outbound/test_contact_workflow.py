@@ -217,6 +217,11 @@ def test_explain_shows_each_contacts_state_and_its_json(
     assert list(workflow[contact]) == ["precomputed", "exported", "delivered"]
     assert workflow[contact]["exported"]["detail"]["rung"] == "personal"
 
+    held = run("subject-export", row["email"], "--tenant", TENANT, redis_url=redis_url, home=tmp_path)
+    assert held.returncode == 0, held.stderr
+    person = next(s for s in json.loads(held.stdout)["held"] if s["contact_id"] == contact)
+    assert set(person["workflow"][CAMPAIGN]) == {"exported", "delivered"}  # a person's access request
+
     text = run("explain", CAMPAIGN, account, redis_url=redis_url, home=tmp_path)
     line = next(x for x in text.stdout.splitlines() if x.strip().startswith(f"{contact}:"))
     assert " · exported " in line and "rung personal" in line and " · delivered " in line

@@ -32,7 +32,7 @@ custom variables):
 
 One bad record never stops the file. An account whose zone set waits for review, was
 rejected, has expired or does not decode, and a row with a cell the choke point refuses
-(`outbound.export_cells`), gets its **fallback row**: the zones' segment copy (else the
+(`welcomemat.export_cells`), gets its **fallback row**: the zones' segment copy (else the
 campaign default), empty fact columns, `company` from the domain or id when the name is
 refused, a refused contact field empty, and `status` saying why; each such account (or
 contact) is listed in the summary's `problems`. Empty optional fields (`first_name`,
@@ -48,13 +48,11 @@ batch of accounts at a time: memory stays flat whatever the campaign's size.
 from __future__ import annotations
 
 import csv
-import enum
 import json
 import os
-import re
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,19 +60,26 @@ from typing import Any, TextIO
 
 import redis
 
-from outbound.export_cells import CellRefusal, export_cell
-from welcomemat.arms import Arm, assign_arm
-from welcomemat.campaign_view import CampaignView, ResolvedZone, load_campaign_view
-from welcomemat.errors import InputError, StoredValueError, WelcomematError
+from welcomemat.campaign_view import CampaignView, load_campaign_view
+from welcomemat.contact_workflow import WorkflowRecorder
+from welcomemat.errors import InputError, StoredValueError
+from welcomemat.export_cells import CellRefusal, export_cell
 from welcomemat.published import PUBLISHED_BATCH, zone_set_batch
-from welcomemat.records import AccountRecord, ContactProfile, iter_account_records
+from welcomemat.records import AccountRecord, iter_account_records
+from welcomemat.sequencer_row import (
+    LEAD_COLUMNS,
+    TAIL_COLUMNS,
+    ExportError,
+    ExportProblem,
+    LinkMaker,
+    RowStatus,
+    SequencerRowBuilder,
+    column_name,
+    export_columns,
+)
 from welcomemat.spreadsheet import spreadsheet_safe
 from welcomemat.store import ZoneSetStore
-from welcomemat.surfaces import Surface
-from welcomemat.urlgate import source_href
-from welcomemat.zone_resolution import Variant, best_rung, choose_variant, resolve_zones, segment_variant
-from welcomemat.zones_payload import public_zone
-from welcomemat.zoneset import CitedFact, Rung, ZoneSet, ZoneSetStatus
+from welcomemat.zoneset import ZoneSet
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -89,64 +94,11 @@ __all__ = [
     "column_name",
     "export_columns",
     "export_rows",
-    "fact_statement",
     "run_export",
-    "served_fact",
     "write_export",
 ]
 
 EXPORT_FORMATS = ("csv", "jsonl")
-LEAD_COLUMNS = (
-    "email",
-    "first_name",
-    "last_name",
-    "title",
-    "company",
-    "account_id",
-    "contact_id",
-    "arm",
-    "zone_set_version",
-    "variant",
-    "rung",
-)
-# `status` comes last so that the columns before it keep the places they always had.
-TAIL_COLUMNS = ("fact", "fact_url", "fact_date", "page_url", "status")
-_NOT_COLUMN_CHARS = re.compile(r"[^a-z0-9_]")
-_CONTACT_COLUMNS = ("email", "first_name", "last_name", "title", "contact_id", "page_url")
-
-# (account id, contact id) -> the contact's signed page URL.
-LinkMaker = Callable[[str, str], str]
-
-
-class RowStatus(enum.StrEnum):
-    """A row's `status`: `ok`, or why it holds the fallback."""
-
-    OK = "ok"
-    PENDING_REVIEW = "pending_review"  # a person has not approved the zone set yet
-    REJECTED = "rejected"  # a reviewer rejected it
-    EXPIRED = "expired"  # past `valid_until`: its facts are too old to say
-    UNREADABLE_ZONE_SET = "unreadable_zone_set"  # the stored zone set does not decode
-    REFUSED_CELL = "refused_cell"  # a cell held markup, script or template syntax
-    NO_COPY = "no_copy"  # the campaign has no copy at all for a zone
-
-
-class ExportError(WelcomematError):
-    """The export file cannot be produced at all (columns that clash, Redis gone)."""
-
-
-@dataclass(frozen=True)
-class ExportProblem:
-    """An account (or one contact of it) whose rows hold the fallback, and why."""
-
-    account_id: str
-    contact_id: str | None  # None: every contact of the account
-    status: RowStatus
-    detail: str
-    rows: int
-
-    def __str__(self) -> str:
-        who = f"account {self.account_id}" + (f", contact {self.contact_id}" if self.contact_id else "")
-        return f"{who}: {self.status}: {self.detail} ({self.rows} row{'s' * (self.rows != 1)})"
 
 
 @dataclass
@@ -185,31 +137,6 @@ class ExportSummary:
         }
 
 
-def column_name(zone_id: str) -> str:
-    """A zone id as a column name: lowercase, anything but `[a-z0-9_]` becomes `_`."""
-    return _NOT_COLUMN_CHARS.sub("_", zone_id.lower())
-
-
-def export_columns(view: CampaignView) -> tuple[tuple[str, ...], dict[str, tuple[str, str | None]]]:
-    """The header, and zone id -> (text column, url column or None)."""
-    zone_columns: dict[str, tuple[str, str | None]] = {}
-    header = list(LEAD_COLUMNS)
-    for zone_id in view.campaign.page_zone_ids():
-        contract = view.zones.get(zone_id)
-        text = column_name(zone_id)
-        url = f"{text}_url" if contract is not None and contract.link else None
-        zone_columns[zone_id] = (text, url)
-        header += [text] if url is None else [text, url]
-    header += TAIL_COLUMNS
-    clashes = sorted({c for c in header if header.count(c) > 1})
-    if clashes:
-        raise ExportError(
-            f"zone ids of {view.tenant}/{view.campaign_id} give columns that clash: {', '.join(clashes)}; "
-            "rename the zone"
-        )
-    return tuple(header), zone_columns
-
-
 def campaign_accounts(
     client: redis.Redis, tenant: str, campaign: str, summary: ExportSummary
 ) -> Iterator[tuple[AccountRecord, ZoneSet | None, str | None]]:
@@ -241,184 +168,6 @@ def campaign_accounts(
     summary.unreadable_records.extend(str(p) for p in record_problems)
 
 
-def fact_statement(record: AccountRecord, fact_id: str) -> str | None:
-    """The statement of a fact as the account record holds it (written at publish), or None."""
-    known = record.facts.get(fact_id)
-    if known is not None:
-        return known.statement
-    for engagement in record.engagement.values():
-        for shown in engagement.facts_shown:
-            if shown.id == fact_id:
-                return shown.statement
-    return None
-
-
-def served_fact(
-    variant: Variant, zone_ids: Iterable[str], served: Mapping[str, ResolvedZone]
-) -> tuple[CitedFact, str] | None:
-    """The first fact cited by a zone served as personal (page order), with that zone's text."""
-    if variant.personal is None:
-        return None
-    for zone_id in zone_ids:
-        zone = served.get(zone_id)
-        if zone is None or zone.rung is not Rung.PERSONAL:
-            continue
-        content = variant.personal.zone(zone_id)
-        if content is not None and content.facts:
-            return content.facts[0], zone.text
-    return None
-
-
-@dataclass
-class _Cells:
-    """Checked cells (refused ones left empty) and what was refused or missing, by column."""
-
-    values: dict[str, str] = field(default_factory=dict)
-    refused: dict[str, str] = field(default_factory=dict)
-    missing: list[str] = field(default_factory=list)
-
-    def put(self, column: str, value: str | None) -> bool:
-        cell = export_cell(value)
-        if isinstance(cell, CellRefusal):
-            self.values[column] = ""
-            self.refused[column] = str(cell)
-            return False
-        self.values[column] = cell
-        return True
-
-    def why(self) -> tuple[RowStatus, str] | None:
-        parts = [f"column {c!r} refused: {why}" for c, why in self.refused.items()]
-        parts += [f"no copy at all for zone column {c!r}" for c in self.missing]
-        if not parts:
-            return None
-        return (RowStatus.REFUSED_CELL if self.refused else RowStatus.NO_COPY), "; ".join(parts)
-
-
-@dataclass
-class _AccountRows:
-    arm: Arm
-    rung: str
-    rows: list[dict[str, str]]
-    problems: list[ExportProblem]
-
-
-class _RowBuilder:
-    def __init__(self, view: CampaignView, link_for: LinkMaker, now: datetime) -> None:
-        self.view = view
-        self.link_for = link_for
-        self.now = now
-        self.header, self.zone_columns = export_columns(view)
-        self.zone_ids = tuple(self.zone_columns)
-        self.site = view.campaign.site_base_url
-
-    def account_rows(
-        self, record: AccountRecord, zone_set: ZoneSet | None, unreadable: str | None
-    ) -> _AccountRows:
-        view = self.view
-        account_id = record.account_id
-        arm = assign_arm(view.tenant, view.campaign_id, account_id, view.campaign.holdout_fraction)
-        segment = zone_set.segment if zone_set is not None else record.segment
-        version = str(zone_set.version) if zone_set is not None else ""
-        status, detail = self._account_status(arm, zone_set, unreadable)
-        fallback = segment_variant(arm, segment)
-        variant = choose_variant(arm, zone_set, self.now) if status is RowStatus.OK else fallback
-        rung, shared = self._shared(record, variant, version)
-        trouble = shared.why()
-        if trouble is not None and variant.personal is not None:
-            first = shared
-            rung, shared = self._shared(record, fallback, version)  # the fallback row
-            status, detail = trouble
-            still = [c for c in [*shared.refused, *shared.missing] if c not in first.refused]
-            if still:
-                detail += f"; the fallback too: {', '.join(still)}"
-        elif trouble is not None:
-            status = trouble[0] if status is RowStatus.OK else status
-            detail = f"{detail}; {trouble[1]}" if detail else trouble[1]
-        problems: list[ExportProblem] = []
-        if status is not RowStatus.OK:
-            problems.append(ExportProblem(account_id, None, status, detail, len(record.contacts)))
-        rows: list[dict[str, str]] = []
-        fallback_cells: _Cells | None = None
-        for contact in record.contacts:
-            own = self._contact_cells(contact, account_id)
-            row_status, cells = status, shared
-            if own.refused:
-                if variant.personal is not None and status is RowStatus.OK:
-                    fallback_cells = fallback_cells or self._shared(record, fallback, version)[1]
-                    cells = fallback_cells
-                row_status = RowStatus.REFUSED_CELL
-                why = own.why()
-                problems.append(
-                    ExportProblem(account_id, contact.contact_id, row_status, why[1] if why else "", 1)
-                )
-            row = {**cells.values, **own.values, "status": row_status.value}
-            rows.append({column: row[column] for column in self.header})
-        return _AccountRows(arm, rung, rows, problems)
-
-    def _account_status(
-        self, arm: Arm, zone_set: ZoneSet | None, unreadable: str | None
-    ) -> tuple[RowStatus, str]:
-        if zone_set is None:
-            return RowStatus.UNREADABLE_ZONE_SET, unreadable or "the zone set does not decode"
-        if zone_set.status is ZoneSetStatus.PENDING_REVIEW:
-            return RowStatus.PENDING_REVIEW, f"version {zone_set.version} waits for a person's approval"
-        if zone_set.status is ZoneSetStatus.REJECTED:
-            return RowStatus.REJECTED, f"version {zone_set.version} was rejected in review"
-        if arm is Arm.PERSONAL and not zone_set.is_servable_as_personal(self.now):
-            return RowStatus.EXPIRED, f"version {zone_set.version} expired at {zone_set.valid_until}"
-        return RowStatus.OK, ""
-
-    def _shared(self, record: AccountRecord, variant: Variant, version: str) -> tuple[str, _Cells]:
-        """The rung and the cells every contact of the account shares, for one variant."""
-        zones = resolve_zones(self.view, self.zone_ids, variant, Surface.EMAIL)
-        by_id = {z.zone_id: z for z in zones}
-        cells = _Cells()
-        # The name, else the domain, else the id: the first that is clean. A refused name is
-        # a refusal (the personal copy may build on it), a missing one is not.
-        cells.put("company", record.name)
-        for candidate in (record.domain, record.account_id):
-            clean = export_cell(candidate)
-            if not cells.values["company"] and isinstance(clean, str):
-                cells.values["company"] = clean
-        cells.put("account_id", record.account_id)
-        cells.put("arm", variant.arm.value)
-        cells.put("zone_set_version", version)
-        cells.put("variant", variant.copy_variant)
-        cells.put("rung", best_rung(zones))
-        for zone_id, (text_column, url_column) in self.zone_columns.items():
-            zone = by_id.get(zone_id)
-            if zone is None:
-                cells.values[text_column] = ""
-                cells.missing.append(text_column)
-                if url_column is not None:
-                    cells.values[url_column] = ""
-                continue
-            public = public_zone(zone)  # the very fields /v1/zones serves
-            cells.put(text_column, public["text"])
-            if url_column is not None:
-                cells.put(url_column, public.get("href") or self.site)
-        served = served_fact(variant, self.zone_ids, by_id)
-        fact, zone_text = served if served is not None else (None, "")
-        cells.put("fact", (fact_statement(record, fact.fact_id) or zone_text) if fact else None)
-        cells.put("fact_url", source_href(fact.source_url) if fact else None)
-        cells.put("fact_date", fact.published_at.isoformat() if fact else None)
-        return cells.values["rung"], cells
-
-    def _contact_cells(self, contact: ContactProfile, account_id: str) -> _Cells:
-        cells = _Cells()
-        values = {
-            "email": contact.email,
-            "first_name": contact.first_name,
-            "last_name": contact.last_name,
-            "title": contact.title,
-            "contact_id": contact.contact_id,
-            "page_url": self.link_for(account_id, contact.contact_id),
-        }
-        for column in _CONTACT_COLUMNS:
-            cells.put(column, values[column])
-        return cells
-
-
 def export_rows(
     client: redis.Redis,
     view: CampaignView,
@@ -427,9 +176,14 @@ def export_rows(
     now: datetime,
     summary: ExportSummary | None = None,
     on_account: Callable[[], object] = lambda: None,
+    recorder: WorkflowRecorder | None = None,
 ) -> tuple[tuple[str, ...], Iterator[dict[str, str]]]:
-    """The header and a lazy stream of rows (column -> checked cell, not yet spreadsheet-safe)."""
-    builder = _RowBuilder(view, link_for, now)
+    """The header and a lazy stream of rows (column -> checked cell, not yet spreadsheet-safe).
+
+    With `recorder`, each contact whose row is produced is marked `exported` (with the row's
+    arm, rung, status, variant and zone-set version), one script call per batch of accounts.
+    """
+    builder = SequencerRowBuilder(view, link_for, now)
     tally = summary if summary is not None else ExportSummary()
 
     def generate() -> Iterator[dict[str, str]]:
@@ -438,6 +192,8 @@ def export_rows(
             tally.accounts += 1
             tally.problems.extend(account.problems)
             on_account()
+            if recorder is not None:
+                recorder.exported(record.account_id, account.rows)
             if not account.rows:
                 tally.accounts_without_contacts += 1
                 continue
@@ -448,6 +204,8 @@ def export_rows(
                 tally.by_rung[row["rung"]] = tally.by_rung.get(row["rung"], 0) + 1
                 tally.by_status[row["status"]] = tally.by_status.get(row["status"], 0) + 1
                 yield row
+        if recorder is not None:
+            recorder.flush()
 
     return builder.header, generate()
 
@@ -497,7 +255,8 @@ def _write_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
 def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = False) -> int:
     """`welcomemat export`: write the campaign's rows to `out` (atomically) or stdout.
 
-    0 when the file was written, whatever records got their fallback (listed on stderr,
+    Each contact whose row is produced is marked `exported` (`welcomemat.contact_workflow`).
+    Exit 0 when the file was written, whatever records got their fallback (listed on stderr,
     and with `as_json` in the JSON report on stdout); `ExportError` (exit 1) when it could
     not be produced at all, leaving `out` untouched.
     """
@@ -505,7 +264,7 @@ def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = 
     from welcomemat.connection import connect, resolve_redis
     from welcomemat.links import contact_links
     from welcomemat.settings import Settings
-    from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
+    from welcomemat.tokens import TokenSigner
 
     if fmt not in EXPORT_FORMATS:
         raise InputError(f"unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}", field="--format")
@@ -515,16 +274,16 @@ def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = 
         )
     settings = Settings.from_env()
     signer = TokenSigner.from_setting(settings.require_secret())
-    ttl_s = DEFAULT_TTL_S[TokenKind.LINK]
     client = connect(resolve_redis(settings))
     try:
         tenant, campaign = resolve_campaign_ref(campaign_ref, client=client)
         view = load_campaign_view(client, tenant, campaign)
 
-        link_for = contact_links(
-            signer, settings.public_url, tenant=tenant, campaign=campaign, qr=False, ttl_s=ttl_s
-        )
+        link_for = contact_links(signer, settings.public_url, tenant=tenant, campaign=campaign)
+
         summary = ExportSummary()
+        now = datetime.now(UTC)
+        recorder = WorkflowRecorder(client, tenant, campaign, int(now.timestamp() * 1000))
         from tqdm import tqdm
 
         bar = tqdm(unit="acct", disable=not sys.stderr.isatty(), file=sys.stderr, dynamic_ncols=True)
@@ -533,9 +292,10 @@ def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = 
                 client,
                 view,
                 link_for,
-                now=datetime.now(UTC),
+                now=now,
                 summary=summary,
                 on_account=lambda: bar.update(1),
+                recorder=recorder,
             )
             if out is None:
                 write_export(header, rows, sys.stdout, fmt)

@@ -13,7 +13,7 @@ status: the same accounts and fallbacks as the sequencer export (`outbound.expor
   that lands after its "congrats on last week's raise" is false must not say it.
 - **The QR URL** is `<public url>/q/<token>` (`welcomemat.links.signed_url`, the one signer),
   written as a PNG by `outbound.qr_image`.
-- **Every cell** goes through the export's choke point (`outbound.export_cells`), and the CSV
+- **Every cell** goes through the export's choke point (`welcomemat.export_cells`), and the CSV
   writer applies `spreadsheet_safe`; a recipient with a refused cell gets the fallback line.
 
 **Preflight** (blocking): every QR image is decoded back with ZXing and must give its URL;
@@ -46,15 +46,18 @@ from urllib.parse import urlsplit
 import httpx
 import redis
 
-from outbound.export import ExportSummary, RowStatus, campaign_accounts, fact_statement, served_fact
-from outbound.export_cells import CellRefusal, export_cell
+from outbound.export import ExportSummary, campaign_accounts
 from outbound.qr_image import write_qr_image
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign import CONTINUATION_PAGE_ID
 from welcomemat.campaign_view import CampaignView
+from welcomemat.contact_workflow import record_printed
 from welcomemat.errors import InputError, WelcomematError
+from welcomemat.export_cells import CellRefusal, export_cell
 from welcomemat.links import PREFLIGHT_USER_AGENT
 from welcomemat.records import AccountRecord, ContactProfile
+from welcomemat.sequencer_row import RowStatus, fact_statement, served_fact
+from welcomemat.settings import Settings
 from welcomemat.spreadsheet import spreadsheet_safe
 from welcomemat.surfaces import Surface
 from welcomemat.urlgate import source_href
@@ -517,8 +520,8 @@ def run_mail(
     from welcomemat.campaign_view import load_campaign_view
     from welcomemat.connection import connect, resolve_redis
     from welcomemat.links import contact_links
-    from welcomemat.settings import Settings, origin_url
-    from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
+    from welcomemat.settings import origin_url
+    from welcomemat.tokens import TokenSigner
 
     target = Path(out)
     _check_out(target)
@@ -531,13 +534,12 @@ def run_mail(
     public_url = origin_url(base_url, "--base-url") if base_url else settings.public_url
     renderer = origin_url(renderer_url, "--renderer-url") if renderer_url else public_url
     signer = TokenSigner.from_setting(settings.require_secret())
-    ttl_s = DEFAULT_TTL_S[TokenKind.QR]
     client = connect(resolve_redis(settings))
     try:
         tenant, campaign = resolve_campaign_ref(campaign_ref, client=client)
         view = load_campaign_view(client, tenant, campaign)
 
-        qr_for = contact_links(signer, public_url, tenant=tenant, campaign=campaign, qr=True, ttl_s=ttl_s)
+        qr_for = contact_links(signer, public_url, tenant=tenant, campaign=campaign, qr=True)
         plan = mail_recipients(client, view, qr_for, now=now, in_home=day, zone=zone)
     except redis.RedisError as exc:
         raise WelcomematError(f"mail {campaign_ref}: Redis failed ({exc}); nothing was written") from exc
@@ -551,6 +553,8 @@ def run_mail(
             _publish(folder, target)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    if not report.failures:
+        _mark_printed(settings, tenant, campaign, plan.recipients, target, now)
     name = f"{tenant}/{campaign}"
     _report(name, target, day, plan, report)
     if as_json:
@@ -568,6 +572,35 @@ def run_mail(
         }
         print(json.dumps(summary, indent=2))
     return 1 if report.failures else 0
+
+
+def _mark_printed(
+    settings: Settings, tenant: str, campaign: str, recipients: list[Recipient], out: Path, now: datetime
+) -> None:
+    """Each piece in the folder is its contact's `printed` mark (`welcomemat.contact_workflow`).
+
+    The folder is already in place: a Redis failure here costs the marks, not the files, and
+    is said on stderr (the exit code stays the folder's)."""
+    from welcomemat.connection import connect, resolve_redis
+
+    marks = (
+        (
+            r.cells["account_id"],
+            r.cells["contact_id"],
+            {"rung": r.cells["rung"], "status": r.cells["status"], "file": str(out)},
+        )
+        for r in recipients
+    )
+    client = connect(resolve_redis(settings))
+    try:
+        record_printed(client, tenant, campaign, marks, now_ms=int(now.timestamp() * 1000))
+    except redis.RedisError as exc:
+        print(
+            f"welcomemat: the pieces were written but not marked printed (Redis failed: {exc})",
+            file=sys.stderr,
+        )
+    finally:
+        client.close()
 
 
 def _report(name: str, out: Path, day: date, plan: MailPlan, report: PreflightReport) -> None:

@@ -33,10 +33,12 @@ from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.campaign_ref import is_campaign_file, resolve_campaign_ref
 from welcomemat.connection import connect, connect_for_blocking_reads, resolve_redis
+from welcomemat.contact_workflow import contact_workflows
 from welcomemat.erasure import suppress
 from welcomemat.errors import CampaignOwnerError, InputError, StoredValueError
 from welcomemat.guidelines import ActivationState, GuidelineStore, guideline_hash
 from welcomemat.ids import is_valid_id
+from welcomemat.records import read_account_record
 from welcomemat.review import approve_held, decide, list_queue, roll_back, show
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
@@ -343,6 +345,10 @@ def run_explain(campaign: str, account: str, *, as_json: bool, zones: str | None
     current = ZoneSetStore(client).get(loaded.tenant, loaded.campaign, account)
     if current is not None:  # review may have changed status and version since the run
         record["status"], record["version"] = current.status.value, current.version
+    shared = read_account_record(client, loaded.tenant, account)
+    if shared is not None:  # where each contact stands, from the live records
+        workflows = contact_workflows(client, shared, loaded.campaign, current)
+        record["workflow"] = [w.as_json() for w in workflows]
     print(json.dumps(record, indent=2) if as_json else format_explain(record))
     return 0
 

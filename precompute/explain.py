@@ -10,6 +10,7 @@ draft, the checks it fails), which a person may approve from the review queue.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from precompute.assemble import AccountOutcome
@@ -154,4 +155,21 @@ def format_explain(record: dict[str, Any]) -> str:
                     f"      approvable: welcomemat review approve CAMPAIGN {record['account_id']}"
                     f" --held {kept.zone_id} --version {record['version']}"
                 )
+    workflow = record.get("workflow")
+    if workflow is not None:  # added by `welcomemat explain` from the live records
+        lines.append(
+            "  workflow per contact (precomputed → exported → delivered → engaged → converted;"
+            " printed → scanned):"
+        )
+        for contact in workflow:
+            steps = [_workflow_step(state, mark) for state, mark in contact["states"].items()]
+            lines.append(f"    {contact['contact_id']}: {' · '.join(steps) or 'nothing yet'}")
+        if not workflow:
+            lines.append("    no contact with an e-mail address")
     return "\n".join(lines)
+
+
+def _workflow_step(state: str, mark: dict[str, Any]) -> str:
+    at = datetime.fromtimestamp(mark["at_ms"] / 1000, UTC).isoformat(timespec="seconds")
+    detail = ", ".join(f"{k} {v}" for k, v in mark["detail"].items() if v not in (None, ""))
+    return f"{state} {at}" + (f" ({detail})" if detail else "")

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import jinja2
 from pydantic import BaseModel, ValidationError
+from starlette.endpoints import HTTPEndpoint
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
@@ -52,9 +53,12 @@ from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.audit import AuditAction, Auditor, Via, check_reason, read_entries
 from welcomemat.bounded_json import decode_json
+from welcomemat.email_preview import BranchPreview, branch_previews
+from welcomemat.email_template import MAX_TEMPLATE_BYTES, EmailTemplate, TemplateError, parse_template
 from welcomemat.errors import AuditError, InputError, StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.limits import ADMIN_BODY_MAX_BYTES
+from welcomemat.links import contact_links
 from welcomemat.review import ReviewOutcome, approve_held, decide, list_queue, roll_back
 from welcomemat.store import ZoneSetStore
 from welcomemat.validation_errors import dotted, first_problem
@@ -65,6 +69,7 @@ __all__ = [
     "admin_routes",
     "explain_account",
     "preview_account",
+    "preview_account_email",
     "review_approve",
     "review_queue",
     "review_reject",
@@ -196,9 +201,9 @@ async def explain_account(request: Request, renderer: RendererState) -> Response
 # -- preview -------------------------------------------------------------------------------
 
 
-@_admin(html=True)
-async def preview_account(request: Request, renderer: RendererState) -> Response:
-    """
+# The OpenAPI description of the two preview operations (one path): what differs, then what
+# they share (`_preview_doc`).
+_PREVIEW_GET_DOC = """
     summary: A page as an account would see it, each zone's provenance beside it (admin).
     description: >
       The page rendered for the account's arm and zone set exactly as a visitor's request
@@ -207,16 +212,50 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
       account's latest audit-log entries (who published, approved, rejected, rolled back or
       erased what, when and why).
       `arm=personal` previews the personal copy of a holdout account. Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
+"""
+_PREVIEW_GET_RESPONSES = """
+      200: {description: "The preview (HTML).", content: {text/html: {schema: {type: string}}}}
+      400: {description: "Unknown arm.", content: {text/html: {schema: {type: string}}}}
+"""
+_PREVIEW_POST_DOC = """
+    summary: The preview, with a sequencer e-mail template filled for every branch beside the page (admin).
+    description: >
+      The body is a sequencer e-mail template (`{{ var }}`, `{{ var | default: "text" }}`), at
+      most 65536 bytes of UTF-8; `Content-Type: text/html` makes it an HTML template (values
+      HTML-escaped), anything else plain text. The answer is the preview page of
+      `GET /admin/preview/{campaign}/{account}` with the template filled with the export's own
+      row for the account's first contact in the personal, segment and holdout branches, each
+      variable the export has no column for or leaves empty without a default flagged.
+      Bearer admin token (`adminBearer`).
+    requestBody:
+      required: true
+      content:
+        text/plain: {schema: {type: string, maxLength: 65536}}
+        text/html: {schema: {type: string, maxLength: 65536}}
+"""
+_PREVIEW_POST_RESPONSES = """
+      200:
+        description: "The preview with the e-mail's branches (HTML)."
+        content: {text/html: {schema: {type: string}}}
+      400:
+        description: "Unknown arm, or a template that is not UTF-8 or not a template (the line and why)."
+        content: {text/html: {schema: {type: string}}}
+      413: {description: "The template is over 65536 bytes.", content: {text/html: {schema: {type: string}}}}
+"""
+
+
+def _preview_doc(intro: str, responses: str) -> str:
+    return (
+        intro
+        + """    security: [{adminBearer: []}]
     parameters:
       - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
       - {name: account, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
       - {name: page, in: query, required: false, schema: {type: string, default: landing}}
       - {name: arm, in: query, required: false, schema: {type: string, enum: [personal, holdout, anonymous]}}
-    responses:
-      200: {description: "The preview (HTML).", content: {text/html: {schema: {type: string}}}}
-      400: {description: "Unknown arm.", content: {text/html: {schema: {type: string}}}}
-      401: {$ref: "#/components/responses/BearerRefused"}
+    responses:"""
+        + responses
+        + """      401: {$ref: "#/components/responses/BearerRefused"}
       404:
         description: >-
           Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
@@ -224,6 +263,36 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
         content: {text/html: {schema: {type: string}}}
       503: {$ref: "#/components/responses/RedisUnavailablePage"}
     """
+    )
+
+
+@_admin(html=True)
+async def preview_account(request: Request, renderer: RendererState) -> Response:
+    return await _preview_page(request, renderer, None)
+
+
+@_admin(html=True)
+async def preview_account_email(request: Request, renderer: RendererState) -> Response:
+    body = await read_bounded_body(request, MAX_TEMPLATE_BYTES)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise HTTPProblem(400, "the template is not UTF-8") from None
+    html = request.headers.get("content-type", "").split(";")[0].strip().lower() == "text/html"
+    try:
+        template = parse_template(text, html=html, source="template")
+    except TemplateError as exc:
+        raise HTTPProblem(400, str(exc)) from None
+    return await _preview_page(request, renderer, template)
+
+
+preview_account.__doc__ = _preview_doc(_PREVIEW_GET_DOC, _PREVIEW_GET_RESPONSES)
+preview_account_email.__doc__ = _preview_doc(_PREVIEW_POST_DOC, _PREVIEW_POST_RESPONSES)
+
+
+async def _preview_page(
+    request: Request, renderer: RendererState, template: EmailTemplate | None
+) -> Response:
     state = await _campaign(request, renderer)
     account = _path_id(request, "account")
     view = state.view
@@ -268,6 +337,24 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
     page = renderer.pages.render(view, page_id, arm, zone_set, now)
     page_html = page.finish("", "admin-preview")
     zones = read_page_zones(page_html)
+    emails: list[BranchPreview] = []
+    email_problem = None
+    if template is not None:
+        signer = renderer.signer
+        # Without a signing key the rows' page_url is empty, and a template using it says so.
+        link_for = (
+            contact_links(signer, renderer.settings.public_url, tenant=tenant, campaign=campaign)
+            if signer is not None
+            else (lambda _account, _contact: "")
+        )
+        try:
+            emails = await _read(
+                renderer,
+                "admin_email_preview",
+                lambda: branch_previews(renderer.client, view, account, template, link_for, now=now),
+            )
+        except (InputError, StoredValueError) as exc:  # the page still previews; say why no e-mail
+            email_problem = str(exc)
     return _html(
         "admin/preview.html",
         admin_stylesheet="/static/admin.css",
@@ -288,6 +375,9 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
         audit=audit,
         audit_unreadable=len(unreadable),
         audit_scanned=AUDIT_ENTRIES_SCANNED,
+        email_template=template is not None,
+        emails=emails,
+        email_problem=email_problem,
     )
 
 
@@ -559,10 +649,18 @@ review_reject.__doc__ = (
 )
 
 
+@errors_as_html(lambda request: True)  # the handler reads the route's endpoint: this class
+class _PreviewEndpoint(HTTPEndpoint):
+    """One path, two documented operations: the page (GET), and it with an e-mail template (POST)."""
+
+    get = staticmethod(preview_account)
+    post = staticmethod(preview_account_email)
+
+
 def admin_routes() -> list[Route]:
     return [
         Route("/admin/explain/{campaign}/{account}", explain_account, methods=["GET"]),
-        Route("/admin/preview/{campaign}/{account}", preview_account, methods=["GET"]),
+        Route("/admin/preview/{campaign}/{account}", _PreviewEndpoint),
         Route("/admin/review/{campaign}", review_queue, methods=["GET"]),
         Route("/admin/review/{campaign}/{account}/approve", review_approve, methods=["POST"]),
         Route("/admin/review/{campaign}/{account}/reject", review_reject, methods=["POST"]),

@@ -22,7 +22,7 @@ from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.campaign_ref import is_campaign_file
 from welcomemat.errors import ContractError, InputError, StoredValueError
 from welcomemat.settings import Settings
-from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
 
 __all__ = ["PREFLIGHT_USER_AGENT", "check_qr_continuation", "contact_links", "published_pages", "signed_url"]
 
@@ -96,9 +96,18 @@ def signed_url(
 
 
 def contact_links(
-    signer: TokenSigner, public_url: str, *, tenant: str, campaign: str, qr: bool, ttl_s: int
+    signer: TokenSigner,
+    public_url: str,
+    *,
+    tenant: str,
+    campaign: str,
+    qr: bool = False,
+    ttl_s: int | None = None,
 ) -> Callable[[str, str], str]:
-    """(account id, contact id) -> that contact's signed link (or QR URL): one per export row."""
+    """(account id, contact id) -> that contact's signed link (or QR URL): one per export row,
+    mail piece or preview. `ttl_s`: the kind's default lifetime unless given."""
+    if ttl_s is None:
+        ttl_s = DEFAULT_TTL_S[TokenKind.QR if qr else TokenKind.LINK]
 
     def link_for(account_id: str, contact_id: str) -> str:
         return signed_url(

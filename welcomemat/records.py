@@ -21,6 +21,8 @@ Hash fields (ids hold no `:`, so every field parses one way; a fact id comes las
     e:<campaign>:ver, facts, ver_at   zone-set version last shown, its cited facts (JSON), order key
     e:<campaign>:variant         the copy variant of that version ("" none)
     p:<campaign>:<contact>:first|last|views|clicks|qr   the same counters per contact
+    w:<campaign>:<contact>:<state>   JSON WorkflowMark: a contact's exported / delivered / printed
+                                 mark (written by `welcomemat.contact_workflow`)
     rev                          bumped by every fold: one CRM change per revision
     updated_ms                   last write, Unix ms
     wh_pending, wh_rev           CRM webhook bookkeeping (outbound.webhook)
@@ -63,6 +65,7 @@ __all__ = [
     "EventFold",
     "FoldKind",
     "ShownFact",
+    "WorkflowMark",
     "cited_facts",
     "contact_erasure",
     "fold_events",
@@ -146,6 +149,17 @@ class ContactEngagement(BaseModel):
     qr_scans: int = 0
 
 
+class WorkflowMark(BaseModel):
+    """A workflow state a contact reached (`welcomemat.contact_workflow`): first and latest
+    time (Unix ms), and the latest one's detail."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    first_ms: int
+    at_ms: int
+    detail: dict[str, str | int | None] = Field(default_factory=dict)
+
+
 class AccountRecord(BaseModel):
     """One account's shared record: profile, and engagement per campaign (and per contact)."""
 
@@ -164,6 +178,8 @@ class AccountRecord(BaseModel):
     facts: dict[str, ShownFact] = Field(default_factory=dict)
     engagement: dict[str, CampaignEngagement] = Field(default_factory=dict)
     contacts_engagement: dict[str, dict[str, ContactEngagement]] = Field(default_factory=dict)
+    # campaign -> contact -> state -> its mark (`welcomemat.contact_workflow`).
+    workflow: dict[str, dict[str, dict[str, WorkflowMark]]] = Field(default_factory=dict)
     updated_ms: int | None = None
     # How many folds changed this record: the CRM webhook's change number.
     revision: int = 0
@@ -467,7 +483,8 @@ def contact_erasure(
     client: redis.Redis, tenant: str, account_id: str, contact_id: str
 ) -> tuple[str | None, list[str]]:
     """What erasing one contact changes in the account's record: the profile without them (None
-    when it does not name them) and the per-contact counter fields to delete (`p:*:<contact>:*`)."""
+    when it does not name them) and the per-contact fields to delete: counters and workflow
+    marks (`p:*:<contact>:*`, `w:*:<contact>:*`)."""
     key = keys.account_record_key(tenant, account_id)
     raw: Mapping[Any, Any] = client.hgetall(key)
     fields = {reply_text(k): reply_text(v) for k, v in raw.items()}
@@ -481,7 +498,8 @@ def contact_erasure(
     counters = [
         name
         for name in fields
-        if name.startswith("p:") and name.partition(":")[2].partition(":")[2].partition(":")[0] == contact_id
+        if name.startswith(("p:", "w:"))
+        and name.partition(":")[2].partition(":")[2].partition(":")[0] == contact_id
     ]
     return profile, sorted(counters)
 
@@ -573,6 +591,11 @@ def _build(tenant: str, account_id: str, fields: dict[str, str]) -> AccountRecor
             campaign, _, tail = rest.partition(":")
             contact, _, attribute = tail.partition(":")
             contacts.setdefault((campaign, contact), {})[attribute] = value
+        elif kind == "w":
+            campaign, _, tail = rest.partition(":")
+            contact, _, state = tail.partition(":")
+            mark = WorkflowMark.model_validate_json(value)
+            record.workflow.setdefault(campaign, {}).setdefault(contact, {})[state] = mark
     for campaign, values in sorted(campaigns.items()):
         record.engagement[campaign] = _campaign(values, catalog)
     for (campaign, contact), values in sorted(contacts.items()):

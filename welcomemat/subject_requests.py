@@ -259,6 +259,12 @@ def export_subject(client: redis.Redis, subject: Subject, *, auditor: Auditor) -
             for campaign, per_contact in (record.contacts_engagement.items() if record else ())
             if contact in per_contact
         }
+        # Where the person stands in each campaign: exported, delivered, printed marks.
+        data["workflow"] = {
+            campaign: {state: mark.model_dump(mode="json") for state, mark in per_contact[contact].items()}
+            for campaign, per_contact in (record.workflow.items() if record else ())
+            if contact in per_contact
+        }
     else:
         data["record"] = record.model_dump(mode="json") if record is not None else None
         data["campaigns"] = {

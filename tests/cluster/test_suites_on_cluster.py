@@ -1,7 +1,8 @@
 """The suites of the other writers that run a transaction, a script or a multi-key command, run
 as they are against the cluster (`WELCOMEMAT_TEST_REDIS_URL`): zone-set publish, rollback and
 status (WATCH + MULTI/EXEC, concurrent writers, the batch script), review decisions, guideline
-records, CRM conversions, the CRM webhook's delivery bookkeeping and a person's erasure. A stray
+records, CRM conversions, the CRM webhook's delivery bookkeeping, a person's erasure and the contacts'
+workflow marks. A stray
 key would be refused there (CROSSSLOT, or the client's own slot check). Precompute, workers,
 the renderer, sync, export and lift run in test_cluster_flows.py.
 """
@@ -31,6 +32,8 @@ SUITES = (
     "tests/outbound/test_conversions.py::test_conversions_import_command",
     "tests/outbound/test_webhook.py::test_cli_once_folds_and_delivers_then_exits",
     "tests/test_data_subject_requests.py::test_erasing_a_person_keeps_their_account_and_exports_what_was_held",
+    # workflow marks: one script over a batch of account records (the tenant's slot)
+    "tests/outbound/test_contact_workflow.py::test_each_state_comes_from_its_source_and_a_repeat_changes_nothing",
 )
 
 

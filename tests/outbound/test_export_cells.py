@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from outbound.export import write_export
-from outbound.export_cells import CellRefusal, export_cell
 from tests.corpora import corpus_lines
+from welcomemat.export_cells import CellRefusal, export_cell
 from welcomemat.spreadsheet import spreadsheet_safe
 
 ATTACKS = (

@@ -39,6 +39,7 @@ from tests.server.conftest import (
 from tests.server.uvicorn_thread import serve_in_thread
 from welcomemat.accounts import PostalAddress
 from welcomemat.keys import events_stream_key
+from welcomemat.records import iter_account_records
 from welcomemat.store import ZoneSetStore
 
 ACCOUNTS = 40
@@ -133,6 +134,11 @@ def test_every_contact_with_an_address_gets_a_piece_whose_code_scans_to_its_page
             assert [b.text for b in zxingcpp.read_barcodes(image, formats=zxingcpp.BarcodeFormat.QRCode)] == [
                 row["qr_url"]
             ]
+    # Every piece written is its contact's `printed` state, with what was printed.
+    records = {r.account_id: r for r in iter_account_records(redis_client, TENANT)}
+    for row in rows:
+        printed = records[row["account_id"]].workflow[CAMPAIGN][row["contact_id"]]["printed"]
+        assert printed.detail == {"rung": row["rung"], "status": row["status"], "file": str(out)}
     proof = PdfReader(out / "proof.pdf")
     assert len(proof.pages) == len(rows)
     first = proof.pages[rows.index(personal[0])].extract_text()

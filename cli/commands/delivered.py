@@ -1,0 +1,28 @@
+"""`welcomemat delivered import`: the sequencer's sent/delivered file, as workflow marks."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+
+__all__ = ["register", "run_import"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    delivered = sub.add_parser(
+        "delivered", help="mark contacts delivered from a sequencer's sent/delivered CSV"
+    )
+    actions = delivered.add_subparsers(dest="delivered", metavar="ACTION", required=True)
+    importer = actions.add_parser(
+        "import",
+        help="mark each line's contact delivered (columns account_id, contact_id, optional delivered_at)",
+    )
+    importer.add_argument("campaign", help="tenant/campaign, campaign.yaml, or a published campaign id")
+    importer.add_argument("file", help="the sequencer's CSV")
+    importer.set_defaults(handler=run_import)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from outbound.delivered_import import run_delivered_import
+
+    return run_delivered_import(args.campaign, args.file, now=datetime.now(UTC))

@@ -1,0 +1,62 @@
+"""`welcomemat preview email`: a sequencer template filled for each branch (`welcomemat.email_preview`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    preview = sub.add_parser("preview", help="preview what a contact receives, every branch")
+    kinds = preview.add_subparsers(dest="kind", required=True, metavar="KIND")
+    email = kinds.add_parser(
+        "email",
+        help="fill a sequencer template with the export's variables: personal, segment and holdout",
+        description='Renders a sequencer template ({{ var }}, {{ var | default: "text" }}) with the '
+        "export's own row for one contact of ACCOUNT in the personal, segment and holdout branches, and "
+        "flags every variable the export has no column for or leaves empty without a default. Exit 0 "
+        "when every branch fills every variable, 1 when one does not, 2 on a bad template or "
+        "account. Needs WELCOMEMAT_SECRET (the rows' page_url).",
+    )
+    email.add_argument("campaign", help="tenant/campaign, campaign.yaml, or a published campaign id")
+    email.add_argument("account", help="account id")
+    email.add_argument(
+        "--template", required=True, metavar="FILE", help="a .html template gets HTML-escaped values"
+    )
+    email.add_argument("--contact", default=None, help="the contact to fill for (default: the account's 1st)")
+    email.add_argument("--json", action="store_true", help="print the three renderings as JSON")
+    email.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from welcomemat.campaign_ref import resolve_campaign_ref
+    from welcomemat.campaign_view import load_campaign_view
+    from welcomemat.connection import connect, resolve_redis
+    from welcomemat.email_preview import branch_previews, preview_email
+    from welcomemat.email_template import read_template
+    from welcomemat.links import contact_links
+    from welcomemat.settings import Settings
+    from welcomemat.tokens import TokenSigner
+
+    template = read_template(Path(args.template))
+    settings = Settings.from_env()
+    signer = TokenSigner.from_setting(settings.require_secret())
+    client = connect(resolve_redis(settings))
+    try:
+        tenant, campaign = resolve_campaign_ref(args.campaign, client=client)
+        view = load_campaign_view(client, tenant, campaign)
+        link_for = contact_links(signer, settings.public_url, tenant=tenant, campaign=campaign)
+        previews = branch_previews(
+            client, view, args.account, template, link_for, now=datetime.now(UTC), contact_id=args.contact
+        )
+    finally:
+        client.close()
+    if args.json:
+        print(json.dumps([p.as_json() for p in previews], indent=2, ensure_ascii=False))
+    else:
+        print(preview_email(previews), end="")
+    return 1 if any(p.rendered.issues for p in previews) else 0

@@ -1,0 +1,123 @@
+"""`welcomemat delivered import CAMPAIGN FILE.csv`: mark contacts `delivered` from a sequencer's file.
+
+Sequencers export what they sent or delivered as CSV. The file needs the export's own id
+columns, `account_id` and `contact_id` (sequencers keep custom variables on each lead, so a
+sent or delivered report of a sequence loaded from `welcomemat export` carries them), and may
+carry `delivered_at` (ISO 8601 with a UTC offset; without it, the time of the import). Other
+columns are ignored. Each contact is marked `delivered` in its account record
+(`welcomemat.contact_workflow`, batched, idempotent: importing the file again changes
+nothing); a contact of an account without a record is skipped. A bad line is reported with
+its file, line and field and skipped; the rest are recorded.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import redis
+
+from welcomemat.contact_workflow import ContactState, record_marks
+from welcomemat.errors import InputError
+from welcomemat.ids import is_valid_id
+
+__all__ = ["DeliveredReport", "import_delivered", "run_delivered_import"]
+
+_REQUIRED = ("account_id", "contact_id")
+Mark = tuple[str, str, ContactState, int, Mapping[str, str | int | None]]
+
+
+@dataclass
+class DeliveredReport:
+    lines: int = 0
+    written: int = 0
+    problems: list[InputError] = field(default_factory=list)
+
+
+def import_delivered(
+    client: redis.Redis, tenant: str, campaign: str, path: Path, *, now: datetime
+) -> DeliveredReport:
+    """Mark every good line's contact `delivered`; `InputError` when the file cannot be read as one."""
+    report = DeliveredReport()
+    try:
+        handle = path.open(encoding="utf-8", newline="")
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror}", file=path) from exc
+    with handle:
+        reader = csv.DictReader(handle)
+        try:
+            header = reader.fieldnames or []
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise InputError(f"not a CSV file: {exc}", file=path, line=1) from exc
+        missing = [c for c in _REQUIRED if c not in header]
+        if missing:
+            raise InputError(
+                f"the header has no {', '.join(missing)} column", file=path, line=1, field=missing[0]
+            )
+
+        def marks() -> Iterator[Mark]:
+            try:
+                for row in reader:
+                    report.lines += 1
+                    mark = _mark(row, path, reader.line_num, now, report)
+                    if mark is not None:
+                        yield mark
+            except (csv.Error, UnicodeDecodeError) as exc:
+                report.problems.append(InputError(f"unreadable: {exc}", file=path, line=reader.line_num))
+
+        report.written = record_marks(client, tenant, campaign, marks())
+    return report
+
+
+def _mark(
+    row: dict[str, str | None], path: Path, line: int, now: datetime, report: DeliveredReport
+) -> Mark | None:
+    ids = {c: (row.get(c) or "").strip() for c in _REQUIRED}
+    for column, value in ids.items():
+        if not is_valid_id(value):
+            report.problems.append(InputError(f"{value!r} is not an id", file=path, line=line, field=column))
+            return None
+    at = now
+    raw = (row.get("delivered_at") or "").strip()
+    if raw:
+        try:
+            at = datetime.fromisoformat(raw)
+        except ValueError:
+            at = None  # type: ignore[assignment]
+        if at is None or at.tzinfo is None:
+            report.problems.append(
+                InputError(
+                    f"{raw!r} is not an ISO 8601 time with a UTC offset",
+                    file=path,
+                    line=line,
+                    field="delivered_at",
+                )
+            )
+            return None
+    return ids["account_id"], ids["contact_id"], ContactState.DELIVERED, int(at.timestamp() * 1000), {}
+
+
+def run_delivered_import(campaign_ref: str, path: str, *, now: datetime) -> int:
+    """`welcomemat delivered import`: exit 2 when any line was bad (the rest are recorded)."""
+    from welcomemat.campaign_ref import resolve_campaign_ref
+    from welcomemat.connection import connect, resolve_redis
+    from welcomemat.settings import Settings
+
+    client = connect(resolve_redis(Settings.from_env()))
+    try:
+        tenant, campaign = resolve_campaign_ref(campaign_ref, client=client)
+        report = import_delivered(client, tenant, campaign, Path(path), now=now)
+    finally:
+        client.close()
+    for problem in report.problems:
+        print(f"welcomemat: error: {problem}", file=sys.stderr)
+    print(
+        f"delivered {tenant}/{campaign} {path}: {report.lines} lines, {report.written} marks written "
+        f"(a repeat or an account without a record writes none), {len(report.problems)} bad lines skipped",
+        file=sys.stderr,
+    )
+    return 2 if report.problems else 0

@@ -37,11 +37,13 @@ figure. Load comes from `wrk` (Debian's package; the bench runs `apt-get install
 when it is missing and it may). With one worker the server is pinned to CPU 0 and wrk and
 Redis to CPU 1 (`taskset`); with two, the workers are not pinned. Ratios are taken within
 each round and reported as medians with their spread (min-max over rounds), with the
-server processes' CPU per request (from /proc).
+server processes' CPU per request (from /proc) and the Redis commands per request (INFO
+commandstats around each wrk run; commands the event writer's script runs count too).
 
 Memory: a fresh `welcomemat serve` (one worker); its RSS after start-up and a warm-up, then
 after each of `--memory-steps` steps of `--distinct` new accounts (each one landing page by
-cookie and one `/v1/zones` by link token); and Redis `used_memory`.
+cookie and one `/v1/zones` by link token); Redis `used_memory`; and the Redis commands per
+distinct account.
 """
 
 from __future__ import annotations

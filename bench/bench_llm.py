@@ -2,7 +2,7 @@
 """The `openai` provider against a local OpenAI-compatible server with a fixed latency.
 
     .venv/bin/python bench/bench_llm.py [--latency 0.1] [--concurrency 8 32 128] [--accounts 600]
-        [--repeat 3] [--worker-concurrency 32] [--no-workers]
+        [--repeat 3] [--worker-concurrency 32] [--workers 1 2 4] [--no-workers]
 
 The test server (tests/llm_server.py) runs in its own process, answering every call after
 `--latency` seconds; Redis is a temporary embedded one. Every account in the sample has a
@@ -27,8 +27,8 @@ the same run, for each concurrency C (median of `--repeat` runs, range in bracke
 Also measured: the server's own ceiling (zero latency, driven by `wrk` when installed,
 which costs far less per request than the server), the client's CPU per call on the
 SDK's typed path (`chat.completions.create`), on `post` through httpx's own shared
-connection pool, and on the provider's path (`post` through `ThreadConnectionTransport`), and one vs
-two `welcomemat worker --once` processes draining the same enqueued run (`wall/s` from
+connection pool, and on the provider's path (`post` through `ThreadConnectionTransport`), and
+`--workers` counts of `welcomemat worker --once` processes draining the same enqueued run (`wall/s` from
 their start, `steady/s` once each has done about one entry, so without interpreter
 start-up), each also against the ideal of its total concurrency (workers x
 `--worker-concurrency`), next to the machine's own two-processes-over-one ceiling
@@ -74,6 +74,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from bench_workers import machine_ceiling  # noqa: E402
 from proc_stats import cpu_seconds  # noqa: E402
+from redis_stats import account_bytes, command_calls, format_calls, server_cpu_seconds  # noqa: E402
 
 from tests.example_accounts import write_example_accounts  # noqa: E402
 from tests.llm_server import LLMTestServer  # noqa: E402
@@ -304,17 +305,24 @@ def workers_section(
     accounts: int,
     concurrency: int,
     latency: float,
+    counts: Sequence[int],
+    server_pid: int,
 ) -> None:
-    """One vs two `welcomemat worker --once` processes draining the same enqueued run.
+    """1, 2, 4 ... `welcomemat worker --once` processes draining the same enqueued run against
+    one Redis and one model server.
 
     Also each run against the concurrency-bound ideal of its total concurrency (workers x
-    per-worker concurrency, two calls per account): with `--worker-concurrency 16`, two
-    workers are a run at concurrency 32 spread over two processes (two cores).
+    per-worker concurrency, two calls per account), its efficiency against linear scaling
+    (steady rate over N x one worker's), the CPU per account of the worker processes
+    (`os.wait4` rusage: all of each process's life, start-up included), of the Redis server
+    (INFO cpu) and of the model server (/proc), and the Redis commands per account (INFO
+    commandstats, reset after enqueueing; the bench's own progress polls taken out).
     """
-    print(f"\nworkers (welcomemat worker --once, concurrency {concurrency} each):")
+    print(f"\nworkers (welcomemat worker --once, C {concurrency} each, one Redis, one model server):")
     print(
-        f"{'workers':>7} {'total C':>7} {'wall/s':>7} {'steady/s':>8} {'ratio':>6} "
-        f"{'ideal/s':>7} {'wall/ideal':>10} {'steady/ideal':>12}"
+        f"{'workers':>7} {'total C':>7} {'wall/s':>7} {'steady/s':>8} {'x one':>6} {'eff':>5} "
+        f"{'ideal/s':>7} {'steady/ideal':>12} {'worker ms':>9} {'redis ms':>8} {'model ms':>8} "
+        "redis ops/account"
     )
     env = {
         **os.environ,
@@ -326,8 +334,8 @@ def workers_section(
     }
     welcomemat = str(Path(sys.executable).parent / "welcomemat")
     client = redis.Redis.from_url(url)
-    steady_rates: list[float] = []
-    for workers in (1, 2):
+    one = 0.0
+    for workers in counts:
         client.flushdb()
         subprocess.run(
             [
@@ -350,6 +358,8 @@ def workers_section(
         run_id = latest_run_id(client, campaign.tenant, campaign.campaign)
         assert run_id is not None
         run_key = keys.run_key(campaign.tenant, campaign.campaign, run_id)
+        client.config_resetstat()
+        redis_cpu, model_cpu = server_cpu_seconds(client), cpu_seconds(server_pid)
         started = time.perf_counter()
         procs = [
             subprocess.Popen(
@@ -362,24 +372,42 @@ def workers_section(
         ]
         # Steady: once as many entries are done as there are workers (each has started up
         # and done about one) until the last; interpreter start-up and imports excluded.
-        first_at, first_done = 0.0, 0
+        first_at, first_done, polls = 0.0, 0, 0
         while (done := int(client.hget(run_key, "processed") or 0)) < accounts:
+            polls += 1
             if not first_at and done >= workers * WORK_CHUNK_SIZE:
                 first_at, first_done = time.perf_counter(), done
             if all(p.poll() is not None for p in procs):
                 raise SystemExit(f"workers exited with {done} of {accounts} accounts processed")
             time.sleep(0.005)
         ended = time.perf_counter()
+        worker_cpu = 0.0
         for worker in procs:
-            worker.wait(timeout=600)
+            _, _, usage = os.wait4(worker.pid, 0)
+            worker.returncode = 0
+            worker_cpu += usage.ru_utime + usage.ru_stime
+        redis_cpu = server_cpu_seconds(client) - redis_cpu
+        model_cpu = cpu_seconds(server_pid) - model_cpu
+        calls = command_calls(client)
+        calls["hget"] -= polls + 1
+        for name in ("info", "config|resetstat", "config"):
+            calls.pop(name, None)
         wall = accounts / (ended - started)
-        steady_rates.append((accounts - first_done) / (ended - first_at) if first_at else wall)
+        steady = (accounts - first_done) / (ended - first_at) if first_at else wall
+        one = one or steady / workers
         ideal = workers * concurrency / (2 * latency)
         print(
-            f"{workers:7d} {workers * concurrency:7d} {wall:7.1f} {steady_rates[-1]:8.1f} "
-            f"{steady_rates[-1] / steady_rates[0]:6.2f} {ideal:7.0f} {wall / ideal:10.2f} "
-            f"{steady_rates[-1] / ideal:12.2f}"
+            f"{workers:7d} {workers * concurrency:7d} {wall:7.1f} {steady:8.1f} {steady / one:6.2f} "
+            f"{steady / (workers * one):5.2f} {ideal:7.0f} {steady / ideal:12.2f} "
+            f"{worker_cpu / accounts * 1000:9.2f} {redis_cpu / accounts * 1000:8.2f} "
+            f"{model_cpu / accounts * 1000:8.2f} {format_calls(calls, accounts)}"
         )
+    published = [a.account_id for a in read_accounts(path).accounts][:200]
+    sizes = account_bytes(client, campaign.tenant, campaign.campaign, published)
+    print(
+        f"Redis bytes per published account (MEMORY USAGE, {len(published)} accounts): "
+        f"{sum(sizes.values()):.0f} = " + ", ".join(f"{kind} {size:.0f}" for kind, size in sizes.items())
+    )
     client.close()
     print(f"the machine's own two/one ceiling (two spinning processes over one): {machine_ceiling():.2f}")
 
@@ -387,12 +415,15 @@ def workers_section(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=0.1)
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32, 128])
+    parser.add_argument("--concurrency", type=int, nargs="*", default=[8, 32, 128], help="none: workers only")
     parser.add_argument("--accounts", type=int, default=400)
     parser.add_argument("--repeat", type=int, default=1, help="runs per concurrency; the median is shown")
     parser.add_argument("--ceiling-seconds", type=int, default=3)
-    parser.add_argument("--worker-concurrency", type=int, default=32, help="per worker, for 1 vs 2 workers")
-    parser.add_argument("--no-workers", action="store_true", help="skip the 1 vs 2 workers section")
+    parser.add_argument("--worker-concurrency", type=int, default=32, help="per worker process")
+    parser.add_argument(
+        "--workers", type=int, nargs="+", default=[1, 2, 4], help="worker processes (first: base)"
+    )
+    parser.add_argument("--no-workers", action="store_true", help="skip the workers section")
     args = parser.parse_args()
     zones = dict(load_zone_contracts(ROOT / "zones"))
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml", zones)
@@ -421,65 +452,78 @@ def main() -> None:
                 f"{CORES} cores; Python {sys.version.split()[0]}, openai {openai.__version__}"
             )
 
-            ceiling = server_ceiling(bodies, tmp, args.ceiling_seconds)
-            if ceiling is None:
-                print("server ceiling: wrk not installed (see `server ms` below for its CPU per account)")
-            else:
-                calls_s, ms = ceiling
-                print(
-                    f"server ceiling (zero latency, wrk, 64 connections): {calls_s:.0f} calls/s "
-                    f"= {calls_s / 2:.0f} accounts/s; {ms:.2f} ms CPU per call"
-                )
-            paths: dict[str, list[float]] = {p: [] for p in CALL_PATHS}
-            for _ in range(3):  # alternated; medians
-                for name in CALL_PATHS:
-                    paths[name].append(client_ms_per_call(base_url, bodies, 400, 32, name))
-            per_call = {name: statistics.median(values) for name, values in paths.items()}
-            print(
-                "client CPU per call at concurrency 32: "
-                + ", ".join(f"{name} {per_call[name]:.2f} ms" for name in CALL_PATHS)
-                + f" ({per_call['create'] / per_call['provider']:.2f}x and "
-                f"{per_call['pooled post'] / per_call['provider']:.2f}x the provider's)"
-            )
-
-            print(
-                f"\n{'C':>4} {'acct/s':>18} {'ideal/s':>7} {'ratio':>5} {'client/s':>18} {'x client':>8} "
-                f"{'client ms':>9} {'server ms':>9} {'cpu/s':>6} {'ratio cpu':>9} {'calls':>5}"
-            )
-            short_of_ideal: list[tuple[int, float, float]] = []
-            for concurrency in args.concurrency:
-                runs: list[Sample] = []
-                bases: list[Sample] = []
-                for _ in range(args.repeat):  # interleaved, so both see the same neighbours
-                    runs.append(
-                        run_pipeline(client, settings, campaign, zones, path, concurrency, now, proc.pid)
+            if args.concurrency:  # none: the workers section alone
+                ceiling = server_ceiling(bodies, tmp, args.ceiling_seconds)
+                if ceiling is None:
+                    print("server ceiling: wrk not installed (see `server ms` below for its CPU per account)")
+                else:
+                    calls_s, ms = ceiling
+                    print(
+                        f"server ceiling (zero latency, wrk, 64 connections): {calls_s:.0f} calls/s "
+                        f"= {calls_s / 2:.0f} accounts/s; {ms:.2f} ms CPU per call"
                     )
-                    bases.append(run_client_only(base_url, bodies, n, concurrency, proc.pid))
-                rates = [s.rate for s in runs]
-                rate = statistics.median(rates)
-                calls = statistics.median(s.calls for s in runs)
-                ideal = concurrency / (calls * args.latency)
-                client_ms = statistics.median(s.client_ms for s in runs)
-                server_ms = statistics.median(s.server_ms for s in runs)
-                cpu_bound = min(1000 / client_ms, CORES * 1000 / (client_ms + server_ms))
-                if cpu_bound < ideal:
-                    short_of_ideal.append((concurrency, ideal, cpu_bound))
+                paths: dict[str, list[float]] = {p: [] for p in CALL_PATHS}
+                for _ in range(3):  # alternated; medians
+                    for name in CALL_PATHS:
+                        paths[name].append(client_ms_per_call(base_url, bodies, 400, 32, name))
+                per_call = {name: statistics.median(values) for name, values in paths.items()}
                 print(
-                    f"{concurrency:4d} {median_range(rates, '.1f'):>18} {ideal:7.0f} {rate / ideal:5.2f} "
-                    f"{median_range([b.rate for b in bases], '.1f'):>18} "
-                    f"{statistics.median(r.rate / b.rate for r, b in zip(runs, bases, strict=True)):8.2f} "
-                    f"{client_ms:9.2f} {server_ms:9.2f} {cpu_bound:6.0f} {rate / min(ideal, cpu_bound):9.2f} "
-                    f"{calls:5.2f}"
+                    "client CPU per call at concurrency 32: "
+                    + ", ".join(f"{name} {per_call[name]:.2f} ms" for name in CALL_PATHS)
+                    + f" ({per_call['create'] / per_call['provider']:.2f}x and "
+                    f"{per_call['pooled post'] / per_call['provider']:.2f}x the provider's)"
                 )
-            for concurrency, ideal, cpu_bound in short_of_ideal:
+
                 print(
-                    f"at concurrency {concurrency} the ideal ({ideal:.0f} accounts/s) is beyond this "
-                    f"machine: its {CORES} cores, shared by client and server, do at most "
-                    f"{cpu_bound:.0f} accounts/s"
+                    f"\n{'C':>4} {'acct/s':>18} {'ideal/s':>7} {'ratio':>5} {'client/s':>18} {'x client':>8} "
+                    f"{'client ms':>9} {'server ms':>9} {'cpu/s':>6} {'ratio cpu':>9} {'calls':>5}"
                 )
+                short_of_ideal: list[tuple[int, float, float]] = []
+                for concurrency in args.concurrency:
+                    runs: list[Sample] = []
+                    bases: list[Sample] = []
+                    for _ in range(args.repeat):  # interleaved, so both see the same neighbours
+                        runs.append(
+                            run_pipeline(client, settings, campaign, zones, path, concurrency, now, proc.pid)
+                        )
+                        bases.append(run_client_only(base_url, bodies, n, concurrency, proc.pid))
+                    rates = [s.rate for s in runs]
+                    rate = statistics.median(rates)
+                    calls = statistics.median(s.calls for s in runs)
+                    ideal = concurrency / (calls * args.latency)
+                    client_ms = statistics.median(s.client_ms for s in runs)
+                    server_ms = statistics.median(s.server_ms for s in runs)
+                    cpu_bound = min(1000 / client_ms, CORES * 1000 / (client_ms + server_ms))
+                    if cpu_bound < ideal:
+                        short_of_ideal.append((concurrency, ideal, cpu_bound))
+                    print(
+                        f"{concurrency:4d} {median_range(rates, '.1f'):>18} {ideal:7.0f} {rate / ideal:5.2f} "
+                        f"{median_range([b.rate for b in bases], '.1f'):>18} "
+                        f"{statistics.median(r.rate / b.rate for r, b in zip(runs, bases, strict=True)):8.2f}"
+                        f" {client_ms:9.2f} {server_ms:9.2f} {cpu_bound:6.0f}"
+                        f" {rate / min(ideal, cpu_bound):9.2f} "
+                        f"{calls:5.2f}"
+                    )
+                for concurrency, ideal, cpu_bound in short_of_ideal:
+                    print(
+                        f"at concurrency {concurrency} the ideal ({ideal:.0f} accounts/s) is beyond this "
+                        f"machine: its {CORES} cores, shared by client and server, do at most "
+                        f"{cpu_bound:.0f} accounts/s"
+                    )
             client.close()
             if not args.no_workers:
-                workers_section(campaign, path, url, base_url, tmp, n, args.worker_concurrency, args.latency)
+                workers_section(
+                    campaign,
+                    path,
+                    url,
+                    base_url,
+                    tmp,
+                    n,
+                    args.worker_concurrency,
+                    args.latency,
+                    args.workers,
+                    proc.pid,
+                )
     finally:
         proc.terminate()
         proc.wait(timeout=10)

@@ -37,11 +37,13 @@ figure. Load comes from `wrk` (Debian's package; the bench runs `apt-get install
 when it is missing and it may). With one worker the server is pinned to CPU 0 and wrk and
 Redis to CPU 1 (`taskset`); with two, the workers are not pinned. Ratios are taken within
 each round and reported as medians with their spread (min-max over rounds), with the
-server processes' CPU per request (from /proc).
+server processes' CPU per request (from /proc) and the Redis commands per request (INFO
+commandstats around each wrk run; commands the event writer's script runs count too).
 
 Memory: a fresh `welcomemat serve` (one worker); its RSS after start-up and a warm-up, then
 after each of `--memory-steps` steps of `--distinct` new accounts (each one landing page by
-cookie and one `/v1/zones` by link token); and Redis `used_memory`.
+cookie and one `/v1/zones` by link token); Redis `used_memory`; and the Redis commands per
+distinct account.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ from welcomemat.zone_contract import load_zone_contracts  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from proc_stats import tree_cpu_seconds  # noqa: E402
+from redis_stats import command_calls  # noqa: E402
 
 SECRET = "bench-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 TENANT, CAMPAIGN = "acme", "q4-pipeline"
@@ -404,6 +407,7 @@ class Result:
     errors: int
     requests: int
     cpu_us: float = 0.0  # the server process's CPU (user + system) per request
+    redis_ops: float = 0.0  # Redis commands per request (INFO commandstats), all clients
 
 
 def _ms(value: str, unit: str) -> float:
@@ -504,6 +508,13 @@ def rss_mib(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
+def renderer_ops(client: redis.Redis) -> int:
+    """Redis commands so far, but for the bench's own INFO calls."""
+    calls = command_calls(client)
+    calls.pop("info", None)
+    return sum(calls.values())
+
+
 def used_memory_mib(client: redis.Redis) -> float:
     return int(client.info("memory")["used_memory"]) / 2**20
 
@@ -570,12 +581,14 @@ def one_setup(
         results: dict[str, list[Result]] = {k: [] for k in KINDS}
         offsets = dict.fromkeys(KINDS, 0)
         cpu = 1 if workers == 1 else None  # one worker: it has CPU 0, wrk CPU 1; else unpinned
+        client = redis.Redis.from_url(redis_url)
         for _ in range(args.rounds):
             for kind in KINDS:
                 process, base = bare if kind == "bare" else (renderer, url)
-                cpu0 = tree_cpu_seconds(process.pid)
+                cpu0, ops0 = tree_cpu_seconds(process.pid), renderer_ops(client)
                 result = run_wrk(base, load[kind], args.seconds, args.connections, tmp, offsets[kind], cpu)
                 result.cpu_us = (tree_cpu_seconds(process.pid) - cpu0) / max(result.requests, 1) * 1e6
+                result.redis_ops = (renderer_ops(client) - ops0) / max(result.requests, 1)
                 offsets[kind] += result.requests  # first clicks: the next run goes on with new tokens
                 results[kind].append(result)
         return results
@@ -591,7 +604,7 @@ def print_setup(http: str, workers: int, results: dict[str, list[Result]]) -> No
     )
     print(
         f"{'arrival path':<38} {'req/s':>7} {'x bare':>7} {'[spread]':>11} {'p50 ms':>7} {'p99 ms':>7} "
-        f"{'p99 x bare':>10} {'[spread]':>11} {'cpu us':>6} {'bare/cpu':>8} {'errors':>6}"
+        f"{'p99 x bare':>10} {'[spread]':>11} {'cpu us':>6} {'bare/cpu':>8} {'errors':>6} {'redis ops':>9}"
     )
     bare = results["bare"]
     for kind in KINDS:
@@ -605,7 +618,7 @@ def print_setup(http: str, workers: int, results: dict[str, list[Result]]) -> No
             f"{median([r.p50_ms for r in runs]):>7.2f} {median([r.p99_ms for r in runs]):>7.2f} "
             f"{median(p99):>10.2f} {f'[{min(p99):.2f}-{max(p99):.2f}]':>11} "
             f"{median([r.cpu_us for r in runs]):>6.0f} {median(cpu) if cpu else 0:>8.2f} "
-            f"{sum(r.errors for r in runs):>6}"
+            f"{sum(r.errors for r in runs):>6} {median([r.redis_ops for r in runs]):>9.3f}"
         )
 
 
@@ -663,9 +676,11 @@ def memory(args: argparse.Namespace, visitors: Visitors, redis_url: str, tmp: Pa
 
         failures = asyncio.run(drive(port, requests(0, 16) * 4, 8))  # warm-up: imports, first renders
         rows = [("after start-up and a warm-up (16 accounts)", rss_mib(process.pid), 0.0)]
+        ops = 0
         for first in range(0, n * args.memory_steps, n):
-            started = time.perf_counter()
+            started, ops0 = time.perf_counter(), renderer_ops(client)
             failures += asyncio.run(drive(port, requests(first, first + n), 16))
+            ops += renderer_ops(client) - ops0
             rows.append(
                 (
                     f"after {first + n:,} distinct accounts",
@@ -684,6 +699,8 @@ def memory(args: argparse.Namespace, visitors: Visitors, redis_url: str, tmp: Pa
     print(f"{'renderer':<44} {'RSS MiB':>8} {'took s':>7}")
     for label, rss, took in rows:
         print(f"{label:<44} {rss:>8.0f} {took:>7.1f}")
+    per_account = ops / (args.distinct * args.memory_steps)
+    print(f"Redis commands per distinct account (two cache-miss requests): {per_account:.2f}")
 
 
 def main() -> None:

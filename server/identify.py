@@ -49,7 +49,7 @@ _MAX_FORWARDED_HOPS = 16
 # After a key is removed from WELCOMEMAT_SECRET, tokens it signed stop working within
 # MEMO_TTL_S on every renderer. A link or QR token's entry also keeps the cookie its
 # arrival sets (`arrival_cookie`), so a second click costs no signing either.
-MEMO_ENTRIES = 50_000
+MEMO_ENTRIES = 20_000  # as `RendererTuning.token_memo_entries`
 MEMO_TTL_S = 60.0
 
 

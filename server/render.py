@@ -117,6 +117,10 @@ class PageRenderer:
         self._view_slot = f"wmview{secrets.token_hex(12)}"
         self._plain: RenderedPage | None = None
 
+    def __len__(self) -> int:
+        """Rendered pages cached."""
+        return len(self._cache)
+
     # -- campaign pages ----------------------------------------------------------------------
 
     def render(

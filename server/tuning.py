@@ -16,8 +16,16 @@ __all__ = ["RendererTuning"]
 class RendererTuning:
     """Limits of one renderer process. Every time is in seconds."""
 
-    # Zone sets kept in memory. ~5-10 KB of Python objects each: 20k is ~100-200 MB at most.
-    zone_cache_entries: int = 20_000
+    # The per-visitor caches below share a memory budget of about 150 MB per worker, so that a
+    # renderer stays under 300 MB of RSS however many distinct visitors come (bench/README.md,
+    # `bench_renderer.py --skip-throughput`). Entry sizes measured with tracemalloc: a parsed
+    # zone set ~8.5 KB, a verified token ~1 KB with its key, a rendered page ~1-2 KB. Every
+    # entry lives at most ~30-60 s (the TTLs), so a cache only has to hold the visitors of the
+    # last minute: the sizes hold ~150-250 new visitors a second, far above one worker's share
+    # of a campaign's first clicks. A hot entry is served the same way at any size.
+    #
+    # Zone sets kept in memory: 8,000 x ~8.5 KB, ~70 MB at most.
+    zone_cache_entries: int = 8_000
     # Safety net behind pub/sub invalidation: a cached zone set is re-read after this long
     # even if no change message arrived (a message lost while the subscriber reconnected).
     zone_cache_ttl_s: float = 30.0
@@ -25,13 +33,13 @@ class RendererTuning:
     render_cache_entries: int = 4_000
     # Returning visitors' answers remembered by their tokens (`server.known_visitors`), for
     # pages and for /v1/zones each. An entry lives at most ~30-60 s (its TTLs) and may keep
-    # a page or payload alive after its own cache dropped it: both full cost ~36 MiB of RSS
-    # (bench/README.md). 0: off.
-    known_visitor_entries: int = 10_000
+    # a page or payload alive after its own cache dropped it. 0: off.
+    known_visitor_entries: int = 5_000
     # Verified tokens remembered (`server.identify`, at most a minute each), with the cookie a
     # link or QR arrival earned: a second click costs neither a verification nor a signing.
+    # 20,000 x ~1 KB (a cookie and a link token per visitor: 10,000 visitors a minute).
     # 0: off (every request verifies, every arrival signs; nothing is remembered per visitor).
-    token_memo_entries: int = 50_000
+    token_memo_entries: int = 20_000
     # The most a page request waits on Redis before it serves the fallback.
     redis_timeout_s: float = 0.25
     # Readiness probe budget: Redis must answer PING within this.

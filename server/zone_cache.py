@@ -95,11 +95,22 @@ class ZoneSetCache:
                 return False
             if min_version and (zone_set is None or zone_set.version < min_version):
                 return False
-            self._entries[key] = _Entry(zone_set, self._clock() + self._ttl_s, ticket)
+            now = self._clock()
+            self._entries[key] = _Entry(zone_set, now + self._ttl_s, ticket)
             self._entries.move_to_end(key)
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
+            self._drop_expired(now)
             return True
+
+    def _drop_expired(self, now: float) -> None:
+        """Drop a couple of the least recently used entries once their time is up, so memory
+        follows the visitors of the last TTL rather than the size limit (caller holds the lock)."""
+        for _ in range(2):
+            oldest = next(iter(self._entries), None)
+            if oldest is None or self._entries[oldest].expires_at > now:
+                return
+            del self._entries[oldest]
 
     def abandon_fetch(self, key: CacheKey) -> None:
         """The fetch failed: forget it was in flight."""

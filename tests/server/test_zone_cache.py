@@ -79,3 +79,15 @@ def test_clear_campaign_forgets_entries_and_reads_in_flight() -> None:
     assert cache.get(other)[0] is True
     assert cache.put(in_flight, None, ticket) is False
     assert cache.put(in_flight, None, cache.begin_fetch(in_flight)) is True
+
+
+def test_entries_whose_time_is_up_make_way_without_reaching_the_limit() -> None:
+    """Memory follows the visitors of the last TTL: a steady trickle of new accounts keeps
+    the cache near what one TTL brings, far under its limit."""
+    clock = Clock()
+    cache = ZoneSetCache(1_000, ttl_s=30, clock=clock)
+    for i in range(300):
+        clock.now = float(i)  # one new account a second
+        key = ("acme", "q4-pipeline", f"acct_{i}")
+        cache.put(key, None, cache.begin_fetch(key))
+    assert len(cache) <= 31

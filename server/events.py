@@ -238,13 +238,16 @@ class EventWriter:
         # Start the thread on the first event (apps served without a lifespan, e.g. some tests).
         self._autostart = autostart
         self._start_lock = threading.Lock()
+        self._in_flight = 0  # taken from the queue by the writer, not yet written or put back
         self.written = 0
         self.dropped = 0
         self.duplicates = 0
 
     @property
     def queued(self) -> int:
-        return len(self._queue)
+        """Events not yet written: waiting in the queue or in the batch being written. (The
+        count errs high by one for an instant, never low, so `while w.queued` waits them out.)"""
+        return len(self._queue) + self._in_flight
 
     def emit(self, event: EngagementEvent) -> bool:
         """Queue an event; False (counted) when the queue is full."""
@@ -275,9 +278,16 @@ class EventWriter:
         duplicates). Raises RedisError (batch re-queued)."""
         batch: list[EngagementEvent] = []
         while self._queue and len(batch) < self._batch_max:
+            self._in_flight += 1  # counted before it leaves the queue: `queued` never dips to 0
             batch.append(self._queue.popleft())
         if not batch:
             return 0
+        try:
+            return self._write(batch)
+        finally:
+            self._in_flight = 0
+
+    def _write(self, batch: list[EngagementEvent]) -> int:
         by_tenant = _serialise(batch)
         written: set[str] = set()
         duplicates = 0

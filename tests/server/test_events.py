@@ -70,6 +70,24 @@ def test_failed_write_keeps_the_batch_for_later() -> None:
     dead.close()
 
 
+def test_a_batch_being_written_still_counts_as_queued(redis_client: redis.Redis) -> None:
+    """Health and shutdown read `queued` while the writer holds a batch: those events are not
+    written yet, so they count (a Redis that hangs must not look like an empty queue)."""
+    w = writer(redis_client, autostart=False)
+    for n in range(5):
+        w.emit(event(n))
+    seen: list[int] = []
+    script = w._write_batch
+
+    def watching(**kwargs: object) -> object:
+        seen.append(w.queued)
+        return script(**kwargs)
+
+    w._write_batch = watching  # type: ignore[method-assign]
+    assert w.flush_once() == 5
+    assert seen == [5] and w.queued == 0
+
+
 def test_stream_is_trimmed_approximately(redis_client: redis.Redis) -> None:
     w = writer(redis_client, queue_max=5000, batch_max=500, stream_maxlen=100, autostart=False)
     for n in range(3000):

@@ -6,7 +6,7 @@ import argparse
 import re
 from datetime import date
 
-__all__ = ["iso_day", "port", "positive_float", "positive_int"]
+__all__ = ["add_fill_empty", "iso_day", "port", "positive_float", "positive_int"]
 
 
 def positive_int(text: str) -> int:
@@ -50,3 +50,15 @@ def iso_day(text: str) -> date:
         return date.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a day (YYYY-MM-DD)") from None
+
+
+def add_fill_empty(parser: argparse.ArgumentParser) -> None:
+    """`--fill-empty COLUMN=TEXT` (repeatable): the export and its preview fill alike."""
+    parser.add_argument(
+        "--fill-empty",
+        action="append",
+        default=[],
+        metavar="COLUMN=TEXT",
+        help="write TEXT into empty first_name, last_name or title cells (repeatable), for a sequencer "
+        "without a fallback syntax of its own; default: empty cells",
+    )

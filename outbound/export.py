@@ -37,7 +37,7 @@ campaign default), empty fact columns, `company` from the domain or id when the 
 refused, a refused contact field empty, and `status` saying why; each such account (or
 contact) is listed in the summary's `problems`. Empty optional fields (`first_name`,
 `last_name`, `title`, the fact columns) are empty cells, for the sequencer's own fallback
-(README: per sequencer). The zone columns are never empty unless the campaign has no copy
+(README: per sequencer), unless `fill` (`--fill-empty`) names text for the contact columns. The zone columns are never empty unless the campaign has no copy
 for a zone at all (`no_copy`).
 
 CSV only: every cell goes through `spreadsheet_safe`. CSV is UTF-8 without a BOM, RFC 4180
@@ -52,7 +52,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -177,13 +177,15 @@ def export_rows(
     summary: ExportSummary | None = None,
     on_account: Callable[[], object] = lambda: None,
     recorder: WorkflowRecorder | None = None,
+    fill: Mapping[str, str] | None = None,
 ) -> tuple[tuple[str, ...], Iterator[dict[str, str]]]:
     """The header and a lazy stream of rows (column -> checked cell, not yet spreadsheet-safe).
 
     With `recorder`, each contact whose row is produced is marked `exported` (with the row's
     arm, rung, status, variant and zone-set version), one script call per batch of accounts.
+    `fill` (column -> text, from `parse_fill`) fills those columns' empty cells.
     """
-    builder = SequencerRowBuilder(view, link_for, now)
+    builder = SequencerRowBuilder(view, link_for, now, fill)
     tally = summary if summary is not None else ExportSummary()
 
     def generate() -> Iterator[dict[str, str]]:
@@ -252,7 +254,14 @@ def _write_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
         raise
 
 
-def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = False) -> int:
+def run_export(
+    campaign_ref: str,
+    fmt: str,
+    out: str | None,
+    *,
+    as_json: bool = False,
+    fill: Mapping[str, str] | None = None,
+) -> int:
     """`welcomemat export`: write the campaign's rows to `out` (atomically) or stdout.
 
     Each contact whose row is produced is marked `exported` (`welcomemat.contact_workflow`).
@@ -296,6 +305,7 @@ def run_export(campaign_ref: str, fmt: str, out: str | None, *, as_json: bool = 
                 summary=summary,
                 on_account=lambda: bar.update(1),
                 recorder=recorder,
+                fill=fill,
             )
             if out is None:
                 write_export(header, rows, sys.stdout, fmt)

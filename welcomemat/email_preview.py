@@ -11,6 +11,7 @@ with it, so a variable the file would not carry shows up here as unknown or empt
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -56,6 +57,7 @@ def branch_previews(
     *,
     now: datetime,
     contact_id: str | None = None,
+    fill: Mapping[str, str] | None = None,
 ) -> list[BranchPreview]:
     """The personal, segment and holdout renderings for a contact (default: the account's first).
 
@@ -74,7 +76,7 @@ def branch_previews(
     zone_set = found.get(account_id)
     if zone_set is None and account_id not in unreadable:
         raise InputError(f"account {account_id!r} has no zone set in {view.tenant}/{view.campaign_id}")
-    builder = SequencerRowBuilder(view, link_for, now)
+    builder = SequencerRowBuilder(view, link_for, now, fill)
     previews = []
     for branch in Branch:
         rows = builder.account_rows(record, zone_set, unreadable.get(account_id), branch)

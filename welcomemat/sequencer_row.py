@@ -20,7 +20,7 @@ from datetime import datetime
 
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign_view import CampaignView, ResolvedZone
-from welcomemat.errors import WelcomematError
+from welcomemat.errors import InputError, WelcomematError
 from welcomemat.export_cells import CellRefusal, export_cell
 from welcomemat.records import AccountRecord, ContactProfile
 from welcomemat.surfaces import Surface
@@ -30,6 +30,7 @@ from welcomemat.zones_payload import public_zone
 from welcomemat.zoneset import CitedFact, Rung, ZoneSet, ZoneSetStatus
 
 __all__ = [
+    "FILLABLE_COLUMNS",
     "LEAD_COLUMNS",
     "TAIL_COLUMNS",
     "AccountRows",
@@ -42,6 +43,7 @@ __all__ = [
     "column_name",
     "export_columns",
     "fact_statement",
+    "parse_fill",
     "served_fact",
 ]
 
@@ -62,6 +64,10 @@ LEAD_COLUMNS = (
 TAIL_COLUMNS = ("fact", "fact_url", "fact_date", "page_url", "status")
 _NOT_COLUMN_CHARS = re.compile(r"[^a-z0-9_]")
 _CONTACT_COLUMNS = ("email", "first_name", "last_name", "title", "contact_id", "page_url")
+# The optional contact columns `--fill-empty` may fill, for a sequencer without a fallback
+# syntax of its own. Never `fact`: text standing in for a missing fact would be a claim.
+FILLABLE_COLUMNS = ("first_name", "last_name", "title")
+_FILL_MAX_CHARS = 80
 
 # (account id, contact id) -> the contact's signed page URL.
 LinkMaker = Callable[[str, str], str]
@@ -104,6 +110,27 @@ class Branch(enum.StrEnum):
     PERSONAL = "personal"  # the personal arm, its personal copy where the ladder serves it
     SEGMENT = "segment"  # the personal arm's fallback row: the segment copy, no fact
     HOLDOUT = "holdout"  # the holdout arm: its segment copy, as the experiment holds
+
+
+def parse_fill(spec: str) -> tuple[str, str]:
+    """`COLUMN=TEXT` (`--fill-empty`): a fillable column and the checked text for its empty cells.
+
+    `InputError` (exit 2) for another column, no `=`, blank or overlong text, or text the
+    export's choke point refuses (markup, template syntax, control characters).
+    """
+    column, sep, text = spec.partition("=")
+    column = column.strip()
+    if not sep or column not in FILLABLE_COLUMNS:
+        raise InputError(
+            f"{spec[:40]!r}: write COLUMN=TEXT with COLUMN one of {', '.join(FILLABLE_COLUMNS)}",
+            field="--fill-empty",
+        )
+    cell = export_cell(text[: _FILL_MAX_CHARS + 1])
+    if isinstance(cell, CellRefusal):
+        raise InputError(f"{column}: {cell}", field="--fill-empty")
+    if not cell.strip() or len(text) > _FILL_MAX_CHARS:  # blank once control characters are spaces
+        raise InputError(f"{column}: the text must be 1-{_FILL_MAX_CHARS} characters", field="--fill-empty")
+    return column, cell
 
 
 def column_name(zone_id: str) -> str:
@@ -197,10 +224,13 @@ class AccountRows:
 class SequencerRowBuilder:
     """Builds an account's rows (column -> checked cell) for one campaign at one instant."""
 
-    def __init__(self, view: CampaignView, link_for: LinkMaker, now: datetime) -> None:
+    def __init__(
+        self, view: CampaignView, link_for: LinkMaker, now: datetime, fill: Mapping[str, str] | None = None
+    ) -> None:
         self.view = view
         self.link_for = link_for
         self.now = now
+        self.fill = dict(fill or {})  # column -> text for its empty cells (`parse_fill`)
         self.header, self.zone_columns = export_columns(view)
         self.zone_ids = tuple(self.zone_columns)
         self.site = view.campaign.site_base_url
@@ -319,4 +349,7 @@ class SequencerRowBuilder:
         }
         for column in _CONTACT_COLUMNS:
             cells.put(column, values[column])
+        for column, text in self.fill.items():
+            if not cells.values[column]:
+                cells.values[column] = text  # checked by `parse_fill`; a refusal stays recorded
         return cells

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from cli.arg_types import add_fill_empty
+
 __all__ = ["register", "run"]
 
 
@@ -25,10 +27,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="with --out: print the report (counts, and every record that got its fallback, and why) as JSON",
     )
+    add_fill_empty(export)
     export.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from outbound.export import run_export
+    from welcomemat.sequencer_row import parse_fill
 
-    return run_export(args.campaign, args.format, args.out, as_json=args.json)
+    fill = dict(parse_fill(spec) for spec in args.fill_empty)
+    return run_export(args.campaign, args.format, args.out, as_json=args.json, fill=fill)

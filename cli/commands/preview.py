@@ -7,6 +7,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from cli.arg_types import add_fill_empty
+
 __all__ = ["register", "run"]
 
 
@@ -29,6 +31,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     email.add_argument("--contact", default=None, help="the contact to fill for (default: the account's 1st)")
     email.add_argument("--json", action="store_true", help="print the three renderings as JSON")
+    add_fill_empty(email)
     email.set_defaults(handler=run)
 
 
@@ -39,9 +42,11 @@ def run(args: argparse.Namespace) -> int:
     from welcomemat.email_preview import branch_previews, preview_email
     from welcomemat.email_template import read_template
     from welcomemat.links import contact_links
+    from welcomemat.sequencer_row import parse_fill
     from welcomemat.settings import Settings
     from welcomemat.tokens import TokenSigner
 
+    fill = dict(parse_fill(spec) for spec in args.fill_empty)
     template = read_template(Path(args.template))
     settings = Settings.from_env()
     signer = TokenSigner.from_setting(settings.require_secret())
@@ -51,7 +56,14 @@ def run(args: argparse.Namespace) -> int:
         view = load_campaign_view(client, tenant, campaign)
         link_for = contact_links(signer, settings.public_url, tenant=tenant, campaign=campaign)
         previews = branch_previews(
-            client, view, args.account, template, link_for, now=datetime.now(UTC), contact_id=args.contact
+            client,
+            view,
+            args.account,
+            template,
+            link_for,
+            now=datetime.now(UTC),
+            contact_id=args.contact,
+            fill=fill,
         )
     finally:
         client.close()

@@ -37,8 +37,11 @@ from tests.server.conftest import (
 from welcomemat.accounts import Account
 from welcomemat.campaign_view import load_campaign_view
 from welcomemat.links import signed_url
+from welcomemat.errors import InputError
+from welcomemat.export_cells import export_cell
 from welcomemat.markup_scan import find_template_marker
 from welcomemat.records import iter_account_records, write_profile
+from welcomemat.sequencer_row import FILLABLE_COLUMNS, parse_fill
 from welcomemat.spreadsheet import spreadsheet_safe
 from welcomemat.store import ZoneSetStore
 
@@ -265,6 +268,61 @@ def test_missing_and_hostile_profile_values(redis_client: redis.Redis) -> None:
     jsonl = io.StringIO()
     write_export(header, rows, jsonl, "jsonl")
     assert json.loads(jsonl.getvalue().splitlines()[0])["company"].startswith("=HYPERLINK")
+
+
+def test_fill_empty_writes_its_text_into_empty_contact_cells_only(
+    redis_client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    """For a sequencer with no fallback syntax: `--fill-empty` fills what is empty, nothing else."""
+    campaign, zones = example_inputs()
+    from tests.server.conftest import publish_config
+
+    publish_config(redis_client, campaign, zones)
+    ZoneSetStore(redis_client).publish(make_zone_set("acct_fill", segment="saas-mid"))
+    contacts = [
+        {"contact_id": "c_bare", "email": "bare@fill.example"},
+        {"contact_id": "c_named", "email": "ada@fill.example", "first_name": "Ada", "title": "CRO"},
+    ]
+    account = {"account_id": "acct_fill", "name": "Fill", "domain": "fill.example", "segment": "saas-mid"}
+    write_profile(redis_client, TENANT, Account.model_validate({**account, "contacts": contacts}))
+    out = tmp_path / "sequence.csv"
+    fills = ("--fill-empty", "first_name=there", "--fill-empty", "title=your team")
+    result = run("export", CAMPAIGN, "--out", str(out), *fills, redis_url=redis_url, home=tmp_path)
+    assert result.returncode == 0, result.stderr
+    table = {r["contact_id"]: r for r in csv.DictReader(io.StringIO(out.read_text(encoding="utf-8")))}
+    bare, named = table["c_bare"], table["c_named"]
+    assert (bare["first_name"], bare["last_name"], bare["title"]) == ("there", "", "your team")
+    assert (named["first_name"], named["title"]) == ("Ada", "CRO")
+    assert bare["fact"] == named["fact"]  # never filled: text standing in for a fact would be a claim
+    template = tmp_path / "step1.txt"
+    template.write_text("Hi {{ first_name }}, {{ title }}\n", encoding="utf-8")
+    preview = ("preview", "email", CAMPAIGN, "acct_fill", "--template", str(template), "--contact", "c_bare")
+    unfilled = run(*preview, redis_url=redis_url, home=tmp_path)
+    assert unfilled.returncode == 1 and "{{ first_name }}: empty, and no default" in unfilled.stdout
+    filled = run(*preview, *fills, redis_url=redis_url, home=tmp_path)  # the preview fills as the export
+    assert filled.returncode == 0 and filled.stdout.count("Hi there, your team\n") == 3, filled.stdout
+
+    for spec, why in [
+        ("fact=recent news", "COLUMN one of first_name, last_name, title"),
+        ("first_name", "COLUMN=TEXT"),
+        ("title=", "1-80 characters"),
+        ("first_name=<b>there</b>", "first_name:"),
+        ("first_name={{name}}", "first_name:"),
+    ]:
+        refused = run("export", CAMPAIGN, "--fill-empty", spec, redis_url=redis_url, home=tmp_path)
+        assert refused.returncode == 2 and "--fill-empty" in refused.stderr and why in refused.stderr, spec
+        assert "Traceback" not in refused.stderr
+
+
+@given(st.sampled_from(FILLABLE_COLUMNS), st.text(max_size=120))
+def test_parse_fill_returns_only_text_a_cell_may_hold(column: str, text: str) -> None:
+    try:
+        parsed_column, cell = parse_fill(f"{column}={text}")
+    except InputError as exc:
+        assert exc.field == "--fill-empty"
+        return
+    assert parsed_column == column and cell.strip() and len(text) <= 80
+    assert export_cell(cell) == cell and find_template_marker(cell) is None
 
 
 @given(st.text())

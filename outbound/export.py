@@ -37,8 +37,9 @@ campaign default), empty fact columns, `company` from the domain or id when the 
 refused, a refused contact field empty, and `status` saying why; each such account (or
 contact) is listed in the summary's `problems`. Empty optional fields (`first_name`,
 `last_name`, `title`, the fact columns) are empty cells, for the sequencer's own fallback
-(README: per sequencer), unless `fill` (`--fill-empty`) names text for the contact columns. The zone columns are never empty unless the campaign has no copy
-for a zone at all (`no_copy`).
+(README: per sequencer), unless `fill` (`--fill-empty`) names text for the contact columns.
+The zone columns are never empty unless the campaign has no copy for a zone at all
+(`no_copy`).
 
 CSV only: every cell goes through `spreadsheet_safe`. CSV is UTF-8 without a BOM, RFC 4180
 quoting; JSON Lines has the same fields, unprefixed. Rows come in SCAN order (any), one

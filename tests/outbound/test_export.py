@@ -36,9 +36,9 @@ from tests.server.conftest import (
 )
 from welcomemat.accounts import Account
 from welcomemat.campaign_view import load_campaign_view
-from welcomemat.links import signed_url
 from welcomemat.errors import InputError
 from welcomemat.export_cells import export_cell
+from welcomemat.links import signed_url
 from welcomemat.markup_scan import find_template_marker
 from welcomemat.records import iter_account_records, write_profile
 from welcomemat.sequencer_row import FILLABLE_COLUMNS, parse_fill

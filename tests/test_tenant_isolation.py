@@ -103,6 +103,21 @@ class Ran:
     err: str
 
 
+# Every command line the tests ran, with its exit code: the figures the big test prints.
+RAN: list[tuple[tuple[str, ...], int]] = []
+_SUBCOMMANDS = {"review", "report", "preview", "delivered", "conversions", "guidelines", "experiment"}
+
+
+def command_name(args: tuple[str, ...]) -> str:
+    return " ".join(args[:2]) if args[0] in _SUBCOMMANDS else args[0]
+
+
+def print_figures(capsys: pytest.CaptureFixture[str], **figures: object) -> None:
+    """One line of JSON on the terminal (`pytest -s`): what the test covered."""
+    with capsys.disabled():
+        print(f"\n{json.dumps(figures)}")
+
+
 class Welcomemat(Protocol):
     def __call__(self, *args: str) -> Ran: ...
 
@@ -123,6 +138,7 @@ def welcomemat(
         capsys.readouterr()
         code = main(list(args))
         captured = capsys.readouterr()
+        RAN.append((args, code))
         return Ran(code, captured.out, captured.err)
 
     yield run
@@ -392,8 +408,9 @@ def refused_naming(ran: Ran, owner: str, campaign: str) -> bool:
 
 
 def test_every_route_and_command_keeps_each_tenant_to_its_own_campaign_both_ways_across_a_restart(
-    tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat
+    tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    first_run = len(RAN)
     acme, evil = publish_both_tenants(tmp_path, welcomemat)
     covered: list[tuple[str, str, str]] = []
 
@@ -545,6 +562,16 @@ def test_every_route_and_command_keeps_each_tenant_to_its_own_campaign_both_ways
         later.cookies.clear()
         page = later.get(path_of(evil.link))
         assert 'data-wm-rung="personal"' in page.text and evil.shows_own_page(page.text, acme)
+
+    ran = RAN[first_run:]
+    print_figures(
+        capsys,
+        routes=len(ROUTES),
+        route_checks=f"{len(ROUTES)} routes x 2 tenants x 2 renderer starts = {len(covered)}",
+        commands=sorted({command_name(args) for args, _ in ran}),
+        command_runs=len(ran),
+        refused_naming_the_owner=sum(1 for _, code in ran if code == 2),
+    )
 
 
 def test_state_from_before_owners_were_recorded_never_serves_a_non_owner_nor_redirects_into_a_404(
@@ -758,7 +785,7 @@ def served(
 
 
 def test_a_tenants_scoped_tokens_get_the_other_tenants_campaign_as_an_unknown_one_on_every_bearer_route(
-    tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat
+    tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat, capsys: pytest.CaptureFixture[str]
 ) -> None:
     acme, evil = publish_both_tenants(tmp_path, welcomemat)
     # Each copies the other's id: refused, so each id stays its owner's.
@@ -815,3 +842,8 @@ def test_a_tenants_scoped_tokens_get_the_other_tenants_campaign_as_an_unknown_on
 
     # routes × tenants × token kinds (the tenant's own, the other tenant's, the operator's)
     assert len(covered) == len(set(covered)) == len(BEARER_ROUTES) * 2 * 3
+    print_figures(
+        capsys,
+        bearer_route_checks=f"{len(BEARER_ROUTES)} routes x 2 tenants x 3 token kinds = {len(covered)}",
+        refused_as_unknown=sum(1 for *_, answer in covered if answer == "404"),
+    )

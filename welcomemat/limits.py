@@ -17,6 +17,7 @@ __all__ = [
     "BEACON_BODY_MAX_BYTES",
     "BODY_READ_MAX_SECONDS",
     "CONVERSION_MAX_BYTES",
+    "CSV_LINE_MAX_BYTES",
     "INPUT_LIMITS",
     "NESTING_MAX_DEPTH",
     "NUMBER_MAX_CHARS",
@@ -47,6 +48,10 @@ ADMIN_BODY_MAX_BYTES: Final = 1024
 # then stalls would otherwise hold its connection for as long as it likes (uvicorn has no body
 # timeout). Bodies are at most 64 KB: any real client sends one in well under a second.
 BODY_READ_MAX_SECONDS: Final = 10.0
+# Bytes of one line of a CSV file we are given (a sequencer's delivered report): a few ids, a
+# date and what else the sequencer adds. Python's csv refuses a field past 131,072 characters
+# on its own, but reads a line whole before it gets there.
+CSV_LINE_MAX_BYTES: Final = 65_536
 # Bytes of one YAML file (campaign, tenant, zone contract): 512 KiB. The example campaign is
 # 7 KB; PyYAML reads about 100-200 KB a second, so a file at the limit costs seconds, not minutes.
 YAML_MAX_BYTES: Final = 524_288
@@ -98,6 +103,11 @@ INPUT_LIMITS: Final[tuple[InputLimit, ...]] = (
     InputLimit(
         "`welcomemat conversions import`, one line",
         f"{CONVERSION_MAX_BYTES:,} bytes (a longer line is skipped without being read whole)",
+        "that line reported (file, line, field) and skipped; exit 2 after the rest is recorded",
+    ),
+    InputLimit(
+        "`welcomemat delivered import`, one line",
+        f"{CSV_LINE_MAX_BYTES:,} bytes (a longer line is skipped without being read whole); UTF-8",
         "that line reported (file, line, field) and skipped; exit 2 after the rest is recorded",
     ),
     InputLimit(

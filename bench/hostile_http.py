@@ -112,19 +112,19 @@ def main() -> int:
     parser.add_argument("--megabytes", type=int, default=200)
     parser.add_argument("--stall-seconds", type=float, default=30)
     args = parser.parse_args()
+    port = free_port()
     with (
         tempfile.TemporaryDirectory(prefix="bench-hostile-") as temp,
         temporary_redis(Path(temp) / "redis") as redis_url,
     ):
-        port = free_port()
-        env = {
-            **os.environ,
-            "REDIS_URL": redis_url,
-            "WELCOMEMAT_SECRET": SECRET,
-            "WELCOMEMAT_ADMIN_TOKEN": ADMIN_TOKEN,
-            "WELCOMEMAT_PUBLIC_URL": "https://wm.example.com",
-            "WELCOMEMAT_ALLOWED_HOSTS": "*",
-        }
+        env = dict(
+            os.environ,
+            REDIS_URL=redis_url,
+            WELCOMEMAT_SECRET=SECRET,
+            WELCOMEMAT_ADMIN_TOKEN=ADMIN_TOKEN,
+            WELCOMEMAT_PUBLIC_URL="https://wm.example.com",
+            WELCOMEMAT_ALLOWED_HOSTS="*",
+        )
         accounts = Path(temp) / "accounts.jsonl"
         write_accounts(accounts, 20)
         precompute = [WELCOMEMAT, "precompute", str(ROOT / "examples" / "campaign.yaml"), str(accounts)]

@@ -476,6 +476,8 @@ def test_every_route_and_command_keeps_each_tenant_to_its_own_campaign_both_ways
                 assert refused_naming(ran, owner.tenant, squat.campaign), (args, ran.out, ran.err)
         ran = welcomemat("worker", "--campaign", squat.ref, "--once")
         assert refused_naming(ran, owner.tenant, squat.campaign), ran.err
+        ran = welcomemat("guidelines", "rollback", squat.yaml, "--reason", "squatting")
+        assert refused_naming(ran, owner.tenant, squat.campaign), ran.err
 
     # Each owner's commands, by the bare id, read and write its own campaign only.
     conversions = tmp_path / "conversions.jsonl"

@@ -18,6 +18,7 @@ from cli.guidelines import write_atomically
 from welcomemat.campaign import check_campaign
 from welcomemat.errors import ContractProblems, InputError
 from welcomemat.voice import VoiceProfile, derive_profile, longest_sentence_allowed
+from welcomemat.yamlfile import read_yaml
 
 __all__ = ["PROFILE_COMMENT", "format_profile", "replace_profile_block", "run_build"]
 
@@ -90,7 +91,7 @@ def run_build(campaign_arg: str, *, check: bool = False, as_json: bool = False) 
     others = [p for p in problems if p not in stale]
     if others:
         raise ContractProblems(others)
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = read_yaml(path).data  # the one bounded loader, as check_campaign read it
     examples = tuple(data.get("voice_examples") or ())
     if not examples:
         raise InputError("no voice_examples to build a voice profile from", file=path, field="voice_examples")

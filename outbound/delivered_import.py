@@ -7,7 +7,9 @@ carry `delivered_at` (ISO 8601 with a UTC offset; without it, the time of the im
 columns are ignored. Each contact is marked `delivered` in its account record
 (`welcomemat.contact_workflow`, batched, idempotent: importing the file again changes
 nothing); a contact of an account without a record is skipped. A bad line is reported with
-its file, line and field and skipped; the rest are recorded.
+its file, line and field and skipped; the rest are recorded: the file is read as bytes, a line
+at a time (`iter_lines`: a line over `CSV_LINE_MAX_BYTES` is skipped unread), so a byte that is
+not UTF-8 or a record csv refuses costs its own line only.
 """
 
 from __future__ import annotations
@@ -18,17 +20,48 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import IO
 
 import redis
 
+from welcomemat.bounded_json import iter_lines
 from welcomemat.contact_workflow import ContactState, record_marks
 from welcomemat.errors import InputError
 from welcomemat.ids import is_valid_id
+from welcomemat.limits import CSV_LINE_MAX_BYTES
 
 __all__ = ["DeliveredReport", "import_delivered", "run_delivered_import"]
 
 _REQUIRED = ("account_id", "contact_id")
 Mark = tuple[str, str, ContactState, int, Mapping[str, str | int | None]]
+
+
+class _LineRefused(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class _Lines:
+    """The file's lines for `csv`, each refused on its own: one over `CSV_LINE_MAX_BYTES` (skipped
+    unread) or not UTF-8 raises `_LineRefused` from `__next__`, and the next call goes on with
+    the line after (a generator could not go on after raising). `number`: the last line's."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self._lines = iter_lines(handle, CSV_LINE_MAX_BYTES)
+        self.number = 0
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        self.number, line = next(self._lines)
+        if line is None:
+            raise _LineRefused(f"line longer than {CSV_LINE_MAX_BYTES} bytes")
+        try:
+            return line.decode("utf-8") + "\n"
+        except UnicodeDecodeError as exc:
+            raise _LineRefused(f"not UTF-8 (byte {exc.start + 1})") from None
 
 
 @dataclass
@@ -44,15 +77,16 @@ def import_delivered(
     """Mark every good line's contact `delivered`; `InputError` when the file cannot be read as one."""
     report = DeliveredReport()
     try:
-        handle = path.open(encoding="utf-8", newline="")
+        handle = path.open("rb")
     except OSError as exc:
         raise InputError(f"cannot read the file: {exc.strerror}", file=path) from exc
     with handle:
-        reader = csv.DictReader(handle)
+        lines = _Lines(handle)
+        reader = csv.DictReader(lines)
         try:
             header = reader.fieldnames or []
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise InputError(f"not a CSV file: {exc}", file=path, line=1) from exc
+        except (csv.Error, _LineRefused) as exc:
+            raise InputError(f"not a CSV file: {exc}", file=path, line=1) from None
         missing = [c for c in _REQUIRED if c not in header]
         if missing:
             raise InputError(
@@ -60,14 +94,19 @@ def import_delivered(
             )
 
         def marks() -> Iterator[Mark]:
-            try:
-                for row in reader:
+            while True:
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    return
+                except (csv.Error, _LineRefused) as exc:  # that record only: csv starts afresh
                     report.lines += 1
-                    mark = _mark(row, path, reader.line_num, now, report)
-                    if mark is not None:
-                        yield mark
-            except (csv.Error, UnicodeDecodeError) as exc:
-                report.problems.append(InputError(f"unreadable: {exc}", file=path, line=reader.line_num))
+                    report.problems.append(InputError(f"unreadable: {exc}", file=path, line=lines.number))
+                    continue
+                report.lines += 1
+                mark = _mark(row, path, lines.number, now, report)
+                if mark is not None:
+                    yield mark
 
         report.written = record_marks(client, tenant, campaign, marks())
     return report

@@ -240,6 +240,7 @@ _PREVIEW_POST_RESPONSES = """
       400:
         description: "Unknown arm, or a template that is not UTF-8 or not a template (the line and why)."
         content: {text/html: {schema: {type: string}}}
+      408: {description: "The template arrived too slowly.", content: {text/html: {schema: {type: string}}}}
       413: {description: "The template is over 65536 bytes.", content: {text/html: {schema: {type: string}}}}
 """
 
@@ -273,7 +274,7 @@ async def preview_account(request: Request, renderer: RendererState) -> Response
 
 @_admin(html=True)
 async def preview_account_email(request: Request, renderer: RendererState) -> Response:
-    body = await read_bounded_body(request, MAX_TEMPLATE_BYTES)
+    body = await read_bounded_body(request, MAX_TEMPLATE_BYTES, renderer.tuning.body_read_timeout_s)
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -436,10 +437,11 @@ def _auditor(request: Request, renderer: RendererState) -> Auditor:
     return Auditor(request.state.credential.actor, Via.HTTP, lambda: datetime.fromtimestamp(clock(), UTC))
 
 
-async def _body(request: Request, model: type[_B], shape: str) -> _B:
+async def _body(request: Request, renderer: RendererState, model: type[_B], shape: str) -> _B:
     """The body as `model`, read by the one bounded reader (413 past `MAX_BODY_BYTES`, declared
-    or not) and decoded within `welcomemat.bounded_json`'s limits; 400 naming the field."""
-    body = await read_bounded_body(request, MAX_BODY_BYTES)
+    or not; 408 when it stops arriving) and decoded within `welcomemat.bounded_json`'s limits;
+    400 naming the field."""
+    body = await read_bounded_body(request, MAX_BODY_BYTES, renderer.tuning.body_read_timeout_s)
     try:
         return model.model_validate(decode_json(body or b"{}", max_bytes=MAX_BODY_BYTES))
     except InputError as exc:
@@ -471,7 +473,7 @@ async def _decide(request: Request, renderer: RendererState, *, approve: bool) -
     account = _path_id(request, "account")
     tenant, campaign = state.tenant, state.campaign_id
     decision = await _body(
-        request, ReviewDecisionBody, '{"version": N, "reason": "why"}, the version you reviewed'
+        request, renderer, ReviewDecisionBody, '{"version": N, "reason": "why"}, the version you reviewed'
     )
     reason = _reason(decision.reason, AuditAction.APPROVE if approve else AuditAction.REJECT)
     if decision.held is not None and not approve:
@@ -556,6 +558,7 @@ _DECIDE_DOC = """
           The version is no longer current (`current_version`): review the current version; or
           the `held` draft cannot be approved (it fails a deterministic check, its facts
           expired, or the zone holds no draft).
+      408: {$ref: "#/components/responses/Problem", description: "The body did not arrive in time."}
       413: {$ref: "#/components/responses/Problem", description: "The body is over 1024 bytes."}
       503:
         $ref: "#/components/responses/RedisUnavailable"
@@ -607,6 +610,7 @@ async def review_rollback(request: Request, renderer: RendererState) -> Response
         description: >-
           Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
           does not own), or no previous version to go back to.
+      408: {$ref: "#/components/responses/Problem", description: "The body did not arrive in time."}
       413: {$ref: "#/components/responses/Problem", description: "The body is over 1024 bytes."}
       503:
         $ref: "#/components/responses/RedisUnavailable"
@@ -616,7 +620,7 @@ async def review_rollback(request: Request, renderer: RendererState) -> Response
     state = await _campaign(request, renderer)
     account = _path_id(request, "account")
     tenant, campaign = state.tenant, state.campaign_id
-    body = await _body(request, RollbackBody, '{"reason": "why"}')
+    body = await _body(request, renderer, RollbackBody, '{"reason": "why"}')
     reason = _reason(body.reason, AuditAction.ROLLBACK)
     auditor = _auditor(request, renderer)
 

@@ -9,7 +9,9 @@ them). A body is refused:
   value that is not a number is 400;
 - as it is read (chunked, or lying about its length): 413 as soon as it passes `limit`; what
   was read so far is dropped and the rest is never read;
-- when the client goes away before the body is complete: 400.
+- when the client goes away before the body is complete: 400;
+- when the body stops arriving (a client that announces it and then stalls: slowloris): 408
+  once `timeout_s` has passed since reading began (`RendererTuning.body_read_timeout_s`).
 
 Each refusal is a `BodyRefused` (an `HTTPProblem`, answered by `server.problems`) that
 carries `Connection: close`: the server closes the connection after the answer instead of
@@ -17,6 +19,8 @@ reading the rest of a body it refused.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from starlette.requests import ClientDisconnect, Request
 
@@ -54,16 +58,22 @@ def declared_length(header: str | None, limit: int) -> int | None:
     return int(value)
 
 
-async def read_bounded_body(request: Request, limit: int) -> bytes:
-    """The request body, at most `limit` bytes; `BodyRefused` before reading when the declared
-    length is over it, and as soon as what is read passes it."""
+async def read_bounded_body(request: Request, limit: int, timeout_s: float) -> bytes:
+    """The request body, at most `limit` bytes, whole within `timeout_s`; `BodyRefused` before
+    reading when the declared length is over `limit`, as soon as what is read passes it, and
+    when the body is not complete in time."""
     declared_length(request.headers.get("content-length"), limit)
     body = bytearray()
     try:
-        async for chunk in request.stream():
-            if len(body) + len(chunk) > limit:  # stop reading: the rest is never buffered
-                raise _too_large(limit)
-            body += chunk
+        # One deadline for the whole body, not per chunk: a byte a second would renew a
+        # per-read timeout forever.
+        async with asyncio.timeout(timeout_s):
+            async for chunk in request.stream():
+                if len(body) + len(chunk) > limit:  # stop reading: the rest is never buffered
+                    raise _too_large(limit)
+                body += chunk
     except ClientDisconnect:
         raise BodyRefused(400, "the client went away before the body was complete") from None
+    except TimeoutError:
+        raise BodyRefused(408, f"the body did not arrive within {timeout_s:g} seconds") from None
     return bytes(body)

@@ -87,6 +87,7 @@ async def post_conversion(request: Request) -> Response:
       409:
         $ref: "#/components/responses/Problem"
         description: "The conversion id was recorded before with different content."
+      408: {$ref: "#/components/responses/Problem", description: "The body did not arrive in time."}
       413: {$ref: "#/components/responses/Problem", description: "The body is too large."}
       415: {$ref: "#/components/responses/Problem", description: "The body is not application/json."}
       503:
@@ -98,7 +99,7 @@ async def post_conversion(request: Request) -> Response:
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":
         raise HTTPProblem(415, "send the conversion as application/json")
-    body = await read_bounded_body(request, CONVERSION_BODY_MAX_BYTES)
+    body = await read_bounded_body(request, CONVERSION_BODY_MAX_BYTES, renderer.tuning.body_read_timeout_s)
     try:
         conversion = parse_conversion(body)
     except InputError as exc:  # names the field of the client's body

@@ -188,6 +188,7 @@ class EventsApi:
           400:
             $ref: "#/components/responses/Problem"
             description: "Malformed body, unknown type or field, bad or expired view token."
+          408: {$ref: "#/components/responses/Problem", description: "The body did not arrive in time."}
           413: {$ref: "#/components/responses/Problem", description: "Body over 4096 bytes."}
           415:
             $ref: "#/components/responses/Problem"
@@ -286,10 +287,9 @@ class EventsApi:
         )
         return _no_content(extra)
 
-    @staticmethod
-    async def _read_body(request: Request) -> bytes:
+    async def _read_body(self, request: Request) -> bytes:
         try:
-            return await read_bounded_body(request, MAX_BODY_BYTES)
+            return await read_bounded_body(request, MAX_BODY_BYTES, self.renderer.tuning.body_read_timeout_s)
         except BodyRefused as refused:
             raise _beacon_refusal(refused) from None
 

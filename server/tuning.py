@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from welcomemat.limits import BODY_READ_MAX_SECONDS
+
 __all__ = ["RendererTuning"]
 
 
@@ -42,6 +44,10 @@ class RendererTuning:
     token_memo_entries: int = 20_000
     # The most a page request waits on Redis before it serves the fallback.
     redis_timeout_s: float = 0.25
+    # The longest a request body may take to arrive, from its first read to its last byte: a
+    # client that announces a body and then stalls (slowloris) gets 408 and a closed connection
+    # instead of holding it (`server.bodies`; the README's input limits).
+    body_read_timeout_s: float = BODY_READ_MAX_SECONDS
     # Readiness probe budget: Redis must answer PING within this.
     readiness_timeout_s: float = 0.2
     # Consecutive Redis faults that open the circuit breaker, and how long it stays open

@@ -4,7 +4,7 @@ a 5xx or a logged traceback.
 
 The documents come from `tests/hostile.py`. Each property runs a fixed number of examples
 (`EXAMPLES`), and each test checks that number were tried, so the figure is the one stated
-here: nine input paths, 2,300 hostile documents in all (the import's 100 files hold 500 lines).
+here: ten input paths, 2,400 hostile documents in all (each import's 100 files hold 500 lines).
 """
 
 from __future__ import annotations
@@ -27,8 +27,15 @@ from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from outbound.delivered_import import import_delivered
 from tests.corpora import REPO_ROOT
-from tests.hostile import hostile_bytes, hostile_json, json_with_hostile_field, yaml_with_hostile_value
+from tests.hostile import (
+    corpus_strings,
+    hostile_bytes,
+    hostile_json,
+    json_with_hostile_field,
+    yaml_with_hostile_value,
+)
 from tests.server.conftest import (
     BASE_URL,
     CAMPAIGN,
@@ -56,6 +63,7 @@ EXAMPLES = {
     "tenant.yaml": 150,
     "conversion JSON": 400,
     "conversions import (files of 5 lines)": 100,
+    "delivered import (CSV files of 5 lines)": 100,
     "POST /v1/events": 300,
     "POST /v1/conversions": 250,
     "POST /admin/review/.../approve": 300,
@@ -195,6 +203,43 @@ def test_conversions_import(workdir: Path) -> None:
             str(problem).encode("utf-8")
 
     run("conversions import (files of 5 lines)", lines, check)
+
+
+CSV_PIECES = st.sampled_from(
+    [
+        b",",
+        b'"',
+        b'""',
+        b"\r",
+        b"\n",
+        b"\r\n",
+        b"\x00",
+        b"\xff",
+        b"\xed\xa0\x80",
+        b"x" * 140_000,
+        b"9" * 70_000,
+    ]
+)
+
+
+def test_delivered_import(workdir: Path, redis_client: redis.Redis) -> None:
+    path = workdir / "sent.csv"
+    fields = st.one_of(
+        hostile_bytes(hostile_json()),
+        corpus_strings().map(lambda t: t.encode("utf-8", "surrogatepass")),
+        st.lists(st.one_of(CSV_PIECES, st.binary(max_size=20)), max_size=6).map(b"".join),
+    )
+    lines = st.lists(st.lists(fields, min_size=1, max_size=4).map(b",".join), min_size=5, max_size=5)
+
+    def check(raw: list[bytes]) -> None:
+        path.write_bytes(b"account_id,contact_id,delivered_at\n" + b"\n".join(raw) + b"\n")
+        report = import_delivered(redis_client, TENANT, CAMPAIGN, path, now=NOW)
+        assert report.written == 0  # no account has a record here
+        for problem in report.problems:
+            assert problem.file == str(path) and problem.line and problem.line >= 2
+            str(problem).encode("utf-8")
+
+    run("delivered import (CSV files of 5 lines)", lines, check)
 
 
 # -- HTTP, in process ----------------------------------------------------------------------------

@@ -103,6 +103,21 @@ class Ran:
     err: str
 
 
+# Every command line the tests ran, with its exit code: the figures the big test prints.
+RAN: list[tuple[tuple[str, ...], int]] = []
+_SUBCOMMANDS = {"review", "report", "preview", "delivered", "conversions", "guidelines", "experiment"}
+
+
+def command_name(args: tuple[str, ...]) -> str:
+    return " ".join(args[:2]) if args[0] in _SUBCOMMANDS else args[0]
+
+
+def print_figures(capsys: pytest.CaptureFixture[str], **figures: object) -> None:
+    """One line of JSON on the terminal (`pytest -s`): what the test covered."""
+    with capsys.disabled():
+        print(f"\n{json.dumps(figures)}")
+
+
 class Welcomemat(Protocol):
     def __call__(self, *args: str) -> Ran: ...
 
@@ -123,6 +138,7 @@ def welcomemat(
         capsys.readouterr()
         code = main(list(args))
         captured = capsys.readouterr()
+        RAN.append((args, code))
         return Ran(code, captured.out, captured.err)
 
     yield run
@@ -183,11 +199,13 @@ ROUTES = (
     "POST /v1/conversions",
     "GET /admin/explain/{campaign}/{account}",
     "GET /admin/preview/{campaign}/{account}",
+    "POST /admin/preview/{campaign}/{account}",
     "GET /admin/review/{campaign}",
     "POST /admin/review/{campaign}/{account}/approve",
     "GET /admin/lift/{campaign}",
     "GET /admin/results/{campaign}",
 )
+EMAIL_TEMPLATE = "Hi {{ first_name }} at {{ company }},\n{{ hero_headline }}\n"
 
 
 @dataclass(frozen=True)
@@ -339,6 +357,15 @@ def drive_every_route(
     assert preview.status_code == 200 and mine.headline in preview.text and other.headline not in preview.text
     covered.append("GET /admin/preview/{campaign}/{account}")
 
+    emailed = client.post(
+        f"/admin/preview/{c}/{DYMAXA}",
+        content=EMAIL_TEMPLATE,
+        headers={**admin, "content-type": "text/plain"},
+    )
+    assert emailed.status_code == 200 and "Hi Joram at Dymaxa B.V." in emailed.text
+    assert mine.headline in emailed.text and other.headline not in emailed.text
+    covered.append("POST /admin/preview/{campaign}/{account}")
+
     queue = client.get(f"/admin/review/{c}", headers=admin)
     assert queue.status_code == 200 and queue.json()["tenant"] == mine.tenant
     covered.append("GET /admin/review/{campaign}")
@@ -381,8 +408,9 @@ def refused_naming(ran: Ran, owner: str, campaign: str) -> bool:
 
 
 def test_every_route_and_command_keeps_each_tenant_to_its_own_campaign_both_ways_across_a_restart(
-    tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat
+    tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    first_run = len(RAN)
     acme, evil = publish_both_tenants(tmp_path, welcomemat)
     covered: list[tuple[str, str, str]] = []
 
@@ -403,6 +431,10 @@ def test_every_route_and_command_keeps_each_tenant_to_its_own_campaign_both_ways
         ),
         (tenant_folder(tmp_path, "acme", "evil-launch"), evil),
     )
+    template = tmp_path / "email.txt"
+    template.write_text(EMAIL_TEMPLATE)
+    delivered = tmp_path / "delivered.csv"
+    delivered.write_text(f"account_id,contact_id\n{DYMAXA},c_joram\n")
     for squat, owner in squats:
         published = redis_client.dump(keys.campaign_config_key(owner.tenant, owner.campaign))
         for args in (
@@ -421,6 +453,15 @@ def test_every_route_and_command_keeps_each_tenant_to_its_own_campaign_both_ways
         # Nor can any command read or write the owner's campaign under the squatter's name.
         for ref in (squat.ref, squat.yaml):
             for args in (
+                ("review", "show", ref, DYMAXA),
+                ("review", "reject", ref, DYMAXA, "--reason", "squatting"),
+                ("review", "rollback", ref, DYMAXA, "--reason", "squatting"),
+                ("preview", "email", ref, DYMAXA, "--template", str(template)),
+                ("delivered", "import", ref, str(delivered)),
+                ("mail", ref, "--out", str(tmp_path / "mail-out")),
+                ("erase", DYMAXA, "--campaign", ref, "--json"),
+                ("subject-export", DYMAXA, "--campaign", ref),
+                ("audit", "--campaign", ref, "--json"),
                 ("link", ref, DYMAXA),
                 ("link", ref, DYMAXA, "--qr"),
                 ("export", ref, "--format", "jsonl"),
@@ -434,6 +475,8 @@ def test_every_route_and_command_keeps_each_tenant_to_its_own_campaign_both_ways
                 ran = welcomemat(*args)
                 assert refused_naming(ran, owner.tenant, squat.campaign), (args, ran.out, ran.err)
         ran = welcomemat("worker", "--campaign", squat.ref, "--once")
+        assert refused_naming(ran, owner.tenant, squat.campaign), ran.err
+        ran = welcomemat("guidelines", "rollback", squat.yaml, "--reason", "squatting")
         assert refused_naming(ran, owner.tenant, squat.campaign), ran.err
 
     # Each owner's commands, by the bare id, read and write its own campaign only.
@@ -480,6 +523,13 @@ def test_every_route_and_command_keeps_each_tenant_to_its_own_campaign_both_ways
         [hero] = [z for z in json.loads(explained.out)["zones"] if z["zone_id"] == "hero_headline"]
         assert explained.code == 0 and hero["text"].startswith(mine.headline)
         assert welcomemat("review", "list", c).code == 0
+        audited = welcomemat("audit", "--campaign", c, "--json")
+        entries = [json.loads(line) for line in audited.out.splitlines()]
+        assert audited.code == 0 and entries and {e["tenant"] for e in entries} == {mine.tenant}
+        assert {e["campaign"] for e in entries if "campaign" in e} == {c}
+        exported = welcomemat("subject-export", DYMAXA, "--campaign", c)
+        [held] = json.loads(exported.out)["held"]
+        assert exported.code == 0 and held["tenant"] == mine.tenant and set(held["campaigns"]) == {c}
 
     # The renderer starts again over the same Redis: every route still answers each owner.
     with renderer(redis_client) as after:
@@ -501,6 +551,29 @@ def test_every_route_and_command_keeps_each_tenant_to_its_own_campaign_both_ways
 
     assert len(covered) == len(set(covered)) == len(ROUTES) * 2 * 2  # routes × tenants × app instances
     assert {route for route, _, _ in covered} == set(ROUTES)
+
+    # acme erases Dymaxa, an account id evil holds too: evil's Dymaxa keeps its record, zone set
+    # and personal page, on a renderer started after the erasure.
+    erased = welcomemat("erase", DYMAXA, "--campaign", acme.campaign, "--reason", "asked", "--json")
+    assert erased.code == 0 and [json.loads(line)["tenant"] for line in erased.out.splitlines()] == ["acme"]
+    assert read_account_record(redis_client, "acme", DYMAXA) is None
+    assert read_account_record(redis_client, "evil", DYMAXA) is not None
+    assert ZoneSetStore(redis_client).get("evil", evil.campaign, DYMAXA) is not None
+    with renderer(redis_client) as later:
+        assert 'data-wm-rung="personal"' not in later.get(path_of(acme.link)).text
+        later.cookies.clear()
+        page = later.get(path_of(evil.link))
+        assert 'data-wm-rung="personal"' in page.text and evil.shows_own_page(page.text, acme)
+
+    ran = RAN[first_run:]
+    print_figures(
+        capsys,
+        routes=len(ROUTES),
+        route_checks=f"{len(ROUTES)} routes x 2 tenants x 2 renderer starts = {len(covered)}",
+        commands=sorted({command_name(args) for args, _ in ran}),
+        command_runs=len(ran),
+        refused_naming_the_owner=sum(1 for _, code in ran if code == 2),
+    )
 
 
 def test_state_from_before_owners_were_recorded_never_serves_a_non_owner_nor_redirects_into_a_404(
@@ -714,7 +787,7 @@ def served(
 
 
 def test_a_tenants_scoped_tokens_get_the_other_tenants_campaign_as_an_unknown_one_on_every_bearer_route(
-    tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat
+    tmp_path: Path, redis_client: redis.Redis, welcomemat: Welcomemat, capsys: pytest.CaptureFixture[str]
 ) -> None:
     acme, evil = publish_both_tenants(tmp_path, welcomemat)
     # Each copies the other's id: refused, so each id stays its owner's.
@@ -771,3 +844,8 @@ def test_a_tenants_scoped_tokens_get_the_other_tenants_campaign_as_an_unknown_on
 
     # routes × tenants × token kinds (the tenant's own, the other tenant's, the operator's)
     assert len(covered) == len(set(covered)) == len(BEARER_ROUTES) * 2 * 3
+    print_figures(
+        capsys,
+        bearer_route_checks=f"{len(BEARER_ROUTES)} routes x 2 tenants x 3 token kinds = {len(covered)}",
+        refused_as_unknown=sum(1 for *_, answer in covered if answer == "404"),
+    )

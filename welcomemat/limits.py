@@ -15,7 +15,9 @@ __all__ = [
     "ACCOUNT_LINE_MAX_BYTES",
     "ADMIN_BODY_MAX_BYTES",
     "BEACON_BODY_MAX_BYTES",
+    "BODY_READ_MAX_SECONDS",
     "CONVERSION_MAX_BYTES",
+    "CSV_LINE_MAX_BYTES",
     "INPUT_LIMITS",
     "NESTING_MAX_DEPTH",
     "NUMBER_MAX_CHARS",
@@ -41,6 +43,15 @@ ACCOUNT_LINE_MAX_BYTES: Final = 1_000_000
 BEACON_BODY_MAX_BYTES: Final = 4096
 CONVERSION_MAX_BYTES: Final = 4096
 ADMIN_BODY_MAX_BYTES: Final = 1024
+# Seconds a request body may take to arrive, whole, from the first read (the renderer's
+# `RendererTuning.body_read_timeout_s`): a client that announces a body within the limit and
+# then stalls would otherwise hold its connection for as long as it likes (uvicorn has no body
+# timeout). Bodies are at most 64 KB: any real client sends one in well under a second.
+BODY_READ_MAX_SECONDS: Final = 10.0
+# Bytes of one line of a CSV file we are given (a sequencer's delivered report): a few ids, a
+# date and what else the sequencer adds. Python's csv refuses a field past 131,072 characters
+# on its own, but reads a line whole before it gets there.
+CSV_LINE_MAX_BYTES: Final = 65_536
 # Bytes of one YAML file (campaign, tenant, zone contract): 512 KiB. The example campaign is
 # 7 KB; PyYAML reads about 100-200 KB a second, so a file at the limit costs seconds, not minutes.
 YAML_MAX_BYTES: Final = 524_288
@@ -66,6 +77,12 @@ INPUT_LIMITS: Final[tuple[InputLimit, ...]] = (
         "413 before a byte is read (declared) or as soon as it passes (sent); connection closed",
     ),
     InputLimit(
+        "request body of every route that takes one (the three above, `POST /admin/preview/...`)",
+        f"the whole body within {BODY_READ_MAX_SECONDS:g} seconds of the first read, "
+        "declared or chunked (a client that stops sending)",
+        "408; connection closed",
+    ),
+    InputLimit(
         "every JSON document (accounts line, beacon, conversion, admin review decision)",
         f"nesting {NESTING_MAX_DEPTH} levels; numbers {NUMBER_MAX_CHARS} characters, finite; "
         "no NaN or Infinity; no repeated key; no lone surrogate",
@@ -86,6 +103,11 @@ INPUT_LIMITS: Final[tuple[InputLimit, ...]] = (
     InputLimit(
         "`welcomemat conversions import`, one line",
         f"{CONVERSION_MAX_BYTES:,} bytes (a longer line is skipped without being read whole)",
+        "that line reported (file, line, field) and skipped; exit 2 after the rest is recorded",
+    ),
+    InputLimit(
+        "`welcomemat delivered import`, one line",
+        f"{CSV_LINE_MAX_BYTES:,} bytes (a longer line is skipped without being read whole); UTF-8",
         "that line reported (file, line, field) and skipped; exit 2 after the rest is recorded",
     ),
     InputLimit(

@@ -252,3 +252,41 @@ def test_marks_for_thousands_of_contacts_cost_one_script_call_per_batch_of_accou
         record_printed(redis_client, TENANT, CAMPAIGN, [(a, c, d) for a, c, _, _, d in marks], now_ms=NOW_MS)
         == 0
     )  # idempotent
+
+
+def test_a_hostile_line_in_a_delivered_file_costs_that_line_only(
+    precomputed: redis.Redis, tmp_path: Path
+) -> None:
+    """A field past csv's limit, bytes that are not UTF-8, a line of megabytes with no end, an
+    unclosed quote: each is its own line's problem (file, line), never a traceback, and the lines
+    after it are recorded. (A field past csv's limit once stopped the import at that line, and
+    a byte that was not UTF-8 at its read buffer, dropping every line after.)"""
+    rows = _export(precomputed, None)
+    people = [(r["account_id"], r["contact_id"]) for r in rows][:5]
+    good = [f"{account},{contact},2026-03-03T08:00:00Z\n".encode() for account, contact in people]
+    delivered = tmp_path / "sent.csv"
+    delivered.write_bytes(
+        b"account_id,contact_id,delivered_at\n"
+        + good[0]
+        + b'acct_x,"'
+        + b"x" * 200_000
+        + b'",2026-03-03T08:00:00Z\n'  # line 3: a field past csv's limit
+        + good[1]
+        + b"acct_\xff\xfe,c_1,2026-03-03T08:00:00Z\n"  # line 5: not UTF-8
+        + good[2]
+        + b"acct_y,c_2,"
+        + b"9" * 3_000_000
+        + b"\n"  # line 7: megabytes, skipped unread
+        + good[3]
+        + b'acct_z,"c_3\n'  # line 9: an unclosed quote runs to the next line ...
+        + b'more"\n'  # ... which closes it: one record, refused at its last line
+        + good[4]
+    )
+    report = import_delivered(precomputed, TENANT, CAMPAIGN, delivered, now=NOW)
+    assert [p.line for p in report.problems] == [3, 5, 7, 10]
+    assert all(p.file == str(delivered) for p in report.problems)
+    for problem in report.problems:
+        str(problem).encode("utf-8")  # printable: no lone surrogate
+    assert report.written == 5
+    for account, contact in people:
+        assert ContactState.DELIVERED in _workflows(precomputed, account)[contact].states, account

@@ -13,6 +13,7 @@ import redis
 
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
+from welcomemat import keys
 from welcomemat.audit import AuditAction, Via, read_entries
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
@@ -161,3 +162,28 @@ def test_bad_input_exits_2_and_names_the_problem(
     assert partial.returncode in (0, 1)
     assert f"{bad}:6" in partial.stderr and f"{bad}:7, field 'account_id'" in partial.stderr
     assert "5 accounts from 7 rows" in partial.stdout
+
+
+def test_a_5000_digit_number_in_an_accounts_line_costs_that_line_only(
+    tmp_path: Path, accounts: Path, redis_url: str, redis_client: redis.Redis
+) -> None:
+    """Python refuses to parse an int past 4,300 digits with a ValueError of its own: one such
+    line in an export once stopped the whole run with a traceback."""
+    rows = [json.loads(line) for line in accounts.read_text().splitlines()[:5]]
+    lines = [json.dumps(row) for row in rows]
+    lines[2] = json.dumps(dict(rows[2], tier=0)).replace('"tier": 0', '"tier": ' + "9" * 5000)
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text("\n".join(lines) + "\n")
+
+    checked = cli("validate", "examples/campaign.yaml", str(hostile), redis_url=redis_url, tmp_path=tmp_path)
+    assert checked.returncode == 2, checked.stderr
+    assert f"{hostile}:3: tier: number 999" in checked.stderr and "5000 digits" in checked.stderr
+
+    ran = cli("precompute", "examples/campaign.yaml", str(hostile), redis_url=redis_url, tmp_path=tmp_path)
+    assert ran.returncode in (0, 1) and "Traceback" not in ran.stderr, ran.stderr
+    assert f"{hostile}:3, field 'tier'" in ran.stderr and "5000 digits" in ran.stderr
+    assert "4 accounts from 5 rows" in ran.stdout
+    published = {rows[i]["account_id"] for i in (0, 1, 3, 4)}
+    for account in published:
+        assert redis_client.exists(keys.zone_set_key("acme", "q4-pipeline", account)), account
+    assert not redis_client.exists(keys.zone_set_key("acme", "q4-pipeline", rows[2]["account_id"]))

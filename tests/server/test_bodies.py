@@ -8,6 +8,7 @@ import json
 import re
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from server.admin import MAX_BODY_BYTES as ADMIN_MAX_BYTES
+from server.admin import MAX_TEMPLATE_BYTES
 from server.bodies import BodyRefused, declared_length
 from server.events_api import MAX_BODY_BYTES as BEACON_MAX_BYTES
 from tests.corpora import REPO_ROOT
@@ -50,12 +52,20 @@ ROUTES = [
     ),
 ]
 IDS = ["events", "conversions", "admin-review"]
+# The admin preview's e-mail template: a body route too, answered in HTML.
+PREVIEW = BodyRoute(
+    f"/admin/preview/{CAMPAIGN}/acct_dymaxa",
+    {"content-type": "text/plain", "authorization": f"Bearer {ADMIN_TOKEN}"},
+    MAX_TEMPLATE_BYTES,
+)
+BODY_READ_TIMEOUT_S = 0.5
 
 
 @pytest.fixture
 def body_app(redis_client: redis.Redis, published: object) -> Starlette:
     settings = renderer_settings(admin_token=ADMIN_TOKEN, crm_token=CRM_TOKEN)
-    return renderer_app(settings, redis_client=redis_client, tuning=tuning_for_tests(watcher_poll_s=0.05))
+    tuning = tuning_for_tests(watcher_poll_s=0.05, body_read_timeout_s=BODY_READ_TIMEOUT_S)
+    return renderer_app(settings, redis_client=redis_client, tuning=tuning)
 
 
 @pytest.fixture
@@ -130,6 +140,33 @@ def test_a_chunked_body_over_the_limit_is_cut_off(served: tuple[str, int], route
         assert closed_by_server(sock)
         sender.join(30)
     assert not sender.is_alive() and sent < total
+
+
+@pytest.mark.parametrize("route", [*ROUTES, PREVIEW], ids=[*IDS, "admin-preview"])
+@pytest.mark.parametrize(
+    ("framing", "sent"),
+    [
+        ({"content-length": "200"}, b""),  # declared within the limit, never sent
+        ({"content-length": "200"}, b'{"version": 1'),  # part of it, then nothing
+        ({"transfer-encoding": "chunked"}, b'5\r\n{"ver\r\n'),  # a chunk, then nothing
+    ],
+    ids=["declared-nothing-sent", "declared-part-sent", "chunked-stalled"],
+)
+def test_a_body_that_stops_arriving_is_408_and_the_connection_closed(
+    served: tuple[str, int], route: BodyRoute, framing: dict[str, str], sent: bytes
+) -> None:
+    """A client that announces a body within the limit and then sends nothing more holds no
+    connection past the renderer's read timeout (slowloris): 408, then the connection closes."""
+    with socket.create_connection(served, timeout=10) as sock:
+        started = time.monotonic()  # before sending: the server's clock starts once it has the head
+        sock.sendall(request_head(route, **framing) + sent)
+        status, headers = read_head(sock)
+        waited = time.monotonic() - started
+        assert status == "HTTP/1.1 408 Request Timeout"
+        assert headers["content-type"].startswith("text/html" if route is PREVIEW else "application/json")
+        assert headers["connection"] == "close"
+        assert closed_by_server(sock)
+    assert BODY_READ_TIMEOUT_S <= waited < BODY_READ_TIMEOUT_S + 5
 
 
 @pytest.mark.parametrize("route", ROUTES, ids=IDS)

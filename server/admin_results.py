@@ -16,53 +16,31 @@ download the same numbers, each written by its one serializer. Redis down: 503, 
 
 from __future__ import annotations
 
-import functools
-
-import jinja2
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from server.admin import ADMIN_CSP
-from server.admin_auth import campaign_for, require_credential
-from server.admin_lift import LIFT_REPORT_TIMEOUT_S, REPORT_REFUSALS_DOC, conversion_types
-from server.problems import HTTPProblem, errors_as_html
-from server.render import TEMPLATES_DIR, template_environment
-from server.renderer_state import RendererState
-from welcomemat.ids import is_valid_id
+from server.admin_report import (
+    NO_STORE,
+    REPORT_REFUSALS_DOC,
+    admin_templates,
+    build_report,
+    report_format,
+    wants_html_report,
+)
+from server.problems import errors_as_html
 from welcomemat.lift_chart import chart_data_uri
-from welcomemat.results import ResultsReport, campaign_results, results_csv
+from welcomemat.results import campaign_results, results_csv
 from welcomemat.results_chart import DAILY_MEASURES, render_daily_chart
 from welcomemat.svg import svg_data_uri
 
 __all__ = ["RESULTS_ROUTE", "results_page"]
 
 RESULTS_ROUTE = "/admin/results/{campaign}"
-_NO_STORE = {"cache-control": "no-store"}
 _FORMATS = ("html", "json", "csv")
 
 
-@functools.cache
-def _templates() -> jinja2.Environment:
-    return template_environment(TEMPLATES_DIR)
-
-
-async def _results(request: Request, renderer: RendererState) -> tuple[ResultsReport, list[str]]:
-    campaign_id = request.path_params["campaign"]
-    if not is_valid_id(campaign_id):
-        raise HTTPProblem(404, f"campaign {campaign_id!r} is not a valid id")
-    types = conversion_types(request)
-    state = await campaign_for(request.state.credential, renderer.campaigns, campaign_id)
-    view, now = state.view, renderer.now()
-    problems: list[str] = []
-    report = await renderer.guard.call(
-        "admin_results",
-        lambda: campaign_results(renderer.client, view, now=now, types=types, problems=problems),
-        timeout_s=max(LIFT_REPORT_TIMEOUT_S, renderer.guard.timeout_s),
-    )
-    return report, problems
-
-
-@errors_as_html(lambda request: request.query_params.get("format", "html") == "html")
+@errors_as_html(wants_html_report)
 async def results_page(request: Request) -> Response:
     """
     summary: The campaign's results over time, with the lift and its intervals (admin).
@@ -91,25 +69,26 @@ async def results_page(request: Request) -> Response:
           application/json: {schema: {$ref: "#/components/schemas/ResultsReport"}}
           text/csv: {schema: {type: string}}
     """
-    renderer: RendererState = request.app.state.renderer
-    # raises 404 / 401; campaign_for then decides what this credential may see
-    request.state.credential = require_credential(request, renderer.settings.admin_credentials())
-    fmt = request.query_params.get("format", "html")
-    if fmt not in _FORMATS:
-        raise HTTPProblem(400, f"format must be one of {', '.join(_FORMATS)}")
-    report, problems = await _results(request, renderer)
+    fmt = report_format(request, _FORMATS)
+    report, problems = await build_report(
+        request,
+        "admin_results",
+        lambda client, view, now, types, problems: campaign_results(
+            client, view, now=now, types=types, problems=problems
+        ),
+    )
     if fmt == "json":
-        return JSONResponse(report.model_dump(mode="json"), headers=_NO_STORE)
+        return JSONResponse(report.model_dump(mode="json"), headers=NO_STORE)
     if fmt == "csv":
         filename = f"{report.tenant}-{report.campaign}-results.csv"  # ids: [A-Za-z0-9_.-] only
         return Response(
             results_csv(report),
             media_type="text/csv; charset=utf-8",
-            headers={**_NO_STORE, "content-disposition": f'attachment; filename="{filename}"'},
+            headers={**NO_STORE, "content-disposition": f'attachment; filename="{filename}"'},
         )
     charts = {m: svg_data_uri(render_daily_chart(report.daily, m)) for m in DAILY_MEASURES}
     html = (
-        _templates()
+        admin_templates()
         .get_template("admin/results.html")
         .render(
             admin_stylesheet="/static/admin.css",
@@ -123,7 +102,7 @@ async def results_page(request: Request) -> Response:
             problems=problems,
         )
     )
-    return HTMLResponse(html, headers={**_NO_STORE, "content-security-policy": ADMIN_CSP})
+    return HTMLResponse(html, headers={**NO_STORE, "content-security-policy": ADMIN_CSP})
 
 
 results_page.__doc__ = (results_page.__doc__ or "").rstrip() + REPORT_REFUSALS_DOC

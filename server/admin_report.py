@@ -1,0 +1,126 @@
+"""What the admin report pages (`/admin/lift`, `/admin/results`) share, written once.
+
+Both read the campaign from the path through `admin_auth.campaign_for` (a tenant-scoped
+token gets another tenant's campaign as an unknown one: 404), take the same `?format=` and
+`?type=` parameters, build their report from Redis behind the renderer's guard (Redis down:
+503 with `Retry-After`, never a 500 and never a made-up report), answer their own errors as
+an HTML page or JSON by the format asked for, and document the same refusals.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from datetime import datetime
+from typing import TypeVar
+
+import jinja2
+import redis
+from starlette.requests import Request
+
+from server.admin_auth import campaign_for, require_credential
+from server.problems import HTTPProblem
+from server.render import TEMPLATES_DIR, template_environment
+from server.renderer_state import RendererState
+from welcomemat.campaign_view import CampaignView
+from welcomemat.conversions import ConversionType
+from welcomemat.ids import is_valid_id
+
+__all__ = [
+    "NO_STORE",
+    "REPORT_REFUSALS_DOC",
+    "REPORT_TIMEOUT_S",
+    "ReportBuilder",
+    "admin_templates",
+    "build_report",
+    "conversion_types",
+    "report_format",
+    "wants_html_report",
+]
+
+# A report reads every published zone set and account record of the campaign: seconds to
+# tens of seconds at 100k accounts, which an operator waits for once. Generous, because the
+# guard counts a timeout as a Redis fault (towards its breaker); still bounded, so a hung
+# Redis is a 503 and not a request that never ends.
+REPORT_TIMEOUT_S = 120.0
+NO_STORE = {"cache-control": "no-store"}
+# The refusals of a report page, as OpenAPI reads them from the endpoint's docstring:
+# appended to each page's own.
+REPORT_REFUSALS_DOC = """
+      400:
+        description: "Unknown format or conversion type (HTML for `format=html`, else JSON)."
+        content:
+          text/html: {schema: {type: string}}
+          application/json: {schema: {$ref: "#/components/schemas/Problem"}}
+      401: {$ref: "#/components/responses/BearerRefused"}
+      404:
+        $ref: "#/components/responses/AdminNotFound"
+        description: >-
+          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
+          does not own).
+      503:
+        $ref: "#/components/responses/RedisUnavailablePage"
+        description: "Redis is unavailable (HTML or JSON)."
+"""
+
+_Report = TypeVar("_Report")
+# Builds a report from Redis: (client, campaign view, now, conversion types or None for
+# every type, a list the builder appends the problems it skipped to).
+ReportBuilder = Callable[
+    [redis.Redis, CampaignView, datetime, frozenset[ConversionType] | None, list[str]], _Report
+]
+
+
+@functools.cache
+def admin_templates() -> jinja2.Environment:
+    return template_environment(TEMPLATES_DIR)
+
+
+def wants_html_report(request: Request) -> bool:
+    """A report's own errors as the format asked for: an HTML page, or JSON (any other format)."""
+    return request.query_params.get("format", "html") == "html"
+
+
+def conversion_types(request: Request) -> frozenset[ConversionType] | None:
+    """The `?type=` conversion types to count (None: every type); 400 naming an unknown one."""
+    names = request.query_params.getlist("type")
+    if not names:
+        return None
+    known = {t.value for t in ConversionType}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise HTTPProblem(400, f"unknown conversion type {unknown[0]!r}; use {', '.join(sorted(known))}")
+    return frozenset(ConversionType(n) for n in names)
+
+
+def report_format(request: Request, formats: tuple[str, ...]) -> str:
+    """The `?format=` asked for (default `html`), after the admin credential is checked
+    (404 when admin routes are off, 401 without the token); 400 for a format not in `formats`."""
+    renderer: RendererState = request.app.state.renderer
+    # campaign_for (in build_report) then decides what this credential may see
+    request.state.credential = require_credential(request, renderer.settings.admin_credentials())
+    fmt = request.query_params.get("format", "html")
+    if fmt not in formats:
+        raise HTTPProblem(400, f"format must be one of {', '.join(formats)}")
+    return fmt
+
+
+async def build_report(
+    request: Request, guard_name: str, build: ReportBuilder[_Report]
+) -> tuple[_Report, list[str]]:
+    """The path's campaign's report (404 for an invalid id or a campaign this credential may
+    not see) and the problems its builder skipped, built behind the renderer's Redis guard."""
+    renderer: RendererState = request.app.state.renderer
+    campaign_id = request.path_params["campaign"]
+    if not is_valid_id(campaign_id):
+        raise HTTPProblem(404, f"campaign {campaign_id!r} is not a valid id")
+    types = conversion_types(request)
+    state = await campaign_for(request.state.credential, renderer.campaigns, campaign_id)
+    view, now = state.view, renderer.now()
+    problems: list[str] = []
+    report = await renderer.guard.call(
+        guard_name,
+        lambda: build(renderer.client, view, now, types, problems),
+        timeout_s=max(REPORT_TIMEOUT_S, renderer.guard.timeout_s),
+    )
+    return report, problems

@@ -48,8 +48,10 @@ from welcomemat.errors import StoredValueError
 from welcomemat.event_entries import KINDS, PoisonEvent, parse_event
 from welcomemat.ids import is_valid_id
 from welcomemat.records import FOLD_LUA, EventFold, cited_facts, fold_events
+from welcomemat.redis_client import REDIS_OUTAGE_ERRORS
 from welcomemat.replies import reply_text
 from welcomemat.store import ZoneSetStore
+from welcomemat.stream_groups import ensure_group as ensure_stream_group
 from welcomemat.stream_handler import (
     ACK,
     DEFAULT_BLOCK_MS,
@@ -62,8 +64,7 @@ from welcomemat.stream_handler import (
     StreamHandler,
     retry,
 )
-from welcomemat.streams import REDIS_OUTAGE_ERRORS, StreamConsumer
-from welcomemat.streams import ensure_group as ensure_stream_group
+from welcomemat.streams import ConsumerProcess, StreamConsumer
 from welcomemat.zoneset import CitedFact
 
 __all__ = [
@@ -158,7 +159,7 @@ def _shows_facts(fields: Mapping[str, str]) -> bool:
     return rung == "personal" if rung is not None else fields.get("arm") == "personal"
 
 
-class Syncer(StreamHandler):
+class Syncer(ConsumerProcess, StreamHandler):
     """One consumer of the tenants' event streams: folds each batch, acknowledges what is done."""
 
     def __init__(
@@ -201,14 +202,6 @@ class Syncer(StreamHandler):
         self._tenants_read_at = float("-inf")
 
     # -- lifecycle -----------------------------------------------------------------------------
-
-    def stop(self) -> None:
-        """Finish the batch in hand, then return from `run` (safe from a signal handler)."""
-        self._consumer.stop()
-
-    @property
-    def stopping(self) -> bool:
-        return self._consumer.stopping
 
     def run(self) -> SyncStats:
         """Fold until stopped (with `once`: until every stream is drained, then return). With

@@ -48,6 +48,7 @@ from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError, ProviderUnavailable, StoredValueError
 from welcomemat.records import AccountRecord, mark_crm_delivered, take_crm_change
 from welcomemat.resilience import ResilientCaller, RetryableError
+from welcomemat.stream_groups import ensure_group as ensure_stream_group
 from welcomemat.stream_handler import (
     ACK,
     ACKED,
@@ -57,7 +58,6 @@ from welcomemat.stream_handler import (
     Stream,
     retry,
 )
-from welcomemat.streams import ensure_group as ensure_stream_group
 from welcomemat.surfaces import Surface
 
 __all__ = [

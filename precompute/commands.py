@@ -530,7 +530,8 @@ def run_worker(
     """Consume enqueued runs until SIGTERM/SIGINT (or, with `once`, until drained); exit 0, or 1
     when `once` gave up on a Redis that stayed down."""
     from precompute.worker import Worker, WorkerOptions, default_consumer_name
-    from welcomemat.streams import REDIS_OUTAGE_ERRORS, stop_on_signals
+    from welcomemat.redis_client import REDIS_OUTAGE_ERRORS
+    from welcomemat.stop_signals import stop_on_signals
 
     settings = Settings.from_env()
     target = resolve_redis(settings)

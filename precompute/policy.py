@@ -28,7 +28,8 @@ from collections.abc import Iterable
 
 from precompute.claims import KNOWN_CLAIM_CLASSES
 from precompute.context import EffectivePolicy
-from welcomemat.campaign import MAX_SIGNAL_WINDOW_DAYS, Campaign, Confidence
+from welcomemat.campaign import Campaign
+from welcomemat.campaign_sections import MAX_SIGNAL_WINDOW_DAYS, Confidence
 from welcomemat.errors import ContractError, ContractProblems
 from welcomemat.openers import DEFAULT_BANNED_OPENERS
 

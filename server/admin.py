@@ -528,39 +528,57 @@ async def _decide(request: Request, renderer: RendererState, *, approve: bool) -
     )
 
 
-_DECIDE_DOC = """
-    security: [{adminBearer: []}]
+def _account_write_doc(*, body: str, ok: str, bad_body: str, not_found: str, conflict: str, kept: str) -> str:
+    """The OpenAPI text of a review write on one account (approve, reject, rollback): the same
+    parameters and refusals, with what differs passed in."""
+    conflict_doc = (
+        f"""
+      409:
+        $ref: "#/components/responses/Problem"
+        description: >-
+          {conflict}"""
+        if conflict
+        else ""
+    )
+    return f"""
+    security: [{{adminBearer: []}}]
     parameters:
-      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
-      - {name: account, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
+      - {{name: campaign, in: path, required: true, schema: {{$ref: "#/components/schemas/Id"}}}}
+      - {{name: account, in: path, required: true, schema: {{$ref: "#/components/schemas/Id"}}}}
     requestBody:
       required: true
       content:
-        application/json: {schema: {$ref: "#/components/schemas/ReviewDecisionBody"}}
+        application/json: {{schema: {{$ref: "#/components/schemas/{body}"}}}}
     responses:
       200:
-        description: "Applied (or already so): the current version and status."
-        content: {application/json: {schema: {$ref: "#/components/schemas/ReviewDecision"}}}
+        description: "{ok}"
+        content: {{application/json: {{schema: {{$ref: "#/components/schemas/ReviewDecision"}}}}}}
       400:
         $ref: "#/components/responses/Problem"
-        description: "Not {\\"version\\": N, \\"reason\\": ...}; a rejection without a reason."
-      401: {$ref: "#/components/responses/BearerRefused"}
+        description: "{bad_body}"
+      401: {{$ref: "#/components/responses/BearerRefused"}}
       404:
         $ref: "#/components/responses/AdminNotFound"
         description: >-
           Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
-          does not own) or zone set.
-      409:
-        $ref: "#/components/responses/Problem"
-        description: >-
-          The version is no longer current (`current_version`): review the current version; or
-          the `held` draft cannot be approved (it fails a deterministic check, its facts
-          expired, or the zone holds no draft).
-      413: {$ref: "#/components/responses/Problem", description: "The body is over 1024 bytes."}
+          does not own){not_found}.{conflict_doc}
+      413: {{$ref: "#/components/responses/Problem", description: "The body is over 1024 bytes."}}
       503:
         $ref: "#/components/responses/RedisUnavailable"
-        description: "Redis is unavailable, or the decision stands but was not audit-logged."
+        description: "Redis is unavailable, or the {kept} stands but was not audit-logged."
 """
+
+
+_DECIDE_DOC = _account_write_doc(
+    body="ReviewDecisionBody",
+    ok="Applied (or already so): the current version and status.",
+    bad_body='Not {\\"version\\": N, \\"reason\\": ...}; a rejection without a reason.',
+    not_found=" or zone set",
+    conflict="The version is no longer current (`current_version`): review the current version; or "
+    "the `held` draft cannot be approved (it fails a deterministic check, its facts expired, or "
+    "the zone holds no draft).",
+    kept="decision",
+)
 
 
 @_admin()
@@ -586,31 +604,6 @@ async def review_rollback(request: Request, renderer: RendererState) -> Response
       What `welcomemat review rollback` does: the previous version becomes current under the
       next version number (a second rollback in a row has nothing to go back to). The reason
       is required and audit-logged. Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
-    parameters:
-      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
-      - {name: account, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
-    requestBody:
-      required: true
-      content:
-        application/json: {schema: {$ref: "#/components/schemas/RollbackBody"}}
-    responses:
-      200:
-        description: "Rolled back: the new version and its status."
-        content: {application/json: {schema: {$ref: "#/components/schemas/ReviewDecision"}}}
-      400:
-        $ref: "#/components/responses/Problem"
-        description: "The body is not {\\"reason\\": ...}, or the reason is blank."
-      401: {$ref: "#/components/responses/BearerRefused"}
-      404:
-        $ref: "#/components/responses/AdminNotFound"
-        description: >-
-          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
-          does not own), or no previous version to go back to.
-      413: {$ref: "#/components/responses/Problem", description: "The body is over 1024 bytes."}
-      503:
-        $ref: "#/components/responses/RedisUnavailable"
-        description: "Redis is unavailable, or the rollback stands but was not audit-logged."
     """
     declared_length(request.headers.get("content-length"), MAX_BODY_BYTES)  # 413 before anything
     state = await _campaign(request, renderer)
@@ -644,6 +637,14 @@ async def review_rollback(request: Request, renderer: RendererState) -> Response
     )
 
 
+review_rollback.__doc__ = (review_rollback.__doc__ or "").rstrip() + _account_write_doc(
+    body="RollbackBody",
+    ok="Rolled back: the new version and its status.",
+    bad_body='The body is not {\\"reason\\": ...}, or the reason is blank.',
+    not_found=", or no previous version to go back to",
+    conflict="",
+    kept="rollback",
+)
 review_reject.__doc__ = (
     "\n    summary: Reject the version you reviewed; the account keeps the fallback (admin).\n" + _DECIDE_DOC
 )

@@ -13,7 +13,6 @@ its file, line and field and skipped; the rest are recorded.
 from __future__ import annotations
 
 import csv
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import redis
 
+from outbound.import_summary import finish_import
 from welcomemat.contact_workflow import ContactState, record_marks
 from welcomemat.errors import InputError
 from welcomemat.ids import is_valid_id
@@ -113,11 +113,8 @@ def run_delivered_import(campaign_ref: str, path: str, *, now: datetime) -> int:
         report = import_delivered(client, tenant, campaign, Path(path), now=now)
     finally:
         client.close()
-    for problem in report.problems:
-        print(f"welcomemat: error: {problem}", file=sys.stderr)
-    print(
+    return finish_import(
+        report.problems,
         f"delivered {tenant}/{campaign} {path}: {report.lines} lines, {report.written} marks written "
         f"(a repeat or an account without a record writes none), {len(report.problems)} bad lines skipped",
-        file=sys.stderr,
     )
-    return 2 if report.problems else 0

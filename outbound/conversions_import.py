@@ -11,7 +11,7 @@ import functools
 from datetime import UTC, datetime
 from pathlib import Path
 
-from outbound.import_summary import finish_import
+from outbound.command_output import finish_import
 from welcomemat.campaign_ref import resolve_campaign_ref
 from welcomemat.campaign_view import load_campaign_view
 from welcomemat.connection import connect, resolve_redis

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import redis
 
-from outbound.import_summary import finish_import
+from outbound.command_output import finish_import
 from welcomemat.contact_workflow import ContactState, record_marks
 from welcomemat.errors import InputError
 from welcomemat.ids import is_valid_id

@@ -46,6 +46,7 @@ from urllib.parse import urlsplit
 import httpx
 import redis
 
+from outbound.command_output import counts_in_words
 from outbound.export import ExportSummary, campaign_accounts
 from outbound.qr_image import write_qr_image
 from welcomemat.arms import Arm, assign_arm
@@ -604,7 +605,7 @@ def _mark_printed(
 
 
 def _report(name: str, out: Path, day: date, plan: MailPlan, report: PreflightReport) -> None:
-    statuses = ", ".join(f"{n} {s}" for s, n in sorted(plan.by_status.items())) or "none"
+    statuses = counts_in_words(plan.by_status)
     per_1000 = report.seconds * 1000 / report.checked if report.checked else 0.0
     print(
         f"mail {name}: {len(plan.recipients)} recipients from {plan.accounts} accounts "

@@ -40,6 +40,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from statistics import NormalDist
+from typing import NotRequired, TypedDict
 
 import redis
 from pydantic import BaseModel, ConfigDict
@@ -73,6 +74,7 @@ __all__ = [
     "ArmTotals",
     "Interval",
     "LiftReport",
+    "LiftReportHeader",
     "Metric",
     "MetricComparison",
     "RateEstimate",
@@ -434,6 +436,17 @@ def _totals(arm: Arm, outcomes: Iterable[AccountOutcome]) -> ArmTotals:
         conversions=conversions,
         accounts_converted=converted,
     )
+
+
+class LiftReportHeader(TypedDict):
+    """What a lift report says about its campaign beside the counts (`build_lift_report`)."""
+
+    tenant: str
+    campaign: str
+    holdout_fraction: float
+    generated_at: datetime
+    conversion_types: NotRequired[Iterable[str]]
+    confidence: NotRequired[float]
 
 
 def build_lift_report(

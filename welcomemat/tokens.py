@@ -378,7 +378,8 @@ class TokenSigner:
         `compress`: itsdangerous' rule, the zlib form when it is shorter (shorter links and
         QR codes). False signs the plain form, the same format (every verifier reads both):
         for tokens signed while a visitor waits (the cookie a first click earns), since
-        setting up a zlib stream costs more than everything else here together (~0.2 ms).
+        setting up a zlib stream costs more than everything else here together
+        (bench/README.md, "Figures behind choices in the code").
         Bad ids or TTL: InputError naming the field.
         """
         kind = TokenKind(kind)

@@ -16,17 +16,10 @@ made-up report.
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import Response
 
-from server.admin import ADMIN_CSP
-from server.admin_report import (
-    NO_STORE,
-    REPORT_REFUSALS_DOC,
-    admin_templates,
-    build_report,
-    report_format,
-    wants_html_report,
-)
+from server.admin_endpoint import NO_STORE, html_answer, json_answer
+from server.admin_report import REPORT_REFUSALS_DOC, build_report, report_format, wants_html_report
 from server.problems import errors_as_html
 from welcomemat.lift import campaign_lift_report
 from welcomemat.lift_chart import chart_data_uri, render_lift_chart
@@ -73,26 +66,22 @@ async def lift_page(request: Request) -> Response:
         ),
     )
     if fmt == "json":
-        return JSONResponse(report.model_dump(mode="json"), headers=NO_STORE)
+        return json_answer(report.model_dump(mode="json"))
     if fmt == "svg":
         return Response(
             render_lift_chart(report),
             media_type="image/svg+xml",
             headers={**NO_STORE, "content-security-policy": "default-src 'none'"},
         )
-    html = (
-        admin_templates()
-        .get_template("admin/lift.html")
-        .render(
-            admin_stylesheet="/static/admin.css",
-            tenant=report.tenant,
-            campaign=report.campaign,
-            report=report,
-            chart_uri=chart_data_uri(report),
-            problems=problems,
-        )
+    return html_answer(
+        "admin/lift.html",
+        admin_stylesheet="/static/admin.css",
+        tenant=report.tenant,
+        campaign=report.campaign,
+        report=report,
+        chart_uri=chart_data_uri(report),
+        problems=problems,
     )
-    return HTMLResponse(html, headers={**NO_STORE, "content-security-policy": ADMIN_CSP})
 
 
 lift_page.__doc__ = (lift_page.__doc__ or "").rstrip() + REPORT_REFUSALS_DOC

@@ -9,29 +9,24 @@ an HTML page or JSON by the format asked for, and document the same refusals.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from datetime import datetime
 from typing import TypeVar
 
-import jinja2
 import redis
 from starlette.requests import Request
 
 from server.admin_auth import campaign_for, require_credential
 from server.problems import HTTPProblem
-from server.render import TEMPLATES_DIR, template_environment
 from server.renderer_state import RendererState
 from welcomemat.campaign_view import CampaignView
 from welcomemat.conversions import ConversionType
 from welcomemat.ids import is_valid_id
 
 __all__ = [
-    "NO_STORE",
     "REPORT_REFUSALS_DOC",
     "REPORT_TIMEOUT_S",
     "ReportBuilder",
-    "admin_templates",
     "build_report",
     "conversion_types",
     "report_format",
@@ -43,7 +38,6 @@ __all__ = [
 # guard counts a timeout as a Redis fault (towards its breaker); still bounded, so a hung
 # Redis is a 503 and not a request that never ends.
 REPORT_TIMEOUT_S = 120.0
-NO_STORE = {"cache-control": "no-store"}
 # The refusals of a report page, as OpenAPI reads them from the endpoint's docstring:
 # appended to each page's own.
 REPORT_REFUSALS_DOC = """
@@ -69,11 +63,6 @@ _Report = TypeVar("_Report")
 ReportBuilder = Callable[
     [redis.Redis, CampaignView, datetime, frozenset[ConversionType] | None, list[str]], _Report
 ]
-
-
-@functools.cache
-def admin_templates() -> jinja2.Environment:
-    return template_environment(TEMPLATES_DIR)
 
 
 def wants_html_report(request: Request) -> bool:

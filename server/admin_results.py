@@ -10,24 +10,17 @@ when no admin token is set, 401 without one), the campaign through `admin_auth.c
 (a tenant-scoped token gets another tenant's campaign as an unknown one: 404). The page is
 server-rendered (Jinja2, autoescaped), runs no script and loads nothing but `/static/admin.css`;
 its charts are SVG drawn on the server and shown as `data:` images, so it works without
-JavaScript under the admin CSP (`server.admin.ADMIN_CSP`). `?format=json` and `?format=csv`
+JavaScript under the admin CSP (`server.admin_endpoint.ADMIN_CSP`). `?format=json` and `?format=csv`
 download the same numbers, each written by its one serializer. Redis down: 503, as the lift page.
 """
 
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import Response
 
-from server.admin import ADMIN_CSP
-from server.admin_report import (
-    NO_STORE,
-    REPORT_REFUSALS_DOC,
-    admin_templates,
-    build_report,
-    report_format,
-    wants_html_report,
-)
+from server.admin_endpoint import NO_STORE, html_answer, json_answer
+from server.admin_report import REPORT_REFUSALS_DOC, build_report, report_format, wants_html_report
 from server.problems import errors_as_html
 from welcomemat.lift_chart import chart_data_uri
 from welcomemat.results import campaign_results, results_csv
@@ -78,7 +71,7 @@ async def results_page(request: Request) -> Response:
         ),
     )
     if fmt == "json":
-        return JSONResponse(report.model_dump(mode="json"), headers=NO_STORE)
+        return json_answer(report.model_dump(mode="json"))
     if fmt == "csv":
         filename = f"{report.tenant}-{report.campaign}-results.csv"  # ids: [A-Za-z0-9_.-] only
         return Response(
@@ -87,22 +80,18 @@ async def results_page(request: Request) -> Response:
             headers={**NO_STORE, "content-disposition": f'attachment; filename="{filename}"'},
         )
     charts = {m: svg_data_uri(render_daily_chart(report.daily, m)) for m in DAILY_MEASURES}
-    html = (
-        admin_templates()
-        .get_template("admin/results.html")
-        .render(
-            admin_stylesheet="/static/admin.css",
-            tenant=report.tenant,
-            campaign=report.campaign,
-            results=report,
-            report=report.lift,
-            lift_chart=chart_data_uri(report.lift),
-            charts=charts,
-            measures=DAILY_MEASURES,
-            problems=problems,
-        )
+    return html_answer(
+        "admin/results.html",
+        admin_stylesheet="/static/admin.css",
+        tenant=report.tenant,
+        campaign=report.campaign,
+        results=report,
+        report=report.lift,
+        lift_chart=chart_data_uri(report.lift),
+        charts=charts,
+        measures=DAILY_MEASURES,
+        problems=problems,
     )
-    return HTMLResponse(html, headers={**NO_STORE, "content-security-policy": ADMIN_CSP})
 
 
 results_page.__doc__ = (results_page.__doc__ or "").rstrip() + REPORT_REFUSALS_DOC

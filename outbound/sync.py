@@ -47,7 +47,8 @@ from welcomemat import keys
 from welcomemat.errors import StoredValueError
 from welcomemat.event_entries import KINDS, PoisonEvent, parse_event
 from welcomemat.ids import is_valid_id
-from welcomemat.records import FOLD_LUA, EventFold, cited_facts, fold_events
+from welcomemat.record_fold import FOLD_LUA, EventFold, fold_events
+from welcomemat.records import cited_facts
 from welcomemat.redis_client import REDIS_OUTAGE_ERRORS
 from welcomemat.replies import reply_text
 from welcomemat.store import ZoneSetStore

@@ -43,7 +43,8 @@ from welcomemat import keys
 from welcomemat.arms import Arm
 from welcomemat.embedded_redis import temporary_redis
 from welcomemat.erasure import ErasureMark, contact_field
-from welcomemat.records import FOLD_LUA, fold_events, read_account_record
+from welcomemat.record_fold import FOLD_LUA, fold_events
+from welcomemat.records import read_account_record
 from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import TokenKind, TokenSigner
 

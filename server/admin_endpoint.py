@@ -34,6 +34,7 @@ __all__ = [
     "AdminEndpoint",
     "admin_endpoint",
     "admin_templates",
+    "campaign_not_found_doc",
     "guarded_read",
     "html_answer",
     "json_answer",
@@ -104,3 +105,14 @@ async def path_campaign(request: Request, renderer: RendererState) -> CampaignSt
 
 async def guarded_read(renderer: RendererState, op: str, fn: Callable[[], _T]) -> _T:
     return await renderer.guard.call(op, fn, timeout_s=max(ADMIN_REDIS_TIMEOUT_S, renderer.guard.timeout_s))
+
+
+def campaign_not_found_doc(more: str = "") -> str:
+    """The 404 of a route that takes its campaign from the path, as OpenAPI reads it from the
+    endpoint's docstring; `more`: what else is not found (`, or no such account`)."""
+    return f"""
+      404:
+        $ref: "#/components/responses/AdminNotFound"
+        description: >-
+          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
+          does not own){more}."""

@@ -58,13 +58,7 @@ async def lift_page(request: Request) -> Response:
           image/svg+xml: {schema: {type: string}}
     """
     fmt = report_format(request, _FORMATS)
-    report, problems = await build_report(
-        request,
-        "admin_lift",
-        lambda client, view, now, types, problems: campaign_lift_report(
-            client, view, now=now, types=types, problems=problems
-        ),
-    )
+    report, problems = await build_report(request, "admin_lift", campaign_lift_report)
     if fmt == "json":
         return json_answer(report.model_dump(mode="json"))
     if fmt == "svg":

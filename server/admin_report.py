@@ -9,14 +9,14 @@ an HTML page or JSON by the format asked for, and document the same refusals.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import redis
 from starlette.requests import Request
 
 from server.admin_auth import campaign_for, require_credential
+from server.admin_endpoint import campaign_not_found_doc
 from server.problems import HTTPProblem
 from server.renderer_state import RendererState
 from welcomemat.campaign_view import CampaignView
@@ -40,29 +40,39 @@ __all__ = [
 REPORT_TIMEOUT_S = 120.0
 # The refusals of a report page, as OpenAPI reads them from the endpoint's docstring:
 # appended to each page's own.
-REPORT_REFUSALS_DOC = """
+REPORT_REFUSALS_DOC = (
+    """
       400:
         description: "Unknown format or conversion type (HTML for `format=html`, else JSON)."
         content:
           text/html: {schema: {type: string}}
           application/json: {schema: {$ref: "#/components/schemas/Problem"}}
-      401: {$ref: "#/components/responses/BearerRefused"}
-      404:
-        $ref: "#/components/responses/AdminNotFound"
-        description: >-
-          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
-          does not own).
+      401: {$ref: "#/components/responses/BearerRefused"}"""
+    + campaign_not_found_doc()
+    + """
       503:
         $ref: "#/components/responses/RedisUnavailablePage"
         description: "Redis is unavailable (HTML or JSON)."
 """
+)
 
-_Report = TypeVar("_Report")
-# Builds a report from Redis: (client, campaign view, now, conversion types or None for
-# every type, a list the builder appends the problems it skipped to).
-ReportBuilder = Callable[
-    [redis.Redis, CampaignView, datetime, frozenset[ConversionType] | None, list[str]], _Report
-]
+_Report = TypeVar("_Report", covariant=True)
+
+
+class ReportBuilder(Protocol[_Report]):
+    """Builds a report from Redis (`welcomemat.lift.campaign_lift_report`,
+    `welcomemat.results.campaign_results`): the campaign view, now, the conversion types to
+    count (None: every type), and a list it appends the stored values it skipped to."""
+
+    def __call__(
+        self,
+        client: redis.Redis,
+        view: CampaignView,
+        *,
+        now: datetime,
+        types: frozenset[ConversionType] | None = None,
+        problems: list[str] | None = None,
+    ) -> _Report: ...
 
 
 def wants_html_report(request: Request) -> bool:
@@ -109,7 +119,7 @@ async def build_report(
     problems: list[str] = []
     report = await renderer.guard.call(
         guard_name,
-        lambda: build(renderer.client, view, now, types, problems),
+        lambda: build(renderer.client, view, now=now, types=types, problems=problems),
         timeout_s=max(REPORT_TIMEOUT_S, renderer.guard.timeout_s),
     )
     return report, problems

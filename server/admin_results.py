@@ -63,13 +63,7 @@ async def results_page(request: Request) -> Response:
           text/csv: {schema: {type: string}}
     """
     fmt = report_format(request, _FORMATS)
-    report, problems = await build_report(
-        request,
-        "admin_results",
-        lambda client, view, now, types, problems: campaign_results(
-            client, view, now=now, types=types, problems=problems
-        ),
-    )
+    report, problems = await build_report(request, "admin_results", campaign_results)
     if fmt == "json":
         return json_answer(report.model_dump(mode="json"))
     if fmt == "csv":

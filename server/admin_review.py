@@ -19,6 +19,7 @@ from starlette.responses import Response
 
 from server.admin_endpoint import (
     admin_endpoint,
+    campaign_not_found_doc,
     guarded_read,
     html_answer,
     json_answer,
@@ -82,12 +83,6 @@ async def review_queue(request: Request, renderer: RendererState) -> Response:
           application/json: {schema: {$ref: "#/components/schemas/ReviewQueue"}}
           text/html: {schema: {type: string}}
       401: {$ref: "#/components/responses/BearerRefused"}
-      404:
-        $ref: "#/components/responses/AdminNotFound"
-        description: >-
-          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
-          does not own).
-      503: {$ref: "#/components/responses/RedisUnavailable"}
     """
     state = await path_campaign(request, renderer)
     tenant, campaign = state.tenant, state.campaign_id
@@ -105,6 +100,15 @@ async def review_queue(request: Request, renderer: RendererState) -> Response:
     return json_answer(
         {"tenant": tenant, "campaign": campaign, "items": [e.model_dump(mode="json") for e in entries]}
     )
+
+
+review_queue.__doc__ = (
+    (review_queue.__doc__ or "").rstrip()
+    + campaign_not_found_doc()
+    + """
+      503: {$ref: "#/components/responses/RedisUnavailable"}
+"""
+)
 
 
 def _auditor(request: Request, renderer: RendererState) -> Auditor:
@@ -232,12 +236,7 @@ def _account_write_doc(*, body: str, ok: str, bad_body: str, not_found: str, con
       400:
         $ref: "#/components/responses/Problem"
         description: "{bad_body}"
-      401: {{$ref: "#/components/responses/BearerRefused"}}
-      404:
-        $ref: "#/components/responses/AdminNotFound"
-        description: >-
-          Admin routes off, or no such campaign (to a tenant-scoped token, also any its tenant
-          does not own){not_found}.{conflict_doc}
+      401: {{$ref: "#/components/responses/BearerRefused"}}{campaign_not_found_doc(not_found)}{conflict_doc}
       413: {{$ref: "#/components/responses/Problem", description: "The body is over 1024 bytes."}}
       503:
         $ref: "#/components/responses/RedisUnavailable"

@@ -2,10 +2,11 @@
 
 Bearer admin token through `admin_auth.require_credential` (404 when unset, 401 without it),
 the campaign through `admin_auth.campaign_for` (a tenant-scoped token: 404 for another tenant's,
-as for an unknown campaign). The report is `welcomemat.lift.campaign_lift_report`, the same one `welcomemat
-report lift` prints. The chart is drawn on the server (`welcomemat.lift_chart`) and shown as
-an `<img>` with a `data:` URI: no script, no chart library, nothing of it parsed as the
-page's HTML, and it works under the admin CSP (`img-src 'self' data:`).
+as for an unknown campaign). The report is `welcomemat.lift_outcomes.campaign_lift_report`,
+the same one `welcomemat report lift` prints. The chart is drawn on the server
+(`welcomemat.lift_chart`) and shown as an `<img>` with a `data:` URI: no script, no chart
+library, nothing of it parsed as the page's HTML, and it works under the admin CSP
+(`img-src 'self' data:`).
 
 `?format=json` answers the report as JSON, `?format=svg` the chart alone; `?type=` (repeatable)
 counts only those conversion types. Like every admin route, when Redis cannot answer this is
@@ -21,8 +22,8 @@ from starlette.responses import Response
 from server.admin_endpoint import NO_STORE, html_answer, json_answer
 from server.admin_report import REPORT_REFUSALS_DOC, build_report, report_format, wants_html_report
 from server.problems import errors_as_html
-from welcomemat.lift import campaign_lift_report
 from welcomemat.lift_chart import chart_data_uri, render_lift_chart
+from welcomemat.lift_outcomes import campaign_lift_report
 
 __all__ = ["LIFT_ROUTE", "lift_page"]
 

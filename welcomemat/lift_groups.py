@@ -1,6 +1,6 @@
 """The lift report per group (`welcomemat report lift --by ...`), and copy variants against each other.
 
-A dimension splits the campaign's population (`welcomemat.lift.collect_outcomes`) into groups,
+A dimension splits the campaign's population (`welcomemat.lift_outcomes.collect_outcomes`) into groups,
 and each group gets the whole lift report of `welcomemat.lift` (personal against holdout,
 rates, fixed and always-valid intervals, minimum detectable effect, warnings):
 
@@ -42,7 +42,6 @@ from welcomemat.lift import (
     RateEstimate,
     SampleRatio,
     build_lift_report,
-    collect_outcomes,
     metric_counts,
     mismatch_warning,
     newcombe_difference,
@@ -52,6 +51,7 @@ from welcomemat.lift import (
 from welcomemat.lift import (
     signed_points as _pts,
 )
+from welcomemat.lift_outcomes import collect_outcomes
 from welcomemat.lift_stats import minimum_detectable_effect, sequential_difference
 
 __all__ = [

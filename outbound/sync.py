@@ -5,7 +5,7 @@ One consumer group (`keys.SYNC_CONSUMER_GROUP`) per tenant events stream; any nu
 dead-lettering, waiting out Redis and stopping are the core's one consumer loop
 (`welcomemat.streams`); this module folds. Delivery is at-least-once; what keeps counts exact:
 
-- a batch of events is folded by one atomic Lua call (`welcomemat.records.fold_events`):
+- a batch of events is folded by one atomic Lua call (`welcomemat.record_fold.fold_events`):
   per event it updates the record, queues the CRM change and sets the event's seen marker,
   or does nothing when the marker is already there. So an event folded twice (a consumer killed between the
   fold and its XACK, a client retrying a beacon with the same `event_id`) counts once;

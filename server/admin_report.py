@@ -60,7 +60,7 @@ _Report = TypeVar("_Report", covariant=True)
 
 
 class ReportBuilder(Protocol[_Report]):
-    """Builds a report from Redis (`welcomemat.lift.campaign_lift_report`,
+    """Builds a report from Redis (`welcomemat.lift_outcomes.campaign_lift_report`,
     `welcomemat.results.campaign_results`): the campaign view, now, the conversion types to
     count (None: every type), and a list it appends the stored values it skipped to."""
 

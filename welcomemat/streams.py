@@ -97,7 +97,8 @@ class StreamConsumer:
 
     @property
     def stop_event(self) -> threading.Event:
-        """The flag `stop` sets: share it with `stop_on_signals` or with other consumers."""
+        """The flag `stop` sets: share it with `welcomemat.stop_signals.stop_on_signals` or
+        with other consumers."""
         return self._stopping
 
     @property

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from server.admin_endpoint import NO_STORE, html_answer, json_answer
-from server.admin_report import REPORT_REFUSALS_DOC, build_report, report_format, wants_html_report
+from server.admin_report import build_report, report_format, report_operation_doc, wants_html_report
 from server.problems import errors_as_html
 from welcomemat.lift_chart import chart_data_uri, render_lift_chart
 from welcomemat.lift_outcomes import campaign_lift_report
@@ -41,22 +41,6 @@ async def lift_page(request: Request) -> Response:
       rate and conversion rate with 95% Wilson intervals; the difference with its Newcombe
       interval; warnings when samples are too small to conclude. HTML with a server-rendered
       SVG chart, or `format=json` / `format=svg`. Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
-    parameters:
-      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
-      - {name: format, in: query, required: false, schema: {type: string, enum: [html, json, svg]}}
-      - name: type
-        in: query
-        required: false
-        schema: {type: string, enum: [meeting_booked, opportunity, closed_won]}
-        description: count only these conversion types (repeatable)
-    responses:
-      200:
-        description: "The report (HTML, JSON or SVG)."
-        content:
-          text/html: {schema: {type: string}}
-          application/json: {schema: {$ref: "#/components/schemas/LiftReport"}}
-          image/svg+xml: {schema: {type: string}}
     """
     fmt = report_format(request, _FORMATS)
     report, problems = await build_report(request, "admin_lift", campaign_lift_report)
@@ -79,4 +63,12 @@ async def lift_page(request: Request) -> Response:
     )
 
 
-lift_page.__doc__ = (lift_page.__doc__ or "").rstrip() + REPORT_REFUSALS_DOC
+lift_page.__doc__ = (lift_page.__doc__ or "").rstrip() + report_operation_doc(
+    _FORMATS,
+    """
+        description: "The report (HTML, JSON or SVG)."
+        content:
+          text/html: {schema: {type: string}}
+          application/json: {schema: {$ref: "#/components/schemas/LiftReport"}}
+          image/svg+xml: {schema: {type: string}}""",
+)

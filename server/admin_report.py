@@ -30,6 +30,7 @@ __all__ = [
     "build_report",
     "conversion_types",
     "report_format",
+    "report_operation_doc",
     "wants_html_report",
 ]
 
@@ -123,3 +124,23 @@ async def build_report(
         timeout_s=max(REPORT_TIMEOUT_S, renderer.guard.timeout_s),
     )
     return report, problems
+
+
+def report_operation_doc(formats: tuple[str, ...], ok: str) -> str:
+    """The OpenAPI text of a report page after its summary and description: its parameters
+    (`?format=` one of `formats`, `?type=`), its 200 answer (`ok`) and its refusals."""
+    return (
+        f"""
+    security: [{{adminBearer: []}}]
+    parameters:
+      - {{name: campaign, in: path, required: true, schema: {{$ref: "#/components/schemas/Id"}}}}
+      - {{name: format, in: query, required: false, schema: {{type: string, enum: [{", ".join(formats)}]}}}}
+      - name: type
+        in: query
+        required: false
+        schema: {{type: string, enum: [{", ".join(t.value for t in ConversionType)}]}}
+        description: count only these conversion types (repeatable)
+    responses:
+      200:{ok}"""
+        + REPORT_REFUSALS_DOC
+    )

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from server.admin_endpoint import NO_STORE, html_answer, json_answer
-from server.admin_report import REPORT_REFUSALS_DOC, build_report, report_format, wants_html_report
+from server.admin_report import build_report, report_format, report_operation_doc, wants_html_report
 from server.problems import errors_as_html
 from welcomemat.lift_chart import chart_data_uri
 from welcomemat.results import campaign_results, results_csv
@@ -45,22 +45,6 @@ async def results_page(request: Request) -> Response:
       server-drawn SVG charts (no script), or the same numbers as `format=json` (its `lift` is
       `welcomemat report lift --json`) or `format=csv` (section, group, day, measure, value).
       Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
-    parameters:
-      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
-      - {name: format, in: query, required: false, schema: {type: string, enum: [html, json, csv]}}
-      - name: type
-        in: query
-        required: false
-        schema: {type: string, enum: [meeting_booked, opportunity, closed_won]}
-        description: count only these conversion types (repeatable)
-    responses:
-      200:
-        description: "The results (HTML, JSON or CSV)."
-        content:
-          text/html: {schema: {type: string}}
-          application/json: {schema: {$ref: "#/components/schemas/ResultsReport"}}
-          text/csv: {schema: {type: string}}
     """
     fmt = report_format(request, _FORMATS)
     report, problems = await build_report(request, "admin_results", campaign_results)
@@ -88,4 +72,12 @@ async def results_page(request: Request) -> Response:
     )
 
 
-results_page.__doc__ = (results_page.__doc__ or "").rstrip() + REPORT_REFUSALS_DOC
+results_page.__doc__ = (results_page.__doc__ or "").rstrip() + report_operation_doc(
+    _FORMATS,
+    """
+        description: "The results (HTML, JSON or CSV)."
+        content:
+          text/html: {schema: {type: string}}
+          application/json: {schema: {$ref: "#/components/schemas/ResultsReport"}}
+          text/csv: {schema: {type: string}}""",
+)

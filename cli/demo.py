@@ -97,11 +97,11 @@ def _precompute(client: redis.Redis, inputs: CampaignInputs, accounts_path: Path
     `--site-port` moved it off the one examples/campaign.yaml names). Dymaxa is tier 1, so
     it waits for a person: the demo approves it as a reviewer would, and says so.
     """
-    from precompute.commands import print_qa, print_run_report
     from precompute.explain import format_explain
     from precompute.providers.offline import OfflineComposer
     from precompute.qa import run_qa
     from precompute.run import PrecomputeRun
+    from precompute.run_output import print_qa, print_run_report
     from welcomemat.audit import Auditor, Via
     from welcomemat.review import decide, show
 

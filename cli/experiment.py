@@ -26,13 +26,14 @@ from pathlib import Path
 from cli.guidelines import (
     ARCHIVE_FOLDER,
     active_record,
+    audit_change,
     campaign_client,
     campaign_file,
     check_active,
     write_atomically,
 )
 from precompute.inputs import load_campaign_inputs
-from welcomemat.audit import AuditAction, Auditor, append_entry, check_reason
+from welcomemat.audit import AuditAction, Auditor, check_reason
 from welcomemat.campaign import Campaign
 from welcomemat.errors import InputError
 from welcomemat.experiments import Experiment
@@ -175,16 +176,8 @@ def run_stop(
             record, previous.model_copy(update={"state": ActivationState.SUPERSEDED}), active=new_version
         )
         detail = f"{experiment.id}: {keep} kept; guideline version {previous.version} -> {new_version}"
-        append_entry(
-            client,
-            auditor.entry(
-                AuditAction.EXPERIMENT_STOP,
-                tenant=campaign.tenant,
-                campaign=campaign.campaign,
-                reason=recorded_reason,
-                detail=detail,
-            ),
-        )
+        where = (campaign.tenant, campaign.campaign)
+        audit_change(client, auditor, AuditAction.EXPERIMENT_STOP, where, detail, recorded_reason)
     finally:
         client.close()
     print(

@@ -36,7 +36,7 @@ from precompute.guideline_replay import (
     replay_day,
 )
 from precompute.inputs import CampaignInputs, find_zones_folder, load_campaign_inputs
-from welcomemat.audit import AuditAction, AuditEntry, Auditor, append_entry, check_reason
+from welcomemat.audit import AuditAction, Auditor, append_entry, check_reason
 from welcomemat.campaign import Campaign
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.connection import connect, resolve_redis
@@ -49,6 +49,7 @@ from welcomemat.yamlfile import line_of_field
 __all__ = [
     "ARCHIVE_FOLDER",
     "active_record",
+    "audit_change",
     "campaign_client",
     "campaign_file",
     "check_active",
@@ -263,17 +264,12 @@ def run_propose(
             store.save(record, bootstrap, active=bootstrap.version)
         else:
             store.save(record)
-        append_entry(
-            client,
-            auditor.entry(
-                AuditAction.GUIDELINES_PROPOSE,
-                tenant=active.campaign.tenant,
-                campaign=active.campaign.campaign,
-                reason=recorded_reason,
-                detail=f"{report.active.version} -> {version} ({report.candidate.hash[:12]}): "
-                f"{report.recommendation}; report {report_path}",
-            ),
+        detail = (
+            f"{report.active.version} -> {version} ({report.candidate.hash[:12]}): "
+            f"{report.recommendation}; report {report_path}"
         )
+        where = (active.campaign.tenant, active.campaign.campaign)
+        audit_change(client, auditor, AuditAction.GUIDELINES_PROPOSE, where, detail, recorded_reason)
     finally:
         client.close()
     print(body.decode() if as_json else format_report(report, report_path))
@@ -296,6 +292,7 @@ def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
     """Record the actor's approval of a READY candidate; the last approval needed makes it active."""
     campaign_path, report_path = campaign_file(campaign_arg), Path(report_arg)
     report = _read_report(report_path)
+    where = (report.tenant, report.campaign)
     if report.recommendation != READY:
         raise InputError(
             f"the report says {report.recommendation}: only a READY FOR PROMOTION candidate is promoted "
@@ -349,7 +346,7 @@ def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
         if len(approvers) < required:
             store.save(record.model_copy(update={"approvers": approvers, "approvers_required": required}))
             detail = f"{version}: approval {len(approvers)} of {required}; waiting for a different approver"
-            append_entry(client, _promote_entry(auditor, report, detail))
+            audit_change(client, auditor, AuditAction.GUIDELINES_PROMOTE, where, detail)
             print(f"guidelines {report.tenant}/{report.campaign} {detail}")
             return 0
         archive = campaign_path.parent / ARCHIVE_FOLDER
@@ -371,7 +368,7 @@ def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
             promoted, previous.model_copy(update={"state": ActivationState.SUPERSEDED}), active=version
         )
         detail = f"{previous.version} -> {version} active (approved by {', '.join(approvers)})"
-        append_entry(client, _promote_entry(auditor, report, detail))
+        audit_change(client, auditor, AuditAction.GUIDELINES_PROMOTE, where, detail)
     finally:
         client.close()
     print(
@@ -382,10 +379,19 @@ def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
     return 0
 
 
-def _promote_entry(auditor: Auditor, report: CandidateReport, detail: str) -> AuditEntry:
-    return auditor.entry(
-        AuditAction.GUIDELINES_PROMOTE, tenant=report.tenant, campaign=report.campaign, detail=detail
-    )
+def audit_change(
+    client: redis.Redis,
+    auditor: Auditor,
+    action: AuditAction,
+    where: tuple[str, str],
+    detail: str,
+    reason: str | None = None,
+) -> None:
+    """Audit-log a change of a campaign's guidelines (`where`: tenant, campaign): proposed,
+    promoted, rolled back, or an experiment stopped into a new version."""
+    tenant, campaign = where
+    entry = auditor.entry(action, tenant=tenant, campaign=campaign, reason=reason, detail=detail)
+    append_entry(client, entry)
 
 
 def run_rollback(campaign_arg: str, *, reason: str | None, auditor: Auditor) -> int:
@@ -422,16 +428,8 @@ def run_rollback(campaign_arg: str, *, reason: str | None, auditor: Auditor) -> 
             active=target,
         )
         detail = f"{current.version} -> {target}"
-        append_entry(
-            client,
-            auditor.entry(
-                AuditAction.GUIDELINES_ROLLBACK,
-                tenant=active.tenant,
-                campaign=active.campaign,
-                reason=recorded_reason,
-                detail=detail,
-            ),
-        )
+        where = (active.tenant, active.campaign)
+        audit_change(client, auditor, AuditAction.GUIDELINES_ROLLBACK, where, detail, recorded_reason)
     finally:
         client.close()
     print(

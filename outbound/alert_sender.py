@@ -35,7 +35,14 @@ from pydantic import ValidationError
 
 from outbound.outbox import OutboxSender, OutboxStats
 from outbound.seller_alert import SellerAlert, crm_task, slack_message, task_idempotency_key
-from outbound.webhook import WebhookConfig, WebhookRejected, post_json, receiver_caller, signed_headers
+from outbound.webhook import (
+    ReceiverPolicy,
+    WebhookConfig,
+    WebhookRejected,
+    post_json,
+    receiver_caller,
+    signed_headers,
+)
 from welcomemat import keys
 from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError, ProviderUnavailable
@@ -70,20 +77,13 @@ DEFAULT_MAX_DELIVERIES = 10  # passes (each with its own retries) before an aler
 
 
 @dataclass(frozen=True)
-class AlertChannel:
+class AlertChannel(ReceiverPolicy):
     """The chat webhook seller alerts are posted to (`WELCOMEMAT_ALERT_WEBHOOK_URL`).
 
     Its URL is a credential (an incoming webhook's path is its secret): `describe` shows the host only.
     """
 
     url: str
-    timeout_s: float = 10.0
-    max_attempts: int = 3  # per alert and pass
-    backoff_base_s: float = 0.5
-    backoff_cap_s: float = 8.0
-    retry_after_cap_s: float = 30.0
-    failure_threshold: int = 5
-    reset_after_s: float = 30.0
 
     def __post_init__(self) -> None:
         if webhook_href(self.url) is None:

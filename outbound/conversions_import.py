@@ -8,10 +8,10 @@ lines are reported with their line number and skipped; the rest are recorded.
 from __future__ import annotations
 
 import functools
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from outbound.command_output import finish_import
 from welcomemat.campaign_ref import resolve_campaign_ref
 from welcomemat.campaign_view import load_campaign_view
 from welcomemat.connection import connect, resolve_redis
@@ -40,11 +40,8 @@ def run_conversions_import(path: str) -> int:
         report = import_conversions(client, Path(path), target, now=datetime.now(UTC))
     finally:
         client.close()
-    for problem in report.problems:
-        print(f"welcomemat: error: {problem}", file=sys.stderr)
-    print(
+    return finish_import(
+        report.problems,
         f"conversions {path}: {report.recorded} recorded, {report.repeated} already recorded, "
         f"{len(report.problems)} bad lines skipped",
-        file=sys.stderr,
     )
-    return 2 if report.problems else 0

@@ -15,7 +15,6 @@ not UTF-8 or a record csv refuses costs its own line only.
 from __future__ import annotations
 
 import csv
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +23,7 @@ from typing import IO
 
 import redis
 
+from outbound.command_output import finish_import
 from welcomemat.bounded_json import iter_lines
 from welcomemat.contact_workflow import ContactState, record_marks
 from welcomemat.errors import InputError
@@ -152,11 +152,8 @@ def run_delivered_import(campaign_ref: str, path: str, *, now: datetime) -> int:
         report = import_delivered(client, tenant, campaign, Path(path), now=now)
     finally:
         client.close()
-    for problem in report.problems:
-        print(f"welcomemat: error: {problem}", file=sys.stderr)
-    print(
+    return finish_import(
+        report.problems,
         f"delivered {tenant}/{campaign} {path}: {report.lines} lines, {report.written} marks written "
         f"(a repeat or an account without a record writes none), {len(report.problems)} bad lines skipped",
-        file=sys.stderr,
     )
-    return 2 if report.problems else 0

@@ -61,6 +61,7 @@ from typing import Any, TextIO
 
 import redis
 
+from outbound.command_output import counts_in_words
 from welcomemat.campaign_view import CampaignView, load_campaign_view
 from welcomemat.contact_workflow import WorkflowRecorder
 from welcomemat.errors import InputError, StoredValueError
@@ -329,9 +330,8 @@ def run_export(
 
 
 def _report(summary: ExportSummary, campaign: str, out: str | None) -> None:
-    arms = ", ".join(f"{n} {arm}" for arm, n in sorted(summary.by_arm.items())) or "none"
-    rungs = ", ".join(f"{n} {rung}" for rung, n in sorted(summary.by_rung.items())) or "none"
-    statuses = ", ".join(f"{n} {status}" for status, n in sorted(summary.by_status.items())) or "none"
+    arms, rungs = counts_in_words(summary.by_arm), counts_in_words(summary.by_rung)
+    statuses = counts_in_words(summary.by_status)
     print(
         f"export {campaign}: {summary.rows} rows from {summary.accounts} accounts "
         f"({summary.accounts_without_contacts} without contacts) to {out or 'stdout'}; "

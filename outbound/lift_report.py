@@ -17,8 +17,9 @@ from welcomemat.campaign_view import load_campaign_view
 from welcomemat.connection import connect, resolve_redis
 from welcomemat.conversions import ConversionType
 from welcomemat.errors import InputError
-from welcomemat.lift import LiftReport, MetricComparison, RateEstimate, campaign_lift_report
+from welcomemat.lift import LiftReport, MetricComparison, RateEstimate
 from welcomemat.lift_groups import GroupedLiftReport, LiftDimension, VariantContrast, campaign_grouped_report
+from welcomemat.lift_outcomes import campaign_lift_report
 from welcomemat.settings import Settings
 
 __all__ = ["format_grouped_report", "format_lift_report", "run_report_lift"]

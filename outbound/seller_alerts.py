@@ -48,7 +48,8 @@ from welcomemat import keys
 from welcomemat.campaign import CONTINUATION_PAGE_ID, LANDING_PAGE_ID, Campaign
 from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.errors import StoredValueError
-from welcomemat.records import AccountRecord, EventFold, FoldKind, read_account_record
+from welcomemat.record_fold import EventFold, FoldKind
+from welcomemat.records import AccountRecord, read_account_record
 from welcomemat.replies import reply_text
 from welcomemat.store import ZoneSetStore
 from welcomemat.surfaces import Surface

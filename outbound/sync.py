@@ -5,7 +5,7 @@ One consumer group (`keys.SYNC_CONSUMER_GROUP`) per tenant events stream; any nu
 dead-lettering, waiting out Redis and stopping are the core's one consumer loop
 (`welcomemat.streams`); this module folds. Delivery is at-least-once; what keeps counts exact:
 
-- a batch of events is folded by one atomic Lua call (`welcomemat.records.fold_events`):
+- a batch of events is folded by one atomic Lua call (`welcomemat.record_fold.fold_events`):
   per event it updates the record, queues the CRM change and sets the event's seen marker,
   or does nothing when the marker is already there. So an event folded twice (a consumer killed between the
   fold and its XACK, a client retrying a beacon with the same `event_id`) counts once;
@@ -47,9 +47,12 @@ from welcomemat import keys
 from welcomemat.errors import StoredValueError
 from welcomemat.event_entries import KINDS, PoisonEvent, parse_event
 from welcomemat.ids import is_valid_id
-from welcomemat.records import FOLD_LUA, EventFold, cited_facts, fold_events
+from welcomemat.record_fold import FOLD_LUA, EventFold, fold_events
+from welcomemat.records import cited_facts
+from welcomemat.redis_client import REDIS_OUTAGE_ERRORS
 from welcomemat.replies import reply_text
 from welcomemat.store import ZoneSetStore
+from welcomemat.stream_groups import ensure_group as ensure_stream_group
 from welcomemat.stream_handler import (
     ACK,
     DEFAULT_BLOCK_MS,
@@ -62,8 +65,7 @@ from welcomemat.stream_handler import (
     StreamHandler,
     retry,
 )
-from welcomemat.streams import REDIS_OUTAGE_ERRORS, StreamConsumer
-from welcomemat.streams import ensure_group as ensure_stream_group
+from welcomemat.streams import ConsumerProcess, StreamConsumer
 from welcomemat.zoneset import CitedFact
 
 __all__ = [
@@ -158,7 +160,7 @@ def _shows_facts(fields: Mapping[str, str]) -> bool:
     return rung == "personal" if rung is not None else fields.get("arm") == "personal"
 
 
-class Syncer(StreamHandler):
+class Syncer(ConsumerProcess, StreamHandler):
     """One consumer of the tenants' event streams: folds each batch, acknowledges what is done."""
 
     def __init__(
@@ -201,14 +203,6 @@ class Syncer(StreamHandler):
         self._tenants_read_at = float("-inf")
 
     # -- lifecycle -----------------------------------------------------------------------------
-
-    def stop(self) -> None:
-        """Finish the batch in hand, then return from `run` (safe from a signal handler)."""
-        self._consumer.stop()
-
-    @property
-    def stopping(self) -> bool:
-        return self._consumer.stopping
 
     def run(self) -> SyncStats:
         """Fold until stopped (with `once`: until every stream is drained, then return). With

@@ -16,8 +16,9 @@ from outbound.webhook import WebhookConfig, WebhookSender
 from welcomemat.connection import connect_for_blocking_reads, resolve_redis
 from welcomemat.errors import ConfigError, InputError
 from welcomemat.ids import is_valid_id
+from welcomemat.redis_client import REDIS_OUTAGE_ERRORS
 from welcomemat.settings import Settings
-from welcomemat.streams import REDIS_OUTAGE_ERRORS, stop_on_signals
+from welcomemat.stop_signals import stop_on_signals
 
 __all__ = ["alert_channel", "run_sync", "webhook_config"]
 

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 import redis
@@ -48,6 +48,7 @@ from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError, ProviderUnavailable, StoredValueError
 from welcomemat.records import AccountRecord, mark_crm_delivered, take_crm_change
 from welcomemat.resilience import ResilientCaller, RetryableError
+from welcomemat.stream_groups import ensure_group as ensure_stream_group
 from welcomemat.stream_handler import (
     ACK,
     ACKED,
@@ -57,7 +58,6 @@ from welcomemat.stream_handler import (
     Stream,
     retry,
 )
-from welcomemat.streams import ensure_group as ensure_stream_group
 from welcomemat.surfaces import Surface
 
 __all__ = [
@@ -246,17 +246,24 @@ class WebhookRejected(Exception):
     """The receiver answered with a status that retrying now will not change (e.g. 400, 401)."""
 
 
-@dataclass(frozen=True)
-class WebhookConfig:
-    url: str
-    secret: str
+@dataclass(frozen=True, kw_only=True)
+class ReceiverPolicy:
+    """How hard to try one receiver: the CRM webhook (`WebhookConfig`) and the seller-alert
+    chat channel (`outbound.alert_sender.AlertChannel`) alike."""
+
     timeout_s: float = 10.0
-    max_attempts: int = 3  # per change and pass
+    max_attempts: int = 3  # per delivery and pass
     backoff_base_s: float = 0.5
     backoff_cap_s: float = 8.0
     retry_after_cap_s: float = 30.0
     failure_threshold: int = 5  # consecutive failed attempts that open the breaker
     reset_after_s: float = 30.0  # how long the breaker stays open before one probe
+
+
+@dataclass(frozen=True)
+class WebhookConfig(ReceiverPolicy):
+    url: str
+    secret: str
     claim_idle_ms: int = 60_000  # a change pending this long on another sender is taken over
 
     def __post_init__(self) -> None:
@@ -380,21 +387,6 @@ class WebhookSender(OutboxSender):
         """One attempt. RetryableError for faults worth another; WebhookRejected for a refusal."""
         self.stats.attempts += 1
         post_json(self._http, self.config.url, body, signed_headers(self.config.secret, key, body), timeout_s)
-
-
-class ReceiverPolicy(Protocol):
-    """How hard to try one receiver (`WebhookConfig`, `outbound.alert_sender.AlertChannel`)."""
-
-    @property
-    def timeout_s(self) -> float: ...
-    @property
-    def max_attempts(self) -> int: ...
-    @property
-    def backoff_base_s(self) -> float: ...
-    @property
-    def backoff_cap_s(self) -> float: ...
-    @property
-    def retry_after_cap_s(self) -> float: ...
 
 
 def receiver_caller(

@@ -1,1 +1,7 @@
-"""precompute: see README.md."""
+"""The batch job: turns governed account records into checked zone sets and publishes them.
+
+Identity, trust, firmographics, the providers that write drafts, the deterministic checks,
+the fallback ladder, publishing, QA and the distributed worker. It imports only the core
+(`welcomemat`), never `server` or `outbound`: what the renderer needs from a run is in Redis.
+The package itself exports nothing; see the module table in README.md.
+"""

@@ -32,7 +32,8 @@ from precompute.providers.base import (
 )
 from precompute.zone_scores import ZoneScores, score_draft
 from welcomemat.accounts import Account, Fact
-from welcomemat.campaign import Campaign, ZoneCopy
+from welcomemat.campaign import Campaign
+from welcomemat.campaign_sections import ZoneCopy
 from welcomemat.errors import ContractError, ProviderUnavailable
 from welcomemat.experiment_assignment import variant_campaign, variant_for
 from welcomemat.guidelines import guideline_hash

@@ -46,11 +46,10 @@ made only of the campaign's own words, e.g. an account called "Ramp"), or capita
 words before a legal form ("Globex GmbH") that are not the account or a vocabulary term
 (`precompute.companies`; `company_key` is re-exported here).
 
-Cost (CPython 3.11, a slow 2-vCPU VM): 10-15 µs for a CTA, 25-50 µs for a 10-20-word draft
-whose text was seen before (composer output repeats), 60-100 µs for a new one, and about as
-much again for the claim classes' phrasings (`precompute.claim_catalog`). Regexes
-are compiled at import, the vocabulary is built once, and each text, fact and account is
-analysed once and cached; most of the rest is finding names and numbers (`precompute.specifics`).
+Cost: the checks run on every draft of every account, so regexes are compiled at import,
+the vocabulary is built once, and each text, fact and account is analysed once and cached;
+most of the rest is finding names and numbers (`precompute.specifics`). What a check costs
+per draft is in bench/README.md ("Figures behind choices in the code").
 """
 
 from __future__ import annotations

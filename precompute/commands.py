@@ -1,5 +1,6 @@
-"""The precompute side of the CLI: `precompute` (local or `--enqueue`), `worker`,
-`precompute-status`, `qa`, `explain`, `review`.
+"""The precompute side of the CLI: `precompute` (local or `--enqueue`), `qa`, `explain`,
+`review`; `worker` and `precompute-status` are `precompute.worker_commands`, what a run and
+QA print `precompute.run_output`.
 
 Imported lazily by `cli.commands`. Each function prints for a person (or JSON with
 `--json`) and returns the exit code: 0 success, 1 the job ran and its verdict is NO GO or
@@ -10,20 +11,19 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
 
-from precompute.findings import CohortCollector, format_findings
+from precompute.findings import CohortCollector
 from precompute.inputs import load_campaign_inputs
 from precompute.progress import progress_bar
 from precompute.providers.base import Provider
-from precompute.qa import QaReport, run_qa
-from precompute.report import MalformedRow, RunReport
+from precompute.qa import run_qa
+from precompute.report import MalformedRow
 from precompute.run import PrecomputeRun
+from precompute.run_output import print_qa, print_run_report
 from welcomemat import keys
 from welcomemat.accounts import MAX_LINE_BYTES, read_accounts
 from welcomemat.audit import AuditAction, Auditor, check_reason
@@ -32,12 +32,11 @@ from welcomemat.campaign import Campaign
 from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.campaign_ref import is_campaign_file, resolve_campaign_ref
-from welcomemat.connection import connect, connect_for_blocking_reads, resolve_redis
+from welcomemat.connection import connect, resolve_redis
 from welcomemat.contact_workflow import contact_workflows
 from welcomemat.erasure import suppress
 from welcomemat.errors import CampaignOwnerError, InputError, StoredValueError
 from welcomemat.guidelines import ActivationState, GuidelineStore, guideline_hash
-from welcomemat.ids import is_valid_id
 from welcomemat.records import read_account_record
 from welcomemat.review import approve_held, decide, list_queue, roll_back, show
 from welcomemat.settings import Settings
@@ -49,15 +48,11 @@ from welcomemat.zone_contract import ZoneContract
 __all__ = [
     "PROVIDERS",
     "make_provider",
-    "print_qa",
-    "print_run_report",
     "resolve_campaign",
     "run_explain",
     "run_precompute",
-    "run_precompute_status",
     "run_qa_command",
     "run_review",
-    "run_worker",
 ]
 
 PROVIDERS = ("offline", "openai")
@@ -140,93 +135,6 @@ def _refuse_other_tenants_id(client: redis.Redis, campaign: Campaign, path: Path
             line=line_of_field(path, ("campaign",)),
             field="campaign",
         ) from None
-
-
-def print_run_report(report: RunReport) -> None:
-    out = sys.stdout
-    print(
-        f"precompute {report.tenant}/{report.campaign} ({report.provider}): {report.accounts} accounts "
-        f"from {report.rows_read} rows in {report.seconds:.2f}s ({report.accounts_per_second:.0f}/s)",
-        file=out,
-    )
-    print(
-        f"  published {report.published} new versions, {report.unchanged} unchanged"
-        + (f", {report.resumed} resumed" if report.resumed else "")
-        + f", {report.pending_review} waiting for review, {len(report.failed)} failed",
-        file=out,
-    )
-    if report.suppressed or report.contacts_suppressed:
-        print(
-            f"  left out as erased (welcomemat erase): {report.suppressed} accounts, "
-            f"{report.contacts_suppressed} contacts of published accounts",
-            file=out,
-        )
-    print("  accounts by mode: " + ", ".join(f"{k} {v}" for k, v in sorted(report.by_mode.items())), file=out)
-    print(
-        "  zones by rung:    " + ", ".join(f"{k} {v}" for k, v in sorted(report.zones_by_rung.items())),
-        file=out,
-    )
-    top = list(report.fallback_reasons.items())[:6]
-    if top:
-        print("  fallback reasons: " + ", ".join(f"{k} {v}" for k, v in top), file=out)
-    if report.check_failures:
-        print(
-            "  check failures:   "
-            + ", ".join(f"{k} {v}" for k, v in list(report.check_failures.items())[:6]),
-            file=out,
-        )
-    if report.model_calls or report.deferred:
-        print(
-            f"  model calls {report.model_calls} ({report.retries} retries), tokens {report.tokens}, "
-            f"circuit breaker opened {report.breaker_openings} times, {report.deferred} accounts deferred "
-            "(fallback now; generated again on the next run)",
-            file=out,
-        )
-    for row in report.malformed[:20]:
-        where = f"{row.file}:{row.line}" + (f", field '{row.field}'" if row.field else "")
-        print(f"  skipped {where}: {row.reason}", file=sys.stderr)
-    if len(report.malformed) > 20:
-        print(f"  ... and {len(report.malformed) - 20} more skipped rows (see --json)", file=sys.stderr)
-    for failure in report.failed[:20]:
-        print(f"  failed {failure.account_id}: {failure.reason}", file=sys.stderr)
-
-
-def print_qa(report: QaReport) -> None:
-    print(f"QA {report.tenant}/{report.campaign}: {report.verdict}")
-    print(
-        f"  {report.accounts} zone sets; by status: "
-        + ", ".join(f"{k} {v}" for k, v in sorted(report.by_status.items()))
-    )
-    print(
-        "  by mode: "
-        + ", ".join(f"{k} {v}" for k, v in sorted(report.by_mode.items()))
-        + f"; fallback rate {report.fallback_rate:.1%}"
-        + f" (max {report.thresholds.get('max_fallback_rate', 0):.0%})"
-    )
-    print(
-        f"  personal attempts {report.personal_attempts}, failed checks {report.check_failed} "
-        f"({report.check_failure_rate:.1%}, max {report.thresholds.get('max_check_failure_rate', 0):.0%})"
-    )
-    for g in report.by_guideline_version:
-        print(
-            f"  guidelines {g.guideline_version} ({(g.guideline_hash or 'no hash')[:12]}): "
-            f"{g.accounts} accounts, "
-            f"{g.personal_zones} personal zones, failed checks {g.check_failed}/{g.personal_attempts}"
-        )
-    if report.fallback_reasons:
-        print("  fallback reasons: " + ", ".join(f"{k} {v}" for k, v in report.fallback_reasons.items()))
-    if report.findings_by_code:
-        print("  findings: " + ", ".join(f"{k} {v}" for k, v in report.findings_by_code.items()))
-    blockers = [f for f in report.findings if f.severity == "blocker"][:10]
-    for finding in blockers:
-        print(f"    BLOCKER {finding.code} {finding.account_id} {finding.zone_id or ''}: {finding.detail}")
-    print(f"  sample to read ({len(report.sample)} accounts, by segment/mode):")
-    for item in report.sample[:12]:
-        headline = next((z for z in item.zones if z.rung == "personal"), item.zones[0])
-        print(f"    [{item.stratum}] {item.account_id}: “{headline.text}” ({headline.rung})")
-    if report.cohort_findings is not None:
-        for line in format_findings(report.cohort_findings):
-            print(line)
 
 
 def _refuse_unapproved_guidelines(client: redis.Redis, campaign: Campaign, path: Path) -> None:
@@ -489,127 +397,3 @@ def _enqueue(
     print(f"  start workers (any machine, same Redis): welcomemat worker --campaign {ref}")
     print(f"  follow progress: welcomemat precompute-status {ref} --run {record.run_id}")
     return 0
-
-
-def _campaign_ref(arg: str, client: redis.Redis) -> tuple[str, str]:
-    """`tenant/campaign` as given (a worker may start before anything is enqueued) unless another
-    tenant owns the id, else resolved."""
-    tenant, sep, campaign_id = arg.partition("/")
-    if sep and not Path(arg).is_file():
-        for kind, value in (("tenant", tenant), ("campaign", campaign_id)):
-            if not is_valid_id(value):
-                raise InputError(f"{kind} id {value!r} in {arg!r} is not a valid id", field="--campaign")
-        refuse_other_tenant(read_ownership(client, campaign_id), tenant)
-        return tenant, campaign_id
-    loaded, _ = resolve_campaign(arg, client)
-    return loaded.tenant, loaded.campaign
-
-
-def _provider_from_options(name: str, options: Mapping[str, object], settings: Settings) -> Provider:
-    """The provider a run record names, with the options `--enqueue` recorded (per worker: a
-    `deadline_s` counts from when this worker first builds the run's provider)."""
-    concurrency, deadline_s = options.get("concurrency", 1), options.get("deadline_s")
-    return make_provider(
-        name,
-        settings,
-        concurrency=concurrency if isinstance(concurrency, int) else 1,
-        deadline_s=float(deadline_s) if isinstance(deadline_s, int | float) else None,
-        self_review=options.get("self_review", True) is not False,
-    )
-
-
-def run_worker(
-    *,
-    campaign: str | None,
-    name: str | None,
-    once: bool,
-    block_ms: int,
-    claim_idle_ms: int,
-    max_deliveries: int,
-) -> int:
-    """Consume enqueued runs until SIGTERM/SIGINT (or, with `once`, until drained); exit 0, or 1
-    when `once` gave up on a Redis that stayed down."""
-    from precompute.worker import Worker, WorkerOptions, default_consumer_name
-    from welcomemat.streams import REDIS_OUTAGE_ERRORS, stop_on_signals
-
-    settings = Settings.from_env()
-    target = resolve_redis(settings)
-    client = connect_for_blocking_reads(target, block_ms)
-    options = WorkerOptions(
-        name=name or default_consumer_name(),
-        campaign=_campaign_ref(campaign, client) if campaign else None,
-        block_ms=block_ms,
-        claim_idle_ms=claim_idle_ms,
-        max_deliveries=max_deliveries,
-        once=once,
-    )
-    stop = threading.Event()
-    worker = Worker(
-        client, lambda name, opts: _provider_from_options(name, opts, settings), options, stop=stop
-    )
-    scope = f"{options.campaign[0]}/{options.campaign[1]}" if options.campaign else "every active run"
-    print(f"worker {options.name}: consuming {scope} on {target.describe()}", file=sys.stderr, flush=True)
-    failed_redis: str | None = None
-    with stop_on_signals(stop):
-        try:
-            stats = worker.run()
-        except REDIS_OUTAGE_ERRORS as exc:  # only with --once: without it the worker waits for Redis
-            failed_redis, stats = str(exc), worker.stats
-    print(
-        f"worker {options.name}: stopped; {stats.entries} entries ({stats.accounts} accounts), "
-        f"{stats.claimed} claimed back, {stats.dead_lettered} dead-lettered, "
-        f"{stats.runs_completed} runs completed",
-        file=sys.stderr,
-    )
-    if failed_redis is not None:
-        print(f"welcomemat: failed: Redis unavailable, worker stopped: {failed_redis}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def run_precompute_status(campaign: str, *, run_id: str | None, as_json: bool, zones: str | None) -> int:
-    """Progress of a distributed run (default: the campaign's latest); QA verdict once complete."""
-    from precompute.queue import latest_run_id, read_progress
-
-    client = _client(Settings.from_env())
-    tenant, campaign_id = _campaign_ref(campaign, client)
-    ref = f"{tenant}/{campaign_id}"
-    run_id = run_id or latest_run_id(client, tenant, campaign_id)
-    if run_id is None:
-        raise InputError(f"no enqueued run of {ref} is recorded; use `welcomemat precompute --enqueue`")
-    if not is_valid_id(run_id):
-        raise InputError(f"run id {run_id!r} is not a valid id", field="--run")
-    progress = read_progress(client, tenant, campaign_id, run_id)
-    if progress is None:
-        raise InputError(
-            f"run {run_id!r} of {ref} is not recorded (expired, or another campaign's)", field="--run"
-        )
-    report = progress.to_report()
-    qa = None
-    if progress.complete:
-        loaded, zone_contracts = resolve_campaign(ref, client, zones)
-        qa = run_qa(ZoneSetStore(client), loaded, zone_contracts)
-        report.verdict = qa.verdict
-    if as_json:
-        out = {"progress": progress.model_dump(mode="json"), "report": report.model_dump(mode="json")}
-        print(json.dumps(out, indent=2))
-    else:
-        record, done = progress.record, progress.count("processed")
-        print(
-            f"run {record.run_id} of {ref} ({record.provider}): {progress.status.value}, "
-            f"{done}/{record.total} accounts processed ({done / record.total:.0%}); "
-            f"{progress.count('entries_done')}/{record.entries} entries, "
-            f"{progress.pending_entries} in flight, {progress.count('dead_lettered')} dead-lettered"
-        )
-        print(
-            f"  published {report.published}, unchanged {report.unchanged}, deferred {report.deferred}, "
-            f"failed {len(report.failed)}" + (f", resumed {report.resumed}" if report.resumed else "")
-        )
-        if progress.by_worker:
-            print("  by worker: " + ", ".join(f"{k} {v}" for k, v in sorted(progress.by_worker.items())))
-        if qa is not None:
-            print_run_report(report)
-            print(f"  QA verdict: {qa.verdict} (details: welcomemat qa {ref})")
-    if qa is None:
-        return 0
-    return 1 if qa.verdict == "NO GO" or report.failed else 0

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from welcomemat.accounts import Account
-from welcomemat.campaign import Confidence
+from welcomemat.campaign_sections import Confidence
 from welcomemat.surfaces import Surface
 
 __all__ = [

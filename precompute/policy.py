@@ -28,7 +28,8 @@ from collections.abc import Iterable
 
 from precompute.claims import KNOWN_CLAIM_CLASSES
 from precompute.context import EffectivePolicy
-from welcomemat.campaign import MAX_SIGNAL_WINDOW_DAYS, Campaign, Confidence
+from welcomemat.campaign import Campaign
+from welcomemat.campaign_sections import MAX_SIGNAL_WINDOW_DAYS, Confidence
 from welcomemat.errors import ContractError, ContractProblems
 from welcomemat.openers import DEFAULT_BANNED_OPENERS
 
@@ -207,33 +208,19 @@ def build_policy(
     minimum, minimum_source = _min_confidence(campaign, tenant, campaign_file, tfile)
     sources: dict[str, str] = {"min_confidence": minimum_source}
     sources.update({f"signal_windows_days.{t}": cfile for t in campaign.signal_windows_days})
-    empty: tuple[str, ...] = ()
-    phrases = _union(
-        "banned_phrases",
-        [
-            (HARD_RULE, HARD_BANNED_PHRASES),
-            (tfile, tenant.banned_phrases if tenant is not None else empty),
-            (cfile, campaign.banned_phrases),
-        ],
-        sources,
-    )
-    openers = _union(
-        "banned_openers",
-        [
-            (HARD_RULE, DEFAULT_BANNED_OPENERS),
-            (tfile, tenant.banned_openers if tenant is not None else empty),
-            (cfile, campaign.banned_openers),
-        ],
-        sources,
-    )
-    claims = _union(
-        "prohibited_claims",
-        [
-            (HARD_RULE, HARD_PROHIBITED_CLAIMS),
-            (tfile, tenant.prohibited_claims if tenant is not None else empty),
-            (cfile, campaign.prohibited_claims),
-        ],
-        sources,
+    # The lists every level adds to, the hard rules first: field -> the hard rules' entries.
+    hard_rules = {
+        "banned_phrases": HARD_BANNED_PHRASES,
+        "banned_openers": DEFAULT_BANNED_OPENERS,
+        "prohibited_claims": HARD_PROHIBITED_CLAIMS,
+    }
+    phrases, openers, claims = (
+        _union(
+            field,
+            [(HARD_RULE, hard), (tfile, getattr(tenant, field, ())), (cfile, getattr(campaign, field))],
+            sources,
+        )
+        for field, hard in hard_rules.items()
     )
     return EffectivePolicy(
         signal_windows_days=dict(campaign.signal_windows_days),

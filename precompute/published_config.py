@@ -20,9 +20,10 @@ import redis
 from precompute.context import EffectivePolicy
 from welcomemat import keys
 from welcomemat.accounts import Account
-from welcomemat.campaign import Campaign, Confidence
+from welcomemat.campaign import Campaign
 from welcomemat.campaign_config import decode_campaign_config, encode_campaign_config
 from welcomemat.campaign_owner import claim_campaign
+from welcomemat.campaign_sections import Confidence
 from welcomemat.errors import StoredValueError
 from welcomemat.theme import Theme
 from welcomemat.zone_contract import ZoneContract

@@ -37,8 +37,8 @@ from welcomemat import keys
 from welcomemat.accounts import Account
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import OpaqueId, is_valid_id
+from welcomemat.stream_groups import ensure_group as ensure_stream_group
 from welcomemat.stream_handler import Stream
-from welcomemat.streams import ensure_group as ensure_stream_group
 
 __all__ = [
     "COUNTERS",

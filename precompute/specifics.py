@@ -201,7 +201,7 @@ _ROUND_RE = re.compile(r"\bseries\s+[a-h]\b", re.IGNORECASE)
 _NEXT_WORD_RE = re.compile(r"[\W_]*([^\W_]+)")
 
 
-class Specific(NamedTuple):  # a NamedTuple: built for every specific of every draft, 5x cheaper
+class Specific(NamedTuple):  # a NamedTuple: built for every specific of every draft
     """One number, date or name found in a text, and what it is compared by."""
 
     kind: str  # "number" | "date" | "name"

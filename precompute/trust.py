@@ -50,7 +50,7 @@ from functools import lru_cache
 
 from precompute.context import EffectivePolicy, FactDecision, FactReason, Identity, TrustedFact
 from welcomemat.accounts import Account, Fact
-from welcomemat.campaign import Confidence
+from welcomemat.campaign_sections import Confidence
 from welcomemat.domains import registrable_domain
 from welcomemat.errors import ContractError
 from welcomemat.markup_scan import find_markup, find_template_marker

@@ -18,7 +18,7 @@ what keeps it correct:
   acknowledged: it kills its workers) goes to the dead-letter stream, its accounts are
   journalled `failed`, and it counts as processed, in the same transaction, so the run
   still completes;
-- SIGTERM/SIGINT finish the entry in hand, then stop (`welcomemat.streams.stop_on_signals`).
+- SIGTERM/SIGINT finish the entry in hand, then stop (`welcomemat.stop_signals.stop_on_signals`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from welcomemat import keys
 from welcomemat.audit import Auditor, Via
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.errors import ConfigError
-from welcomemat.redis_client import run_script
+from welcomemat.redis_client import REDIS_OUTAGE_ERRORS, run_script
 from welcomemat.stream_handler import (
     ACK,
     ACKED,
@@ -71,7 +71,7 @@ from welcomemat.stream_handler import (
     StreamHandler,
     retry,
 )
-from welcomemat.streams import REDIS_OUTAGE_ERRORS, StreamConsumer
+from welcomemat.streams import ConsumerProcess, StreamConsumer
 
 __all__ = [
     "CLAIM_BATCH",
@@ -143,7 +143,7 @@ class _RunContext:
     run: PrecomputeRun
 
 
-class Worker:
+class Worker(ConsumerProcess):
     """One consumer of the work streams: processes entries, acknowledges and counts, dead-letters."""
 
     def __init__(
@@ -185,14 +185,6 @@ class Worker:
         self._streams_read_at = float("-inf")
 
     # -- lifecycle -----------------------------------------------------------------------------
-
-    def stop(self) -> None:
-        """Finish the entry in hand, then return from `run` (safe from a signal handler)."""
-        self._consumer.stop()
-
-    @property
-    def stopping(self) -> bool:
-        return self._consumer.stopping
 
     def run(self) -> WorkerStats:
         """Work until stopped (or, with `once`, until every stream is drained). With `once`, a

@@ -10,59 +10,30 @@ when no admin token is set, 401 without one), the campaign through `admin_auth.c
 (a tenant-scoped token gets another tenant's campaign as an unknown one: 404). The page is
 server-rendered (Jinja2, autoescaped), runs no script and loads nothing but `/static/admin.css`;
 its charts are SVG drawn on the server and shown as `data:` images, so it works without
-JavaScript under the admin CSP (`server.admin.ADMIN_CSP`). `?format=json` and `?format=csv`
+JavaScript under the admin CSP (`server.admin_endpoint.ADMIN_CSP`). `?format=json` and `?format=csv`
 download the same numbers, each written by its one serializer. Redis down: 503, as the lift page.
 """
 
 from __future__ import annotations
 
-import functools
-
-import jinja2
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import Response
 
-from server.admin import ADMIN_CSP
-from server.admin_auth import campaign_for, require_credential
-from server.admin_lift import LIFT_REPORT_TIMEOUT_S, REPORT_REFUSALS_DOC, conversion_types
-from server.problems import HTTPProblem, errors_as_html
-from server.render import TEMPLATES_DIR, template_environment
-from server.renderer_state import RendererState
-from welcomemat.ids import is_valid_id
+from server.admin_endpoint import NO_STORE, html_answer, json_answer
+from server.admin_report import build_report, report_format, report_operation_doc, wants_html_report
+from server.problems import errors_as_html
 from welcomemat.lift_chart import chart_data_uri
-from welcomemat.results import ResultsReport, campaign_results, results_csv
+from welcomemat.results import campaign_results, results_csv
 from welcomemat.results_chart import DAILY_MEASURES, render_daily_chart
 from welcomemat.svg import svg_data_uri
 
 __all__ = ["RESULTS_ROUTE", "results_page"]
 
 RESULTS_ROUTE = "/admin/results/{campaign}"
-_NO_STORE = {"cache-control": "no-store"}
 _FORMATS = ("html", "json", "csv")
 
 
-@functools.cache
-def _templates() -> jinja2.Environment:
-    return template_environment(TEMPLATES_DIR)
-
-
-async def _results(request: Request, renderer: RendererState) -> tuple[ResultsReport, list[str]]:
-    campaign_id = request.path_params["campaign"]
-    if not is_valid_id(campaign_id):
-        raise HTTPProblem(404, f"campaign {campaign_id!r} is not a valid id")
-    types = conversion_types(request)
-    state = await campaign_for(request.state.credential, renderer.campaigns, campaign_id)
-    view, now = state.view, renderer.now()
-    problems: list[str] = []
-    report = await renderer.guard.call(
-        "admin_results",
-        lambda: campaign_results(renderer.client, view, now=now, types=types, problems=problems),
-        timeout_s=max(LIFT_REPORT_TIMEOUT_S, renderer.guard.timeout_s),
-    )
-    return report, problems
-
-
-@errors_as_html(lambda request: request.query_params.get("format", "html") == "html")
+@errors_as_html(wants_html_report)
 async def results_page(request: Request) -> Response:
     """
     summary: The campaign's results over time, with the lift and its intervals (admin).
@@ -74,56 +45,39 @@ async def results_page(request: Request) -> Response:
       server-drawn SVG charts (no script), or the same numbers as `format=json` (its `lift` is
       `welcomemat report lift --json`) or `format=csv` (section, group, day, measure, value).
       Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
-    parameters:
-      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
-      - {name: format, in: query, required: false, schema: {type: string, enum: [html, json, csv]}}
-      - name: type
-        in: query
-        required: false
-        schema: {type: string, enum: [meeting_booked, opportunity, closed_won]}
-        description: count only these conversion types (repeatable)
-    responses:
-      200:
-        description: "The results (HTML, JSON or CSV)."
-        content:
-          text/html: {schema: {type: string}}
-          application/json: {schema: {$ref: "#/components/schemas/ResultsReport"}}
-          text/csv: {schema: {type: string}}
     """
-    renderer: RendererState = request.app.state.renderer
-    # raises 404 / 401; campaign_for then decides what this credential may see
-    request.state.credential = require_credential(request, renderer.settings.admin_credentials())
-    fmt = request.query_params.get("format", "html")
-    if fmt not in _FORMATS:
-        raise HTTPProblem(400, f"format must be one of {', '.join(_FORMATS)}")
-    report, problems = await _results(request, renderer)
+    fmt = report_format(request, _FORMATS)
+    report, problems = await build_report(request, "admin_results", campaign_results)
     if fmt == "json":
-        return JSONResponse(report.model_dump(mode="json"), headers=_NO_STORE)
+        return json_answer(report.model_dump(mode="json"))
     if fmt == "csv":
         filename = f"{report.tenant}-{report.campaign}-results.csv"  # ids: [A-Za-z0-9_.-] only
         return Response(
             results_csv(report),
             media_type="text/csv; charset=utf-8",
-            headers={**_NO_STORE, "content-disposition": f'attachment; filename="{filename}"'},
+            headers={**NO_STORE, "content-disposition": f'attachment; filename="{filename}"'},
         )
     charts = {m: svg_data_uri(render_daily_chart(report.daily, m)) for m in DAILY_MEASURES}
-    html = (
-        _templates()
-        .get_template("admin/results.html")
-        .render(
-            admin_stylesheet="/static/admin.css",
-            tenant=report.tenant,
-            campaign=report.campaign,
-            results=report,
-            report=report.lift,
-            lift_chart=chart_data_uri(report.lift),
-            charts=charts,
-            measures=DAILY_MEASURES,
-            problems=problems,
-        )
+    return html_answer(
+        "admin/results.html",
+        admin_stylesheet="/static/admin.css",
+        tenant=report.tenant,
+        campaign=report.campaign,
+        results=report,
+        report=report.lift,
+        lift_chart=chart_data_uri(report.lift),
+        charts=charts,
+        measures=DAILY_MEASURES,
+        problems=problems,
     )
-    return HTMLResponse(html, headers={**_NO_STORE, "content-security-policy": ADMIN_CSP})
 
 
-results_page.__doc__ = (results_page.__doc__ or "").rstrip() + REPORT_REFUSALS_DOC
+results_page.__doc__ = (results_page.__doc__ or "").rstrip() + report_operation_doc(
+    _FORMATS,
+    """
+        description: "The results (HTML, JSON or CSV)."
+        content:
+          text/html: {schema: {type: string}}
+          application/json: {schema: {$ref: "#/components/schemas/ResultsReport"}}
+          text/csv: {schema: {type: string}}""",
+)

@@ -34,7 +34,7 @@ _BOT = re.compile(
 
 # Every match of _BOT contains one of these (lowercase), or starts the user agent. A browser's
 # user agent contains none, so it costs a few substring checks instead of a regex search
-# (~70 us: the alternation is tried at every position).
+# (the alternation is tried at every position).
 _HINTS = (
     "bot", "crawl", "spider", "slurp", "scraper", "facebook", "ia_archiver", "embedly",
     "bingpreview", "headless", "pingdom", "uptimerobot", "statuscake", "site24x7",

@@ -1,12 +1,12 @@
 """Engagement events to the tenant's Redis Stream, off the request path.
 
-An awaited XADD per request would cost a page about two thirds of its throughput, and
-a Redis outage would make every page wait. So `EventWriter.emit` only appends to a
-bounded in-memory queue (no lock, no I/O) and a background thread writes batches. A
-batch is one Lua call per tenant stream (`XADD ... MAXLEN ~ n` per event, then `EXPIRE`):
-the writer thread shares the GIL with the event loop, and a redis-py pipeline of one
-XADD per event cost the pages ~15% of their throughput in Python-side command packing
-and reply parsing; one command with flat arguments costs a fraction of that. When Redis
+An awaited XADD per request would cost a page most of its throughput, and a Redis outage
+would make every page wait. So `EventWriter.emit` only appends to a bounded in-memory queue
+(no lock, no I/O) and a background thread writes batches. A batch is one Lua call per tenant
+stream (`XADD ... MAXLEN ~ n` per event, then `EXPIRE`): the writer thread shares the GIL
+with the event loop, and a redis-py pipeline of one XADD per event cost the pages a
+measurable share of their throughput in Python-side command packing and reply parsing
+(bench/README.md); one command with flat arguments costs a fraction of that. When Redis
 fails, the batch goes back to the front of the queue and the thread backs off; when the
 queue is full, new events are dropped and counted. At-most-once by design: a crash loses
 what is queued (engagement is analytics, not money).
@@ -52,9 +52,9 @@ _BACKOFF_MAX_S = 5.0
 # name. One argument for the whole batch: redis-py packs each argument in Python
 # (microseconds apiece), while json.dumps encodes the batch in C, and positional entries
 # (no field names, no per-value branching in Python) cost a third of `[name, value, ...]`
-# lists: ~1.5 us an event instead of ~4.8. Dedup keys are built by `keys.beacon_event_key`
-# with the stream's tenant hash tag (same Cluster slot). Returns the number of entries
-# written (the rest were duplicates).
+# lists (bench/README.md, "Figures behind choices in the code"). Dedup keys are built by
+# `keys.beacon_event_key` with the stream's tenant hash tag (same Cluster slot). Returns the
+# number of entries written (the rest were duplicates).
 _FIELDS = (
     "event_id",
     "type",
@@ -186,9 +186,9 @@ class EngagementEvent:
         )
 
 
-# Events serialised between two releases of the GIL: well under 0.1 ms of work. A batch of
-# 500 serialised in one go (then ~4.5 us an event) held it for ~2 ms, a stall every page request in
-# flight could have to wait out.
+# Events serialised between two releases of the GIL: a short slice of work. A whole batch
+# serialised in one go held the GIL long enough to stall every page request in flight
+# (bench/README.md, "Figures behind choices in the code").
 _SERIALISE_CHUNK = 50
 
 

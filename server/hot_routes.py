@@ -1,12 +1,13 @@
 """The busiest routes dispatched straight to their endpoints, ahead of Starlette's stack.
 
-A cached landing page costs the renderer a few dozen microseconds of its own work; Starlette's
-error middleware, exception middleware, router and per-route wrappers cost about a dozen
-more (closures built per request, every route's regex tried in turn). For the three routes
-that carry a campaign's traffic, `GET|HEAD /c/{campaign}`, `GET|HEAD /c/{campaign}/continue`,
-`GET|HEAD /v1/zones` and a mail drop's `GET|HEAD /q/{token}`, this layer recognises the path
-by its shape and calls the endpoint itself. Everything else, including these paths with any
-other method, goes through Starlette unchanged (405s, 404s, error pages, the OpenAPI schema).
+A cached landing page costs the renderer little of its own work, and Starlette's error
+middleware, exception middleware, router and per-route wrappers add a good part of that
+again (closures built per request, every route's regex tried in turn; bench/README.md).
+For the three routes that carry a campaign's traffic, `GET|HEAD /c/{campaign}`,
+`GET|HEAD /c/{campaign}/continue`, `GET|HEAD /v1/zones` and a mail drop's
+`GET|HEAD /q/{token}`, this layer recognises the path by its shape and calls the endpoint
+itself. Everything else, including these paths with any other method, goes through
+Starlette unchanged (405s, 404s, error pages, the OpenAPI schema).
 
 Nothing is lost by skipping Starlette's layers on these routes: their endpoints never raise
 (`faults.fail_closed` wraps the pages and the QR entry, `ZonesApi.zones` catches everything

@@ -45,7 +45,7 @@ _ADDRESSES_REMEMBERED = 10_000
 # More hops than this in X-Forwarded-For is not a real proxy chain; only the last ones matter.
 _MAX_FORWARDED_HOPS = 16
 # Verified tokens remembered, and for how long: a returning visitor's cookie then costs a
-# dict lookup instead of an HMAC and a payload decode (~40 us, a sixth of a cached page).
+# dict lookup instead of an HMAC and a payload decode (a sizeable share of a cached page).
 # After a key is removed from WELCOMEMAT_SECRET, tokens it signed stop working within
 # MEMO_TTL_S on every renderer. A link or QR token's entry also keeps the cookie its
 # arrival sets (`arrival_cookie`), so a second click costs no signing either.
@@ -188,7 +188,7 @@ class Identifier:
         self._on_reject = on_reject
         # (kind, tenant, campaign, token) -> its claims, the monotonic time it was verified, its cookie
         # An OrderedDict: dropping a plain dict's first key is O(size) in CPython (`next(iter())`
-        # walks the deleted slots at its front), ~30 us per new token at 50,000 entries.
+        # walks the deleted slots at its front), paid again for every new token once full.
         self._memo: OrderedDict[tuple[TokenKind, str, str, str], _Verified] = OrderedDict()
 
     def verify(

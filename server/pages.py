@@ -80,12 +80,7 @@ async def landing_page(request: Request) -> Response:
         content: {text/html: {schema: {type: string}}}
       404: {$ref: "#/components/responses/NotFoundPage", description: "No such campaign."}
     """
-    started = time.perf_counter()
-    renderer: RendererState = request.app.state.renderer
-    campaign_id = request.path_params["campaign"]
-    link_token = _link_token(request)
-    visit = await renderer.page_visits.resolve(request, campaign_id, LANDING_PAGE_ID, link_token, True)
-    return _respond(renderer, request, visit, link_token, LANDING_ROUTE, LANDING_PAGE_ID, started)
+    return await _serve(request, LANDING_ROUTE, LANDING_PAGE_ID)
 
 
 @fail_closed(CONTINUATION_ROUTE)
@@ -100,12 +95,7 @@ async def continuation_page(request: Request) -> Response:
         $ref: "#/components/responses/NotFoundPage"
         description: "No such campaign, or it has no continuation page."
     """
-    started = time.perf_counter()
-    renderer: RendererState = request.app.state.renderer
-    campaign_id = request.path_params["campaign"]
-    link_token = _link_token(request)
-    visit = await renderer.page_visits.resolve(request, campaign_id, CONTINUATION_PAGE_ID, link_token, True)
-    return _respond(renderer, request, visit, link_token, CONTINUATION_ROUTE, CONTINUATION_PAGE_ID, started)
+    return await _serve(request, CONTINUATION_ROUTE, CONTINUATION_PAGE_ID)
 
 
 def _not_found(renderer: RendererState, request: Request, what: str) -> Response:
@@ -118,6 +108,15 @@ def _plain(renderer: RendererState, request: Request, route: str, started: float
         route, Arm.ANONYMOUS.value, PLAIN_RUNG, (), None, time.perf_counter() - started
     )
     return PageResponse(renderer.pages.plain().finish(csp_nonce(request.scope), ""))
+
+
+async def _serve(request: Request, route: str, page_id: str) -> Response:
+    """The page `page_id` of the path's campaign for this visitor (both page routes)."""
+    started = time.perf_counter()
+    renderer: RendererState = request.app.state.renderer
+    campaign_id, link_token = request.path_params["campaign"], _link_token(request)
+    visit = await renderer.page_visits.resolve(request, campaign_id, page_id, link_token, True)
+    return _respond(renderer, request, visit, link_token, route, page_id, started)
 
 
 def _link_token(request: Request) -> str | None:

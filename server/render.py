@@ -4,8 +4,8 @@ Which copy a page shows is decided by `welcomemat.zone_resolution` (the fallback
 serve time), the same code `/v1/zones` and exports use; this module turns the resolved
 zones into HTML.
 
-Rendering is the costly step (Jinja2 alone costs about a third of a bare page's
-throughput), and its result depends only on (campaign config, page, arm, segment or
+Rendering is the costly step (Jinja2 alone is a large share of a bare page's cost; see
+bench/README.md), and its result depends only on (campaign config, page, arm, segment or
 zone-set version), so rendered pages are kept in a bounded LRU. Per-request values (the
 CSP nonce, the view id) are written into the cached text through placeholders that are
 random per process, so no stored text can contain one.

@@ -72,8 +72,8 @@ class RendererTuning:
     watcher_backoff_max_s: float = 5.0
     # Engagement events waiting to be written; past this, new events are dropped and counted.
     event_queue_max: int = 10_000
-    # Events written per Redis call (one Lua call runs them all: ~1 ms of Redis time for
-    # 500), and the longest an event waits for its batch. The writer thread shares the GIL
+    # Events written per Redis call (one Lua call runs them all), and the longest an event
+    # waits for its batch. The writer thread shares the GIL
     # with the event loop: fewer, larger batches cost pages less.
     event_batch_max: int = 500
     event_flush_interval_s: float = 0.1

@@ -7,60 +7,60 @@ defines, a pattern slot no fact fills. Checking here means the renderer never ha
 
 Every problem is reported, not the first: the cross-field checks collect what they find,
 and when some fields fail on their own, the checks that read only valid fields still run
-(`check_campaign`), so one `welcomemat validate` shows the whole list.
+(`check_campaign`), so one `welcomemat validate` shows the whole list. The sections (CTAs,
+copy, pages, policies) are `welcomemat.campaign_sections`; the checks across them,
+`welcomemat.campaign_checks`.
 """
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    GetJsonSchemaHandler,
-    ModelWrapValidatorHandler,
-    ValidationInfo,
-    model_validator,
+from pydantic import BaseModel, Field, ModelWrapValidatorHandler, ValidationInfo, model_validator
+
+from welcomemat.campaign_checks import (
+    allowlist_or_problem,
+    check_copy,
+    check_ctas,
+    check_experiment,
+    check_patterns,
+    check_zones_exist,
+    snippet_origin_problems,
+    voice_problems,
 )
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema
-
+from welcomemat.campaign_sections import (
+    MAX_SIGNAL_WINDOW_DAYS,
+    STRICT,
+    ApprovalPolicy,
+    Confidence,
+    Cta,
+    PageSpec,
+    ProofItem,
+    QaThresholds,
+    RiskTier,
+    SegmentCopy,
+    SellerAlerts,
+    SignalWindowDays,
+    ZoneCopy,
+)
 from welcomemat.errors import ContractError, ContractProblems
 from welcomemat.experiments import Experiment
 from welcomemat.ids import OpaqueId
 from welcomemat.openers import refuse_opener_overrides
-from welcomemat.patterns import pattern_problems, unknown_fact_type_problem
-from welcomemat.urlgate import LOOPBACK_HOSTS, LinkAllowlist, browser_view, gate_link
-from welcomemat.voice import MAX_VOICE_EXAMPLES, MIN_VOICE_EXAMPLES, VoiceProfile, examples_sha256
+from welcomemat.urlgate import LinkAllowlist, gate_link
+from welcomemat.voice import MAX_VOICE_EXAMPLES, MIN_VOICE_EXAMPLES, VoiceProfile
 from welcomemat.yamlfile import FieldProblem, FieldProblems, check_yaml_model, valid_fields
 from welcomemat.zone_contract import ZoneContract
 
 __all__ = [
     "CONTINUATION_PAGE_ID",
     "LANDING_PAGE_ID",
-    "MAX_SIGNAL_WINDOW_DAYS",
-    "ApprovalPolicy",
     "Campaign",
-    "Confidence",
-    "Cta",
-    "PageSpec",
-    "ProofItem",
-    "QaThresholds",
-    "RiskTier",
-    "SegmentCopy",
-    "SellerAlerts",
-    "ZoneCopy",
     "check_campaign",
-    "is_snippet_origin",
     "load_campaign",
 ]
-
-MAX_SIGNAL_WINDOW_DAYS = 730  # two years: older than that is history, not a signal
 # The page a direct-mail QR scan lands on (`/q/{token}` redirects to `/c/{campaign}/continue`):
 # a campaign without it cannot issue QR links.
 CONTINUATION_PAGE_ID = "continuation"
@@ -68,220 +68,10 @@ CONTINUATION_PAGE_ID = "continuation"
 LANDING_PAGE_ID = "landing"
 
 
-def _window_in_range(days: int) -> int:
-    if not 1 <= days <= MAX_SIGNAL_WINDOW_DAYS:
-        raise ValueError(f"window {days} days is outside 1..{MAX_SIGNAL_WINDOW_DAYS}")
-    return days
-
-
-SignalWindowDays = Annotated[int, AfterValidator(_window_in_range)]
-# `high`: a guideline promotion needs a second, different approver.
-RiskTier = Literal["standard", "high"]
-
-
-class Confidence(enum.StrEnum):
-    """How sure the research is of a fact: `low`, `medium` or `high`."""
-
-    LOW = "low"
-    MEDIUM = "medium"
-    HIGH = "high"
-
-    @property
-    def rank(self) -> int:
-        return {"low": 0, "medium": 1, "high": 2}[self.value]
-
-
-_STRICT = ConfigDict(frozen=True, extra="forbid")
-
-
-class Cta(BaseModel):
-    """A call to action the campaign approves. Models choose one by id; they never write URLs."""
-
-    model_config = _STRICT
-    id: OpaqueId = Field(description="The id copy and models name the CTA by.", examples=["book_ramp_review"])
-    label: str = Field(
-        min_length=1,
-        max_length=80,
-        description="What a personal CTA zone shows (never a model's own words); segment and default copy "
-        "bring their own `text`.",
-        examples=["Book a 20-minute ramp review"],
-    )
-    href: str = Field(
-        description="Where the CTA goes: https, its host on `link_allowlist`.",
-        examples=["https://meet.acmerevenue.example/ramp-review"],
-    )
-
-
-class ZoneCopy(BaseModel):
-    """Human-written copy for one zone: a plain string, or `{text, cta}` where a link zone names its CTA."""
-
-    model_config = _STRICT
-    text: str = Field(
-        min_length=1,
-        description="The copy, within the zone's word and character limits.",
-        examples=["New sellers, productive in weeks, not quarters"],
-    )
-    cta: OpaqueId | None = Field(
-        default=None,
-        description="Id of one of the campaign's `ctas`; required in a zone whose contract has `link: true`.",
-        examples=["talk_to_sales"],
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_plain_string(cls, value: Any) -> Any:
-        """A plain string is short for `{text: ...}` with no CTA."""
-        return {"text": value} if isinstance(value, str) else value
-
-    @classmethod
-    def __get_pydantic_json_schema__(
-        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        # The schema says what the loader accepts: the plain-string shorthand too.
-        mapping = handler.resolve_ref_schema(handler(core_schema))
-        head: dict[str, Any] = {key: mapping[key] for key in ("title", "description") if key in mapping}
-        return {**head, "anyOf": [{"type": "string", "minLength": 1}, mapping]}
-
-
-class SegmentCopy(BaseModel):
-    """A segment's copy for every zone a page shows."""
-
-    model_config = _STRICT
-    label: str = Field(
-        min_length=1,
-        description="What the segment is, in words; given to a model provider as the account's segment.",
-        examples=["SaaS, 50 to 500 people"],
-    )
-    zones: dict[OpaqueId, ZoneCopy] = Field(
-        description="Copy per zone id; every zone a page shows needs one.",
-        examples=[{"hero_headline": "Scaling the sales team? Ramp every hire faster"}],
-    )
-
-
-class ProofItem(BaseModel):
-    """An approved proof point (customer story, figure) and the segments it suits."""
-
-    model_config = _STRICT
-    id: OpaqueId = Field(description="Unique within the library.", examples=["proof_ramp_half"])
-    text: str = Field(
-        min_length=1,
-        description="The proof point as it may appear on a page; its numbers and names count as approved.",
-        examples=["Mid-size SaaS teams cut SDR ramp time from 90 to 45 days with Acme Revenue."],
-    )
-    segments: tuple[str, ...] = Field(
-        default=(),
-        description="Segments it suits, preferred for their accounts; empty: it suits every segment.",
-        examples=[["saas-mid", "saas-enterprise"]],
-    )
-
-
-class PageSpec(BaseModel):
-    """One page: the template that lays it out and the zones it shows."""
-
-    model_config = _STRICT
-    template: str = Field(
-        pattern=r"^[a-z0-9_]+\.html$",
-        description="A file in `templates/`.",
-        examples=["landing.html"],
-    )
-    zones: tuple[OpaqueId, ...] = Field(
-        min_length=1,
-        description="Zone ids in page order; each needs a zone contract and copy in `default_copy` and "
-        "every segment.",
-        examples=[["hero_headline", "hero_support", "proof", "cta"]],
-    )
-
-
-class ApprovalPolicy(BaseModel):
-    """Which account tiers a person must approve before their pages go live."""
-
-    model_config = _STRICT
-    review_tiers: tuple[int, ...] = Field(
-        default=(),
-        description="Account tiers whose personal zone sets wait as `pending_review` until a person "
-        "approves them (`welcomemat review`); accounts served only fallback copy never wait.",
-        examples=[[1]],
-    )
-    sample_rate: float = Field(
-        default=0.02,
-        ge=0.0,
-        le=1.0,
-        description="Fraction of the published (live) accounts queued for a person to read afterwards: "
-        "per segment and mode, at least one each.",
-        examples=[0.02],
-    )
-
-
-class SellerAlerts(BaseModel):
-    """Tell the account's seller when an account of a named tier engages (`welcomemat sync`)."""
-
-    model_config = _STRICT
-    next_step: str = Field(
-        min_length=1,
-        max_length=300,
-        description="What the seller should do next, in plain words; every alert of the campaign ends "
-        "with it.",
-        examples=["Call within 24 hours and offer the ramp review; mention the line they saw."],
-    )
-    next_step_url: str | None = Field(
-        default=None,
-        description="A link for that step (a booking page, a playbook): https, its host on `link_allowlist`.",
-        examples=["https://www.acmerevenue.example/playbooks/ramp-review"],
-    )
-    tiers: tuple[int, ...] = Field(
-        default=(1,),
-        min_length=1,
-        description="Account tiers whose visits, QR scans and CTA clicks alert the seller, once per account "
-        "and day (UTC).",
-        examples=[[1]],
-    )
-
-
-class QaThresholds(BaseModel):
-    """Population QA verdict thresholds (fractions of published accounts)."""
-
-    model_config = _STRICT
-    max_check_failure_rate: float = Field(
-        default=0.05,
-        ge=0.0,
-        le=1.0,
-        description="QA says NO GO above this share of personal attempts (zones written for an account) "
-        "that failed a check.",
-        examples=[0.05],
-    )
-    max_fallback_rate: float = Field(
-        default=0.85,
-        ge=0.0,
-        le=1.0,
-        description="QA says NO GO above this share of accounts with no personal zone at all.",
-        examples=[0.85],
-    )
-    fixes_margin: float = Field(
-        default=0.05,
-        ge=0.0,
-        le=1.0,
-        description="A rate within this margin of its maximum makes the verdict GO WITH FIXES.",
-        examples=[0.05],
-    )
-
-
-def is_snippet_origin(origin: str) -> bool:
-    """An origin a campaign may list in `snippet_origins`: `https://host[:port]` with no
-    path, query, fragment or userinfo; `http://` only for a loopback host."""
-    view = browser_view(origin) if isinstance(origin, str) else None
-    if view is None:
-        return False
-    scheme, host = view
-    bare = origin.strip().rstrip("/")
-    if bare.count("/") != 2 or any(c in bare for c in "?#@\\") or not host:
-        return False
-    return scheme == "https" or (scheme == "http" and host in LOOPBACK_HOSTS)
-
-
 class Campaign(BaseModel):
     """The whole campaign contract."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     tenant: OpaqueId = Field(
         description="The brand the campaign belongs to: part of its Redis keys and tokens; must match "
@@ -548,22 +338,14 @@ class Campaign(BaseModel):
         their own and are reported as such). `unreadable`: zone ids whose contract file is refused,
         so the campaign is not also blamed for naming them."""
         out: list[FieldProblem] = []
-        allowlist = self._allowlist(out) if "link_allowlist" in usable else None
+        allowlist = allowlist_or_problem(self.link_allowlist, out) if "link_allowlist" in usable else None
         if allowlist is not None and "site_base_url" in usable:
             base = gate_link(self.site_base_url, allowlist)
             if not base.allowed:
                 out.append(FieldProblem(("site_base_url",), f"site_base_url refused ({base.reason})"))
         if "snippet_origins" in usable:
-            out += [
-                FieldProblem(
-                    ("snippet_origins", i),
-                    f"{origin!r} is not an https origin (scheme://host[:port], no path); "
-                    "http:// only for a loopback host (127.0.0.1, localhost, [::1])",
-                )
-                for i, origin in enumerate(self.snippet_origins)
-                if not is_snippet_origin(origin)
-            ]
-        cta_ids = self._check_ctas(allowlist, out) if "ctas" in usable else None
+            out += snippet_origin_problems(self.snippet_origins)
+        cta_ids = check_ctas(self.ctas, allowlist, out) if "ctas" in usable else None
         alerts = self.seller_alerts if "seller_alerts" in usable else None
         if allowlist is not None and alerts is not None and alerts.next_step_url is not None:
             step = gate_link(alerts.next_step_url, allowlist)
@@ -582,186 +364,23 @@ class Campaign(BaseModel):
                     out.append(FieldProblem(("proof_library", i, "id"), f"duplicate proof id {item.id!r}"))
                 seen.add(item.id)
         if zones is not None:
-            self._check_zones_exist(zones, unreadable or frozenset(), usable, out)
+            pages = self.pages if "pages" in usable else None
+            patterns = self.patterns if "patterns" in usable else None
+            check_zones_exist(pages, patterns, zones.keys() | (unreadable or frozenset()), out)
         known_zones = None if zones is None else {**zones, **dict.fromkeys(unreadable or ())}
         shown = self.page_zone_ids() if "pages" in usable else None
         if "default_copy" in usable:
-            self._check_copy(("default_copy",), self.default_copy, shown, cta_ids, known_zones, out)
+            check_copy(("default_copy",), self.default_copy, shown, cta_ids, known_zones, out)
         if "segments" in usable:
             for name, segment in self.segments.items():
-                self._check_copy(("segments", name, "zones"), segment.zones, shown, cta_ids, known_zones, out)
+                check_copy(("segments", name, "zones"), segment.zones, shown, cta_ids, known_zones, out)
         if "patterns" in usable:
-            self._check_patterns(out)
+            check_patterns(self.patterns, out)
         if "experiment" in usable and self.experiment is not None:
-            self._check_experiment(self.experiment, shown, known_zones, out)
+            check_experiment(self.experiment, shown, known_zones, out)
         if {"voice_examples", "voice_profile"} <= usable:
-            out += self._voice_problems()
+            out += voice_problems(self.voice_examples, self.voice_profile)
         return out
-
-    def _voice_problems(self) -> list[FieldProblem]:
-        """5..30 non-empty example lines, and a profile built from exactly them (or neither)."""
-        out: list[FieldProblem] = []
-        examples = self.voice_examples
-        if examples and not MIN_VOICE_EXAMPLES <= len(examples) <= MAX_VOICE_EXAMPLES:
-            out.append(
-                FieldProblem(
-                    ("voice_examples",),
-                    f"needs {MIN_VOICE_EXAMPLES} to {MAX_VOICE_EXAMPLES} example lines, got {len(examples)}",
-                )
-            )
-        out += [
-            FieldProblem(("voice_examples", i), "an example line needs words")
-            for i, line in enumerate(examples)
-            if not any(c.isalnum() for c in line)
-        ]
-        build = "run `welcomemat voice build` on this file"
-        if examples and self.voice_profile is None:
-            out.append(FieldProblem(("voice_examples",), f"voice_examples without a voice_profile: {build}"))
-        elif self.voice_profile is not None and not examples:
-            out.append(
-                FieldProblem(("voice_profile",), "voice_profile without voice_examples to build it from")
-            )
-        elif self.voice_profile is not None and self.voice_profile.examples_sha256 != examples_sha256(
-            examples
-        ):
-            out.append(
-                FieldProblem(
-                    ("voice_profile",), f"voice_profile was built from other voice_examples: {build}"
-                )
-            )
-        return out
-
-    def _allowlist(self, out: list[FieldProblem]) -> LinkAllowlist | None:
-        try:
-            return LinkAllowlist.from_hosts(self.link_allowlist)
-        except ContractError as exc:
-            out.append(FieldProblem(("link_allowlist",), exc.message))
-            return None
-
-    def _check_ctas(self, allowlist: LinkAllowlist | None, out: list[FieldProblem]) -> set[str]:
-        cta_ids: set[str] = set()
-        for i, cta in enumerate(self.ctas):
-            decision = gate_link(cta.href, allowlist) if allowlist is not None else None
-            if decision is not None and not decision.allowed:
-                out.append(
-                    FieldProblem(
-                        ("ctas", i, "href"),
-                        f"CTA {cta.id!r} link {cta.href!r} is refused ({decision.reason}); "
-                        "CTA links must be https and on the campaign's link_allowlist",
-                    )
-                )
-            if cta.id in cta_ids:
-                out.append(FieldProblem(("ctas", i, "id"), f"duplicate CTA id {cta.id!r}"))
-            cta_ids.add(cta.id)
-        return cta_ids
-
-    def _check_copy(
-        self,
-        where: tuple[str, ...],
-        copy: Mapping[str, ZoneCopy],
-        shown: tuple[str, ...] | None,
-        cta_ids: set[str] | None,
-        zones: Mapping[str, ZoneContract | None] | None,
-        out: list[FieldProblem],
-    ) -> None:
-        for zone_id in shown or ():
-            if zone_id not in copy:
-                out.append(FieldProblem(where, f"no copy for zone {zone_id!r}, which a page shows"))
-        for zone_id, item in copy.items():
-            loc = (*where, zone_id)
-            if cta_ids is not None and item.cta is not None and item.cta not in cta_ids:
-                out.append(FieldProblem(loc, f"CTA {item.cta!r} is not one of the campaign's CTAs"))
-            contract = zones.get(zone_id) if zones is not None else None
-            if contract is None:
-                continue
-            if contract.link and item.cta is None:
-                out.append(FieldProblem(loc, f"zone {zone_id!r} carries a link: its copy must name a cta"))
-            if not contract.fits(item.text):
-                out.append(
-                    FieldProblem(
-                        loc,
-                        f"copy is over zone {zone_id!r} limits "
-                        f"({contract.max_words} words, {contract.max_chars} characters)",
-                    )
-                )
-
-    def _check_zones_exist(
-        self,
-        zones: Mapping[str, ZoneContract],
-        unreadable: frozenset[str],
-        usable: frozenset[str],
-        out: list[FieldProblem],
-    ) -> None:
-        known = zones.keys() | unreadable
-        if "pages" in usable:
-            for page_id, page in self.pages.items():
-                for i, zone_id in enumerate(page.zones):
-                    if zone_id not in known:
-                        out.append(
-                            FieldProblem(("pages", page_id, "zones", i), f"no zone contract for {zone_id!r}")
-                        )
-        if "patterns" in usable:
-            for fact_type, by_zone in self.patterns.items():
-                for zone_id in by_zone:
-                    if zone_id not in known:
-                        out.append(
-                            FieldProblem(
-                                ("patterns", fact_type, zone_id), f"no zone contract for {zone_id!r}"
-                            )
-                        )
-
-    def _check_patterns(self, out: list[FieldProblem]) -> None:
-        """Each pattern parses and names only slots its fact type fills (welcomemat/fact_types.py)."""
-        for fact_type, by_zone in self.patterns.items():
-            unknown = unknown_fact_type_problem(fact_type)
-            if unknown is not None:
-                out.append(FieldProblem(("patterns", fact_type), unknown))
-                continue
-            for zone_id, patterns in by_zone.items():
-                for i, pattern in enumerate(patterns):
-                    loc = ("patterns", fact_type, zone_id, i)
-                    out += [FieldProblem(loc, problem) for problem in pattern_problems(fact_type, pattern)]
-
-    def _check_experiment(
-        self,
-        experiment: Experiment,
-        shown: tuple[str, ...] | None,
-        zones: Mapping[str, ZoneContract | None] | None,
-        out: list[FieldProblem],
-    ) -> None:
-        """Variant ids are distinct, the zone is one a page shows (and has a contract), every
-        variant pattern passes the checks a campaign pattern passes, and a stopped experiment kept
-        one of its variants."""
-        if shown is not None and experiment.zone not in shown:
-            out.append(FieldProblem(("experiment", "zone"), f"no page shows zone {experiment.zone!r}"))
-        elif zones is not None and experiment.zone not in zones:
-            out.append(FieldProblem(("experiment", "zone"), f"no zone contract for {experiment.zone!r}"))
-        seen: set[str] = set()
-        for i, variant in enumerate(experiment.variants):
-            if variant.id in seen:
-                out.append(
-                    FieldProblem(("experiment", "variants", i, "id"), f"duplicate variant id {variant.id!r}")
-                )
-            seen.add(variant.id)
-            for fact_type, patterns in variant.patterns.items():
-                where = ("experiment", "variants", i, "patterns", fact_type)
-                unknown = unknown_fact_type_problem(fact_type)
-                if unknown is not None:
-                    out.append(FieldProblem(where, unknown))
-                    continue
-                if not patterns:
-                    out.append(FieldProblem(where, "no patterns: leave the fact type out instead"))
-                for j, pattern in enumerate(patterns):
-                    out += [
-                        FieldProblem((*where, j), problem) for problem in pattern_problems(fact_type, pattern)
-                    ]
-        if experiment.stopped is not None and experiment.stopped.keep not in seen:
-            out.append(
-                FieldProblem(
-                    ("experiment", "stopped", "keep"),
-                    f"no variant {experiment.stopped.keep!r}; the variants are {', '.join(sorted(seen))}",
-                )
-            )
 
     def page_zone_ids(self) -> tuple[str, ...]:
         """Every zone some page shows, in first-seen order."""

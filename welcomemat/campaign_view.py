@@ -18,8 +18,9 @@ import markupsafe
 import redis
 
 from welcomemat import keys
-from welcomemat.campaign import Campaign, PageSpec, ZoneCopy
+from welcomemat.campaign import Campaign
 from welcomemat.campaign_config import decode_campaign_config
+from welcomemat.campaign_sections import PageSpec, ZoneCopy
 from welcomemat.errors import InputError
 from welcomemat.markup import clean_inline, markup_to_text, render_text
 from welcomemat.theme import Theme

@@ -14,7 +14,7 @@ each holding an `ErasureMark` (JSON). Three readers, three jobs:
   `revoke_before` identifies no one (`Revocations`): the old e-mail link shows the anonymous
   page, and no cookie is set from it. Loaded with the campaign, refreshed with its IP ranges
   and at once on the erasure's change message;
-- the engagement fold (`welcomemat.records.FOLD_LUA`): an event from before `revoke_before`
+- the engagement fold (`welcomemat.record_fold.FOLD_LUA`): an event from before `revoke_before`
   is never folded into a record again (one a renderer still had queued at the erasure);
 - precompute (`suppress`): an erased account, or a contact whose id or address is on the list,
   is left out of a run, so the same accounts file does not publish it again. `welcomemat erase

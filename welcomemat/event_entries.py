@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from welcomemat.records import EventFold, FoldKind
+from welcomemat.record_fold import EventFold, FoldKind
 from welcomemat.replies import reply_text
 
 __all__ = ["KINDS", "PoisonEvent", "parse_event"]

@@ -29,7 +29,8 @@ interval and the minimum detectable effect for the current sample, and the repor
 arms' sizes against the holdout fraction (sample-ratio mismatch); the maths is
 `welcomemat.lift_stats`. A difference whose fixed interval excludes zero while its
 always-valid one does not gets a plain peeking warning: it is significant only if this is the
-first and only time anyone read the report. Per-group reports (`--by`) are `welcomemat.lift_groups`.
+first and only time anyone read the report. Per-group reports (`--by`) are `welcomemat.lift_groups`;
+reading a published campaign's outcomes from Redis is `welcomemat.lift_outcomes`.
 """
 
 from __future__ import annotations
@@ -40,26 +41,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from statistics import NormalDist
+from typing import NotRequired, TypedDict
 
-import redis
 from pydantic import BaseModel, ConfigDict
 
-from welcomemat.arms import Arm, assign_arm
-from welcomemat.campaign_view import CampaignView
-from welcomemat.conversions import ConversionType, conversion_counts
-from welcomemat.errors import StoredValueError
+from welcomemat.arms import Arm
 from welcomemat.lift_stats import (
     SEQUENTIAL_TUNING_N,
     minimum_detectable_effect,
     sample_ratio_mismatch,
     sequential_difference,
 )
-from welcomemat.published import iter_published
-from welcomemat.reasons import ZoneReason, parse_reason
-from welcomemat.records import iter_account_records
-from welcomemat.zone_contract import ZoneContract
-from welcomemat.zone_resolution import RUNG_ORDER
-from welcomemat.zoneset import Rung, ZoneSet
 
 __all__ = [
     "COMPARED_ARMS",
@@ -73,15 +65,12 @@ __all__ = [
     "ArmTotals",
     "Interval",
     "LiftReport",
+    "LiftReportHeader",
     "Metric",
     "MetricComparison",
     "RateEstimate",
     "SampleRatio",
     "build_lift_report",
-    "campaign_lift_report",
-    "collect_outcomes",
-    "cta_zone_ids",
-    "headline_fact_type",
     "metric_counts",
     "mismatch_warning",
     "newcombe_difference",
@@ -436,6 +425,17 @@ def _totals(arm: Arm, outcomes: Iterable[AccountOutcome]) -> ArmTotals:
     )
 
 
+class LiftReportHeader(TypedDict):
+    """What a lift report says about its campaign beside the counts (`build_lift_report`)."""
+
+    tenant: str
+    campaign: str
+    holdout_fraction: float
+    generated_at: datetime
+    conversion_types: NotRequired[Iterable[str]]
+    confidence: NotRequired[float]
+
+
 def build_lift_report(
     outcomes: Iterable[AccountOutcome],
     *,
@@ -494,107 +494,6 @@ def build_lift_report(
         metrics=tuple(comparisons),
         sample_ratio=ratio,
         warnings=tuple(dict.fromkeys(warnings)),
-    )
-
-
-# -- reading a campaign's outcomes from Redis -------------------------------------------------------
-
-
-def cta_zone_ids(zones: Mapping[str, ZoneContract], zone_ids: Iterable[str]) -> frozenset[str]:
-    """The zones whose clicks count as CTA clicks: the link zones the campaign's pages show."""
-    return frozenset(z for z in zone_ids if (contract := zones.get(z)) is not None and contract.link)
-
-
-_UNSEEN = (0, 0, 0)  # (views, QR scans, CTA clicks) of an account with no engagement
-
-
-def collect_outcomes(
-    client: redis.Redis,
-    view: CampaignView,
-    *,
-    types: frozenset[ConversionType] | None = None,
-    problems: list[str] | None = None,
-    zone_sets: list[ZoneSet] | None = None,
-) -> list[AccountOutcome]:
-    """Every account with a published zone set, with its arm, visits, QR scans, CTA clicks and conversions.
-
-    Engagement comes from the shared account records (`welcomemat.records`), conversions
-    from `welcomemat.conversions` (of `types`; every type when None). A record or zone set
-    that does not decode is skipped and described in `problems`. `zone_sets`, when given,
-    receives the population's zone sets (the results page's rung mix reads them: one pass).
-    """
-    sink: list[str] = problems if problems is not None else []
-    tenant, campaign = view.tenant, view.campaign_id
-    fraction = view.campaign.holdout_fraction
-    arms: dict[str, Arm] = {}
-    published: dict[str, ZoneSet] = {}
-    for z in iter_published(client, tenant, campaign, sink):
-        arms[z.account_id] = assign_arm(tenant, campaign, z.account_id, fraction)
-        published[z.account_id] = z
-    if zone_sets is not None:
-        zone_sets.extend(published.values())
-    cta_zones = cta_zone_ids(view.zones, view.campaign.page_zone_ids())
-    engagement: dict[str, tuple[int, int, int]] = {}
-    record_problems: list[StoredValueError] = []
-    for record in iter_account_records(client, tenant, problems=record_problems):
-        summary = record.engagement.get(campaign)
-        if summary is None or record.account_id not in arms:
-            continue
-        clicks = sum(n for zone, n in summary.clicks_by_zone.items() if zone in cta_zones)
-        engagement[record.account_id] = (summary.views, summary.qr_scans, clicks)
-    sink.extend(str(p) for p in record_problems)
-    conversions = conversion_counts(client, tenant, campaign, types)
-    return [
-        AccountOutcome(
-            account_id=account_id,
-            arm=arm,
-            views=engagement.get(account_id, _UNSEEN)[0],
-            qr_scans=engagement.get(account_id, _UNSEEN)[1],
-            cta_clicks=engagement.get(account_id, _UNSEEN)[2],
-            conversions=conversions.get(account_id, 0),
-            guideline_version=published[account_id].guideline_version,
-            variant=published[account_id].variant,
-            segment=published[account_id].segment,
-            fact_type=headline_fact_type(published[account_id]),
-            rung=_best_rung(published[account_id]),
-        )
-        for account_id, arm in arms.items()
-    ]
-
-
-def headline_fact_type(zone_set: ZoneSet) -> str | None:
-    """The fact type(s) the first personal zone cites (`funding`, `funding+hiring`); None: none personal."""
-    for zone in zone_set.zones:
-        if zone.rung is Rung.PERSONAL:
-            reason = parse_reason(zone.reason)
-            if reason.code is ZoneReason.PERSONAL and reason.detail:
-                return reason.detail
-            return "library"
-    return None
-
-
-def _best_rung(zone_set: ZoneSet) -> str | None:
-    rungs = {z.rung for z in zone_set.zones}
-    return next((r.value for r in RUNG_ORDER if r in rungs), None)
-
-
-def campaign_lift_report(
-    client: redis.Redis,
-    view: CampaignView,
-    *,
-    now: datetime,
-    types: frozenset[ConversionType] | None = None,
-    problems: list[str] | None = None,
-) -> LiftReport:
-    """The lift report of a published campaign, read from Redis now."""
-    outcomes = collect_outcomes(client, view, types=types, problems=problems)
-    return build_lift_report(
-        outcomes,
-        tenant=view.tenant,
-        campaign=view.campaign_id,
-        holdout_fraction=view.campaign.holdout_fraction,
-        generated_at=now,
-        conversion_types=[t.value for t in (types or ConversionType)],
     )
 
 

@@ -1,6 +1,6 @@
 """The lift report per group (`welcomemat report lift --by ...`), and copy variants against each other.
 
-A dimension splits the campaign's population (`welcomemat.lift.collect_outcomes`) into groups,
+A dimension splits the campaign's population (`welcomemat.lift_outcomes.collect_outcomes`) into groups,
 and each group gets the whole lift report of `welcomemat.lift` (personal against holdout,
 rates, fixed and always-valid intervals, minimum detectable effect, warnings):
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Unpack
 
 import redis
 from pydantic import BaseModel, ConfigDict
@@ -36,11 +37,11 @@ from welcomemat.lift import (
     AccountOutcome,
     ArmTotals,
     LiftReport,
+    LiftReportHeader,
     Metric,
     RateEstimate,
     SampleRatio,
     build_lift_report,
-    collect_outcomes,
     metric_counts,
     mismatch_warning,
     newcombe_difference,
@@ -50,6 +51,7 @@ from welcomemat.lift import (
 from welcomemat.lift import (
     signed_points as _pts,
 )
+from welcomemat.lift_outcomes import collect_outcomes
 from welcomemat.lift_stats import minimum_detectable_effect, sequential_difference
 
 __all__ = [
@@ -176,29 +178,17 @@ def build_grouped_report(
     outcomes: Iterable[AccountOutcome],
     by: LiftDimension,
     *,
-    tenant: str,
-    campaign: str,
-    holdout_fraction: float,
-    generated_at: datetime,
     variants: Sequence[str] = (),
-    conversion_types: Iterable[str] = (),
-    confidence: float = CONFIDENCE,
+    **header: Unpack[LiftReportHeader],
 ) -> GroupedLiftReport:
-    """The per-group reports for `by`; `variants`: the experiment's variant ids in declared order."""
+    """The per-group reports for `by`; `variants`: the experiment's variant ids in declared order;
+    `header`: what every group's report says about the campaign (`build_lift_report`'s)."""
     listed = [o for o in outcomes if o.arm in (Arm.PERSONAL, Arm.HOLDOUT)]
-    types = tuple(conversion_types)
+    header["conversion_types"] = tuple(header.get("conversion_types", ()))  # read once per group
+    holdout_fraction, confidence = header["holdout_fraction"], header.get("confidence", CONFIDENCE)
 
     def report(group: list[AccountOutcome], personal_share: float | None = None) -> LiftReport:
-        return build_lift_report(
-            group,
-            tenant=tenant,
-            campaign=campaign,
-            holdout_fraction=holdout_fraction,
-            generated_at=generated_at,
-            conversion_types=types,
-            confidence=confidence,
-            personal_share=personal_share,
-        )
+        return build_lift_report(group, personal_share=personal_share, **header)
 
     overall = report(listed)
     warnings: list[str] = list(overall.warnings)

@@ -2,8 +2,8 @@
 
 Zone text is plain text. The only markup ever allowed is the inline subset a zone
 contract names (at most `INLINE_TAGS_MAX`, never an attribute), cleaned by bleach when
-the zone set is *written* (`clean_inline`, ~hundreds of µs a call: never on the request
-path). The renderer turns zone text into page markup through `render_text` only: it
+the zone set is *written* (`clean_inline`: far too slow for the request path, so never on
+it). The renderer turns zone text into page markup through `render_text` only: it
 trusts a `CleanedMarkup` whose stamp verifies and whose html has the cleaner's shape,
 and escapes the plain text otherwise. Nothing else in Welcomemat builds `Markup` from
 generated or record text.

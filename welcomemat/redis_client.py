@@ -35,6 +35,7 @@ from redis.retry import Retry
 __all__ = [
     "CLUSTER_OUTAGE_ERRORS",
     "CLUSTER_SCHEMES",
+    "REDIS_OUTAGE_ERRORS",
     "URL_SCHEMES",
     "ClusterUrl",
     "is_cluster_url",
@@ -50,6 +51,14 @@ CLUSTER_OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
     ClusterDownError,
     TryAgainError,
     SlotNotCoveredError,
+)
+#: What a Redis outage looks like from redis-py: the server is gone, slow, or its socket is.
+#: A Redis Cluster between a master's death and its replica's promotion is one too.
+REDIS_OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    OSError,
+    *CLUSTER_OUTAGE_ERRORS,
 )
 #: Cluster URL scheme -> the scheme of one node's URL.
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}

@@ -1,6 +1,6 @@
 """A campaign's results, as the results page shows and downloads them (`/admin/results/{campaign}`).
 
-One read of the population (`welcomemat.lift.collect_outcomes`), from which everything is
+One read of the population (`welcomemat.lift_outcomes.collect_outcomes`), from which everything is
 built: the lift report (`lift`: exactly what `welcomemat report lift --json` prints), the
 variants' reports (`variants`: `report lift --by variant --json`, with an experiment), the
 daily series (`welcomemat.lift_daily`), the rung mix and fallback reasons of the zones the
@@ -24,15 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign_view import CampaignView
 from welcomemat.conversions import ConversionType
-from welcomemat.lift import (
-    LiftReport,
-    Metric,
-    MetricComparison,
-    RateEstimate,
-    build_lift_report,
-    collect_outcomes,
-    cta_zone_ids,
-)
+from welcomemat.lift import LiftReport, Metric, MetricComparison, RateEstimate, build_lift_report
 from welcomemat.lift_daily import DEFAULT_DAYS, DailyCounts, daily_counts
 from welcomemat.lift_groups import (
     NO_GROUP,
@@ -41,6 +33,7 @@ from welcomemat.lift_groups import (
     VariantContrast,
     build_grouped_report,
 )
+from welcomemat.lift_outcomes import collect_outcomes, cta_zone_ids
 from welcomemat.reasons import parse_reason
 from welcomemat.spreadsheet import spreadsheet_safe
 from welcomemat.zone_resolution import RUNG_ORDER

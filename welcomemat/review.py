@@ -127,16 +127,8 @@ def decide(
             account_id, result is not None, f"already {verb}" if result else "changed meanwhile", result
         )
     client.zrem(keys.review_queue_key(tenant, campaign), account_id)
-    entry = auditor.entry(
-        action,
-        tenant=tenant,
-        campaign=campaign,
-        account=account_id,
-        version=result.version,
-        reason=reason,
-        detail=f"reviewed v{current.version}",
-    )
-    append_entry(client, entry)
+    where = (tenant, campaign, account_id)
+    _log_decision(client, auditor, action, where, result.version, reason, f"reviewed v{current.version}")
     return ReviewOutcome(account_id, True, f"v{result.version} is now {status.value}", result)
 
 
@@ -157,17 +149,40 @@ def roll_back(
     restored = ZoneSetStore(client).rollback(tenant, campaign, account_id)
     if restored is None:
         return None
-    entry = auditor.entry(
+    where = (tenant, campaign, account_id)
+    _log_decision(
+        client,
+        auditor,
         AuditAction.ROLLBACK,
+        where,
+        restored.version,
+        reason,
+        f"restores what was published before, now {restored.status.value}",
+    )
+    return restored
+
+
+def _log_decision(
+    client: redis.Redis,
+    auditor: Auditor,
+    action: AuditAction,
+    where: tuple[str, str, str],
+    version: int,
+    reason: str | None,
+    detail: str,
+) -> None:
+    """Append a review decision on one account (`where`: tenant, campaign, account) to the audit log."""
+    tenant, campaign, account_id = where
+    entry = auditor.entry(
+        action,
         tenant=tenant,
         campaign=campaign,
         account=account_id,
-        version=restored.version,
+        version=version,
         reason=reason,
-        detail=f"restores what was published before, now {restored.status.value}",
+        detail=detail,
     )
     append_entry(client, entry)
-    return restored
 
 
 def _mode(zones_personal: int, zones: int) -> ZoneSetMode:
@@ -233,16 +248,16 @@ def approve_held(
     if result is None or not result.changed:
         return ReviewOutcome(account_id, False, "changed meanwhile; review the current version", result)
     _record_approval(client, tenant, campaign, account_id, record, content, result.version)
-    entry = auditor.entry(
+    where = (tenant, campaign, account_id)
+    _log_decision(
+        client,
+        auditor,
         AuditAction.APPROVE,
-        tenant=tenant,
-        campaign=campaign,
-        account=account_id,
-        version=result.version,
-        reason=reason,
-        detail=f"held draft of zone {zone_id} ({held.layer.value}) from v{current.version}",
+        where,
+        result.version,
+        reason,
+        f"held draft of zone {zone_id} ({held.layer.value}) from v{current.version}",
     )
-    append_entry(client, entry)
     return ReviewOutcome(account_id, True, f"v{result.version}: zone {zone_id} is now personal", result)
 
 

@@ -23,7 +23,7 @@ and what happens when it fails does not. A `StreamHandler` says which streams to
   never ends the process. With `once`, a Redis that stays down for `once_redis_errors_max`
   cycles in a row raises the last error;
 - stops after the batch in hand when `stop()` is called (from a signal handler, see
-  `stop_on_signals`) or the injected `threading.Event` is set;
+  `welcomemat.stop_signals`) or the injected `threading.Event` is set;
 - `once` (burst): drains what is there (its own pending entries, entries idle on dead
   consumers, new ones) and returns once nothing is left pending in the group.
 
@@ -33,20 +33,17 @@ A dead-lettered entry keeps its fields and gains `source_id` (its id in the sour
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from types import FrameType
 from typing import Any
 
 import redis
 
-from welcomemat import keys
-from welcomemat.redis_client import CLUSTER_OUTAGE_ERRORS
+from welcomemat.redis_client import REDIS_OUTAGE_ERRORS
 from welcomemat.replies import reply_text_lossy
+from welcomemat.stream_groups import add_dead_letter_copy, ensure_group
 from welcomemat.stream_handler import (
     ConsumerOptions,
     ConsumerStats,
@@ -57,59 +54,9 @@ from welcomemat.stream_handler import (
     retry,
 )
 
-__all__ = [
-    "REDIS_OUTAGE_ERRORS",
-    "StreamConsumer",
-    "add_dead_letter_copy",
-    "ensure_group",
-    "stop_on_signals",
-]
+__all__ = ["ConsumerProcess", "StreamConsumer"]
 
 _BACKOFF_MIN_S = 0.2
-# What a Redis outage looks like from redis-py: the server is gone, slow, or its socket is.
-# A Redis Cluster between a master's death and its replica's promotion is one too.
-REDIS_OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
-    redis.ConnectionError,
-    redis.TimeoutError,
-    OSError,
-    *CLUSTER_OUTAGE_ERRORS,
-)
-
-
-def ensure_group(client: redis.Redis, stream: Stream) -> bool:
-    """Create the stream and its group if missing (idempotent); True when this call created the group.
-
-    From id 0: entries added before the group existed are work too. A stream MKSTREAM made
-    gets the stream's TTL, like any key.
-    """
-    try:
-        client.xgroup_create(stream.key, stream.group, id="0", mkstream=True)
-    except redis.ResponseError as exc:
-        if "BUSYGROUP" not in str(exc):
-            raise
-        return False
-    client.expire(stream.key, stream.ttl_s)
-    return True
-
-
-def add_dead_letter_copy(pipe: Any, delivery: Delivery, reason: str, *, consumer: str) -> str:
-    """Queue on `pipe` the copy of `delivery` to its dead-letter stream; that stream's key."""
-    dead_key = delivery.stream.dead_letter_key
-    if dead_key is None:
-        raise ValueError(f"{delivery.stream.label} has no dead-letter stream")
-    now = datetime.now(UTC)
-    fields: dict[Any, Any] = {
-        **delivery.fields,
-        b"source_id": delivery.entry_id.encode(),
-        b"error": reason.encode(),
-        b"deliveries": str(delivery.deliveries).encode(),
-        b"consumer": consumer.encode(),
-        b"dead_at": now.isoformat().encode(),
-        b"dead_at_ms": str(int(now.timestamp() * 1000)).encode(),
-    }
-    pipe.xadd(dead_key, fields)
-    pipe.expire(dead_key, keys.DEAD_LETTER_TTL_S)
-    return dead_key
 
 
 class StreamConsumer:
@@ -150,7 +97,8 @@ class StreamConsumer:
 
     @property
     def stop_event(self) -> threading.Event:
-        """The flag `stop` sets: share it with `stop_on_signals` or with other consumers."""
+        """The flag `stop` sets: share it with `welcomemat.stop_signals.stop_on_signals` or
+        with other consumers."""
         return self._stopping
 
     @property
@@ -472,22 +420,18 @@ class StreamConsumer:
             thread.join()
 
 
-@contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGTERM and SIGINT set `stop` (consumers finish the batch in hand, then return); a second
-    SIGINT interrupts. Outside the main thread, where signals cannot be handled, it does nothing."""
+class ConsumerProcess:
+    """A process built on the loop (the precompute worker, the sync): its command stops it.
 
-    def graceful(signum: int, frame: FrameType | None) -> None:
-        if stop.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        stop.set()
+    Subclasses set `_consumer` in `__init__`.
+    """
 
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, graceful) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    _consumer: StreamConsumer
+
+    def stop(self) -> None:
+        """Finish the batch in hand, then return from `run` (safe from a signal handler)."""
+        self._consumer.stop()
+
+    @property
+    def stopping(self) -> bool:
+        return self._consumer.stopping

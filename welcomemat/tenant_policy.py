@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from welcomemat.campaign import MAX_SIGNAL_WINDOW_DAYS, Confidence
+from welcomemat.campaign_sections import MAX_SIGNAL_WINDOW_DAYS, Confidence
 from welcomemat.errors import ContractError
 from welcomemat.ids import OpaqueId
 from welcomemat.openers import refuse_opener_overrides

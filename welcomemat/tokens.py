@@ -47,7 +47,7 @@ import re
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, NotRequired, TypedDict, Unpack
 
 from itsdangerous import URLSafeSerializer
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, ValidationError
@@ -81,6 +81,7 @@ __all__ = [
     "TokenKind",
     "TokenSigner",
     "ViewClaims",
+    "ViewTokenFields",
     "ViewTokenTemplate",
     "claimed_scope",
 ]
@@ -250,6 +251,20 @@ def claimed_scope(token: str) -> tuple[str, str] | None:
     return (tenant, campaign) if is_valid_id(tenant) and is_valid_id(campaign) else None
 
 
+class ViewTokenFields(TypedDict):
+    """What a view token says besides its view id and times (`TokenSigner.view_template`)."""
+
+    tenant: str
+    campaign: str
+    arm: Arm
+    rung: str
+    account: NotRequired[str | None]
+    contact: NotRequired[str | None]
+    zone_set_version: NotRequired[int | None]
+    variant: NotRequired[str | None]
+    ttl_s: NotRequired[int]
+
+
 class ViewTokenTemplate:
     """A view token with its view id and times left open (`TokenSigner.view_template`);
     `sign(view_id)` completes and signs it, issued now."""
@@ -363,7 +378,8 @@ class TokenSigner:
         `compress`: itsdangerous' rule, the zlib form when it is shorter (shorter links and
         QR codes). False signs the plain form, the same format (every verifier reads both):
         for tokens signed while a visitor waits (the cookie a first click earns), since
-        setting up a zlib stream costs more than everything else here together (~0.2 ms).
+        setting up a zlib stream costs more than everything else here together
+        (bench/README.md, "Figures behind choices in the code").
         Bad ids or TTL: InputError naming the field.
         """
         kind = TokenKind(kind)
@@ -413,36 +429,13 @@ class TokenSigner:
         self._check_times(kind.value, claims.issued_at, claims.expires_at)
         return claims
 
-    def sign_view(
-        self,
-        *,
-        tenant: str,
-        campaign: str,
-        view_id: str,
-        arm: Arm,
-        rung: str,
-        account: str | None = None,
-        contact: str | None = None,
-        zone_set_version: int | None = None,
-        variant: str | None = None,
-        ttl_s: int = DEFAULT_VIEW_TTL_S,
-    ) -> str:
-        """A view token: what the renderer served for one view (see "View tokens" above).
+    def sign_view(self, *, view_id: str, **fields: Unpack[ViewTokenFields]) -> str:
+        """A view token: what the renderer served for one view (see "View tokens" above); the
+        fields are `view_template`'s.
 
         Bad ids, arm, rung, version or TTL: InputError naming the field.
         """
-        template = self.view_template(
-            tenant=tenant,
-            campaign=campaign,
-            arm=arm,
-            rung=rung,
-            account=account,
-            contact=contact,
-            zone_set_version=zone_set_version,
-            variant=variant,
-            ttl_s=ttl_s,
-        )
-        return template.sign(view_id)
+        return self.view_template(**fields).sign(view_id)
 
     def view_template(
         self,

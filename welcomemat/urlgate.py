@@ -113,7 +113,7 @@ def _xn_labels_ok(hostname: str) -> bool:
 def _parse(raw: str, base: str | None = None) -> tuple[ada_url.URL, str] | None:
     """Parse like a browser: ``(url, hostname)``, or None when WHATWG (or UTS 46) fails.
 
-    Each attribute read crosses into C (~1.5 µs), so callers reuse the hostname.
+    Each attribute read crosses into C, so callers reuse the hostname.
     """
     try:
         url = ada_url.URL(raw, base)

@@ -1,4 +1,4 @@
-"""`welcomemat worker`: process enqueued precompute runs from Redis (`precompute.commands`)."""
+"""`welcomemat worker`: process enqueued precompute runs from Redis (`precompute.worker_commands`)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precompute.commands import run_worker
+    from precompute.worker_commands import run_worker
 
     return run_worker(
         campaign=args.campaign,

@@ -56,19 +56,15 @@ Calls per account: 1 (generation) + 1 (self-review), + at most 1 repair.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from functools import cache, lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic
 
 import openai
-from openai.lib._pydantic import to_strict_json_schema  # what `.parse()` itself uses
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from precompute.claim_support import account_keys, recency_valid_until
 from precompute.context import GovernedContext, TrustedFact
@@ -76,6 +72,22 @@ from precompute.providers.base import Decline, GenerationRequest, GenerationResu
 from precompute.providers.extraction import MAX_SOURCE_CHARS, MAX_SOURCES, ExtractedFacts, verified_facts
 from precompute.providers.http_transport import ThreadConnectionTransport
 from precompute.providers.offline import OfflineComposer
+from precompute.providers.openai_prompts import (
+    PROMPT_FILES,
+    M,
+    PageDraft,
+    PageReview,
+    ZoneVerdict,
+    clip,
+    data_block,
+    generation_system,
+    listed,
+    load_prompts,
+    request_body,
+    review_system,
+    validation_problem,
+    voice_profile_prompt,
+)
 from welcomemat.accounts import Account
 from welcomemat.bounded_json import decode_json
 from welcomemat.breaker import CircuitBreaker
@@ -83,7 +95,6 @@ from welcomemat.errors import ConfigError, InputError
 from welcomemat.reasons import ZoneReason
 from welcomemat.resilience import Deadline, ResilientCaller, RetryableError
 from welcomemat.settings import Settings
-from welcomemat.voice import Spread, VoiceProfile, longest_sentence_allowed
 from welcomemat.zone_contract import ZoneContract
 
 if TYPE_CHECKING:
@@ -91,19 +102,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
-    "PROMPTS_DIR",
-    "PROMPT_FILES",
     "PROVIDER_VERSION",
     "OpenAIProvider",
-    "PageDraft",
-    "PageReview",
-    "ZoneVerdict",
-    "ZoneWrite",
-    "data_block",
-    "load_prompts",
-    "request_body",
-    "response_format",
-    "voice_profile_prompt",
 ]
 
 # Part of the fingerprint, hence of every account's input hash: bump it whenever the
@@ -114,8 +114,6 @@ __all__ = [
 # 2: compact JSON in the data block; 3: time-relative words cap a draft's valid_until (recency).
 PROVIDER_VERSION = "openai-provider/3"
 
-PROMPTS_DIR = Path(__file__).with_name("prompts")
-PROMPT_FILES = ("generate_system.txt", "generate_user.txt", "review_system.txt", "extract_system.txt")
 
 DEFAULT_TIMEOUT_S = 30.0  # per HTTP attempt; the caller caps it by the job's remaining time
 _COMPLETIONS_PATH = "/chat/completions"  # relative to the client's base URL, as `create` sends it
@@ -129,209 +127,6 @@ _RELATIVE_WEEK_WORDS = frozenset(
     {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "week"}
 )
 _WORD_RE = re.compile(r"[^\W_]+")
-
-
-# -- structured output ---------------------------------------------------------------------
-
-
-class ZoneWrite(BaseModel):
-    """What the model writes for one zone."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    zone_id: str
-    text: str
-    fact_ids: list[str]
-    cta_id: str | None
-    confidence: float = Field(ge=0.0, le=1.0)
-
-
-class PageDraft(BaseModel):
-    """The generation call's answer: one entry per requested zone id."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    zones: list[ZoneWrite]
-
-
-class ZoneVerdict(BaseModel):
-    """The self-review's judgement of one drafted zone."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    zone_id: str
-    ok: bool
-    reason: str
-
-
-class PageReview(BaseModel):
-    """The self-review call's answer."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    zones: list[ZoneVerdict]
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-# -- prompts and data ----------------------------------------------------------------------
-
-
-@cache
-def response_format(schema: type[BaseModel]) -> dict[str, Any]:
-    """The structured-output request for `schema` (strict JSON schema), built once per model class."""
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": schema.__name__, "strict": True, "schema": to_strict_json_schema(schema)},
-    }
-
-
-def _json(value: object) -> bytes:
-    # As the client itself encodes a `body`: UTF-8, compact (the C encoder).
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-@cache
-def _response_format_json(schema: type[BaseModel]) -> bytes:
-    return _json(response_format(schema))
-
-
-@lru_cache(maxsize=64)
-def _system_message_json(content: str) -> bytes:
-    # System prompts are per campaign (see `_generation_system`): encoded once, not per call.
-    return _json({"role": "system", "content": content})
-
-
-def request_body(
-    model: str, messages: Sequence[ChatCompletionMessageParam], schema: type[BaseModel]
-) -> bytes:
-    """The chat completion request as JSON bytes: `model`, `messages`, and `schema` as `response_format`.
-
-    What the client would encode from the same dict, built from parts encoded once where
-    they repeat (the system prompt, the schema) rather than once per call.
-    """
-    encoded = []
-    for message in messages:
-        content = message.get("content")
-        # Only the exact shape the cached encoding stands for ({"role": "system", "content": ...}).
-        if message["role"] == "system" and isinstance(content, str) and list(message) == ["role", "content"]:
-            encoded.append(_system_message_json(content))
-        else:
-            encoded.append(_json(message))
-    return (
-        b'{"model":'
-        + _json(model)
-        + b',"messages":['
-        + b",".join(encoded)
-        + b'],"response_format":'
-        + _response_format_json(schema)
-        + b"}"
-    )
-
-
-@cache
-def load_prompts(folder: Path = PROMPTS_DIR) -> Mapping[str, str]:
-    """The prompt files by name, read once per process."""
-    return {name: (folder / name).read_text(encoding="utf-8") for name in PROMPT_FILES}
-
-
-def data_block(payload: object) -> str:
-    """`payload` as JSON for a `<data>` block: `<` and `>` escaped, so no value can end the block."""
-    # Compact: `indent` would switch json to its pure-Python encoder (twice the CPU, more tokens).
-    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e")
-
-
-def _voice(voice: str) -> str:
-    return " ".join(voice.split()) or "Plain, specific and warm."
-
-
-def voice_profile_prompt(profile: VoiceProfile | None, examples: tuple[str, ...]) -> str:
-    """The campaign's voice profile as constraints, and its example lines as few-shot: what the
-    `voice` check will hold each zone to, said before the model writes (empty without a profile)."""
-    if profile is None:
-        return ""
-    s = profile.sentence_words
-    shown = {"i": '"I"', "we": '"we"', "you": '"you"', "greeting": "a greeting", "hedge": "a hedge word"}
-    used = [shown[p] for p in ("we", "you", "i") if profile.person.get(p)]
-    never = [shown[p] for p in ("i", "we", "you") if not profile.person.get(p)]
-    kinds = [shown[k] for k in ("i", "we", "you", "greeting", "hedge") if k not in profile.opener_kinds]
-
-    def at_most(spread: Spread, name: str) -> str:
-        return f"no {name}" if spread.max == 0 else f"at most {spread.max:g} {name}"
-
-    rules = [
-        f"- Sentences of {s.min:g} to {s.max:g} words (median {s.median:g}); never over "
-        f"{longest_sentence_allowed(profile)}.",
-        f"- Write as {' and '.join(used) or 'neither I, we nor you'}"
-        + (f"; never as {' or '.join(never)}." if never else "."),
-        f"- Open sentences as the examples do (most often: {', '.join(profile.openers)})"
-        + (f"; never with {', '.join(kinds)}." if kinds else "."),
-        f"- Per zone: {at_most(profile.hedges_per_line, 'hedge words (maybe, might, perhaps, I think)')}, "
-        f"{at_most(profile.exclamations_per_line, 'exclamation marks')}, "
-        f"{at_most(profile.questions_per_line, 'question marks')}, "
-        f"{at_most(profile.dashes_per_line, 'dashes')}, "
-        f"{at_most(profile.colons_per_line, 'colons')}; at most {profile.commas_per_sentence.max:g} commas "
-        "a sentence.",
-        f"- Plain words: a reading grade (Flesch-Kincaid) of {profile.reading_grade.max:g} or less.",
-    ]
-    shots = [f"- {json.dumps(e, ensure_ascii=False)}" for e in examples]
-    return "\n".join(
-        [
-            "The campaign's voice, measured from its own example lines (code checks every zone against it):",
-            *rules,
-            "Lines in this voice (for their sound only: they are not facts about the account):",
-            *shots,
-            "",
-        ]
-    )
-
-
-# The system prompts are the same for every account of a campaign: formatted once per
-# campaign and policy (a handful per process), not once per call.
-@lru_cache(maxsize=64)
-def _generation_system(
-    template: str,
-    tenant: str,
-    campaign_name: str,
-    voice: str,
-    voice_profile: str,
-    banned_phrases: tuple[str, ...],
-    banned_openers: tuple[str, ...],
-    prohibited_claims: tuple[str, ...],
-) -> str:
-    return template.format_map(
-        {
-            "tenant": tenant,
-            "campaign_name": campaign_name,
-            "voice": _voice(voice),
-            "voice_profile": voice_profile,
-            "banned_phrases": _listed(banned_phrases),
-            "banned_openers": _listed(banned_openers),
-            "prohibited_claims": _listed(c.replace("_", " ") for c in prohibited_claims),
-        }
-    )
-
-
-@lru_cache(maxsize=64)
-def _review_system(template: str, voice: str) -> str:
-    return template.format_map({"voice": _voice(voice)})
-
-
-def _listed(items: Iterable[str]) -> str:
-    quoted = [json.dumps(i, ensure_ascii=False) for i in items]
-    return ", ".join(quoted) if quoted else "(none)"
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _validation_problem(exc: ValidationError) -> str:
-    # Locations and messages only: the input values may be long or hostile.
-    parts = [f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()[:5]]
-    return "the answer does not match the schema (" + "; ".join(parts) + ")"
 
 
 # -- the provider --------------------------------------------------------------------------
@@ -541,7 +336,7 @@ class OpenAIProvider:
                 for k, s in sources.items()
             ],
         }
-        system = self._prompts["extract_system.txt"].format_map({"fact_types": _listed(fact_types)})
+        system = self._prompts["extract_system.txt"].format_map({"fact_types": listed(fact_types)})
         messages: list[ChatCompletionMessageParam] = [
             {"role": "system", "content": system},
             {"role": "user", "content": f"<data>\n{data_block(payload)}\n</data>"},
@@ -613,27 +408,27 @@ class OpenAIProvider:
         if finish == "content_filter":
             return _Reply(None, "the answer was stopped by a content filter", content, refused=True)
         if message.get("refusal"):
-            problem = _clip(f"the answer is a refusal: {message['refusal']}", _PROBLEM_CHARS)
+            problem = clip(f"the answer is a refusal: {message['refusal']}", _PROBLEM_CHARS)
             return _Reply(None, problem, content, refused=True)
         if not isinstance(content, str) or not content.strip():
             return _Reply(None, "the answer is empty", content if isinstance(content, str) else None)
         try:
             return _Reply(schema.model_validate_json(content), "", content)
         except ValidationError as exc:
-            return _Reply(None, _validation_problem(exc), content)
+            return _Reply(None, validation_problem(exc), content)
 
     def _repair(
         self, messages: list[ChatCompletionMessageParam], reply: _Reply[Any], tally: _Tally, what: str
     ) -> list[ChatCompletionMessageParam]:
-        tally.notes.append(f"{what}: repairing ({_clip(reply.problem, _PROBLEM_CHARS)})")
+        tally.notes.append(f"{what}: repairing ({clip(reply.problem, _PROBLEM_CHARS)})")
         repaired = list(messages)
         if reply.content:
-            repaired.append({"role": "assistant", "content": _clip(reply.content, _REPAIR_QUOTE_CHARS)})
+            repaired.append({"role": "assistant", "content": clip(reply.content, _REPAIR_QUOTE_CHARS)})
         repaired.append(
             {
                 "role": "user",
                 "content": (
-                    f"Your answer could not be used: {_clip(reply.problem, _PROBLEM_CHARS)}. "
+                    f"Your answer could not be used: {clip(reply.problem, _PROBLEM_CHARS)}. "
                     "Answer again with JSON only, matching the schema exactly, following every rule above."
                 ),
             }
@@ -644,7 +439,7 @@ class OpenAIProvider:
 
     def _generation_messages(self, request: GenerationRequest) -> list[ChatCompletionMessageParam]:
         campaign, policy = request.campaign, request.policy
-        system = _generation_system(
+        system = generation_system(
             self._prompts["generate_system.txt"],
             campaign.tenant,
             campaign.name,
@@ -720,7 +515,7 @@ class OpenAIProvider:
                     continue
                 cta = request.campaign.cta(item.cta_id)
                 if cta is None:
-                    note = f"cta_id {_clip(item.cta_id, 80)!r} is not a campaign CTA"
+                    note = f"cta_id {clip(item.cta_id, 80)!r} is not a campaign CTA"
                     tally.decline([contract.id], ZoneReason.UNKNOWN_CTA, note)
                     continue
                 text, cta_id = cta.label, cta.id  # the approved label, never the model's words
@@ -770,7 +565,7 @@ class OpenAIProvider:
                 for d in drafts.values()
             ],
         }
-        system = _review_system(self._prompts["review_system.txt"], request.campaign.voice)
+        system = review_system(self._prompts["review_system.txt"], request.campaign.voice)
         messages: list[ChatCompletionMessageParam] = [
             {"role": "system", "content": system},
             {"role": "user", "content": f"<data>\n{data_block(payload)}\n</data>"},

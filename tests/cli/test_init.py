@@ -35,7 +35,8 @@ from precompute.providers.offline import OfflineComposer
 from precompute.qa import run_qa
 from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
-from welcomemat.campaign import ApprovalPolicy, Campaign, QaThresholds
+from welcomemat.campaign import Campaign
+from welcomemat.campaign_sections import ApprovalPolicy, QaThresholds
 from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.review import show
 from welcomemat.store import ZoneSetStore

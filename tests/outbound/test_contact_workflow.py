@@ -26,7 +26,8 @@ from welcomemat.contact_workflow import (
     record_printed,
 )
 from welcomemat.conversions import ConversionIn, ConversionType, record_conversion
-from welcomemat.records import FOLD_LUA, EventFold, contact_erasure, fold_events, read_account_record
+from welcomemat.record_fold import FOLD_LUA, EventFold, fold_events
+from welcomemat.records import contact_erasure, read_account_record
 from welcomemat.store import ZoneSetStore
 
 ACCOUNTS = 24

@@ -37,9 +37,10 @@ from welcomemat.campaign_view import load_campaign_view
 from welcomemat.conversions import ConversionType, parse_conversion, record_conversion
 from welcomemat.embedded_redis import temporary_redis
 from welcomemat.experiments import CopyVariant, Experiment, assign_variant
-from welcomemat.lift import Metric, campaign_lift_report, collect_outcomes
+from welcomemat.lift import Metric
 from welcomemat.lift_groups import LiftDimension, campaign_grouped_report
-from welcomemat.records import FOLD_LUA, EventFold, fold_events
+from welcomemat.lift_outcomes import campaign_lift_report, collect_outcomes
+from welcomemat.record_fold import FOLD_LUA, EventFold, fold_events
 from welcomemat.store import ZoneSetStore
 from welcomemat.zoneset import ZoneSetStatus
 

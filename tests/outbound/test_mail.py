@@ -228,7 +228,7 @@ def test_an_address_is_one_line_per_part_and_a_country_code() -> None:
 
 
 def test_in_home_deadline_is_the_end_of_that_day() -> None:
-    from outbound.mail import in_home_deadline
+    from outbound.mail_plan import in_home_deadline
 
     end = in_home_deadline(date(2028, 2, 29))
     assert (

@@ -38,7 +38,8 @@ from tests.outbound.http_receiver import serve_http
 from tests.outbound.sync_helpers import emit
 from welcomemat import keys
 from welcomemat.audit import Auditor, Via
-from welcomemat.campaign import Campaign, SellerAlerts, load_campaign
+from welcomemat.campaign import Campaign, load_campaign
+from welcomemat.campaign_sections import SellerAlerts
 from welcomemat.errors import ConfigError
 from welcomemat.review import decide
 from welcomemat.settings import Settings

@@ -30,7 +30,8 @@ from tests.outbound.sync_helpers import (
 from welcomemat import keys
 from welcomemat.accounts import Account
 from welcomemat.embedded_redis import temporary_redis
-from welcomemat.records import FOLD_LUA, fold_events, read_account_record, write_profile
+from welcomemat.record_fold import FOLD_LUA, fold_events
+from welcomemat.records import read_account_record, write_profile
 from welcomemat.store import ZoneSetStore
 from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
 

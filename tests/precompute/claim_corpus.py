@@ -34,7 +34,8 @@ from precompute.trust import short_name
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today
 from welcomemat.accounts import Account, read_accounts
-from welcomemat.campaign import Confidence, load_campaign
+from welcomemat.campaign import load_campaign
+from welcomemat.campaign_sections import Confidence
 from welcomemat.fact_types import FACT_TYPES
 from welcomemat.reasons import ClaimReason
 from welcomemat.zone_contract import KNOWN_CHECKS, ZoneContract, load_zone_contracts

@@ -39,7 +39,8 @@ from precompute.context import (
 from precompute.providers.base import ZoneDraft
 from tests.corpora import REPO_ROOT, corpus_lines
 from welcomemat.accounts import Account
-from welcomemat.campaign import Confidence, load_campaign
+from welcomemat.campaign import load_campaign
+from welcomemat.campaign_sections import Confidence
 from welcomemat.zone_contract import KNOWN_CHECKS, ZoneContract, load_zone_contracts
 
 ZONES = load_zone_contracts(REPO_ROOT / "zones")

@@ -33,7 +33,8 @@ from precompute.providers.offline import (
 )
 from tests.corpora import REPO_ROOT
 from welcomemat.accounts import Account
-from welcomemat.campaign import Campaign, Confidence, load_campaign
+from welcomemat.campaign import Campaign, load_campaign
+from welcomemat.campaign_sections import Confidence
 from welcomemat.reasons import ZoneReason
 from welcomemat.zone_contract import load_zone_contracts
 

@@ -35,14 +35,14 @@ from precompute.journal import JournalState
 from precompute.policy import build_policy
 from precompute.providers.base import GenerationRequest, GenerationResult, Provider, ZoneDraft
 from precompute.providers.extraction import ExtractedFact, ExtractedFacts, verified_facts
-from precompute.providers.openai_provider import (
-    OpenAIProvider,
+from precompute.providers.openai_prompts import (
     PageDraft,
     PageReview,
     data_block,
     request_body,
     response_format,
 )
+from precompute.providers.openai_provider import OpenAIProvider
 from precompute.qa import run_qa
 from precompute.report import RunReport
 from precompute.run import PrecomputeRun

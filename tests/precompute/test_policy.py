@@ -17,7 +17,8 @@ from precompute.policy import (
     load_tenant_policy,
 )
 from tests.corpora import REPO_ROOT
-from welcomemat.campaign import MAX_SIGNAL_WINDOW_DAYS, Campaign, Confidence, load_campaign
+from welcomemat.campaign import Campaign, load_campaign
+from welcomemat.campaign_sections import MAX_SIGNAL_WINDOW_DAYS, Confidence
 from welcomemat.errors import ContractError
 from welcomemat.openers import DEFAULT_BANNED_OPENERS
 

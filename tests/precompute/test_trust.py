@@ -27,7 +27,8 @@ from precompute.trust import decide_facts, names_match, short_name
 from tests.corpora import REPO_ROOT, corpus_lines
 from tests.example_accounts import committed_today
 from welcomemat.accounts import Account, parse_account_line, read_accounts
-from welcomemat.campaign import Campaign, Confidence, load_campaign
+from welcomemat.campaign import Campaign, load_campaign
+from welcomemat.campaign_sections import Confidence
 from welcomemat.surfaces import Surface
 
 EXAMPLES = REPO_ROOT / "examples"

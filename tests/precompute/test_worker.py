@@ -27,7 +27,7 @@ from precompute.policy import build_policy
 from precompute.providers.base import GenerationRequest, GenerationResult
 from precompute.providers.offline import OfflineComposer
 from precompute.published_config import load_campaign_config
-from precompute.queue import WorkEntry, enqueue_run, read_progress
+from precompute.queue import RunRecord, WorkEntry, enqueue_run, read_progress
 from precompute.run import PrecomputeRun
 from precompute.worker import Worker, WorkerOptions
 from tests.corpora import REPO_ROOT
@@ -301,6 +301,19 @@ def local_run(redis_client: redis.Redis) -> PrecomputeRun:
     )
 
 
+def enqueue_local(run: PrecomputeRun, tmp_path: Path, *, accounts: int, concurrency: int) -> RunRecord:
+    """`accounts` generated accounts enqueued as one run, for workers of `concurrency` threads."""
+    read = read_accounts(make_accounts(tmp_path / "accounts.jsonl", accounts))
+    return enqueue_run(
+        run,
+        read.accounts,
+        accounts_file="accounts.jsonl",
+        rows_read=read.lines_read,
+        malformed=[],
+        provider_options={"concurrency": concurrency},
+    )
+
+
 def test_published_config_and_entries_rebuild_the_same_inputs(
     tmp_path: Path, redis_client: redis.Redis, local_run: PrecomputeRun
 ) -> None:
@@ -329,15 +342,7 @@ def test_published_config_and_entries_rebuild_the_same_inputs(
 def test_processing_the_same_entry_twice_changes_nothing(
     tmp_path: Path, redis_client: redis.Redis, local_run: PrecomputeRun
 ) -> None:
-    read = read_accounts(make_accounts(tmp_path / "accounts.jsonl", 100))
-    record = enqueue_run(
-        local_run,
-        read.accounts,
-        accounts_file="accounts.jsonl",
-        rows_read=read.lines_read,
-        malformed=[],
-        provider_options={"concurrency": 1},
-    )
+    record = enqueue_local(local_run, tmp_path, accounts=100, concurrency=1)
     stream = keys.work_stream_key(TENANT, CAMPAIGN)
     # A slow worker takes the first entry and stalls; the other claims it back and finishes the run.
     reply: Any = redis_client.xreadgroup(GROUP, "slow", {stream: ">"}, count=1)
@@ -387,15 +392,7 @@ def test_processing_the_same_entry_twice_changes_nothing(
 def test_a_concurrent_worker_reuses_its_threads_and_leaves_none_behind(
     tmp_path: Path, redis_client: redis.Redis, local_run: PrecomputeRun
 ) -> None:
-    read = read_accounts(make_accounts(tmp_path / "accounts.jsonl", 160))
-    record = enqueue_run(
-        local_run,
-        read.accounts,
-        accounts_file="accounts.jsonl",
-        rows_read=read.lines_read,
-        malformed=[],
-        provider_options={"concurrency": 4},
-    )
+    record = enqueue_local(local_run, tmp_path, accounts=160, concurrency=4)
     assert record.entries > 1
     seen: set[threading.Thread] = set()  # the objects: an ident can be reused by a new thread
 

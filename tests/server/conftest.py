@@ -161,6 +161,18 @@ def make_zone_set(
 ROOMY_TUNING = RendererTuning(redis_timeout_s=10.0, readiness_timeout_s=5.0)
 
 
+def publish_example_at(redis_url: str, headline: str) -> None:
+    """Publish the example campaign and one personal zone set (its headline `headline`) to the
+    Redis at `redis_url`, through a client of its own (the app under test keeps its own)."""
+    writer = redis.Redis.from_url(redis_url)
+    try:
+        campaign, zone_contracts = example_inputs()
+        publish_config(writer, campaign, zone_contracts)
+        ZoneSetStore(writer).publish(make_zone_set(texts={"hero_headline": headline}))
+    finally:
+        writer.close()
+
+
 def tuning_for_tests(**overrides: Any) -> RendererTuning:
     """`RendererTuning` with the test suite's Redis budget, plus `overrides`."""
     return replace(ROOMY_TUNING, **overrides)

@@ -297,24 +297,8 @@ def test_preview_shows_what_a_reason_means_and_the_self_reviews_note(
     tmp_path: Path, redis_client: redis.Redis, llm_server: LLMTestServer
 ) -> None:
     """Dymaxa through the model; its self-review rejects the support line, in its own words."""
-    campaign, zone_contracts = example_inputs()
     note = "Implies <b>growth</b> the facts do not state"
-    llm_server.reset()
-    llm_server.set_mode("well", review_reject=["hero_support"], review_note=note)
-    accounts = tmp_path / "accounts.jsonl"
-    accounts.write_text(json.dumps(example_rows(NOW.date())[0]) + "\n")
-    provider = provider_for(llm_server)
-    try:
-        PrecomputeRun(
-            client=redis_client,
-            campaign=campaign,
-            zones=zone_contracts,
-            policy=build_policy(campaign, None),
-            provider=provider,
-            now=NOW,
-        ).run(accounts)
-    finally:
-        provider.close()
+    _through_the_model(tmp_path, redis_client, llm_server, review_reject=["hero_support"], review_note=note)
     with TestClient(_app(redis_client), base_url=BASE_URL) as client:
         _, seen = _preview(client)
         explained = client.get(f"/admin/explain/{CAMPAIGN}/{DYMAXA}", headers=AUTH).json()

@@ -17,8 +17,8 @@ import redis
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from server.admin import MAX_BODY_BYTES as ADMIN_MAX_BYTES
 from server.admin import MAX_TEMPLATE_BYTES
+from server.admin_review import MAX_BODY_BYTES as ADMIN_MAX_BYTES
 from server.bodies import BodyRefused, declared_length
 from server.events_api import MAX_BODY_BYTES as BEACON_MAX_BYTES
 from tests.corpora import REPO_ROOT

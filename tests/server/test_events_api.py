@@ -30,10 +30,9 @@ from tests.server.conftest import (
     PERSONAL_ACCOUNT,
     SECRET,
     TENANT,
-    example_inputs,
     link_token,
     make_zone_set,
-    publish_config,
+    publish_example_at,
     renderer_app,
     renderer_settings,
     signer,
@@ -44,7 +43,8 @@ from welcomemat import keys
 from welcomemat.arms import Arm
 from welcomemat.embedded_redis import temporary_redis
 from welcomemat.erasure import ErasureMark, contact_field
-from welcomemat.records import FOLD_LUA, fold_events, read_account_record
+from welcomemat.record_fold import FOLD_LUA, fold_events
+from welcomemat.records import read_account_record
 from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import TokenKind, TokenSigner
 
@@ -431,11 +431,7 @@ def test_redis_outage_zones_serve_the_fallback_and_beacons_wait_in_the_queue(tmp
     first = temporary_redis(home)
     url = first.__enter__()
     try:
-        writer = redis.Redis.from_url(url)
-        campaign, zone_contracts = example_inputs()
-        publish_config(writer, campaign, zone_contracts)
-        ZoneSetStore(writer).publish(make_zone_set(texts={"hero_headline": "Personal headline"}))
-        writer.close()
+        publish_example_at(url, "Personal headline")
         time.sleep(1.1)  # appendfsync everysec: the data survives the restart below
 
         app = renderer_app(renderer_settings(redis_url=url, allowed_hosts=("127.0.0.1",)), tuning=tuning)

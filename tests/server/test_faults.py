@@ -6,22 +6,18 @@ import time
 from pathlib import Path
 
 import httpx
-import redis
 
 from server.app import create_app
 from server.tuning import RendererTuning
 from tests.server.conftest import (
     CAMPAIGN,
-    example_inputs,
     link_token,
-    make_zone_set,
-    publish_config,
+    publish_example_at,
     renderer_settings,
 )
 from tests.server.pagetools import zones
 from tests.server.uvicorn_thread import serve_in_thread
 from welcomemat.embedded_redis import temporary_redis
-from welcomemat.store import ZoneSetStore
 
 PERSONAL_TEXT = "Congrats on the Series A, Dymaxa"
 # A page must come back well within this, also while Redis is down (budget 0.25 s + margin).
@@ -51,11 +47,7 @@ def test_redis_outage_and_restart(tmp_path: Path) -> None:
     first = temporary_redis(home)
     url = first.__enter__()
     try:
-        writer = redis.Redis.from_url(url)
-        campaign, zone_contracts = example_inputs()
-        publish_config(writer, campaign, zone_contracts)
-        ZoneSetStore(writer).publish(make_zone_set(texts={"hero_headline": PERSONAL_TEXT}))
-        writer.close()
+        publish_example_at(url, PERSONAL_TEXT)
         time.sleep(1.1)  # appendfsync everysec: the data survives the restart below
 
         settings = renderer_settings(redis_url=url, allowed_hosts=("127.0.0.1",))

@@ -30,7 +30,8 @@ from tests.server.conftest import (
 from tests.server.pagetools import zones
 from welcomemat import keys
 from welcomemat.arms import Arm
-from welcomemat.records import FOLD_LUA, fold_events, read_account_record
+from welcomemat.record_fold import FOLD_LUA, fold_events
+from welcomemat.records import read_account_record
 from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import TokenKind, TokenSigner, claimed_scope
 

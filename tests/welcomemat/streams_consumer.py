@@ -21,8 +21,9 @@ from collections.abc import Sequence
 import redis
 
 from welcomemat.redis_client import redis_from_url
+from welcomemat.stop_signals import stop_on_signals
 from welcomemat.stream_handler import ACK, ConsumerOptions, Delivery, Outcome, Stream, StreamHandler
-from welcomemat.streams import StreamConsumer, stop_on_signals
+from welcomemat.streams import StreamConsumer
 
 STREAM = Stream(
     key="streams-test:{t}:jobs",

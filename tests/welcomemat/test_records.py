@@ -14,12 +14,10 @@ from redis.crc import key_slot
 from welcomemat import keys
 from welcomemat.accounts import Account
 from welcomemat.errors import StoredValueError
+from welcomemat.record_fold import FOLD_LUA, EventFold, fold_events
 from welcomemat.records import (
-    FOLD_LUA,
     AccountRecord,
-    EventFold,
     ShownFact,
-    fold_events,
     iter_account_records,
     read_account_record,
     write_profile,

@@ -27,6 +27,7 @@ from tests.welcomemat.streams_consumer import (
     item_of,
 )
 from welcomemat.embedded_redis import temporary_redis
+from welcomemat.stream_groups import ensure_group
 from welcomemat.stream_handler import (
     ACK,
     ConsumerOptions,
@@ -37,7 +38,7 @@ from welcomemat.stream_handler import (
     dead_letter,
     retry,
 )
-from welcomemat.streams import StreamConsumer, ensure_group
+from welcomemat.streams import StreamConsumer
 
 
 def add_items(client: redis.Redis, items: range) -> list[str]:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from http.cookies import _unquote  # what Starlette's cookie_parser uses
 
-from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Scope
+
+from server.scope_headers import header_value
 
 __all__ = [
     "cookie_name",
@@ -57,9 +59,11 @@ def cookie_value(header: str, name: str) -> str | None:
     return None if found is None else str(_unquote(found.strip()))
 
 
-def tracking_refused(headers: Headers) -> bool:
+def tracking_refused(scope: Scope) -> bool:
     """The visitor asked not to be tracked (GPC or DNT)."""
-    return headers.get("sec-gpc", "").strip() == "1" or headers.get("dnt", "").strip() == "1"
+    return (header_value(scope, b"sec-gpc") or "").strip() == "1" or (
+        header_value(scope, b"dnt") or ""
+    ).strip() == "1"
 
 
 def identity_cookie_header(campaign: str, token: str, max_age_s: int) -> tuple[bytes, bytes]:

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from starlette.responses import Response
 from starlette.types import Scope
 
+from server.scope_headers import header_value
 from welcomemat.urlgate import browser_origin
 
 __all__ = [
@@ -50,11 +51,7 @@ def allowed_origins(origins: tuple[str, ...]) -> frozenset[str]:
 
 def request_origin(scope: Scope) -> str | None:
     """The request's `Origin` header, as sent (browsers send it normalised), or None."""
-    headers: list[tuple[bytes, bytes]] = scope["headers"]
-    for name, value in headers:
-        if name == b"origin":
-            return value.decode("latin-1")
-    return None
+    return header_value(scope, b"origin")
 
 
 def cors_headers(origin: str | None, allowed: frozenset[str]) -> list[tuple[bytes, bytes]]:

@@ -14,21 +14,22 @@ or malformed campaign id is 404: it names nothing we publish.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import Response
 
 from server.bots import is_preflight
 from server.cookies import set_identity_cookie, tracking_refused
 from server.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
 from server.identify import IdentityMethod
+from server.prepared_response import PreparedResponse
 from server.problems import HTTPProblem, problem_response
 from server.query import query_values
 from server.random_ids import url_token
 from server.render import PLAIN_RUNG, RenderedPage
 from server.renderer_state import RendererState
+from server.scope_headers import header_value
 from server.security import csp_nonce
 from server.visit import CampaignMiss
 from server.visitor import Visit
@@ -51,11 +52,14 @@ _CONTENT_TYPE = (b"content-type", b"text/html; charset=utf-8")
 _NO_STORE = (b"cache-control", b"private, no-store")
 
 
-class PageResponse(HTMLResponse):
-    """An HTML page no shared cache may keep (it is personal), headers built without a loop."""
+class PageResponse(PreparedResponse):
+    """An HTML page no shared cache may keep (it is personal)."""
 
-    def init_headers(self, headers: Mapping[str, str] | None = None) -> None:
-        self.raw_headers = [(b"content-length", str(len(self.body)).encode()), _CONTENT_TYPE, _NO_STORE]
+    media_type = "text/html"
+
+    def __init__(self, html: str) -> None:
+        body = html.encode("utf-8")
+        super().__init__(body, [(b"content-length", b"%d" % len(body)), _CONTENT_TYPE, _NO_STORE])
 
 
 def new_view_id() -> str:
@@ -157,7 +161,7 @@ def _respond(
             cookie_claims is None
             or (cookie_claims.account, cookie_claims.contact) != (identity.account, identity.contact)
         )
-        and not tracking_refused(request.headers)
+        and not tracking_refused(request.scope)
     ):
         account, contact = identity.account, identity.contact
         cookie = renderer.identifier.arrival_cookie(
@@ -166,7 +170,8 @@ def _respond(
         set_identity_cookie(response, cookie)
 
     # A HEAD (link checkers, prefetchers) is not a view, nor is the mail preflight's check.
-    if request.method == "GET" and not is_preflight(request.headers.get("user-agent")):
+    scope = request.scope
+    if scope["method"] == "GET" and not is_preflight(header_value(scope, b"user-agent")):
         renderer.events.emit(
             EngagementEvent(
                 type=EventType.VIEW,

@@ -28,9 +28,10 @@ continuation page answers 404 here, with no cookie and no event.
 from __future__ import annotations
 
 import logging
+from urllib.parse import quote
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, Response
 
 from server.bots import is_preflight
 from server.cookies import set_identity_cookie, tracking_refused
@@ -38,8 +39,10 @@ from server.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
 from server.identify import IdentityMethod
 from server.pages import new_view_id
+from server.prepared_response import PreparedResponse
 from server.redis_guard import RedisUnavailable
 from server.renderer_state import RendererState
+from server.scope_headers import header_value
 from welcomemat.arms import assign_arm
 from welcomemat.campaign import CONTINUATION_PAGE_ID
 from welcomemat.errors import StoredValueError
@@ -50,6 +53,11 @@ __all__ = ["qr_entry"]
 
 log = logging.getLogger(__name__)
 
+_NO_STORE = (b"cache-control", NO_STORE["cache-control"].encode("latin-1"))
+_EMPTY = (b"content-length", b"0")
+# What `RedirectResponse` leaves unquoted in a Location.
+_URL_SAFE = ":/%#?=@[]!$&'()*+,;"
+
 
 def _invalid(renderer: RendererState) -> Response:
     html = renderer.pages.error(404, "This code is not valid. Please check the address and try again.")
@@ -59,6 +67,13 @@ def _invalid(renderer: RendererState) -> Response:
 def _not_served(renderer: RendererState) -> Response:
     html = renderer.pages.error(404, "The campaign behind this code is not available any more.")
     return HTMLResponse(html, status_code=404, headers=NO_STORE)
+
+
+def _see_other(location: str) -> Response:
+    """303 to `location`: the headers Starlette's `RedirectResponse` writes for it (tests compare),
+    listed directly (`Set-Cookie` is appended to them)."""
+    headers = [_NO_STORE, _EMPTY, (b"location", quote(location, safe=_URL_SAFE).encode("latin-1"))]
+    return PreparedResponse(b"", headers, status_code=303)
 
 
 @fail_closed("/q/{token}")
@@ -108,12 +123,11 @@ async def qr_entry(request: Request) -> Response:
     if not unavailable and (state is None or state.view.page(CONTINUATION_PAGE_ID) is None):
         return _not_served(renderer)
 
-    location = f"{renderer.settings.public_url}/c/{campaign_id}/continue"
-    response = RedirectResponse(location, status_code=303, headers=NO_STORE)
+    response = _see_other(f"{renderer.settings.public_url}/c/{campaign_id}/continue")
     if claims is None:
         return response
-    preflight = is_preflight(request.headers.get("user-agent"))
-    if state is not None and not tracking_refused(request.headers):
+    preflight = is_preflight(header_value(request.scope, b"user-agent"))
+    if state is not None and not tracking_refused(request.scope):
         cookie = renderer.identifier.arrival_cookie(
             TokenKind.QR, token, claims.account, claims.contact, tenant=tenant, campaign=campaign_id
         )

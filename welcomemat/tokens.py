@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import binascii
 import enum
+import functools
 import hashlib
 import hmac
 import json
@@ -220,14 +221,26 @@ def _canonical_signature(signature: str) -> bytes | None:
     return raw if _b64url(raw) == encoded else None
 
 
+_JSON: Final = json.JSONDecoder()
+#: Payloads parsed lately, by their encoded form: a QR scan's or a beacon's token is read
+#: for its claimed scope (`claimed_scope`) and then, after its signature, by the verifier.
+_PAYLOADS_REMEMBERED: Final = 64
+
+
+@functools.lru_cache(maxsize=_PAYLOADS_REMEMBERED)
 def _load_payload(body: bytes) -> Any:
     """The JSON of a token's payload part (`.`-prefixed: zlib-compressed), as itsdangerous'
-    `load_payload` reads it, bounded; ValueError or zlib.error when it does not decode."""
+    `load_payload` reads it, bounded; ValueError or zlib.error when it does not decode.
+
+    Remembered for the last few bodies (an error is not): the second reading of a token costs
+    no inflating and no parsing. Callers only read the object returned; they never change it.
+    JSON text is read as UTF-8, the one encoding a signed payload (ASCII) is ever in.
+    """
     compressed = body.startswith(b".")
     raw = _b64url_decode(body[1:] if compressed else body)
     if compressed:  # no token payload is this long (MAX_TOKEN_CHARS): a bomb stops here
         raw = zlib.decompressobj().decompress(raw, MAX_TOKEN_CHARS * 8)
-    return json.loads(raw)
+    return _JSON.decode(raw.decode("utf-8"))
 
 
 def claimed_scope(token: str) -> tuple[str, str] | None:

@@ -103,7 +103,8 @@ def test_the_qr_redirect_keeps_the_configured_origin_and_scheme(base: str) -> No
 
 
 # What builds a URL from a request: Starlette's `url_for` / `base_url` / `request.url` (other
-# than its path), a `RedirectResponse` anywhere but the QR entry (which reads the public URL).
+# than its path), a redirect (`RedirectResponse`, a `Location` header) anywhere but the QR entry
+# (which reads the public URL).
 _FROM_REQUEST = re.compile(r"\burl_for\(|\bbase_url\b|\brequest\.url(?!\.path\b)|\bscope\[\"server\"\]")
 
 
@@ -114,8 +115,8 @@ def test_no_server_module_builds_a_url_from_the_request() -> None:
         for number, line in enumerate(text.splitlines(), start=1):
             if _FROM_REQUEST.search(line):
                 offenders.append(f"{path.name}:{number}: {line.strip()}")
-        if "RedirectResponse(" in text and path.name != "qr.py":
-            offenders.append(f"{path.name}: RedirectResponse outside the QR entry")
+        if ("RedirectResponse(" in text or 'b"location"' in text) and path.name != "qr.py":
+            offenders.append(f"{path.name}: a redirect outside the QR entry")
     qr = (REPO_ROOT / "server" / "qr.py").read_text()
-    assert 'location = f"{renderer.settings.public_url}/' in qr
+    assert '_see_other(f"{renderer.settings.public_url}/' in qr
     assert offenders == []

@@ -41,6 +41,7 @@ from welcomemat.tokens import (
     TokenKind,
     TokenSigner,
     ViewClaims,
+    claimed_scope,
 )
 
 KEY_OLD = "old-secret-" + "o" * 40
@@ -453,6 +454,23 @@ def test_forged_payload_under_unknown_key_is_bad_signature(signer: TokenSigner) 
     assert verify(signer, forge(payload)).account == ACCOUNT  # control: our key works
     with pytest.raises(TokenBadSignature):
         verify(signer, forge(payload, key=KEY_GONE))
+
+
+def test_a_payload_read_for_its_claimed_scope_does_not_vouch_for_a_forged_signature(
+    signer: TokenSigner,
+) -> None:
+    """The payloads read last are remembered (a QR scan reads its token's scope, then verifies
+    it): the same payload under a signature of an unknown key is still refused, and the
+    genuine one still accepted, whichever was read first."""
+    payload = {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "p": CONTACT, "i": T0, "e": T0 + 60}
+    genuine, forged = forge(payload), forge(payload, key=KEY_GONE)
+    assert genuine.rpartition(".")[0] == forged.rpartition(".")[0]  # the same payload part
+    for first, second in ((forged, genuine), (genuine, forged)):
+        assert claimed_scope(first) == (TENANT, CAMPAIGN)
+        assert verify(signer, genuine).contact == CONTACT
+        with pytest.raises(TokenBadSignature):
+            verify(signer, forged)
+        assert claimed_scope(second) == (TENANT, CAMPAIGN)
 
 
 def test_claims_are_frozen_and_strict() -> None:

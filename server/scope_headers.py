@@ -1,0 +1,22 @@
+"""A request header read straight from the ASGI scope, for the hot routes.
+
+`request.headers.get(name)` builds a `Headers` object over the scope's list and walks it
+through the `Mapping` machinery on every call; a page view reads two or three headers. This
+is the same answer (the first header of that name, Latin-1 decoded: ASGI servers hand over
+lower-case names, which `Headers` relies on too) from one loop over the raw list.
+"""
+
+from __future__ import annotations
+
+from starlette.types import Scope
+
+__all__ = ["header_value"]
+
+
+def header_value(scope: Scope, name: bytes) -> str | None:
+    """The first `name` header (a lower-case name) as `Headers.get` reads it, or None."""
+    headers: list[tuple[bytes, bytes]] = scope["headers"]
+    for key, value in headers:
+        if key == name:
+            return value.decode("latin-1")
+    return None

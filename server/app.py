@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, ExceptionHandler, Lifespan
 from server.admin import admin_routes
 from server.admin_lift import LIFT_ROUTE, lift_page
 from server.admin_results import RESULTS_ROUTE, results_page
+from server.collector import tune_collector
 from server.conversions_api import CONVERSIONS_ROUTE, post_conversion
 from server.health import healthz, metrics, readyz
 from server.hot_routes import HotRoutes
@@ -137,5 +138,9 @@ def create_app(
 
 
 def app_from_env() -> Starlette:
-    """The app uvicorn's factory mode builds in each worker (`welcomemat serve`)."""
-    return create_app(Settings.from_env())
+    """The app uvicorn's factory mode builds in each worker (`welcomemat serve`), in a process
+    whose garbage collector is tuned for serving (`server.collector`)."""
+    app = create_app(Settings.from_env())
+    renderer: RendererState = app.state.renderer
+    tune_collector(renderer.tuning.gc_gen0_threshold)
+    return app

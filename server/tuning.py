@@ -42,6 +42,10 @@ class RendererTuning:
     # 20,000 x ~1 KB (a cookie and a link token per visitor: 10,000 visitors a minute).
     # 0: off (every request verifies, every arrival signs; nothing is remembered per visitor).
     token_memo_entries: int = 20_000
+    # A serving process's garbage collector (`server.collector`, applied by `app_from_env`):
+    # a young-generation pass every this many net allocations (CPython's default: 700), after
+    # start-up's objects are frozen. 0: CPython's defaults.
+    gc_gen0_threshold: int = 10_000
     # The most a page request waits on Redis before it serves the fallback.
     redis_timeout_s: float = 0.25
     # The longest a request body may take to arrive, from its first read to its last byte: a

@@ -4,9 +4,9 @@ A first click allocates a few hundred container objects (verified claims, memo e
 remembered answer, the view event) and keeps many of them for a minute (the caches'
 TTLs). CPython's default collector runs a young-generation pass every 700 net allocations,
 and a full pass whenever the long-lived objects grew by a quarter, walking every object the
-process holds, the tens of thousands its imports made included. At a send's peak that was
-7-30 µs of every first click, and each full pass a stall of about 0.2 s for every request in
-flight (`bench/bench_renderer.py`, `bench/README.md`).
+process holds, the tens of thousands its imports made included: at a send's peak, a share of
+every first click, and each full pass a stall for every request in flight (measured in
+`bench/README.md`, `bench_renderer.py`).
 
 So a serving process (`welcomemat serve`'s workers) freezes what start-up made (imports,
 the app: never garbage, and no longer walked) and collects its young generation every

@@ -49,7 +49,7 @@ from welcomemat.errors import StoredValueError
 from welcomemat.tokens import TokenKind, claimed_scope
 from welcomemat.zone_resolution import choose_variant
 
-__all__ = ["qr_entry"]
+__all__ = ["qr_entry", "see_other"]
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def _not_served(renderer: RendererState) -> Response:
     return HTMLResponse(html, status_code=404, headers=NO_STORE)
 
 
-def _see_other(location: str) -> Response:
+def see_other(location: str) -> Response:
     """303 to `location`: the headers Starlette's `RedirectResponse` writes for it (tests compare),
     listed directly (`Set-Cookie` is appended to them)."""
     headers = [_NO_STORE, _EMPTY, (b"location", quote(location, safe=_URL_SAFE).encode("latin-1"))]
@@ -123,7 +123,7 @@ async def qr_entry(request: Request) -> Response:
     if not unavailable and (state is None or state.view.page(CONTINUATION_PAGE_ID) is None):
         return _not_served(renderer)
 
-    response = _see_other(f"{renderer.settings.public_url}/c/{campaign_id}/continue")
+    response = see_other(f"{renderer.settings.public_url}/c/{campaign_id}/continue")
     if claims is None:
         return response
     preflight = is_preflight(header_value(request.scope, b"user-agent"))

@@ -118,5 +118,5 @@ def test_no_server_module_builds_a_url_from_the_request() -> None:
         if ("RedirectResponse(" in text or 'b"location"' in text) and path.name != "qr.py":
             offenders.append(f"{path.name}: a redirect outside the QR entry")
     qr = (REPO_ROOT / "server" / "qr.py").read_text()
-    assert '_see_other(f"{renderer.settings.public_url}/' in qr
+    assert 'see_other(f"{renderer.settings.public_url}/' in qr
     assert offenders == []

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from outbound.sync import parse_event
 from server.cookies import cookie_name
 from server.faults import NO_STORE
-from server.qr import _see_other
+from server.qr import see_other
 from tests.server.conftest import (
     BASE_URL,
     CAMPAIGN,
@@ -91,7 +91,7 @@ def test_the_redirect_has_the_headers_starlettes_redirect_writes(location: str) 
     """The 303 lists its headers itself (the hot path): the same bytes, in the same order."""
     expected = RedirectResponse(location, status_code=303, headers=NO_STORE)
     try:
-        answer = _see_other(location)
+        answer = see_other(location)
     except UnicodeEncodeError:  # Starlette cannot encode such a Location either
         return
     assert (answer.status_code, answer.body, answer.raw_headers) == (303, b"", expected.raw_headers)

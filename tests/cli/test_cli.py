@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.corpora import REPO_ROOT
+from tests.ports import free_port
 from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.tokens import TokenKind, TokenSigner
 
@@ -39,12 +40,6 @@ def test_help_lists_the_commands(tmp_path: Path) -> None:
 
 def test_no_command_is_bad_usage(tmp_path: Path) -> None:
     assert run(home=tmp_path).returncode == 2
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def printed_links(out: str) -> dict[str, str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ from precompute.providers.offline import OfflineComposer
 from precompute.qa import run_qa
 from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
+from tests.ports import free_port
 from welcomemat.campaign import Campaign
 from welcomemat.campaign_sections import ApprovalPolicy, QaThresholds
 from welcomemat.embedded_redis import EmbeddedRedis
@@ -160,12 +160,6 @@ def first_campaign_commands() -> list[str]:
     section = README.split("\n## Your first campaign\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```sh\n(.+?)\n```", section, flags=re.DOTALL)
     return [line for block in blocks for line in block.splitlines()]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_the_readme_walkthrough_runs_as_written(home: Path, work: Path, tmp_path: Path) -> None:

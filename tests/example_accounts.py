@@ -45,9 +45,11 @@ def committed_today(record: dict[str, object] | None = None) -> date:
     return date.fromisoformat(sdr["published_at"]) + timedelta(days=generator().ROLE_AGES_DAYS[0])
 
 
-def precompute_offline(client: redis.Redis, accounts: Path, campaign: Campaign | None = None) -> None:
+def precompute_offline(
+    client: redis.Redis, accounts: Path, campaign: Campaign | None = None, *, now: datetime | None = None
+) -> None:
     """Precompute `accounts` for the example campaign (or `campaign`, with its zones) with the offline
-    composer, as the demo does."""
+    composer, as the demo does; `now` is the run's instant (default: the clock's)."""
     from precompute.policy import build_policy
     from precompute.providers.offline import OfflineComposer
     from precompute.run import PrecomputeRun
@@ -61,4 +63,5 @@ def precompute_offline(client: redis.Redis, accounts: Path, campaign: Campaign |
         zones=zones,
         policy=build_policy(campaign, None),
         provider=OfflineComposer(),
+        now=now,
     ).run(accounts)

@@ -28,12 +28,9 @@ from outbound.webhook import (
     WebhookConfig,
     verify_signature,
 )
-from precompute.policy import build_policy
-from precompute.providers.offline import OfflineComposer
-from precompute.run import PrecomputeRun
 from server.events import EngagementEvent, EventType
 from tests.corpora import REPO_ROOT
-from tests.example_accounts import write_example_accounts
+from tests.example_accounts import precompute_offline, write_example_accounts
 from tests.outbound.http_receiver import serve_http
 from tests.outbound.sync_helpers import emit
 from welcomemat import keys
@@ -87,16 +84,7 @@ def serve(receiver: Receiver) -> AbstractContextManager[str]:
 
 def precompute(client: redis.Redis, accounts: Path, campaign: Campaign | None = None) -> None:
     """Publish the example campaign (or `campaign`, its edit) for `accounts` with the offline writer."""
-    zones = dict(load_zone_contracts(REPO_ROOT / "zones"))
-    campaign = campaign or load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones)
-    PrecomputeRun(
-        client=client,
-        campaign=campaign,
-        zones=zones,
-        policy=build_policy(campaign, None),
-        provider=OfflineComposer(),
-        now=RUN_AT,
-    ).run(accounts)
+    precompute_offline(client, accounts, campaign, now=RUN_AT)
 
 
 @pytest.fixture

@@ -142,5 +142,5 @@ def app_from_env() -> Starlette:
     whose garbage collector is tuned for serving (`server.collector`)."""
     app = create_app(Settings.from_env())
     renderer: RendererState = app.state.renderer
-    tune_collector(renderer.tuning.gc_gen0_threshold)
+    tune_collector(renderer.tuning.gc_gen0_threshold, renderer.tuning.gc_full_interval_s)
     return app

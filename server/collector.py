@@ -3,30 +3,72 @@
 A first click allocates a few hundred container objects (verified claims, memo entries, a
 remembered answer, the view event) and keeps many of them for a minute (the caches'
 TTLs). CPython's default collector runs a young-generation pass every 700 net allocations,
-and a full pass whenever the long-lived objects grew by a quarter, walking every object the
-process holds, the tens of thousands its imports made included: at a send's peak, a share of
-every first click, and each full pass a stall for every request in flight (measured in
-`bench/README.md`, `bench_renderer.py`).
+and older-generation passes as the survivors pile up: at a send's peak every few seconds a
+pass walks the tens of thousands of objects the caches hold, and each is a stall of 20-100 ms
+for every request in flight (measured in `bench/README.md`, "The collector at a send's
+peak"). Those passes find next to nothing: the renderer's caches hold no cycles, and
+reference counting frees what they drop the moment it is dropped.
 
-So a serving process (`welcomemat serve`'s workers) freezes what start-up made (imports,
-the app: never garbage, and no longer walked) and collects its young generation every
-`gen0_threshold` allocations instead of 700. Reference counting still frees everything
-that is not in a cycle the moment it is dropped; only cycles wait for a pass.
+So a serving process (`welcomemat serve`'s workers):
+
+- freezes what start-up made (imports, the app: never garbage, and no longer walked);
+- runs young-generation passes every `gen0_threshold` allocations instead of 700 (each walks
+  only what was allocated since the last one);
+- never runs an older-generation pass on its own: what survives a young pass is walked
+  again only by one full collection every `full_interval_s`, from a background thread. The
+  few cycles that outlive a young pass (a request's exception caught mid-flight) wait at
+  most that long; the stall comes once per interval instead of every few seconds.
 """
 
 from __future__ import annotations
 
 import gc
+import logging
+import threading
+import time
 
-__all__ = ["tune_collector"]
+__all__ = ["FullCollections", "tune_collector"]
+
+log = logging.getLogger(__name__)
+
+# An older generation's threshold no count reaches (the C int's maximum): only an explicit
+# `gc.collect()` walks generations 1 and 2.
+_NEVER = 2**31 - 1
 
 
-def tune_collector(gen0_threshold: int) -> None:
-    """Collect, freeze the survivors, and run young-generation passes every `gen0_threshold`
-    allocations (the older generations' thresholds unchanged). 0 leaves the collector alone."""
+class FullCollections:
+    """A daemon thread running `gc.collect()` every `interval_s` until `stop()`."""
+
+    def __init__(self, interval_s: float) -> None:
+        if interval_s <= 0:
+            raise ValueError(f"full_interval_s must be > 0, got {interval_s}")
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self.passes = 0
+        self._thread = threading.Thread(target=self._run, name="wm-gc", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            started = time.perf_counter()
+            found = gc.collect()
+            self.passes += 1
+            took_ms = (time.perf_counter() - started) * 1e3
+            log.debug("full collection: %d unreachable, %.1f ms", found, took_ms)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def tune_collector(gen0_threshold: int, full_interval_s: float) -> FullCollections | None:
+    """Collect, freeze the survivors, run young-generation passes every `gen0_threshold`
+    allocations and a full collection every `full_interval_s` (nothing older otherwise).
+    `gen0_threshold` 0 leaves the collector alone (and starts nothing)."""
     if gen0_threshold <= 0:
-        return
+        return None
+    full = FullCollections(full_interval_s)  # a bad interval fails before anything changed
     gc.collect()
     gc.freeze()
-    _, gen1, gen2 = gc.get_threshold()
-    gc.set_threshold(gen0_threshold, gen1, gen2)
+    gc.set_threshold(gen0_threshold, _NEVER, _NEVER)
+    return full

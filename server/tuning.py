@@ -44,8 +44,10 @@ class RendererTuning:
     token_memo_entries: int = 20_000
     # A serving process's garbage collector (`server.collector`, applied by `app_from_env`):
     # a young-generation pass every this many net allocations (CPython's default: 700), after
-    # start-up's objects are frozen. 0: CPython's defaults.
+    # start-up's objects are frozen; older generations only in a full collection every
+    # `gc_full_interval_s` (a stall of tens of ms, once per interval). 0: CPython's defaults.
     gc_gen0_threshold: int = 10_000
+    gc_full_interval_s: float = 300.0
     # The most a page request waits on Redis before it serves the fallback.
     redis_timeout_s: float = 0.25
     # The longest a request body may take to arrive, from its first read to its last byte: a

@@ -276,7 +276,6 @@ class Identifier:
             account=account,
             contact=contact,
             ttl_s=DEFAULT_COOKIE_TTL_S,
-            compress=False,  # a visitor is waiting; a cookie's length does not matter
         )
         header = identity_cookie_header(campaign, cookie, DEFAULT_COOKIE_TTL_S)
         if memo is not None:

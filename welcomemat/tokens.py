@@ -384,15 +384,17 @@ class TokenSigner:
         account: str,
         contact: str | None = None,
         ttl_s: int,
-        compress: bool = True,
+        compress: bool = False,
     ) -> str:
         """A URL-safe token for this kind, bound to tenant + campaign + account (+ contact).
 
-        `compress`: itsdangerous' rule, the zlib form when it is shorter (shorter links and
-        QR codes). False signs the plain form, the same format (every verifier reads both):
-        for tokens signed while a visitor waits (the cookie a first click earns), since
-        setting up a zlib stream costs more than everything else here together
-        (bench/README.md, "Figures behind choices in the code").
+        `compress`: itsdangerous' rule, the zlib form when it is shorter. Off by default:
+        for the ids of a link, QR code or cookie it saves ~7 of ~170 characters, and
+        reading it back costs the renderer a zlib stream on every first click and QR scan
+        (~40 µs of the event loop's CPU, and the stream lets go of the interpreter lock mid-
+        request; bench/README.md, "Figures behind choices in the code"). Both forms are the
+        same format, and every verifier reads both: tokens signed compressed before keep
+        working.
         Bad ids or TTL: InputError naming the field.
         """
         kind = TokenKind(kind)

@@ -3,11 +3,12 @@
 A first click allocates a few hundred container objects (verified claims, memo entries, a
 remembered answer, the view event) and keeps many of them for a minute (the caches'
 TTLs). CPython's default collector runs a young-generation pass every 700 net allocations,
-and older-generation passes as the survivors pile up: at a send's peak every few seconds a
-pass walks the tens of thousands of objects the caches hold, and each is a stall of 20-100 ms
-for every request in flight (measured in `bench/README.md`, "The collector at a send's
-peak"). Those passes find next to nothing: the renderer's caches hold no cycles, and
-reference counting frees what they drop the moment it is dropped.
+and older-generation passes as the survivors pile up. While the caches fill (a worker's
+first tens of seconds at a send's peak, or after a restart), those older passes walk the
+tens of thousands of objects the caches hold, each a stall of 30-100 ms for every request in
+flight (measured in `bench/README.md`, `bench_renderer.py`), and find next to nothing: the
+caches hold no cycles, and reference counting frees what they drop the moment it is
+dropped. (Once they are full, as many objects are freed as allocated, and no pass is due.)
 
 So a serving process (`welcomemat serve`'s workers):
 
@@ -17,7 +18,8 @@ So a serving process (`welcomemat serve`'s workers):
 - never runs an older-generation pass on its own: what survives a young pass is walked
   again only by one full collection every `full_interval_s`, from a background thread. The
   few cycles that outlive a young pass (a request's exception caught mid-flight) wait at
-  most that long; the stall comes once per interval instead of every few seconds.
+  most that long, and the full pass's stall comes once per interval, not while the caches
+  fill.
 """
 
 from __future__ import annotations

@@ -533,14 +533,45 @@ def test_round_trip_preserves_claims(
     if contact is not None:
         payload["p"] = contact
     payload.update({"i": now, "e": now + ttl_s})
-    assert not token.startswith(".") and forge_reader(kind).loads(token) == payload  # plain by default
-    compressed = signer.sign(
-        kind, tenant=tenant, campaign=campaign, account=account, contact=contact, ttl_s=ttl_s, compress=True
-    )
-    assert compressed == forge(payload, kind=kind)
-    assert signer.verify(kind, compressed, tenant=tenant, campaign=campaign) == claims
+    if kind is TokenKind.QR:  # printed: compressed by default when that is shorter
+        assert token == forge(payload, kind=kind)
+    else:  # links and cookies: plain by default, never a zlib stream to read
+        assert not token.startswith(".") and forge_reader(kind).loads(token) == payload
+    for compress in (True, False):  # either form on request, read by the same verifier
+        either = signer.sign(
+            kind,
+            tenant=tenant,
+            campaign=campaign,
+            account=account,
+            contact=contact,
+            ttl_s=ttl_s,
+            compress=compress,
+        )
+        if compress:
+            assert either == forge(payload, kind=kind)
+        else:
+            assert not either.startswith(".") and forge_reader(kind).loads(either) == payload
+        assert signer.verify(kind, either, tenant=tenant, campaign=campaign) == claims
     older = forge(payload, kind=kind, key=KEY_OLD)  # signed by the previous key
     assert signer.verify(kind, older, tenant=tenant, campaign=campaign).account == account
+
+
+def test_a_qr_token_is_compressed_and_a_link_token_is_not() -> None:
+    """Long ids: the QR token (printed) is the shorter, zlib form, the link token the plain one."""
+    signer = TokenSigner([KEY_NEW], clock=Clock())
+    qr, link = (
+        signer.sign(
+            kind,
+            tenant=TENANT,
+            campaign=CAMPAIGN,
+            account="acct_00000123456",
+            contact="contact_0000001234567890",
+            ttl_s=3600,
+        )
+        for kind in (TokenKind.QR, TokenKind.LINK)
+    )
+    assert qr.startswith(".") and not link.startswith(".")
+    assert len(qr) < len(link) - 20
 
 
 def _check_only_token_errors(token: str, kind: TokenKind) -> TokenClaims | None:

@@ -44,8 +44,9 @@ ref = weakref.ref(node, lambda _: freed.append(time.monotonic()))
 gc.collect(0)  # survives a young pass: now in an older generation
 del node
 dropped = time.monotonic()
-for _ in range(200_000):  # young passes run, the older generations are never due
-    [[]]
+young = gc.get_stats()[0]["collections"]
+kept = [[] for _ in range(200_000)]  # kept: ~20 young passes run, the older generations are never due
+assert gc.get_stats()[0]["collections"] > young
 deadline = time.monotonic() + (10 if interval else 1)  # a loaded machine may be slow to run the thread
 while not freed and time.monotonic() < deadline:
     time.sleep(0.05)

@@ -39,28 +39,23 @@ _NEVER = 2**31 - 1
 
 
 class FullCollections:
-    """A daemon thread running `gc.collect()` every `interval_s` until `stop()`."""
+    """A daemon thread running `gc.collect()` every `interval_s` for the life of the process."""
 
     def __init__(self, interval_s: float) -> None:
         if interval_s <= 0:
             raise ValueError(f"full_interval_s must be > 0, got {interval_s}")
         self._interval_s = interval_s
-        self._stop = threading.Event()
         self.passes = 0
-        self._thread = threading.Thread(target=self._run, name="wm-gc", daemon=True)
-        self._thread.start()
+        threading.Thread(target=self._run, name="wm-gc", daemon=True).start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self._interval_s):
+        while True:
+            time.sleep(self._interval_s)
             started = time.perf_counter()
             found = gc.collect()
             self.passes += 1
             took_ms = (time.perf_counter() - started) * 1e3
             log.debug("full collection: %d unreachable, %.1f ms", found, took_ms)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def tune_collector(gen0_threshold: int, full_interval_s: float) -> FullCollections | None:

@@ -2,11 +2,21 @@
 
 Zone contracts, the campaign, ``tenant.yaml`` and policy precedence are loaded by
 precompute's own loader (`precompute/inputs.py`), so passing here means `precompute`
-will not refuse them; then every line of the accounts file is read. Each problem is one
-line on stderr, `file:line: field: message`; `--json` prints the report, problems as a
-list of {file, line, field, message}, on stdout. Exit 0 when nothing is wrong, 2 when
-anything is (bad input, as everywhere in the CLI). Notes (segments without copy, no QR
-continuation page) are facts about the inputs, not problems: they never change the exit.
+will not refuse them; one problem never hides another (a campaign refused for a problem
+between its fields still has its theme, copy and patterns checked). Then every line of the
+accounts file is read, and every account's facts are judged the way a run on `today` would
+judge them (`precompute.fact_problems`: identity, the trust policy, the campaign's patterns
+and fact types): bad or future dates, stale facts, wrong subject, another company, a type
+no pattern is written for, a field its patterns need that is missing, a field its type does
+not have.
+
+Each problem is one line on stderr, `file:line: field: message` (a fact's: `accounts.jsonl:7:
+facts[2].subject: wrong_subject: ...`), then the facts' counts per reason. `--json` prints the
+report on stdout: malformed-input problems as a list of {file, line, field, message}, and the
+facts' problems with their reason, account and fact ids. Exit 2 when an input is malformed
+(bad input, as everywhere in the CLI), else 1 when some fact will not be used as written, else
+0. Notes (segments without copy, no QR continuation page) are facts about the inputs, not
+problems: they never change the exit.
 
 A theme gets every check the renderer makes (`server.render.check_campaign_theme`), so a
 theme that validates is one the renderer serves.
@@ -19,16 +29,22 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
-from cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
+from cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from precompute.context import EffectivePolicy
+from precompute.fact_problems import FactProblem, check_account_facts
 from precompute.inputs import InputsCheck, check_campaign_inputs
-from welcomemat.accounts import AccountsReport, read_accounts
+from welcomemat.accounts import AccountsReport, iter_account_lines, read_accounts
 from welcomemat.campaign import CONTINUATION_PAGE_ID, Campaign
 from welcomemat.errors import InputError
 
 __all__ = [
+    "FactFinding",
+    "FactsReport",
     "ValidationReport",
+    "check_facts",
     "format_problem",
     "print_problems",
     "run_validate",
@@ -38,16 +54,50 @@ __all__ = [
 
 
 @dataclass(frozen=True)
+class FactFinding:
+    """One fact problem, placed: the accounts file's line of its account."""
+
+    where: InputError  # file, line, field (`facts[2].subject`) and `reason: message`
+    account_id: str
+    problem: FactProblem
+
+
+@dataclass(frozen=True)
+class FactsReport:
+    """The accounts' facts as a run on `as_of` would take them."""
+
+    as_of: date
+    checked: int
+    used: int
+    findings: tuple[FactFinding, ...]
+
+    def by_reason(self) -> dict[str, int]:
+        """How many problems of each reason, most first (then by name)."""
+        counts = Counter(f.problem.reason for f in self.findings)
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+@dataclass(frozen=True)
 class ValidationReport:
     """The campaign inputs as precompute's loader found them, the accounts read, every problem."""
 
     check: InputsCheck
     accounts: AccountsReport | None
-    problems: tuple[InputError, ...]  # the campaign inputs' (by file, then line), then the accounts'
+    problems: tuple[
+        InputError, ...
+    ]  # malformed input: the campaign inputs' (by file, then line), then the accounts'
+    facts: FactsReport | None = None  # None: no accounts, no readable campaign, or no day to judge facts on
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return self.exit_code == EXIT_OK
+
+    @property
+    def exit_code(self) -> int:
+        """2 when an input is malformed, else 1 when a fact will not be used as written, else 0."""
+        if self.problems:
+            return EXIT_BAD_INPUT
+        return EXIT_FAILED if self.facts is not None and self.facts.findings else EXIT_OK
 
     def notes(self) -> list[str]:
         campaign = self.check.campaign
@@ -68,10 +118,12 @@ class ValidationReport:
         campaign = self.check.campaign
         out: dict[str, object] = {
             "ok": self.ok,
+            "exit": self.exit_code,
             "problems": [
                 {"file": p.file, "line": p.line, "field": p.field, "message": p.message}
                 for p in self.problems
             ],
+            "facts": None,
             "campaign": None,
             "zones": sorted(self.check.zones or ()),
             "tenant_policy": self.check.tenant_file,
@@ -99,6 +151,27 @@ class ValidationReport:
                 if campaign is not None
                 else {},
             }
+        if self.facts is not None:
+            facts = self.facts
+            out["facts"] = {
+                "as_of": facts.as_of.isoformat(),
+                "checked": facts.checked,
+                "used": facts.used,
+                "by_reason": facts.by_reason(),
+                "problems": [
+                    {
+                        "file": f.where.file,
+                        "line": f.where.line,
+                        "field": f.where.field,
+                        "reason": f.problem.reason,
+                        "message": f.problem.message,
+                        "account_id": f.account_id,
+                        "fact_id": f.problem.fact_id,
+                        "fact_used": f.problem.fact_used,
+                    }
+                    for f in facts.findings
+                ],
+            }
         return out
 
 
@@ -108,9 +181,18 @@ def unknown_segments(report: AccountsReport, campaign: Campaign) -> Counter[str]
 
 
 def validate_inputs(
-    campaign: str | Path, accounts: str | Path | None, *, zones: str | None, tenant_policy: str | None
+    campaign: str | Path,
+    accounts: str | Path | None,
+    *,
+    zones: str | None,
+    tenant_policy: str | None,
+    today: date | None = None,
 ) -> ValidationReport:
-    """Check every input; nothing is raised for bad input, every problem is in the report."""
+    """Check every input; nothing is raised for bad input, every problem is in the report.
+
+    `today`: the day the accounts' facts are judged as of, as a run that day would (the CLI
+    passes the real date, tests a fixed one); None reads the files only.
+    """
     campaign_path = Path(campaign)
     from server.render import check_campaign_theme
 
@@ -124,7 +206,42 @@ def validate_inputs(
             problems.append(exc)
         else:
             problems += report.problems
-    return ValidationReport(check=check, accounts=report, problems=tuple(problems))
+    facts = None
+    if report is not None and today is not None and check.campaign is not None and check.policy is not None:
+        facts = check_facts(Path(accounts or ""), report, check.campaign, check.policy, today)
+    return ValidationReport(check=check, accounts=report, problems=tuple(problems), facts=facts)
+
+
+def check_facts(
+    path: Path, report: AccountsReport, campaign: Campaign, policy: EffectivePolicy, today: date
+) -> FactsReport:
+    """Every account's facts, judged by precompute's own functions as of `today`."""
+    lines = _account_lines(path)
+    findings: list[FactFinding] = []
+    checked = used = 0
+    for account in report.accounts:
+        result = check_account_facts(account, campaign, policy, today)
+        checked += result.facts
+        used += result.used
+        line = lines.get(account.account_id)
+        findings += [
+            FactFinding(
+                where=InputError(f"{p.reason}: {p.message}", file=path, line=line, field=p.field),
+                account_id=account.account_id,
+                problem=p,
+            )
+            for p in result.problems
+        ]
+    return FactsReport(as_of=today, checked=checked, used=used, findings=tuple(findings))
+
+
+def _account_lines(path: Path) -> dict[str, int]:
+    """The line each account id is first read from (the one a run keeps)."""
+    lines: dict[str, int] = {}
+    for line_no, item in iter_account_lines(path):
+        if not isinstance(item, InputError):
+            lines.setdefault(item.account_id, line_no)
+    return lines
 
 
 def format_problem(problem: InputError) -> str:
@@ -161,23 +278,48 @@ def _print_summary(report: ValidationReport) -> None:
     if report.accounts is not None:
         acc = report.accounts
         print(f"accounts: {len(acc.accounts)} read, {acc.skipped} lines skipped")
+    if report.facts is not None:
+        facts = report.facts
+        unused = facts.checked - facts.used
+        counts = f"{facts.checked} checked, {facts.used} used, {unused} will not be used"
+        print(f"facts as of {facts.as_of}: {counts}")
     for note in report.notes():
         print(f"  note: {note}")
 
 
+def _print_reasons(facts: FactsReport) -> None:
+    """The facts' problems counted per reason, after the problems themselves (stderr, with them)."""
+    print(f"fact problems by reason ({len(facts.findings)}):", file=sys.stderr)
+    for reason, n in facts.by_reason().items():
+        print(f"  {reason}: {n}", file=sys.stderr)
+
+
 def run_validate(
-    campaign: str, accounts: str | None, *, zones: str | None, tenant_policy: str | None, as_json: bool
+    campaign: str,
+    accounts: str | None,
+    *,
+    zones: str | None,
+    tenant_policy: str | None,
+    as_json: bool,
+    today: date,
 ) -> int:
-    report = validate_inputs(campaign, accounts, zones=zones, tenant_policy=tenant_policy)
+    report = validate_inputs(campaign, accounts, zones=zones, tenant_policy=tenant_policy, today=today)
     if as_json:
         print(json.dumps(report.as_dict(), indent=2))
-    else:
-        _print_summary(report)
-        print_problems(report.problems)
-        if report.problems:
-            files = len({p.file for p in report.problems})
-            noun = "problem" if len(report.problems) == 1 else "problems"
-            print(
-                f"{len(report.problems)} {noun} in {files} file{'s' if files != 1 else ''}", file=sys.stderr
-            )
-    return EXIT_OK if report.ok else EXIT_BAD_INPUT
+        return report.exit_code
+    _print_summary(report)
+    fact_lines = [f.where for f in report.facts.findings] if report.facts is not None else []
+    accounts_file = str(Path(accounts)) if accounts is not None else None
+    # The accounts file's lines in order, malformed ones and facts' problems together.
+    inputs = [p for p in report.problems if p.file != accounts_file]
+    lines = sorted(
+        [p for p in report.problems if p.file == accounts_file] + fact_lines, key=lambda p: p.line or 0
+    )
+    print_problems([*inputs, *lines])
+    if report.facts is not None and report.facts.findings:
+        _print_reasons(report.facts)
+    if report.problems:
+        files = len({p.file for p in report.problems})
+        noun = "problem" if len(report.problems) == 1 else "problems"
+        print(f"{len(report.problems)} {noun} in {files} file{'s' if files != 1 else ''}", file=sys.stderr)
+    return report.exit_code

@@ -5,20 +5,26 @@ top-level field, so every guideline version (`guidelines/<version>.yaml`) carrie
 profile its zones were checked against, and the bundle's hash covers it. Only the
 `voice_profile` block is rewritten (with the comment line above it); the rest of the file,
 comments included, stays as the person wrote it.
+
+It needs only readable `voice_examples`: a campaign that still has other problems (a pattern,
+a CTA link, a window) gets its profile all the same, and those problems are listed after it,
+so a first `validate` that shows a missing profile among others is fixed one step at a time.
 """
 
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
 from cli.guidelines import write_atomically
-from welcomemat.campaign import check_campaign
+from welcomemat.campaign import Campaign, check_campaign
 from welcomemat.errors import ContractProblems, InputError
 from welcomemat.voice import VoiceProfile, derive_profile, longest_sentence_allowed
-from welcomemat.yamlfile import read_yaml
+from welcomemat.yamlfile import read_yaml, valid_fields
 
 __all__ = ["PROFILE_COMMENT", "format_profile", "replace_profile_block", "run_build"]
 
@@ -88,11 +94,14 @@ def run_build(campaign_arg: str, *, check: bool = False, as_json: bool = False) 
         raise InputError("voice build needs the campaign's campaign.yaml", file=path, field="CAMPAIGN")
     _, problems = check_campaign(path)
     stale = [p for p in problems if (p.field or "").startswith("voice_profile") or _missing_profile(p)]
+    # What stops a build: the file unreadable as a whole, or its examples themselves refused.
+    blocking = [p for p in problems if p not in stale and _blocks_build(p)]
+    if blocking:
+        raise ContractProblems(blocking)
     others = [p for p in problems if p not in stale]
-    if others:
-        raise ContractProblems(others)
     data = read_yaml(path).data  # the one bounded loader, as check_campaign read it
-    examples = tuple(data.get("voice_examples") or ())
+    checked = valid_fields(Campaign, data, frozenset(), None) if isinstance(data, dict) else {}
+    examples = tuple(checked.get("voice_examples") or ())
     if not examples:
         raise InputError("no voice_examples to build a voice profile from", file=path, field="voice_examples")
     profile = derive_profile(examples)
@@ -101,16 +110,40 @@ def run_build(campaign_arg: str, *, check: bool = False, as_json: bool = False) 
             print(
                 f"{path}: voice_profile is not built from voice_examples: run `welcomemat voice build {path}`"
             )
+            _print_others(others)
             return 1
         print(f"{path}: voice_profile is current")
+        _print_others(others)
         return 0
     text = path.read_text(encoding="utf-8")
     write_atomically(path, replace_profile_block(text, profile).encode("utf-8"))
     print(json.dumps(profile.model_dump(mode="json"), indent=2) if as_json else format_profile(profile))
     if not as_json:
         print(f"written to {path} (voice_profile): a guideline change, propose it like any other")
+    _print_others(others)
     return 0
 
 
 def _missing_profile(problem: InputError) -> bool:
     return problem.field == "voice_examples" and "without a voice_profile" in problem.message
+
+
+def _blocks_build(problem: InputError) -> bool:
+    """A problem of the file as a whole (no field) or of `voice_examples` itself."""
+    field = problem.field or ""
+    return not field or field == "voice_examples" or field.startswith("voice_examples.")
+
+
+def _print_others(problems: Sequence[InputError]) -> None:
+    """The campaign's other problems, on stderr: the profile does not fix them."""
+    if not problems:
+        return
+    from cli.validate import print_problems
+
+    noun = "problem" if len(problems) == 1 else "problems"
+    print(
+        f"{len(problems)} other {noun} in {problems[0].file} (the profile is built all the same; "
+        "`welcomemat validate` checks everything):",
+        file=sys.stderr,
+    )
+    print_problems(problems)

@@ -303,7 +303,7 @@ def check_cited_facts_trusted(d: CheckInput) -> CheckFailure | None:
 
 def check_other_company(d: CheckInput) -> CheckFailure | None:
     """Names another account of the run, or any company with a legal form that is not the account."""
-    own = (d.context.account.name, d.context.short_name)
+    own = (d.context.account.name, d.context.short_name, *d.context.account.aliases)
     found = find_other_company(_visible(d), own, d.other_companies, d.vocabulary)
     return None if found is None else CheckFailure("other_company", "other_company", _clip(found))
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import redis
 
+from precompute.fact_refusals import FactRefusalTally
 from precompute.findings import CohortCollector
 from precompute.inputs import load_campaign_inputs
 from precompute.progress import progress_bar
@@ -23,7 +24,7 @@ from precompute.providers.base import Provider
 from precompute.qa import run_qa
 from precompute.report import MalformedRow
 from precompute.run import PrecomputeRun
-from precompute.run_output import print_qa, print_run_report
+from precompute.run_output import print_fact_refusals, print_qa, print_run_report
 from welcomemat import keys
 from welcomemat.accounts import MAX_LINE_BYTES, read_accounts
 from welcomemat.audit import AuditAction, Auditor, check_reason
@@ -216,13 +217,15 @@ def run_precompute(
         report = run.run(accounts_path)
     finally:
         close()
-    qa = run_qa(ZoneSetStore(client), loaded, zone_contracts)
+    facts = FactRefusalTally(client, loaded.tenant, loaded.campaign)
+    qa = run_qa(ZoneSetStore(client), loaded, zone_contracts, facts=facts)
     report.verdict = qa.verdict
     if as_json:
         print(report.model_dump_json(indent=2))
     else:
         print_run_report(report)
         print(f"  QA verdict: {qa.verdict} (details: welcomemat qa {campaign})")
+        print_fact_refusals(qa.fact_refusals)
     return 1 if qa.verdict == "NO GO" or report.failed else 0
 
 
@@ -231,7 +234,10 @@ def run_qa_command(campaign: str, *, as_json: bool, zones: str | None, findings:
     client = _client(Settings.from_env())
     loaded, zone_contracts = resolve_campaign(campaign, client, zones)
     cohorts = CohortCollector(client, loaded, zone_contracts) if findings else None
-    report = run_qa(ZoneSetStore(client), loaded, zone_contracts, now=datetime.now(UTC), cohorts=cohorts)
+    facts = FactRefusalTally(client, loaded.tenant, loaded.campaign)
+    report = run_qa(
+        ZoneSetStore(client), loaded, zone_contracts, now=datetime.now(UTC), cohorts=cohorts, facts=facts
+    )
     if as_json:
         print(report.model_dump_json(indent=2, exclude=None if findings else {"cohort_findings"}))
     else:

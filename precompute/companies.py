@@ -19,8 +19,8 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import NamedTuple
 
+from precompute.company_names import short_name
 from precompute.specifics import UPPERCASE_CLASS, ApprovedVocabulary, analyse, fold, spaced_words
-from precompute.trust import short_name
 
 __all__ = ["company_key", "find_other_company"]
 

@@ -75,7 +75,8 @@ class FactReason(enum.StrEnum):
     NOT_FOR_WEB = "not_for_web"
     MARKUP_IN_STATEMENT = "markup_in_statement"  # tags, script, entities or markdown
     TEMPLATE_IN_STATEMENT = "template_in_statement"  # {{ }}, {% %}, ${ }, <% %> ...
-    WRONG_SUBJECT = "wrong_subject"
+    WRONG_SUBJECT = "wrong_subject"  # not named as the account (a brand off its own site, another name)
+    OTHER_COMPANY = "other_company"  # names another company, often one whose name holds the account's
     DUPLICATE = "duplicate"
 
 

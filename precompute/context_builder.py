@@ -1,21 +1,25 @@
 """Build the governed context of one account: the only thing a provider ever sees.
 
 The order matters and is fixed here, once: identity first (if the account is not surely
-who the record says, no fact about it is used), then the trust policy per fact, then
-plausible firmographics. Every decision is kept, trusted or not, so `explain` can say why
-an account sees what it sees.
+who the record says, no fact about it is used), then the trust policy per fact, then the
+campaign's own fact types (a trusted fact of a declared type keeps only the surfaces its
+declaration allows; `welcomemat.declared_fact_types`), then plausible firmographics. Every
+decision is kept, trusted or not, so `explain` can say why an account sees what it sees.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 
-from precompute.context import EffectivePolicy, GovernedContext
+from precompute.company_names import short_name
+from precompute.context import EffectivePolicy, GovernedContext, TrustedFact
 from precompute.firmographics import plausible_firmographics
 from precompute.identity import resolve_identity
-from precompute.trust import decide_facts, short_name
+from precompute.trust import decide_facts
 from welcomemat.accounts import Account
 from welcomemat.campaign import Campaign
+from welcomemat.declared_fact_types import narrow_surfaces
 
 __all__ = ["build_context"]
 
@@ -30,8 +34,16 @@ def build_context(
         account=account,
         short_name=short_name(account.name),
         identity=identity,
-        facts=facts,
+        facts=tuple(_as_declared(f, campaign) for f in facts),
         decisions=decisions,
         firmographics=plausible_firmographics(account, campaign),
         as_of=as_of,
     )
+
+
+def _as_declared(fact: TrustedFact, campaign: Campaign) -> TrustedFact:
+    """The fact on the surfaces its type's declaration allows (`web` always among them)."""
+    declaration = campaign.fact_types.get(fact.type)
+    if declaration is None:
+        return fact
+    return replace(fact, surfaces=narrow_surfaces(fact.surfaces, declaration))

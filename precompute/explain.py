@@ -10,6 +10,8 @@ draft, the checks it fails), which a person may approve from the review queue.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +19,7 @@ from precompute.assemble import AccountOutcome
 from welcomemat.held import held_drafts, one_line
 from welcomemat.reasons import CLAIM_REASON_DOCS, ClaimReason, off_voice_doc, parse_reason
 
-__all__ = ["explain_record", "format_explain"]
+__all__ = ["decode_explain_record", "explain_record", "format_explain"]
 
 
 def _fact_provenance(outcome: AccountOutcome) -> dict[str, dict[str, str | None]]:
@@ -173,3 +175,14 @@ def _workflow_step(state: str, mark: dict[str, Any]) -> str:
     at = datetime.fromtimestamp(mark["at_ms"] / 1000, UTC).isoformat(timespec="seconds")
     detail = ", ".join(f"{k} {v}" for k, v in mark["detail"].items() if v not in (None, ""))
     return f"{state} {at}" + (f" ({detail})" if detail else "")
+
+
+def decode_explain_record(raw: object) -> Mapping[str, Any]:
+    """A stored explain record, or {} when it is missing or unreadable (readers then go without it)."""
+    if not isinstance(raw, bytes | str):
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -25,7 +25,6 @@ told from one failing across them.
 
 from __future__ import annotations
 
-import json
 import re
 import string
 from collections import Counter, defaultdict
@@ -36,6 +35,7 @@ from typing import Any, Literal
 import redis
 from pydantic import BaseModel, ConfigDict
 
+from precompute.explain import decode_explain_record
 from precompute.layers import (
     FALLBACK_SUFFIX,
     MIN_PATTERN_DRAFTS,
@@ -126,17 +126,6 @@ def _pattern_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
 
 
-def _decode(raw: object) -> Mapping[str, Any]:
-    """An explain record, or {} when it is missing or unreadable (the zone set alone then)."""
-    if not isinstance(raw, bytes | str):
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 class CohortCollector:
     """Folds every published account into counters; `findings()` groups and attributes them.
 
@@ -184,7 +173,7 @@ class CohortCollector:
             [keys.explain_key(tenant, campaign, zs.account_id) for zs, _ in self._pending]
         )
         for (zs, qa), raw in zip(self._pending, raws, strict=True):
-            self._fold(zs, qa, _decode(raw))
+            self._fold(zs, qa, decode_explain_record(raw))
         self._pending.clear()
 
     def _count(self, key: _Key, unit: Unit, account_id: str, zone_id: str | None, seen: set[_Key]) -> None:

@@ -33,11 +33,11 @@ from precompute.checks import (
     check_banned_phrases,
     check_prohibited_claims,
 )
+from precompute.company_names import short_name
 from precompute.context import GovernedContext
 from precompute.inputs import CampaignInputs
 from precompute.providers.base import Provider, ZoneDraft
 from precompute.qa import recheck_zone_set
-from precompute.trust import short_name
 from welcomemat.accounts import Account, read_accounts
 from welcomemat.errors import InputError
 from welcomemat.guidelines import SetValidation, guideline_hash

@@ -5,6 +5,13 @@ else the one beside the campaign, if any) ▸ policy precedence (a campaign may 
 tenant policy, never loosen it). `check_campaign_inputs` finds every problem in one pass;
 `load_campaign_inputs` refuses with them. Both commands call these two functions, so
 `welcomemat validate` passing means `precompute` will not refuse the same inputs.
+
+One problem never hides another: a campaign refused only for problems between its fields (a
+voice profile to rebuild, a pattern slot, a CTA link) is still read as written
+(`welcomemat.campaign.draft_campaign`), and its theme, tenant precedence, segment copy and
+patterns are checked as they would be, so one `validate` lists them all. The zone contracts a
+run uses take the campaign's own fact types in the zones its patterns name
+(`welcomemat.declared_fact_types.widen_zone_contracts`).
 """
 
 from __future__ import annotations
@@ -17,10 +24,16 @@ from pathlib import Path
 from precompute.assemble import fallback_copy_problems, neutral_context
 from precompute.context import EffectivePolicy, GovernedContext
 from precompute.pattern_claims import pattern_claim_problems
-from precompute.policy import TenantPolicy, build_policy, check_tenant_policy, policy_problems
+from precompute.policy import (
+    TenantPolicy,
+    check_tenant_policy,
+    policy_as_written,
+    policy_problems,
+)
 from precompute.providers.offline import OfflineComposer
 from precompute.specifics import build_vocabulary
-from welcomemat.campaign import Campaign, check_campaign
+from welcomemat.campaign import Campaign, check_campaign, draft_campaign
+from welcomemat.declared_fact_types import widen_zone_contracts
 from welcomemat.errors import ContractError, ContractProblems, InputError
 from welcomemat.experiment_assignment import variant_campaign
 from welcomemat.theme import Theme, ThemeCheck, load_campaign_theme
@@ -59,10 +72,13 @@ class InputsCheck:
 
     inputs: CampaignInputs | None
     problems: tuple[InputError, ...]
-    campaign: Campaign | None = None  # the campaign itself, when it loads (for a summary)
+    # The campaign when it loads; refused only for problems between its fields, as written (a draft).
+    campaign: Campaign | None = None
     zones: dict[str, ZoneContract] | None = None  # the zone contracts that load
     tenant_file: str | None = None  # the tenant.yaml read, if there is one
     theme: Theme | None = None  # the campaign's theme, when it names one and it passes
+    # The effective policy as written (precedence problems are in `problems`), when the campaign reads.
+    policy: EffectivePolicy | None = None
 
 
 def find_zones_folder(campaign_path: Path, zones: str | None) -> Path:
@@ -115,10 +131,15 @@ def check_campaign_inputs(
 
     campaign, found = check_campaign(campaign_path, zones, unreadable_zones=unreadable)
     problems += found
+    # Refused for problems between its fields only: read as written, so the checks below still run.
+    subject = campaign if campaign is not None else draft_campaign(campaign_path)
+    if subject is not None and zones is not None:
+        zones = widen_zone_contracts(zones, subject.fact_types, subject.patterns)
+    shown = subject is not None and zones is not None and set(subject.page_zone_ids()) <= zones.keys()
     theme: Theme | None = None
-    if campaign is not None and zones is not None:
+    if subject is not None and zones is not None and (campaign is not None or shown):
         try:
-            theme = load_campaign_theme(campaign, campaign_path, zones, check_theme)
+            theme = load_campaign_theme(subject, campaign_path, zones, check_theme)
         except ContractError as exc:
             problems.append(exc)
 
@@ -132,19 +153,37 @@ def check_campaign_inputs(
     tfile = str(tenant_path) if tenant is not None else None
     read_tenant = str(tenant_path) if tenant_path.is_file() else None
 
-    if campaign is not None:
-        # With a tenant.yaml that is itself refused, the hard rules are still checked.
-        problems += policy_problems(campaign, tenant, campaign_file=str(campaign_path), tenant_file=tfile)
-    if problems or campaign is None or zones is None:
-        return InputsCheck(None, _in_file_order(problems), campaign, zones, read_tenant, theme)
-    policy = build_policy(campaign, tenant, campaign_file=str(campaign_path), tenant_file=tfile)
-    copy_problems = _fallback_copy_problems(campaign_path, campaign, zones, policy)
-    if copy_problems:
-        return InputsCheck(None, _in_file_order(copy_problems), campaign, zones, read_tenant, theme)
-    inputs = CampaignInputs(
-        campaign=campaign, zones=zones, tenant=tenant, tenant_file=tfile, policy=policy, theme=theme
-    )
-    return InputsCheck(inputs, (), campaign, zones, read_tenant, theme)
+    if subject is None:
+        return InputsCheck(None, _in_file_order(problems), None, zones, read_tenant, theme)
+    # With a tenant.yaml that is itself refused, the hard rules are still checked.
+    precedence = policy_problems(subject, tenant, campaign_file=str(campaign_path), tenant_file=tfile)
+    problems += precedence
+    policy = policy_as_written(subject, tenant, campaign_file=str(campaign_path), tenant_file=tfile)
+    if campaign is not None and zones is not None and not problems:
+        copy_problems = _fallback_copy_problems(campaign_path, campaign, zones, policy)
+        if not copy_problems:
+            inputs = CampaignInputs(
+                campaign=campaign, zones=zones, tenant=tenant, tenant_file=tfile, policy=policy, theme=theme
+            )
+            return InputsCheck(inputs, (), campaign, zones, read_tenant, theme, policy)
+        problems += copy_problems
+    elif zones is not None and _copy_checkable(subject, zones, problems):
+        problems += _fallback_copy_problems(campaign_path, subject, zones, policy)
+    return InputsCheck(None, _in_file_order(problems), subject, zones, read_tenant, theme, policy)
+
+
+# Fields whose problems leave segment and default copy unfit to check (a zone without copy or
+# contract, a claim class no rule knows): those problems are reported, the copy checks wait.
+_COPY_FIELDS = ("pages", "default_copy", "segments", "ctas", "prohibited_claims", "link_allowlist")
+
+
+def _copy_checkable(
+    campaign: Campaign, zones: Mapping[str, ZoneContract], problems: list[InputError]
+) -> bool:
+    """Whether the copy checks can run on a campaign that has other problems."""
+    if not set(campaign.page_zone_ids()) <= zones.keys():
+        return False
+    return not any((p.field or "").split(".")[0] in _COPY_FIELDS for p in problems)
 
 
 def _fallback_copy_problems(

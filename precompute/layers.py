@@ -84,6 +84,7 @@ DEFAULT_LAYERS: Mapping[str, Layer] = {
     "fact:markup_in_statement": "data",
     "fact:template_in_statement": "data",
     "fact:wrong_subject": "data",
+    "fact:other_company": "data",
     "fact:duplicate": "data",
     "fact:no_window_for_type": "guideline",
     ZoneReason.IDENTITY.value: "data",
@@ -157,7 +158,14 @@ REASON_HINTS: Mapping[str, str] = {
         "write `patterns` for these fact types and zones, or patterns that fit the zone's limits"
     ),
     ZoneReason.NO_CTA_SUPPORT.value: "check the `ctas` and the link zone's limits",
-    "fact:no_window_for_type": "give the fact type a window in `signal_windows_days`",
+    "fact:no_window_for_type": (
+        "give the fact type a window in `signal_windows_days` and `patterns` that use it, or declare it "
+        "under `fact_types`"
+    ),
+    "fact:wrong_subject": "name the account as research names it: add the name to the account's `aliases`, "
+    "or source the fact from the account's own domain",
+    "fact:other_company": "the research is about another company: correct the research, or list that name "
+    "in the account's `aliases` if it is the same company",
     "fact:stale": "refresh the research (a longer `signal_windows_days` is a guideline change)",
     "fact:low_confidence": "confirm the research (`min_confidence` is a guideline change)",
     "check:banned_phrase": "rewrite the drafts' source (patterns, voice) or review `banned_phrases`",

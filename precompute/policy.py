@@ -47,6 +47,7 @@ __all__ = [
     "build_policy",
     "check_tenant_policy",
     "load_tenant_policy",
+    "policy_as_written",
     "policy_problems",
 ]
 
@@ -104,8 +105,11 @@ def _check_tenant_id(
 def _check_windows(
     campaign: Campaign, tenant: TenantPolicy | None, campaign_file: str | None, tfile: str
 ) -> Iterable[ContractError]:
-    for fact_type, days in campaign.signal_windows_days.items():
-        loc = ("signal_windows_days", fact_type)
+    # The campaign's own types (`fact_types`) have their window in their declaration; the
+    # tenant's ceilings and the hard maximum hold for them as for the built-in ones.
+    where = campaign.window_fields()
+    for fact_type, days in campaign.signal_windows().items():
+        loc = where[fact_type]
         if days > HARD_MAX_SIGNAL_WINDOW_DAYS:
             yield _refuse(
                 f"{fact_type} window of {days} days exceeds the hard maximum of "
@@ -203,11 +207,26 @@ def build_policy(
     problems = policy_problems(campaign, tenant, campaign_file=campaign_file, tenant_file=tenant_file)
     if problems:
         raise ContractProblems(problems)
+    return policy_as_written(campaign, tenant, campaign_file=campaign_file, tenant_file=tenant_file)
+
+
+def policy_as_written(
+    campaign: Campaign,
+    tenant: TenantPolicy | None,
+    *,
+    campaign_file: str | None = None,
+    tenant_file: str | None = None,
+) -> EffectivePolicy:
+    """The effective policy as `build_policy` combines it, without refusing a loosened rule.
+
+    What `welcomemat validate` checks copy and facts against while it also reports, on their
+    own, the rules the campaign loosens: one problem never hides another. Never for a run.
+    """
     tfile = tenant_file or _DEFAULT_TENANT_FILE
     cfile = campaign_file or _DEFAULT_CAMPAIGN_FILE
     minimum, minimum_source = _min_confidence(campaign, tenant, campaign_file, tfile)
     sources: dict[str, str] = {"min_confidence": minimum_source}
-    sources.update({f"signal_windows_days.{t}": cfile for t in campaign.signal_windows_days})
+    sources.update({f"signal_windows_days.{t}": cfile for t in campaign.signal_windows()})
     # The lists every level adds to, the hard rules first: field -> the hard rules' entries.
     hard_rules = {
         "banned_phrases": HARD_BANNED_PHRASES,
@@ -223,7 +242,7 @@ def build_policy(
         for field, hard in hard_rules.items()
     )
     return EffectivePolicy(
-        signal_windows_days=dict(campaign.signal_windows_days),
+        signal_windows_days=campaign.signal_windows(),
         min_confidence=minimum,
         banned_phrases=phrases,
         banned_openers=openers,

@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from precompute.fact_refusals import FactRefusal, FactRefusalTally
 from precompute.findings import CohortCollector, CohortFinding
 from welcomemat.campaign import Campaign
 from welcomemat.errors import StoredValueError
@@ -109,6 +110,8 @@ class QaReport(BaseModel):
     findings: list[QaFinding] = Field(default_factory=list)
     by_guideline_version: list[GuidelineFigures] = Field(default_factory=list)
     verdict: Verdict = "GO"
+    # Untrusted facts by trust reason, most first, each with one example (read from explain records)
+    fact_refusals: list[FactRefusal] = Field(default_factory=list)
     # `--findings`: failures grouped across the population, each with its likely layer
     cohort_findings: list[CohortFinding] | None = None
     sample: list[SampledAccount] = Field(default_factory=list)
@@ -208,8 +211,10 @@ def run_qa(
     now: datetime | None = None,
     sample_per_stratum: int = SAMPLE_PER_STRATUM,
     cohorts: CohortCollector | None = None,
+    facts: FactRefusalTally | None = None,
 ) -> QaReport:
-    """The verdict on everything published; with `cohorts`, also the cohort findings."""
+    """The verdict on everything published; with `cohorts`, also the cohort findings; with `facts`,
+    the fact refusals by reason."""
     now = now or datetime.now(UTC)
     report = QaReport(tenant=campaign.tenant, campaign=campaign.campaign, checked_at=now.isoformat())
     by_status: Counter[str] = Counter()
@@ -233,6 +238,8 @@ def run_qa(
             fixes += finding.severity == "fix"
             if len(report.findings) < MAX_FINDINGS_LISTED:
                 report.findings.append(finding)
+        if facts is not None:
+            facts.add(account_id)
         if zs is None:
             if cohorts is not None:
                 cohorts.add_undecodable(account_id)
@@ -263,6 +270,8 @@ def run_qa(
 
     if cohorts is not None:
         report.cohort_findings = cohorts.findings()
+    if facts is not None:
+        report.fact_refusals = facts.top()
     report.by_status, report.by_mode, report.zones_by_rung = dict(by_status), dict(by_mode), dict(rungs)
     report.by_guideline_version = [
         by_guidelines[k] for k in sorted(by_guidelines, key=lambda k: (k[0], k[1] or ""))

@@ -30,9 +30,9 @@ from typing import Any, NamedTuple, Self
 import redis
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from precompute.company_names import short_name
 from precompute.report import AccountFailure, MalformedRow, RunReport
 from precompute.run import PrecomputeRun
-from precompute.trust import short_name
 from welcomemat import keys
 from welcomemat.accounts import Account
 from welcomemat.errors import StoredValueError

@@ -26,6 +26,7 @@ import redis
 
 from precompute.assemble import Assembler, neutral_context
 from precompute.checks import build_vocabulary
+from precompute.company_names import short_name
 from precompute.context import EffectivePolicy
 from precompute.hashing import campaign_fingerprint
 from precompute.journal import Journal
@@ -34,7 +35,6 @@ from precompute.publish import ChunkPublisher
 from precompute.published_config import publish_campaign_config
 from precompute.report import MalformedRow, RunReport
 from precompute.review_sample import SampleCandidate, replace_review_sample
-from precompute.trust import short_name
 from welcomemat import keys
 from welcomemat.accounts import Account, read_accounts
 from welcomemat.audit import Auditor, Via

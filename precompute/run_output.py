@@ -8,12 +8,14 @@ own serializers instead).
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
+from precompute.fact_refusals import FactRefusal
 from precompute.findings import format_findings
 from precompute.qa import QaReport
 from precompute.report import RunReport
 
-__all__ = ["print_qa", "print_run_report"]
+__all__ = ["FACT_REFUSALS_SHOWN", "print_fact_refusals", "print_qa", "print_run_report"]
 
 
 def print_run_report(report: RunReport) -> None:
@@ -65,6 +67,24 @@ def print_run_report(report: RunReport) -> None:
         print(f"  failed {failure.account_id}: {failure.reason}", file=sys.stderr)
 
 
+FACT_REFUSALS_SHOWN = 3  # reasons listed with an example; the rest are counted on one line
+
+
+def print_fact_refusals(refusals: Sequence[FactRefusal]) -> None:
+    """The top reasons facts were refused, each with one example saying what would pass."""
+    if not refusals:
+        return
+    total = sum(r.facts for r in refusals)
+    print(f"  facts refused: {total}; top reasons (welcomemat explain CAMPAIGN ACCOUNT shows each):")
+    for refusal in refusals[:FACT_REFUSALS_SHOWN]:
+        print(
+            f"    {refusal.reason} {refusal.facts} facts, {refusal.accounts} accounts; e.g. {refusal.example}"
+        )
+    rest = refusals[FACT_REFUSALS_SHOWN:]
+    if rest:
+        print("    also: " + ", ".join(f"{r.reason} {r.facts}" for r in rest))
+
+
 def print_qa(report: QaReport) -> None:
     print(f"QA {report.tenant}/{report.campaign}: {report.verdict}")
     print(
@@ -89,6 +109,7 @@ def print_qa(report: QaReport) -> None:
         )
     if report.fallback_reasons:
         print("  fallback reasons: " + ", ".join(f"{k} {v}" for k, v in report.fallback_reasons.items()))
+    print_fact_refusals(report.fact_refusals)
     if report.findings_by_code:
         print("  findings: " + ", ".join(f"{k} {v}" for k, v in report.findings_by_code.items()))
     blockers = [f for f in report.findings if f.severity == "blocker"][:10]

@@ -30,10 +30,12 @@ The checks, in order (reason code on failure):
    `${`, `<%`, `{slot}` ...: TEMPLATE_IN_STATEMENT). A statement reaches the seller, the
    rep's `fact` column and, through a draft, every channel; a sequencer or mail merge
    would run `{{7*7}}`, and a draft repeating a link would fail its checks anyway;
-8. the fact is about this account (WRONG_SUBJECT): a ``subject``, when given, must name the
-   account (legal suffix, case, accents and punctuation aside); without one, the statement
-   must contain the account's short name as a whole word. A subject naming another
-   company fails even if the statement mentions us;
+8. the fact is about this account and no other (WRONG_SUBJECT, OTHER_COMPANY): one
+   decision, `precompute.fact_subject.judge_fact_subject`, by its subject or the company its
+   statement names, the account's names and aliases, and the source's registrable domain.
+   A longer name holding the account's ("Apex Cold Storage Solutions Inc" for "Apex Cold
+   Storage Ltd") is another company; the account's brand counts on its own site. Each
+   refusal says what would pass;
 9. not a duplicate of an earlier trusted fact (DUPLICATE): same type and source URL
    (fragment aside), or same type, statement and date. Four job ads with the same wording
    but their own URLs and dates are four facts.
@@ -42,77 +44,24 @@ The checks, in order (reason code on failure):
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
+from precompute.company_names import plain
 from precompute.context import EffectivePolicy, FactDecision, FactReason, Identity, TrustedFact
+from precompute.fact_subject import AccountNames, account_names, judge_fact_subject
 from welcomemat.accounts import Account, Fact
 from welcomemat.campaign_sections import Confidence
 from welcomemat.domains import registrable_domain
 from welcomemat.errors import ContractError
 from welcomemat.markup_scan import find_markup, find_template_marker
 from welcomemat.surfaces import Surface, allowed_surfaces
-from welcomemat.urlgate import LinkAllowlist, browser_view, gate_link
+from welcomemat.urlgate import LinkAllowlist, browser_view, gate_link, normalise_host
 
-__all__ = ["LEGAL_SUFFIXES", "decide_facts", "names_match", "short_name"]
+__all__ = ["decide_facts"]
 
-# Legal forms dropped from the end of a company name, as people write them. They are
-# compared "squashed" (casefolded, without dots, commas and spaces), so "B.V.", "BV",
-# "b. v." and "B.V" are one entry.
-LEGAL_SUFFIXES: tuple[str, ...] = (
-    "A/S",
-    "AB",
-    "AG",
-    "ApS",
-    "BV",
-    "BVBA",
-    "Co.",
-    "Corp.",
-    "Corporation",
-    "GmbH",
-    "Inc.",
-    "KG",
-    "Lda.",
-    "Limited",
-    "LLC",
-    "LLP",
-    "Ltd.",
-    "NV",
-    "Oy",
-    "Oyj",
-    "plc",
-    "Pty",
-    "Pty Ltd",
-    "S.A.",
-    "S.A.S.",
-    "S.L.",
-    "S.L.U.",
-    "S.p.A.",
-    "S.r.l.",
-    "SARL",
-    "SE",
-    "sp. z o.o.",
-)
-
-
-def _squash(text: str) -> str:
-    return text.casefold().replace(".", "").replace(",", "").replace(" ", "")
-
-
-_SUFFIX_KEYS = frozenset(_squash(s) for s in LEGAL_SUFFIXES)
-_MAX_SUFFIX_TOKENS = 4  # "Sp. z o. o." is the longest way to write one
-_TOKEN_RE = re.compile(r"[^\s,]+")
-_TRAILING_JUNK = " \t,&-–"  # left behind by "Foo, Inc." or "Foo GmbH & Co. KG"
-# Letters with a stroke or without a dot, which NFKD does not split into base + accent but
-# people write without it all the same ("Orsted" for "Ørsted", "Lodz" for "Łódź").
-_UNDECOMPOSED = str.maketrans(
-    {"ı": "i", "ø": "o", "ł": "l", "đ": "d", "ħ": "h", "ŧ": "t", "æ": "ae", "œ": "oe"}
-)
-_NON_WORD_RE = re.compile(r"[\W_]+")
-_NAME_CACHE_SIZE = 16_384  # subjects and names recur (one per fact, many facts per name)
 _HOST_CACHE_SIZE = 16_384  # source hosts recur across an account's facts
 
 # ISO 8601 as research tools write it; ASCII digits only ([0-9], not \d, which takes any
@@ -127,64 +76,15 @@ _ISO_DATETIME_RE = re.compile(
 # newlines. A source whose written form misleads the reader is refused, whatever its host.
 _AMBIGUOUS_URL_RE = re.compile(r"[\\\x00-\x1f\x7f]")
 
+_NON_WORD_RE = re.compile(r"[\W_]+")
 _MAX_FIELD_CHARS = 200  # a structured field longer than this is prose, not a slot value
 _KNOWN_FACT_KEYS = frozenset(Fact.model_fields)
 _SHOWN_CHARS = 80  # how much of a bad value a decision's detail quotes
 
 
-def short_name(name: str) -> str:
-    """The name without trailing legal forms: "Dymaxa B.V." -> "Dymaxa", "Foo GmbH & Co. KG" -> "Foo".
-
-    Never returns an empty string for a non-empty name: a name that is only a legal form
-    ("AG") is kept as it is. Never raises.
-    """
-    current = name.strip()
-    while True:
-        trimmed = current.rstrip(_TRAILING_JUNK)
-        if not trimmed:
-            return current
-        cut = _suffix_start(trimmed)
-        if cut is None:
-            return trimmed
-        current = trimmed[:cut]
-
-
-def _suffix_start(name: str) -> int | None:
-    """Where a trailing legal form starts in ``name``, if one does and a word stays before it."""
-    tokens = list(_TOKEN_RE.finditer(name))
-    for count in range(min(_MAX_SUFFIX_TOKENS, len(tokens) - 1), 0, -1):
-        start = tokens[-count].start()
-        if _squash(name[start:]) in _SUFFIX_KEYS:
-            return start
-    return None
-
-
-def _plain(text: str) -> str:
-    """Casefolded, accents removed ("Dymaxá" -> "dymaxa", "Ørsted" -> "orsted")."""
-    folded = text.casefold()
-    if folded.isascii():
-        return folded
-    decomposed = unicodedata.normalize("NFKD", folded).translate(_UNDECOMPOSED)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
 def _words(text: str) -> str:
     """Words separated by single spaces: punctuation and markup characters become spaces."""
     return _NON_WORD_RE.sub(" ", text).strip()
-
-
-@lru_cache(maxsize=_NAME_CACHE_SIZE)
-def _name_key(name: str) -> str:
-    return _words(short_name(_plain(name)))
-
-
-def names_match(a: str, b: str) -> bool:
-    """Whether two company names name the same company, legal form, case, accents and punctuation aside.
-
-    Two names that reduce to nothing never match. Never raises.
-    """
-    key = _name_key(a)
-    return bool(key) and key == _name_key(b)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,9 +99,7 @@ class _Fail:
 class _Rules:
     """What every fact of one account is checked against, normalised once per call."""
 
-    account_name: str
-    account_short: str
-    account_key: str  # _name_key of the account name: "dymaxa"
+    names: AccountNames
     windows: Mapping[str, int]
     min_confidence: Confidence
     as_of: date
@@ -326,19 +224,19 @@ def _check_statement(statement: str) -> _Fail | None:
     return None
 
 
-def _check_subject(fact: Fact, rules: _Rules) -> _Fail | None:
-    """The fact must be about this account: its subject, else its statement, names it."""
-    if fact.subject:
-        if rules.account_key and _name_key(fact.subject) == rules.account_key:
-            return None
-        return _Fail(
-            FactReason.WRONG_SUBJECT, f"subject {_shown(fact.subject)} is not {rules.account_name!r}"
-        )
-    if rules.account_key and f" {rules.account_key} " in f" {_words(_plain(fact.statement))} ":
+@lru_cache(maxsize=_HOST_CACHE_SIZE)
+def _source_domain(href: str) -> str | None:
+    """The registrable domain (ASCII) of a source the URL gate accepted."""
+    view = browser_view(href)
+    return None if view is None else registrable_domain(view[1])
+
+
+def _check_subject(fact: Fact, href: str, rules: _Rules) -> _Fail | None:
+    """The fact must be about this account (`precompute.fact_subject`, the one decision)."""
+    refusal = judge_fact_subject(fact.subject, fact.statement, _source_domain(href), rules.names)
+    if refusal is None:
         return None
-    return _Fail(
-        FactReason.WRONG_SUBJECT, f"no subject, and the statement does not name {rules.account_short!r}"
-    )
+    return _Fail(FactReason(refusal.reason), refusal.detail)
 
 
 def _extra_fields(fact: Fact) -> dict[str, str]:
@@ -377,7 +275,7 @@ def _judge(fact: Fact, rules: _Rules) -> TrustedFact | _Fail:
     surfaces = _check_surfaces(fact.surfaces)
     if isinstance(surfaces, _Fail):
         return surfaces
-    failure = _check_statement(fact.statement) or _check_subject(fact, rules)
+    failure = _check_statement(fact.statement) or _check_subject(fact, href, rules)
     if failure is not None:
         return failure
     return TrustedFact(
@@ -406,14 +304,13 @@ def _trusted_detail(fact: TrustedFact, as_of: date) -> str:
 def _duplicate_keys(fact: TrustedFact) -> tuple[tuple[str, str], tuple[str, str, str]]:
     """Two facts are one when they share type and URL, or type, statement and date."""
     url = fact.source_url.partition("#")[0]  # a fragment points into the same document
-    return (fact.type, url), (fact.type, _words(_plain(fact.statement)), fact.published_at.isoformat())
+    return (fact.type, url), (fact.type, _words(plain(fact.statement)), fact.published_at.isoformat())
 
 
 def _rules_for(account: Account, policy: EffectivePolicy, as_of: date) -> _Rules:
+    domain = registrable_domain(account.domain)
     return _Rules(
-        account_name=account.name,
-        account_short=short_name(account.name),
-        account_key=_name_key(account.name),
+        names=account_names(account.name, normalise_host(domain) if domain else None, account.aliases),
         windows=policy.signal_windows_days,
         min_confidence=policy.min_confidence,
         as_of=as_of,

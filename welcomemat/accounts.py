@@ -157,8 +157,10 @@ class Fact(BaseModel):
     )
     subject: str | None = Field(
         default=None,
-        description="The company the fact is about; it must name the account (legal form, case, accents "
-        "aside). Missing: the statement must contain the account's short name.",
+        description="The company the fact is about; it must be the account's name or one of its aliases "
+        "(legal form, case, accents, punctuation aside), or its brand on a source under the account's "
+        "domain. A longer name holding the account's is another company. Missing: the first company the "
+        "statement names decides, or, naming none, a source on the account's domain.",
         examples=["Dymaxa"],
     )
     source_url: str | None = Field(
@@ -236,6 +238,14 @@ class Account(BaseModel):
         description="The company's name; without its legal form it is the `{account}` slot, and what a "
         "fact must be about.",
         examples=["Dymaxa B.V."],
+    )
+    aliases: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Other names the company goes by (a brand, a former name, a parent it wants treated as "
+        "itself): a fact whose subject or statement names one is the account's, from any source. The brand "
+        "alone (the name without legal form and generic words) counts only on the account's own domain.",
+        examples=[["Frostline", "Frostline Cold Chain"]],
     )
     domain: str = Field(
         min_length=1,
@@ -321,6 +331,18 @@ class Account(BaseModel):
         if "/" in value or "@" in value or " " in value or "." not in value:
             raise ValueError(f"not a domain name: {value!r}")
         return value
+
+    @field_validator("aliases")
+    @classmethod
+    def _aliases_are_names(cls, values: list[str]) -> list[str]:
+        """Each alias is one line of 1 to 300 characters: a name, not a note."""
+        out = []
+        for i, raw in enumerate(values):
+            alias = raw.strip()
+            if not alias or len(alias) > 300 or not alias.isprintable():
+                raise ValueError(f"aliases[{i}] {raw[:40]!r} is not a name (1-300 characters on one line)")
+            out.append(alias)
+        return out
 
     @field_validator("ip_ranges")
     @classmethod

@@ -25,6 +25,7 @@ from welcomemat.campaign_checks import (
     check_copy,
     check_ctas,
     check_experiment,
+    check_fact_types,
     check_patterns,
     check_zones_exist,
     snippet_origin_problems,
@@ -45,13 +46,15 @@ from welcomemat.campaign_sections import (
     SignalWindowDays,
     ZoneCopy,
 )
+from welcomemat.declared_fact_types import FactTypeDeclaration, FactTypeName, fact_type_registry
 from welcomemat.errors import ContractError, ContractProblems
 from welcomemat.experiments import Experiment
+from welcomemat.fact_types import FactType
 from welcomemat.ids import OpaqueId
 from welcomemat.openers import refuse_opener_overrides
 from welcomemat.urlgate import LinkAllowlist, gate_link
 from welcomemat.voice import MAX_VOICE_EXAMPLES, MIN_VOICE_EXAMPLES, VoiceProfile
-from welcomemat.yamlfile import FieldProblem, FieldProblems, check_yaml_model, valid_fields
+from welcomemat.yamlfile import FieldProblem, FieldProblems, check_yaml_model, read_yaml, valid_fields
 from welcomemat.zone_contract import ZoneContract
 
 __all__ = [
@@ -59,6 +62,7 @@ __all__ = [
     "LANDING_PAGE_ID",
     "Campaign",
     "check_campaign",
+    "draft_campaign",
     "load_campaign",
 ]
 # The page a direct-mail QR scan lands on (`/q/{token}` redirects to `/c/{campaign}/continue`):
@@ -133,8 +137,10 @@ class Campaign(BaseModel):
     )
     signal_windows_days: dict[str, SignalWindowDays] = Field(
         min_length=1,
-        description="Per fact type, how many days after its `published_at` a fact stays usable; facts of a "
-        "type not listed are never trusted.",
+        description="Per built-in fact type, how many days after its `published_at` a fact stays usable; "
+        "facts of a type not listed are never trusted. Only for a type some pattern uses (a window for a "
+        "type no pattern can use is refused, whatever the provider); a type declared under `fact_types` "
+        "has its window there.",
         examples=[{"funding": 30, "hiring": 45}],
         json_schema_extra={
             "additionalProperties": {"type": "integer", "minimum": 1, "maximum": MAX_SIGNAL_WINDOW_DAYS}
@@ -260,10 +266,27 @@ class Campaign(BaseModel):
     patterns: dict[str, dict[OpaqueId, tuple[str, ...]]] = Field(
         default={},
         description="The offline composer's human-written lines: fact type → zone id → patterns whose "
-        "`{slots}` are filled from a trusted fact's fields (`{round}`, `{location}`...), `{account}`, "
-        "`{when}` (the fact's date in words) and, for hiring, `{role_count}`; a pattern with a slot it "
-        "cannot fill is skipped.",
+        "`{slots}` are filled from a trusted fact's fields (`{round}`, `{location}`..., or a declared type's "
+        "`fields`), `{account}`, `{when}` (the fact's date in words) and, for hiring, `{role_count}`; a "
+        "pattern with a slot it cannot fill is skipped. A type declared under `fact_types` may be cited in "
+        "the zones its patterns are written for.",
         examples=[{"funding": {"hero_headline": ["Congrats on the {round} {when}, {account}"]}}],
+    )
+    fact_types: dict[FactTypeName, FactTypeDeclaration] = Field(
+        default={},
+        description="The campaign's own fact types, beside the built-in ones (funding, hiring, expansion, "
+        "leadership, product_launch, quote, crm_activity): name → its fields (the slots its patterns may "
+        "use), window and surfaces. Its patterns go under `patterns`; accounts' facts of the type are "
+        "checked against it (README: The campaign's own fact types).",
+        examples=[
+            {
+                "acquisition": {
+                    "fields": ["company"],
+                    "window_days": 60,
+                    "surfaces": ["web", "email", "seller"],
+                }
+            }
+        ],
     )
     experiment: Experiment | None = Field(
         default=None,
@@ -315,13 +338,20 @@ class Campaign(BaseModel):
           one of the campaign's CTAs;
         - with the zone contracts: every zone a page or a pattern names has a contract, copy fits its
           zone's word and character limits, and copy for a zone with `link: true` names a `cta`;
-        - `voice_examples` holds 5 to 30 lines, and `voice_profile` was built from exactly them.
+        - `voice_examples` holds 5 to 30 lines, and `voice_profile` was built from exactly them;
+        - every pattern's fact type is built in or declared under `fact_types`, and its slots are ones that
+          type fills; a declared type is not a built-in one, has no `signal_windows_days` entry (its window
+          is its own) and some pattern uses it;
+        - read from campaign.yaml (not from a config published before this rule): every
+          `signal_windows_days` entry is for a type some pattern (or copy variant) uses; a window for a
+          type no pattern can use is refused.
         """
         context = info.context or {}
         problems = self.cross_field_problems(
             context.get("zones"),
             usable=frozenset(Campaign.model_fields),
             unreadable=context.get("unreadable"),
+            from_file=bool(context.get("from_file")),
         )
         if problems:
             raise FieldProblems(problems)
@@ -333,10 +363,12 @@ class Campaign(BaseModel):
         *,
         usable: frozenset[str],
         unreadable: frozenset[str] | None = None,
+        from_file: bool = False,
     ) -> list[FieldProblem]:
         """Every problem between fields, looking only at the `usable` fields (the others failed on
         their own and are reported as such). `unreadable`: zone ids whose contract file is refused,
-        so the campaign is not also blamed for naming them."""
+        so the campaign is not also blamed for naming them. `from_file`: read from campaign.yaml,
+        where rules newer than a published config also hold (a stored config is not re-judged)."""
         out: list[FieldProblem] = []
         allowlist = allowlist_or_problem(self.link_allowlist, out) if "link_allowlist" in usable else None
         if allowlist is not None and "site_base_url" in usable:
@@ -374,12 +406,38 @@ class Campaign(BaseModel):
         if "segments" in usable:
             for name, segment in self.segments.items():
                 check_copy(("segments", name, "zones"), segment.zones, shown, cta_ids, known_zones, out)
+        # Without a readable `fact_types`, a pattern for a type it may declare is not blamed as well.
+        registry = self.known_fact_types() if "fact_types" in usable else None
         if "patterns" in usable:
-            check_patterns(self.patterns, out)
-        if "experiment" in usable and self.experiment is not None:
-            check_experiment(self.experiment, shown, known_zones, out)
+            check_patterns(self.patterns, registry, out)
+        experiment = self.experiment if "experiment" in usable else None
+        if experiment is not None:
+            check_experiment(experiment, shown, known_zones, registry, out)
+        if {"patterns", "experiment"} <= usable:
+            check_fact_types(
+                self.fact_types if "fact_types" in usable else None,
+                self.signal_windows_days if "signal_windows_days" in usable else None,
+                self.patterns,
+                experiment,
+                out,
+                unused_windows=from_file,
+            )
         if {"voice_examples", "voice_profile"} <= usable:
             out += voice_problems(self.voice_examples, self.voice_profile)
+        return out
+
+    def known_fact_types(self) -> Mapping[str, FactType]:
+        """The fact types patterns may be written for: the built-in ones and the campaign's own."""
+        return fact_type_registry(self.fact_types)
+
+    def signal_windows(self) -> dict[str, int]:
+        """Every fact type's window in days: `signal_windows_days` and each declared type's own."""
+        return {**self.signal_windows_days, **{t: d.window_days for t, d in self.fact_types.items()}}
+
+    def window_fields(self) -> dict[str, tuple[str, ...]]:
+        """Per fact type, the field path in campaign.yaml its window is written at."""
+        out: dict[str, tuple[str, ...]] = {t: ("signal_windows_days", t) for t in self.signal_windows_days}
+        out.update({t: ("fact_types", t, "window_days") for t in self.fact_types})
         return out
 
     def page_zone_ids(self) -> tuple[str, ...]:
@@ -400,12 +458,11 @@ class Campaign(BaseModel):
         return next((c for c in self.ctas if c.id == cta_id), None)
 
 
-def _context(
-    zones: Mapping[str, ZoneContract] | None, unreadable: frozenset[str] | None
-) -> dict[str, Any] | None:
+def _context(zones: Mapping[str, ZoneContract] | None, unreadable: frozenset[str] | None) -> dict[str, Any]:
+    """What a campaign read from its file is checked with (`from_file`: the load-time rules too)."""
     if zones is None:
-        return None
-    return {"zones": zones, "unreadable": unreadable or frozenset()}
+        return {"from_file": True}
+    return {"zones": zones, "unreadable": unreadable or frozenset(), "from_file": True}
 
 
 def check_campaign(
@@ -427,9 +484,34 @@ def check_campaign(
         defaults = {n for n, f in Campaign.model_fields.items() if not f.is_required() and n not in data}
         usable = frozenset(values) | frozenset(defaults)
         draft = Campaign.model_construct(**values)
-        return draft.cross_field_problems(zones, usable=usable, unreadable=unreadable_zones)
+        return draft.cross_field_problems(zones, usable=usable, unreadable=unreadable_zones, from_file=True)
 
     return check_yaml_model(path, Campaign, context, partial=partial)
+
+
+def draft_campaign(path: str | Path) -> Campaign | None:
+    """The campaign as written when every field is valid on its own, even if fields disagree.
+
+    What `welcomemat validate` and `welcomemat voice build` read a refused campaign as, so one
+    problem between fields (a voice profile to rebuild, a pattern slot, a CTA link) never hides
+    the checks that need the whole campaign (theme, copy, facts). Never used for a run. None when
+    the file is unreadable, has a repeated key or a refused value, or any field fails alone.
+    """
+    try:
+        document = read_yaml(Path(path))
+    except ContractError:
+        return None
+    data = document.data
+    if not isinstance(data, dict) or document.duplicates or document.refused:
+        return None
+    if not set(data) <= set(Campaign.model_fields):
+        return None
+    values = valid_fields(Campaign, data, frozenset(), None)
+    if set(values) != set(data) or not all(
+        n in values for n, f in Campaign.model_fields.items() if f.is_required()
+    ):
+        return None
+    return Campaign.model_construct(**values)
 
 
 def load_campaign(path: str | Path, zones: Mapping[str, ZoneContract] | None = None) -> Campaign:

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 
 from welcomemat.campaign_sections import Cta, PageSpec, ZoneCopy
+from welcomemat.declared_fact_types import FactTypeDeclaration
 from welcomemat.errors import ContractError
 from welcomemat.experiments import Experiment
+from welcomemat.fact_types import FACT_TYPES, FactType
 from welcomemat.patterns import pattern_problems, unknown_fact_type_problem
 from welcomemat.urlgate import LOOPBACK_HOSTS, LinkAllowlist, browser_view, gate_link
 from welcomemat.voice import MAX_VOICE_EXAMPLES, MIN_VOICE_EXAMPLES, VoiceProfile, examples_sha256
@@ -23,6 +25,7 @@ __all__ = [
     "check_copy",
     "check_ctas",
     "check_experiment",
+    "check_fact_types",
     "check_patterns",
     "check_zones_exist",
     "is_snippet_origin",
@@ -168,25 +171,115 @@ def check_zones_exist(
                     )
 
 
+def _type_problem(fact_type: str, registry: Mapping[str, FactType] | None) -> str | None:
+    """Why patterns of `fact_type` are refused; None when it is known, or may be declared in a
+    `fact_types` that is itself refused (`registry` None: only built-in types can be judged)."""
+    if registry is None:
+        return None
+    return unknown_fact_type_problem(fact_type, registry)
+
+
+def _slot_problems(fact_type: str, pattern: str, registry: Mapping[str, FactType] | None) -> list[str]:
+    # A type the registry does not know gets its pattern's shape checked only (its slots are the
+    # refused `fact_types`' to say, or the type itself is refused once, by the caller).
+    return pattern_problems(fact_type, pattern, FACT_TYPES if registry is None else registry)
+
+
 def check_patterns(
-    by_fact_type: Mapping[str, Mapping[str, tuple[str, ...]]], out: list[FieldProblem]
+    by_fact_type: Mapping[str, Mapping[str, tuple[str, ...]]],
+    registry: Mapping[str, FactType] | None,
+    out: list[FieldProblem],
 ) -> None:
-    """Each pattern parses and names only slots its fact type fills (welcomemat/fact_types.py)."""
+    """Each pattern parses and names only slots its fact type fills (welcomemat/fact_types.py, or the
+    campaign's own `fact_types`: `registry`)."""
     for fact_type, by_zone in by_fact_type.items():
-        unknown = unknown_fact_type_problem(fact_type)
+        unknown = _type_problem(fact_type, registry)
         if unknown is not None:
             out.append(FieldProblem(("patterns", fact_type), unknown))
             continue
         for zone_id, patterns in by_zone.items():
             for i, pattern in enumerate(patterns):
                 loc = ("patterns", fact_type, zone_id, i)
-                out += [FieldProblem(loc, problem) for problem in pattern_problems(fact_type, pattern)]
+                out += [
+                    FieldProblem(loc, problem) for problem in _slot_problems(fact_type, pattern, registry)
+                ]
+
+
+def _uses(
+    fact_type: str, patterns: Mapping[str, Mapping[str, tuple[str, ...]]], experiment: Experiment | None
+) -> bool:
+    """Whether some pattern (the campaign's or a copy variant's) is written for `fact_type`."""
+    if any(lines for lines in patterns.get(fact_type, {}).values()):
+        return True
+    return experiment is not None and any(v.patterns.get(fact_type) for v in experiment.variants)
+
+
+def check_fact_types(
+    declared: Mapping[str, FactTypeDeclaration] | None,
+    windows: Mapping[str, int] | None,
+    patterns: Mapping[str, Mapping[str, tuple[str, ...]]],
+    experiment: Experiment | None,
+    out: list[FieldProblem],
+    *,
+    unused_windows: bool = True,
+) -> None:
+    """The campaign's own fact types are new and used; every window is for a type a pattern uses.
+
+    A window for a type no pattern can use is refused whatever the provider: it would let facts
+    of the type be trusted that the offline composer can never state, and a model would state
+    them in words no person wrote or approved. That rule is a load-time one (`unused_windows`):
+    a campaign config published before it still decodes. `declared` or `windows` None: that
+    field is refused on its own, and what depends on it is not judged.
+    """
+    for name, declaration in (declared or {}).items():
+        if name in FACT_TYPES:
+            out.append(
+                FieldProblem(
+                    ("fact_types", name),
+                    f"{name!r} is a built-in fact type (its fields are fixed): give the campaign's own a "
+                    "name of its own",
+                )
+            )
+            continue
+        if windows is not None and name in windows:
+            out.append(
+                FieldProblem(
+                    ("signal_windows_days", name),
+                    f"{name} is declared under fact_types, with its window there "
+                    f"(fact_types.{name}.window_days: {declaration.window_days}): drop this entry",
+                )
+            )
+        if not _uses(name, patterns, experiment):
+            out.append(
+                FieldProblem(
+                    ("fact_types", name),
+                    f"no pattern uses {name} facts: write them under patterns.{name} (a type no pattern "
+                    "uses is never shown)",
+                )
+            )
+    for fact_type in (windows or {}) if unused_windows else ():
+        if declared is not None and fact_type in declared:
+            continue  # reported above
+        if declared is None and fact_type not in FACT_TYPES:
+            continue  # it may be declared in the fact_types that is refused
+        if _uses(fact_type, patterns, experiment):
+            continue
+        known = fact_type in FACT_TYPES or fact_type in (declared or {})
+        what = "" if known else f" ({fact_type!r} is no fact type: built in, or declared under fact_types)"
+        out.append(
+            FieldProblem(
+                ("signal_windows_days", fact_type),
+                f"no pattern can use {fact_type} facts{what}: write patterns.{fact_type}, or drop this "
+                "window (a window lets facts be trusted that no approved line states)",
+            )
+        )
 
 
 def check_experiment(
     experiment: Experiment,
     shown: tuple[str, ...] | None,
     zones: Mapping[str, ZoneContract | None] | None,
+    registry: Mapping[str, FactType] | None,
     out: list[FieldProblem],
 ) -> None:
     """Variant ids are distinct, the zone is one a page shows (and has a contract), every
@@ -205,7 +298,7 @@ def check_experiment(
         seen.add(variant.id)
         for fact_type, patterns in variant.patterns.items():
             where = ("experiment", "variants", i, "patterns", fact_type)
-            unknown = unknown_fact_type_problem(fact_type)
+            unknown = _type_problem(fact_type, registry)
             if unknown is not None:
                 out.append(FieldProblem(where, unknown))
                 continue
@@ -213,7 +306,8 @@ def check_experiment(
                 out.append(FieldProblem(where, "no patterns: leave the fact type out instead"))
             for j, pattern in enumerate(patterns):
                 out += [
-                    FieldProblem((*where, j), problem) for problem in pattern_problems(fact_type, pattern)
+                    FieldProblem((*where, j), problem)
+                    for problem in _slot_problems(fact_type, pattern, registry)
                 ]
     if experiment.stopped is not None and experiment.stopped.keep not in seen:
         out.append(

@@ -11,7 +11,9 @@ own name as Welcomemat reads it.
 This registry is the one statement of which slots exist, so `campaign.yaml` can be refused
 at load for a slot nothing fills (a typo such as `{locaton}` would otherwise make its
 pattern skip every account, silently). An account's fact may carry more fields than
-listed here (they are kept); a pattern may only name those listed.
+listed here (they are kept); a pattern may only name those listed. A campaign adds its own
+types (`fact_types:` in campaign.yaml, `welcomemat.declared_fact_types`): every lookup here
+takes the campaign's registry (`Campaign.known_fact_types()`), the built-in one by default.
 
 It also says what a fact of each type can back beyond its own statement, for the claim
 checks (`precompute.claim_support`): only a `quote` fact lets a line quote or paraphrase the
@@ -91,11 +93,14 @@ COMPUTED_SLOTS: frozenset[str] = EVERY_TYPE_SLOTS.union(*(t.computed for t in FA
 
 
 def types_backing(claim: str) -> frozenset[str]:
-    """The fact types whose facts may back `claim` (QUOTE, RELATIONSHIP or ROLE_CHANGE)."""
+    """The fact types whose facts may back `claim` (QUOTE, RELATIONSHIP or ROLE_CHANGE).
+
+    Built-in types only: a campaign's own types back nothing beyond their statement.
+    """
     return frozenset(name for name, t in FACT_TYPES.items() if claim in t.backs)
 
 
-def slots_for(fact_type: str) -> frozenset[str] | None:
-    """The slots a pattern for `fact_type` may use, or None for a fact type Welcomemat does not know."""
-    known = FACT_TYPES.get(fact_type)
+def slots_for(fact_type: str, registry: Mapping[str, FactType] = FACT_TYPES) -> frozenset[str] | None:
+    """The slots a pattern for `fact_type` may use, or None for a fact type the registry does not know."""
+    known = registry.get(fact_type)
     return known.slots if known is not None else None

@@ -49,6 +49,7 @@ GUIDELINE_FIELDS = (
     "voice_profile",
     "vocabulary",
     "patterns",
+    "fact_types",
     "banned_phrases",
     "banned_openers",
     "prohibited_claims",
@@ -67,7 +68,7 @@ ACTIVE_FIELD = "@active"
 
 # Fields left out of the bundle while unset, so a campaign that never used them hashes as it
 # did before they existed (its active version stays the one recorded).
-_OMITTED_WHEN_UNSET = ("voice_examples", "voice_profile", "experiment")
+_OMITTED_WHEN_UNSET = ("voice_examples", "voice_profile", "experiment", "fact_types")
 
 
 def guideline_bundle(campaign: Campaign) -> dict[str, Any]:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import difflib
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from welcomemat.fact_types import FACT_TYPES, slots_for
+from welcomemat.fact_types import FACT_TYPES, FactType, slots_for
 
 __all__ = [
     "PatternShape",
@@ -72,22 +73,28 @@ def parse_pattern(pattern: str) -> PatternShape:
     return PatternShape(slots=frozenset(slots), opening_slot=opening)
 
 
-def unknown_fact_type_problem(fact_type: str) -> str | None:
-    """Why a pattern's fact type is refused, or None when Welcomemat knows it."""
-    if fact_type in FACT_TYPES:
+def unknown_fact_type_problem(fact_type: str, registry: Mapping[str, FactType] = FACT_TYPES) -> str | None:
+    """Why a pattern's fact type is refused, or None when the registry (the campaign's: built-in
+    types and its own `fact_types`) knows it."""
+    if fact_type in registry:
         return None
-    close = difflib.get_close_matches(fact_type, sorted(FACT_TYPES), n=1)
+    close = difflib.get_close_matches(fact_type, sorted(registry), n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"no fact type {fact_type!r}: {hint}patterns are written for {', '.join(sorted(FACT_TYPES))}"
+    return (
+        f"no fact type {fact_type!r}: {hint}patterns are written for {', '.join(sorted(registry))}, "
+        "or a type the campaign declares under fact_types"
+    )
 
 
-def pattern_problems(fact_type: str, pattern: str) -> list[str]:
+def pattern_problems(
+    fact_type: str, pattern: str, registry: Mapping[str, FactType] = FACT_TYPES
+) -> list[str]:
     """Every reason the pattern cannot be filled for a fact of `fact_type` (empty: it can)."""
     try:
         shape = parse_pattern(pattern)
     except ValueError as exc:
         return [str(exc)]
-    known = slots_for(fact_type)
+    known = slots_for(fact_type, registry)
     if known is None:
         return []  # the fact type itself is refused, once, by the caller
     problems = []

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
+
+from cli.arg_types import iso_day
 
 __all__ = ["register", "run"]
 
@@ -12,8 +15,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "validate",
         help="check a campaign, its zone contracts, tenant policy and accounts: every problem at once",
         description="Loads the inputs exactly as `welcomemat precompute` does (zone contracts, campaign, "
-        "tenant.yaml, policy precedence), then reads every accounts line. Prints every problem, one per "
-        "line on stderr as `file:line: field: message`. Exit 0 when nothing is wrong, 2 when anything is.",
+        "tenant.yaml, policy precedence), reads every accounts line and judges every fact as a run today "
+        "would (dates, subject, other company, window, the campaign's patterns and fact types, fields). "
+        "Prints every problem, one per line on stderr as `file:line: field: message`, then the facts' "
+        "counts per reason. Exit 2 when an input is malformed, 1 when some facts will not be used, else 0.",
     )
     validate.add_argument("campaign", help="path to campaign.yaml")
     validate.add_argument("accounts", nargs="?", help="path to accounts.jsonl")
@@ -24,6 +29,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     validate.add_argument(
         "--tenant-policy", default=None, help="tenant.yaml (default: tenant.yaml beside the campaign)"
+    )
+    validate.add_argument(
+        "--as-of",
+        type=iso_day,
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="judge the facts as a run on this day would (default: today, UTC)",
     )
     validate.add_argument("--json", action="store_true", help="print the report (and its problems) as JSON")
     validate.set_defaults(handler=run)
@@ -38,4 +50,5 @@ def run(args: argparse.Namespace) -> int:
         zones=args.zones,
         tenant_policy=args.tenant_policy,
         as_json=args.json,
+        today=args.as_of or datetime.now(UTC).date(),
     )

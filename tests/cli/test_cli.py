@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.corpora import REPO_ROOT
+from tests.example_accounts import committed_today
 from tests.ports import free_port
 from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.tokens import TokenKind, TokenSigner
@@ -181,9 +182,17 @@ def test_demo_refuses_a_taken_port_before_doing_anything(tmp_path: Path) -> None
 
 
 def test_validate_exit_codes(tmp_path: Path) -> None:
-    ok = run("validate", "examples/campaign.yaml", "examples/accounts.jsonl", home=tmp_path)
+    today = committed_today().isoformat()
+    # The example research is a realistic mix: some facts will not be used (exit 1), nothing is malformed.
+    unused = run(
+        "validate", "examples/campaign.yaml", "examples/accounts.jsonl", "--as-of", today, home=tmp_path
+    )
+    assert unused.returncode == 1, unused.stderr
+    assert "1200 read, 0 lines skipped" in unused.stdout
+    assert f"\nfacts as of {today}: " in unused.stdout and "\n  stale: " in unused.stderr
+    assert " problems in " not in unused.stderr and "Traceback" not in unused.stderr
+    ok = run("validate", "examples/campaign.yaml", home=tmp_path)
     assert ok.returncode == 0, ok.stderr
-    assert "1200 read, 0 lines skipped" in ok.stdout
 
     accounts = tmp_path / "a.jsonl"
     accounts.write_text(

@@ -96,9 +96,19 @@ def test_init_then_validate_precompute_and_explain_the_funding_account(home: Pat
     validated = run(
         "validate", "my-campaign/campaign.yaml", "my-campaign/accounts.jsonl", home=home, cwd=work
     )
-    assert (validated.returncode, validated.stderr) == (0, ""), validated.stderr
+    # Nothing is malformed; the three sample facts made to be refused will not be used (exit 1).
+    assert validated.returncode == 1, validated.stderr
     assert "campaign yourco/first-campaign: ok" in validated.stdout
     assert "accounts: 5 read, 0 lines skipped" in validated.stdout and "note:" not in validated.stdout
+    reasons = re.findall(
+        r"^my-campaign/accounts\.jsonl:(\d+): facts\[(\d)\]\.(\w+): (\w+): ", validated.stderr, re.M
+    )
+    assert reasons == [
+        ("3", "0", "published_at", "stale"),
+        ("5", "0", "subject", "wrong_subject"),
+        ("5", "1", "source_url", "no_source"),
+    ], validated.stderr
+    assert "7 checked, 4 used, 3 will not be used" in validated.stdout
 
     computed = run(
         "precompute", "my-campaign/campaign.yaml", "my-campaign/accounts.jsonl", home=home, cwd=work
@@ -165,9 +175,10 @@ def first_campaign_commands() -> list[str]:
 def test_the_readme_walkthrough_runs_as_written(home: Path, work: Path, tmp_path: Path) -> None:
     """Every line of the section, verbatim, in one shell that stops at the first failure.
 
-    Two adjustments, both outside the text: `.venv/bin/welcomemat` is this environment's
-    console script, and `serve` gets a free port (and the links that port) instead of 8000,
-    which another process on the machine may hold.
+    Three adjustments, all outside the text: `.venv/bin/welcomemat` is this environment's
+    console script, `serve` gets a free port (and the links that port) instead of 8000,
+    which another process on the machine may hold, and `validate` may exit 1 (as the README
+    says, three sample facts are made to be refused) but nothing else.
     """
     commands = first_campaign_commands()
     assert commands[0] == ".venv/bin/welcomemat init my-campaign"
@@ -176,7 +187,10 @@ def test_the_readme_walkthrough_runs_as_written(home: Path, work: Path, tmp_path
     bin_dir.mkdir(parents=True)
     (bin_dir / "welcomemat").symlink_to(WELCOMEMAT)
     port = free_port()
-    script = "\n".join([*commands[:-1], f"{commands[-1]} --port {port}"])
+    lines = [
+        f"{c} || [ $? -eq 1 ]" if c.startswith(".venv/bin/welcomemat validate ") else c for c in commands
+    ]
+    script = "\n".join([*lines[:-1], f"{lines[-1]} --port {port}"])
     env = cli_env(home, WELCOMEMAT_PUBLIC_URL=f"http://127.0.0.1:{port}")
     stderr_path = tmp_path / "stderr.txt"
     with stderr_path.open("w") as stderr:

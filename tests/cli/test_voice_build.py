@@ -168,3 +168,39 @@ def test_a_profile_moved_up_the_file_is_rewritten_at_the_end_and_nothing_else_is
     assert "theme: ./theme\n\n" + PROFILE_COMMENT + "\nvoice_profile:\n" in written
     assert yaml.safe_load(written)["voice_profile"] == profile.model_dump(mode="json")
     assert replace_profile_block(written, profile) == written
+
+
+def test_build_works_on_a_campaign_that_still_has_other_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stale profile among other problems: the build fixes the profile and lists the rest."""
+    inputs = write_inputs(tmp_path)
+    text = inputs.campaign.read_text()
+    text = text.replace("voice_examples:", "voice_examples:\n" + NEW_LINE.rstrip("\n"), 1)
+    text = text.replace("in {location}?", "in {locaton}?", 1)  # a pattern slot nothing fills
+    text = text.replace("https://meet.acmerevenue.example/ramp-review", "https://evil.example/", 1)
+    inputs.campaign.write_text(text)
+    zones = ["--zones", str(inputs.zones)]
+    code = main(["validate", str(inputs.campaign), *zones])
+    err = capsys.readouterr().err
+    assert code == 2 and "voice_profile: voice_profile was built from other voice_examples" in err
+    assert "{locaton}" in err and "ctas.0.href" in err
+
+    code, out, err = voice(capsys, str(inputs.campaign))
+    assert code == 0, err
+    assert out.startswith("voice profile of 11 example lines") and "written to" in out
+    assert "2 other problems in" in err and "Traceback" not in err
+    assert (
+        f"{inputs.campaign}:{line_of(inputs.campaign, '{locaton}')}: patterns.hiring.hero_headline.0: " in err
+    )
+    assert ": ctas.0.href: " in err
+    assert load_campaign_profile_examples(inputs.campaign) == 11
+
+    code = main(["validate", str(inputs.campaign), *zones])
+    err = capsys.readouterr().err
+    assert code == 2 and "voice_profile" not in err and "2 problems in 1 file" in err
+
+
+def load_campaign_profile_examples(path: Path) -> int:
+    data = yaml.safe_load(path.read_text())
+    return int(data["voice_profile"]["examples"])

@@ -25,12 +25,12 @@ from pathlib import Path
 from precompute.assemble import Assembler, neutral_context
 from precompute.checks import CheckFailure, CheckInput, build_vocabulary, run_checks
 from precompute.claim_support import account_keys, recency_valid_until
+from precompute.company_names import short_name
 from precompute.context import GovernedContext, TrustedFact
 from precompute.context_builder import build_context
 from precompute.policy import build_policy
 from precompute.providers.base import GenerationRequest, ZoneDraft
 from precompute.providers.offline import OfflineComposer
-from precompute.trust import short_name
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today
 from welcomemat.accounts import Account, read_accounts

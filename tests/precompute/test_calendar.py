@@ -16,11 +16,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from precompute.assemble import Assembler
+from precompute.company_names import short_name
 from precompute.context_builder import build_context
 from precompute.policy import build_policy
 from precompute.providers.offline import OfflineComposer
 from precompute.specifics import build_vocabulary
-from precompute.trust import short_name
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import generator
 from welcomemat.accounts import Account

@@ -72,7 +72,17 @@ def test_the_example_candidate_fixes_the_replay_set_and_breaks_nothing() -> None
 
 
 def test_a_candidate_that_does_not_touch_the_replay_set_is_not_ready(tmp_path: Path) -> None:
-    candidate = edited(tmp_path, ("  product_launch:\n", "  leadership:\n"))
+    # The new lines are for leadership facts instead: product launches keep no window, no pattern.
+    leadership = (
+        (EXAMPLES / "campaign.candidate.yaml").read_text().split("  leadership:\n    hero_support:\n", 1)
+    )
+    old_lines = "  leadership:\n    hero_support:\n" + leadership[1].split("\n", 1)[0] + "\n"
+    candidate = edited(
+        tmp_path,
+        ("  product_launch: 60         # 2026-12-01: with patterns below\n", ""),
+        (old_lines, ""),
+        ("  product_launch:\n", "  leadership:\n"),
+    )
     report = replay(candidate)
     assert report.recommendation == NOT_READY
     assert any(r.startswith("replay:") for r in report.reasons)

@@ -29,6 +29,7 @@ from pydantic import BaseModel
 
 from precompute.checks import CheckInput, build_vocabulary, run_checks
 from precompute.commands import PROVIDERS, make_provider
+from precompute.company_names import short_name
 from precompute.context_builder import build_context
 from precompute.explain import format_explain
 from precompute.journal import JournalState
@@ -46,7 +47,6 @@ from precompute.providers.openai_provider import OpenAIProvider
 from precompute.qa import run_qa
 from precompute.report import RunReport
 from precompute.run import PrecomputeRun
-from precompute.trust import short_name
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today
 from tests.llm_server import BROKEN_MODES, HOSTILE_STRINGS, LLMTestServer

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from precompute.company_names import names_match, short_name
 from precompute.context import (
     EffectivePolicy,
     FactDecision,
@@ -23,7 +24,7 @@ from precompute.context import (
 )
 from precompute.identity import resolve_identity
 from precompute.policy import build_policy
-from precompute.trust import decide_facts, names_match, short_name
+from precompute.trust import decide_facts
 from tests.corpora import REPO_ROOT, corpus_lines
 from tests.example_accounts import committed_today
 from welcomemat.accounts import Account, parse_account_line, read_accounts
@@ -98,14 +99,14 @@ def account(*facts: dict[str, Any], name: str = "Dymaxa B.V.") -> Account:
 
 
 def decide(
-    *facts: dict[str, Any], as_of: date = AS_OF
+    *facts: dict[str, Any], as_of: date = AS_OF, name: str = "Dymaxa B.V."
 ) -> tuple[tuple[TrustedFact, ...], tuple[FactDecision, ...]]:
-    return decide_facts(account(*facts), CONFIRMED, POLICY, as_of)
+    return decide_facts(account(*facts, name=name), CONFIRMED, POLICY, as_of)
 
 
-def only_decision(*facts: dict[str, Any], as_of: date = AS_OF) -> FactDecision:
+def only_decision(*facts: dict[str, Any], as_of: date = AS_OF, name: str = "Dymaxa B.V.") -> FactDecision:
     """Decide the facts; the last one's decision, after checking it was kept out."""
-    trusted, decisions = decide(*facts, as_of=as_of)
+    trusted, decisions = decide(*facts, as_of=as_of, name=name)
     last = decisions[-1]
     assert last.fact_id not in {t.id for t in trusted}
     assert not last.trusted
@@ -303,10 +304,23 @@ def test_reason_wrong_subject() -> None:
     decision = only_decision(fact(subject="Globex", statement="Globex and Dymaxa raised a Series A"))
     assert decision.reason is FactReason.WRONG_SUBJECT
     assert "'Globex'" in decision.detail
-    # No subject: the statement must name us as a whole word ("Dymaxanet" is not "Dymaxa").
-    decision = only_decision(fact(subject=None, statement="Dymaxanet raised a Series A"))
+    # No subject, a news site, the statement names the account by its brand only.
+    decision = only_decision(
+        fact(subject=None, statement="Dymaxa raised a Series A", source_url="https://news.example.com/a"),
+        name="Dymaxa Software B.V.",
+    )
     assert decision.reason is FactReason.WRONG_SUBJECT
-    assert "'Dymaxa'" in decision.detail
+    assert decision.detail == (
+        "no subject, and the statement names 'Dymaxa', not 'Dymaxa Software B.V.'; name it in full, give a "
+        "subject, add 'Dymaxa' to its aliases, or source it from dymaxa.com"
+    )
+
+
+def test_reason_other_company() -> None:
+    # "Dymaxanet" is not "Dymaxa", even on Dymaxa's own site.
+    decision = only_decision(fact(subject=None, statement="Dymaxanet raised a Series A"))
+    assert decision.reason is FactReason.OTHER_COMPANY
+    assert decision.detail.startswith("the statement names 'Dymaxanet', another company than 'Dymaxa B.V.'")
 
 
 def test_reason_duplicate() -> None:

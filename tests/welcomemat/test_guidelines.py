@@ -32,8 +32,10 @@ def campaign() -> Campaign:
 
 def test_the_bundle_is_the_judgment_fields_and_nothing_else(campaign: Campaign) -> None:
     bundle = guideline_bundle(campaign)
-    # Without an experiment its key is left out, so the hash of a campaign without one is unchanged.
-    assert campaign.experiment is None and set(bundle) == set(GUIDELINE_FIELDS) - {"experiment"}
+    # Without an experiment or fact types of its own their keys are left out, so the hash of a
+    # campaign without them is unchanged.
+    assert campaign.experiment is None and not campaign.fact_types
+    assert set(bundle) == set(GUIDELINE_FIELDS) - {"experiment", "fact_types"}
     assert set(GUIDELINE_FIELDS) <= set(Campaign.model_fields)
     assert "game-changer" in bundle["banned_phrases"]
     assert "link_allowlist" not in bundle and "guideline_version" not in bundle

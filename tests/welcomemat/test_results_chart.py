@@ -58,8 +58,9 @@ def test_a_daily_chart_draws_a_point_per_day_per_group(counts: list[int], measur
         points = line.get("points", "").split()
         assert len(points) == len(counts)
         ys = [float(p.split(",")[1]) for p in points]
-        # the highest count is drawn highest (smallest y), the lowest lowest
-        assert ys.index(min(ys)) == counts.index(max(counts))
+        # the highest count is drawn highest (smallest y); counts closer than the chart's
+        # resolution (9,757 and 9,759 on a 10,000 scale) may share its height
+        assert ys[counts.index(max(counts))] == min(ys)
 
 
 @given(st.text(max_size=40))

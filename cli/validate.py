@@ -33,9 +33,10 @@ from datetime import date
 from pathlib import Path
 
 from cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from precompute.check_precedence import zone_check_problems
 from precompute.context import EffectivePolicy
 from precompute.fact_problems import FactProblem, check_account_facts
-from precompute.inputs import InputsCheck, check_campaign_inputs
+from precompute.inputs import InputsCheck, check_campaign_inputs, find_zones_folder
 from welcomemat.accounts import AccountsReport, iter_account_lines, read_accounts
 from welcomemat.campaign import CONTINUATION_PAGE_ID, Campaign
 from welcomemat.errors import InputError
@@ -198,6 +199,8 @@ def validate_inputs(
 
     check = check_campaign_inputs(campaign_path, zones, tenant_policy, check_campaign_theme)
     problems = list(check.problems)
+    if check.zones:  # a contract that reads as dropping hard checks: a run runs them all the same
+        problems += zone_check_problems(check.zones, find_zones_folder(campaign_path, zones))
     report = None
     if accounts is not None:
         try:

@@ -1,6 +1,6 @@
 """Claims about the account: how recent its news is, what it achieved, what it plans, and praise.
 
-* `unsupported_recency`: "today", "this week", "just", "recently", "your new role" are backed
+* `unsupported_recency`: "today", "this week", "this month", "just", "recently", "your new role" are backed
   by a cited fact whose date makes them true on the run's day and on every day the zone may
   be served (`precompute.recency` has the windows; "your new role" needs a `leadership` fact);
 * `unsupported_achievement`: awards, growth figures, records and rankings, by a cited fact
@@ -27,6 +27,7 @@ from precompute.claim_patterns import (
     LAST_WEEK,
     NEW_ROLE,
     RECENT,
+    THIS_MONTH,
     THIS_WEEK,
     WORD,
     YESTERDAY,
@@ -56,6 +57,8 @@ RECENCY: tuple[ClaimPattern, ...] = (
     *phrasings(THIS_WEEK, rf"\bthis week{_NOT_NEWS}\b", unless_before=CALL_OR_FUTURE, in_questions=False),
     *phrasings(THIS_WEEK, rf"\bthis week s {_NEWS_OF}"),
     *phrasings(LAST_WEEK, rf"\blast week{_NOT_NEWS}\b", rf"\blast week s {_NEWS_OF}"),
+    *phrasings(THIS_MONTH, rf"\bthis month{_NOT_NEWS}\b", unless_before=CALL_OR_FUTURE, in_questions=False),
+    *phrasings(THIS_MONTH, rf"\bthis month s {_NEWS_OF}"),
     *phrasings(
         JUST,
         r"\b(?:just|freshly) (?:raised|announced|launched|opened|closed|secured|landed|hired|started|joined"

@@ -4,7 +4,11 @@ For one account: build the governed context, ask the provider for drafts (one ca
 page, only when the account has a trusted fact and its identity allows claims), check
 every draft, and keep each zone's personal draft only if every check passes. Anything
 else takes the segment's human-written copy, or the campaign default when the segment
-has none. Every zone records its rung and the reason for it (`welcomemat.reasons`), and a
+has none. Personal means specific (`precompute.specific_use`): a draft that passes every
+check but uses no specific of the facts it cites (a generic line, a CTA label, a library
+proof point) is published as it is written on the segment rung (`not_specific`), its cited
+facts kept, so they still cap `valid_until` (the line was chosen because of them) and the
+channels it may reach. Every zone records its rung and the reason for it (`welcomemat.reasons`), and a
 zone the provider wrote no draft for keeps the provider's `Decline` (its note is for `explain`).
 
 Doubt holds a draft rather than losing it (`welcomemat.held`): a draft the self-review judged
@@ -18,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time
+from types import MappingProxyType
 
 from precompute.checks import ApprovedVocabulary, CheckFailure, CheckInput, build_vocabulary, run_checks
 from precompute.context import EffectivePolicy, GovernedContext
@@ -30,6 +35,7 @@ from precompute.providers.base import (
     Provider,
     ZoneDraft,
 )
+from precompute.specific_use import specific_used
 from precompute.zone_scores import ZoneScores, score_draft
 from welcomemat.accounts import Account, Fact
 from welcomemat.campaign import Campaign
@@ -99,8 +105,11 @@ class AccountOutcome:
     deferred: bool = False
 
 
-# The check whose failure is doubt, not a broken rule: a person may approve past it.
-_DOUBT_CHECK = "confidence"
+# The checks whose failure is doubt, not a broken rule: a person may approve past them. Each
+# holds the draft in its own layer, with its own note (`welcomemat.held`).
+_DOUBT_CHECKS: Mapping[str, HoldLayer] = MappingProxyType(
+    {"confidence": HoldLayer.MODEL_CONFIDENCE, "grounding": HoldLayer.GROUNDING}
+)
 
 
 def _day_start(day: date) -> datetime:
@@ -237,7 +246,11 @@ class Assembler:
             return markup_to_text(cleaned), cleaned
         return text, None
 
-    def _personal(self, draft: ZoneDraft, contract: ZoneContract, ctx: GovernedContext) -> ZoneContent | None:
+    def _written(self, draft: ZoneDraft, contract: ZoneContract, ctx: GovernedContext) -> ZoneContent | None:
+        """The draft as published: personal when it uses a specific of a fact it cites, else segment.
+
+        None when its CTA link fails the URL gate or it cites a fact the context lacks.
+        """
         href = self._href(draft.cta_id) if contract.link else None
         if contract.link and href is None:
             return None
@@ -255,14 +268,19 @@ class Assembler:
                 )
             )
         text, markup = self._text_and_markup(draft.text, contract)
-        types = sorted({f.type for f in ctx.facts if f.id in draft.fact_ids})
+        facts = tuple(f for f in ctx.facts if f.id in draft.fact_ids)
+        types = "+".join(sorted({f.type for f in facts})) or "library"
+        # Personal means specific: a line that uses no specific of what it cites (a generic
+        # line, a CTA label, a library proof point) is segment copy, its citations kept.
+        names = (ctx.account.name, ctx.short_name, *ctx.account.aliases)
+        specific = specific_used(text, facts, account_names=names, as_of=ctx.as_of) is not None
         return ZoneContent(
             zone_id=contract.id,
             text=text,
             href=href,
             cta_id=draft.cta_id if contract.link else None,
-            rung=Rung.PERSONAL,
-            reason=zone_reason(ZoneReason.PERSONAL, "+".join(types) or "library"),
+            rung=Rung.PERSONAL if specific else Rung.SEGMENT,
+            reason=zone_reason(ZoneReason.PERSONAL if specific else ZoneReason.NOT_SPECIFIC, types),
             facts=tuple(cited),
             markup=markup,
         )
@@ -277,8 +295,8 @@ class Assembler:
         failures: Sequence[CheckFailure],
     ) -> HeldDraft:
         """The draft as a person would approve it: doubt aside, every check still stands."""
-        blocking = [f"{f.check}:{f.reason}" for f in failures if f.check != _DOUBT_CHECK]
-        content = None if blocking else self._personal(draft, contract, ctx)
+        blocking = [f"{f.check}:{f.reason}" for f in failures if f.check not in _DOUBT_CHECKS]
+        content = None if blocking else self._written(draft, contract, ctx)
         if content is None and not blocking:
             blocking.append(zone_reason(ZoneReason.CTA_LINK_REFUSED))
         ends = [f.expires_at for f in ctx.facts if f.id in draft.fact_ids]
@@ -378,14 +396,19 @@ class Assembler:
                 held = self._hold(rejected, contract, ctx, HoldLayer.SELF_REVIEW, decline.note, checked)
             if draft is not None:
                 failures = run_checks(self._check_input(draft, contract, ctx, personal=True, written=written))
-                doubt = [f for f in failures if f.check == _DOUBT_CHECK]
+                doubt = [f for f in failures if f.check in _DOUBT_CHECKS]
                 if doubt:
-                    note = f"model confidence {doubt[0].detail}"
-                    held = self._hold(draft, contract, ctx, HoldLayer.MODEL_CONFIDENCE, note, failures)
+                    layer = _DOUBT_CHECKS[doubt[0].check]
+                    note = (
+                        f"model confidence {doubt[0].detail}"
+                        if layer is HoldLayer.MODEL_CONFIDENCE
+                        else doubt[0].detail
+                    )
+                    held = self._hold(draft, contract, ctx, layer, note, failures)
                 if failures:
                     reason = zone_reason(ZoneReason.CHECK, failures[0].reason)
                 else:
-                    content = self._personal(draft, contract, ctx)
+                    content = self._written(draft, contract, ctx)
                     reason = zone_reason(ZoneReason.CTA_LINK_REFUSED) if content is None else reason
             if content is None:
                 content = self._fallback(account, zone_id, reason)
@@ -416,7 +439,9 @@ class Assembler:
             if personal == 0
             else ZoneSetMode.DEGRADED
         )
-        needs_review = account.tier in self.review_tiers and mode is not ZoneSetMode.FALLBACK
+        # A person reads every page written from the account's facts, personal or not specific.
+        from_facts = any(o.content.rung is Rung.PERSONAL or o.content.facts for o in outcomes)
+        needs_review = account.tier in self.review_tiers and from_facts
         zone_set = ZoneSet(
             tenant=self.campaign.tenant,
             campaign=self.campaign.campaign,

@@ -6,10 +6,10 @@ that fails any of them takes the fallback (DESIGN.md, invariant 4). A specific b
 line is worse than a general one, so every heuristic below errs toward failing.
 
 One function per check name a zone contract may list (`welcomemat.zone_contract.KNOWN_CHECKS`),
-each `(CheckInput) -> CheckFailure | None`; `run_checks` runs a contract's checks plus
-the hard ones no contract can switch off (`ALWAYS_RUN`: empty, banned_phrases,
-no_markup_or_links, cited_facts_trusted, prohibited_claims and the claim classes; and
-cta_allowed in link zones). Reason codes:
+each `(CheckInput) -> CheckFailure | None`; `run_checks` runs the hard ones no file can
+switch off (`ALWAYS_RUN` = `HARD_CHECKS`: every check but one_question and confidence, and
+cta_allowed in link zones) plus what the tenant, campaign and zone add
+(`precompute.check_precedence`). Reason codes:
 
     empty                  empty
     length                 too_many_words, too_many_chars
@@ -31,6 +31,10 @@ cta_allowed in link zones). Reason codes:
     intent                 unsupported_intent         what backs each, `precompute.claim_support`
     tracking               tracking_disclosure
     flattery               flattery
+    lifespan               short_lived: a personal draft whose time words end it before its surfaces
+                           need (14 days for a page, in-home date + 30 for mail; `date_phrases`)
+    grounding              ungrounded: a personal draft with words no cited fact, account field or
+                           approved copy supports (`precompute.grounding`); doubt, held for a person
     voice                  off_voice:<dimension>: a personal draft past the campaign's voice
                            profile (`welcomemat.voice`) on sentence_length, person, opener,
                            hedging, exclamation, question, dash, colon, comma or reading_level
@@ -61,11 +65,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
 
+from precompute.check_precedence import CHECK_ORDER, effective_checks
 from precompute.claim_support import account_keys, first_unsupported_claim, makes_claim
 from precompute.claim_text import opening_positions
 from precompute.claims import KNOWN_CLAIM_CLASSES, could_claim, find_claim
 from precompute.companies import company_key, find_other_company
 from precompute.context import EffectivePolicy, GovernedContext, TrustedFact
+from precompute.date_phrases import needed_until
+from precompute.grounding import grounding_note, grounding_sources, ungrounded_words
 from precompute.providers.base import ZoneDraft
 from precompute.specifics import (
     ApprovedVocabulary,
@@ -78,11 +85,13 @@ from precompute.specifics import (
     uncited_source,
 )
 from welcomemat.campaign import Campaign
+from welcomemat.held import one_line
 from welcomemat.markup_scan import find_markup
 from welcomemat.openers import DEFAULT_BANNED_OPENERS
 from welcomemat.reasons import OFF_VOICE, ClaimReason
+from welcomemat.surfaces import Surface
 from welcomemat.voice import voice_failures
-from welcomemat.zone_contract import KNOWN_CHECKS, ZoneContract
+from welcomemat.zone_contract import HARD_CHECKS, KNOWN_CHECKS, ZoneContract
 
 __all__ = [
     "ALWAYS_RUN",
@@ -97,7 +106,9 @@ __all__ = [
     "check_confidence",
     "check_cta_allowed",
     "check_empty",
+    "check_grounding",
     "check_length",
+    "check_lifespan",
     "check_no_markup_or_links",
     "check_one_question",
     "check_other_company",
@@ -349,6 +360,36 @@ def check_prohibited_claims(d: CheckInput) -> CheckFailure | None:
     return None
 
 
+def check_lifespan(d: CheckInput) -> CheckFailure | None:
+    """A personal draft whose own time words end it before its surfaces need it to end
+    (`precompute.date_phrases.needed_until`): "on Thursday" written on Sunday would end a page
+    in four days. A fact that itself expires sooner is the zone set's end anyway."""
+    if not d.personal or d.draft.valid_until is None:
+        return None
+    cited = _cited(d)
+    printed = any(Surface.PRINT in f.surfaces for f in cited)
+    in_home = d.campaign.mail_in_home_date if printed else None
+    needed = needed_until(d.context.as_of, mail_in_home=in_home, expires=(f.expires_at for f in cited))
+    if d.draft.valid_until >= needed:
+        return None
+    return CheckFailure(
+        "lifespan",
+        "short_lived",
+        f"its time words end it on {d.draft.valid_until}, before {needed}: name the month, or say recently",
+    )
+
+
+def check_grounding(d: CheckInput) -> CheckFailure | None:
+    """A personal draft with words no cited fact, account field or approved copy supports
+    (`precompute.grounding`): doubt, not a broken rule, so the draft is held for a person."""
+    if not d.personal or d.contract.link:
+        return None
+    found = ungrounded_words(_visible(d), d.context, _cited(d), grounding_sources(d.campaign))
+    if not found:
+        return None
+    return CheckFailure("grounding", "ungrounded", one_line(grounding_note(found)))
+
+
 def check_voice(d: CheckInput) -> CheckFailure | None:
     """A written draft past the campaign's voice profile on some dimension (`off_voice:<dimension>`).
 
@@ -410,43 +451,33 @@ CHECKS: Mapping[str, Callable[[CheckInput], CheckFailure | None]] = MappingProxy
         "confidence": check_confidence,
         "prohibited_claims": check_prohibited_claims,
         **{name: _claim_check(name, reason) for name, reason in CLAIM_CHECKS.items()},
+        "lifespan": check_lifespan,
         "voice": check_voice,
+        "grounding": check_grounding,
     }
 )
 if set(CHECKS) != KNOWN_CHECKS:  # a contract could name a check nothing implements
     raise RuntimeError(f"checks out of step with KNOWN_CHECKS: {sorted(set(CHECKS) ^ KNOWN_CHECKS)}")
 
-# Hard rules: run whatever a zone contract lists (cta_allowed too, for link zones), because
-# no zone contract may publish markup, links, untrusted facts, empty text, a banned opener or
-# phrase, a prohibited claim, or a claim of a class no cited fact backs.
-ALWAYS_RUN: frozenset[str] = frozenset(
-    {
-        "empty",
-        "banned_phrases",
-        "no_markup_or_links",
-        "cited_facts_trusted",
-        "prohibited_claims",
-        *CLAIM_CHECKS,
-        "voice",  # a no-op for a campaign without a voice profile
-    }
-)
+if tuple(CHECKS) != CHECK_ORDER:  # reported in the order the precedence function lists them
+    raise RuntimeError("CHECKS out of CHECK_ORDER's order")
+
+# Hard rules: they run whatever a zone contract, campaign or tenant lists
+# (`welcomemat.zone_contract.HARD_CHECKS`; `cta_allowed` too in link zones).
+ALWAYS_RUN: frozenset[str] = HARD_CHECKS
 
 
-@lru_cache(maxsize=256)
-def _names_for(listed: tuple[str, ...], link: bool) -> tuple[str, ...]:
-    wanted = set(listed) | ALWAYS_RUN | ({"cta_allowed"} if link else set())
-    return tuple(name for name in CHECKS if name in wanted)
-
-
-def checks_for(contract: ZoneContract) -> tuple[str, ...]:
-    """The checks `run_checks` runs for a zone: its contract's plus the hard ones, in report order."""
-    return _names_for(contract.checks, contract.link)
+def checks_for(contract: ZoneContract, policy: EffectivePolicy | None = None) -> tuple[str, ...]:
+    """The checks `run_checks` runs for a zone: the hard ones, then the tenant's, campaign's and
+    zone's additions (`precompute.check_precedence.effective_checks`), in report order."""
+    added = policy.checks if policy is not None else ()
+    return effective_checks(contract, campaign=added)
 
 
 def run_checks(inp: CheckInput) -> tuple[CheckFailure, ...]:
     """Every failure of the zone's checks, in `CHECKS` order; empty means publishable. Never raises."""
     failures: list[CheckFailure] = []
-    for name in checks_for(inp.contract):
+    for name in checks_for(inp.contract, inp.policy):
         try:
             failure = CHECKS[name](inp)
         except Exception as exc:  # a bug in a check must not publish an unchecked zone

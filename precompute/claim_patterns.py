@@ -38,6 +38,7 @@ __all__ = [
     "NEW_ROLE",
     "READER",
     "RECENT",
+    "THIS_MONTH",
     "THIS_WEEK",
     "WORD",
     "WORD_START",
@@ -49,8 +50,8 @@ __all__ = [
 
 # Recency kinds (`ClaimPattern.kind` of UNSUPPORTED_RECENCY): the window each stands for is
 # `precompute.recency`'s.
-DAY, YESTERDAY, THIS_WEEK, LAST_WEEK, JUST, RECENT, NEW_ROLE = (
-    "day", "yesterday", "this_week", "last_week", "just", "recent", "new_role",
+DAY, YESTERDAY, THIS_WEEK, LAST_WEEK, THIS_MONTH, JUST, RECENT, NEW_ROLE = (
+    "day", "yesterday", "this_week", "last_week", "this_month", "just", "recent", "new_role",
 )  # fmt: skip
 
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import redis
 
+from precompute.check_precedence import zone_check_problems
 from precompute.fact_refusals import FactRefusalTally
 from precompute.findings import CohortCollector
-from precompute.inputs import load_campaign_inputs
+from precompute.inputs import find_zones_folder, load_campaign_inputs
 from precompute.progress import progress_bar
 from precompute.providers.base import Provider
 from precompute.qa import run_qa
@@ -189,6 +190,8 @@ def run_precompute(
         raise InputError("accounts file not found", file=accounts_path)
     inputs = load_campaign_inputs(Path(campaign), zones, tenant, check_theme)
     loaded, zone_contracts, policy = inputs.campaign, inputs.zones, inputs.policy
+    for problem in zone_check_problems(zone_contracts, find_zones_folder(Path(campaign), zones)):
+        print(f"warning: {problem}; this run runs them all (validate refuses it)", file=sys.stderr)
     writer = make_provider(
         provider, settings, concurrency=concurrency, deadline_s=deadline_s, self_review=self_review
     )

@@ -132,6 +132,9 @@ class EffectivePolicy:
     prohibited_claims: tuple[str, ...]
     # A draft whose self-reported confidence is lower falls back and is held for a person.
     min_model_confidence: float = 0.6
+    # Checks the tenant and the campaign add for every zone, beside the hard ones (which always
+    # run) and the zone's own: `precompute.check_precedence`.
+    checks: tuple[str, ...] = ()
     # where each rule came from, for `explain` ("tenant.yaml", "campaign.yaml", "hard rule")
     sources: Mapping[str, str] = field(default_factory=dict)
 

@@ -5,7 +5,10 @@ publicly) so `welcomemat explain` and the admin pages explain what was actually 
 A zone the provider wrote no draft for carries the provider's `note` (the self-review's
 own words, the malformed answer's problem, ...) beside its reason code; a zone whose draft
 doubt kept off the page carries it as `held` (`welcomemat.held`: the layer, its note, the
-draft, the checks it fails), which a person may approve from the review queue.
+draft, the checks it fails), which a person may approve from the review queue. A draft the
+offline composer filled carries `pattern`: which of the campaign's patterns won, which were
+skipped and why, and how its `{when}` phrase was chosen (`precompute.pattern_choice`).
+Records written before a field existed lack it, and still read.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from precompute.assemble import AccountOutcome
+from precompute.pattern_choice import PatternChoice
 from welcomemat.held import held_drafts, one_line
 from welcomemat.reasons import CLAIM_REASON_DOCS, ClaimReason, off_voice_doc, parse_reason
 
@@ -87,6 +91,7 @@ def explain_record(outcome: AccountOutcome, *, version: int | None) -> dict[str,
                 "surfaces": [s.value for s in z.content.surfaces],
                 "draft": z.draft.text if z.draft is not None else None,
                 "draft_facts": list(z.draft.fact_ids) if z.draft is not None else [],
+                "pattern": _pattern_record(z.draft.composed if z.draft is not None else None),
                 "checks": [{"check": f.check, "reason": f.reason, "detail": f.detail} for f in z.failures],
                 "scores": z.scores.as_record() if z.scores is not None else None,
                 "note": (z.decline.note or None) if z.decline is not None else None,
@@ -96,6 +101,23 @@ def explain_record(outcome: AccountOutcome, *, version: int | None) -> dict[str,
         ],
         "model_calls": outcome.model_calls,
     }
+
+
+def _pattern_record(choice: PatternChoice | None) -> dict[str, Any] | None:
+    return choice.model_dump(mode="json") if choice is not None else None
+
+
+def _pattern_lines(choice: Mapping[str, Any]) -> list[str]:
+    """How the composer chose the zone's pattern: "pattern 2 of 3 (hiring); 1 skipped: ..."."""
+    skipped = choice.get("skipped") or []
+    line = f"      pattern {choice['index']} of {choice['of']} ({choice['fact_type']}): “{choice['pattern']}”"
+    lines = [line]
+    if skipped:
+        why = "; ".join(f"{s['fact_type']} {s['index']}: {s['reason']}" for s in skipped)
+        lines.append(f"        {len(skipped)} skipped before it: {why}")
+    if choice.get("when"):
+        lines.append(f"        {{when}}: {choice['when']}")
+    return lines
 
 
 def format_explain(record: dict[str, Any]) -> str:
@@ -130,6 +152,8 @@ def format_explain(record: dict[str, Any]) -> str:
             lines.append(f"      why: {doc}")
         if zone.get("note"):  # records written before notes were kept lack it
             lines.append(f"      note: {zone['note']}")
+        if zone.get("pattern"):  # records written before patterns were kept lack it
+            lines += _pattern_lines(zone["pattern"])
         if zone["checks"] and zone["draft"]:
             lines.append(f"      draft was: “{zone['draft']}”")
         for check in zone["checks"]:

@@ -23,7 +23,9 @@ __all__ = ["PIPELINE_VERSION", "account_input_hash", "campaign_fingerprint", "ca
 
 # Bump whenever the pipeline's decisions change (trust rules, checks, ladder), so that every
 # zone set is rebuilt on the next run instead of being kept as "unchanged".
-PIPELINE_VERSION = "precompute-2"  # 2: zones record the surfaces their facts allow
+# 2: zones record the surfaces their facts allow; 3: which company a fact is about (subject,
+# namesakes, brands), hard checks no file can switch off, personal only when specific.
+PIPELINE_VERSION = "precompute-3"
 
 
 def canonical_json(value: Any) -> bytes:
@@ -40,7 +42,14 @@ def canonical_json(value: Any) -> bytes:
 
 
 # Optional campaign fields added after campaigns were first published.
-_FIELDS_ADDED_LATER = ("experiment", "voice_examples", "voice_profile")
+_FIELDS_ADDED_LATER = (
+    "experiment",
+    "voice_examples",
+    "voice_profile",
+    "fact_types",
+    "checks",
+    "mail_in_home_date",
+)
 
 
 def campaign_fingerprint(

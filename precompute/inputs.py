@@ -23,6 +23,7 @@ from pathlib import Path
 
 from precompute.assemble import fallback_copy_problems, neutral_context
 from precompute.context import EffectivePolicy, GovernedContext
+from precompute.grounding import approved_word_problem
 from precompute.pattern_claims import pattern_claim_problems
 from precompute.policy import (
     TenantPolicy,
@@ -204,6 +205,10 @@ def _fallback_copy_problems(
     neutral = neutral_context(campaign, policy, now.date())
     found += pattern_claim_problems(campaign, zones, policy, vocabulary, neutral)
     found += _variant_pattern_problems(campaign, zones, policy, neutral)
+    for i, word in enumerate(campaign.approved_words):
+        problem = approved_word_problem(word)
+        if problem is not None:
+            found.append((("approved_words", i), problem))
     file = str(campaign_path)
     return [
         ContractError(message, file=file, line=line_of_field(file, loc), field=dotted(loc))

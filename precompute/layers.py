@@ -102,6 +102,7 @@ DEFAULT_LAYERS: Mapping[str, Layer] = {
     ZoneReason.ENDPOINT_ERROR.value: "provider",
     ZoneReason.PROVIDER_UNAVAILABLE.value: "provider",
     ZoneReason.CTA_LINK_REFUSED.value: "template",
+    ZoneReason.NOT_SPECIFIC.value: "guideline",
     "check:empty": "guard",
     "check:too_many_words": "guard",
     "check:too_many_chars": "guard",
@@ -121,6 +122,8 @@ DEFAULT_LAYERS: Mapping[str, Layer] = {
     "check:untrusted_fact": "data",
     "check:personal_without_fact": "data",
     "check:other_company": "data",
+    "check:ungrounded": "guard",
+    "check:short_lived": "guard",
     "check:cta_missing": "template",
     "check:cta_not_allowed": "template",
     # A draft off the voice the campaign's own example lines set: the patterns or the examples.
@@ -158,6 +161,10 @@ REASON_HINTS: Mapping[str, str] = {
         "write `patterns` for these fact types and zones, or patterns that fit the zone's limits"
     ),
     ZoneReason.NO_CTA_SUPPORT.value: "check the `ctas` and the link zone's limits",
+    ZoneReason.NOT_SPECIFIC.value: (
+        "write `patterns` that state a specific of the fact (a slot such as {round}, {role_plural}, "
+        "{location}), or keep these lines as segment copy"
+    ),
     "fact:no_window_for_type": (
         "give the fact type a window in `signal_windows_days` and `patterns` that use it, or declare it "
         "under `fact_types`"

@@ -14,6 +14,8 @@ use:
   hard maximum (refused otherwise);
 * minimum fact confidence: the higher of tenant and campaign. A campaign that states a
   lower one is refused; one that does not state it inherits the tenant's;
+* checks: the hard ones always run; the tenant, the campaign and the zone contract may only
+  add (`precompute.check_precedence`, the one function that combines them);
 * banned phrases, banned openers, prohibited claims: the union of every level, so no
   lower level can remove one (compared case- and spacing-insensitively). The banned openers
   shipped with Welcomemat (`welcomemat.openers`) are the hard level of openers; a file that
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from precompute.check_precedence import added_checks
 from precompute.claims import KNOWN_CLAIM_CLASSES
 from precompute.context import EffectivePolicy
 from welcomemat.campaign import Campaign
@@ -241,6 +244,9 @@ def policy_as_written(
         )
         for field, hard in hard_rules.items()
     )
+    checks = added_checks(tenant.checks if tenant is not None else (), campaign.checks)
+    sources.update({f"checks:{c}": tfile for c in (tenant.checks if tenant is not None else ())})
+    sources.update({f"checks:{c}": cfile for c in campaign.checks if f"checks:{c}" not in sources})
     return EffectivePolicy(
         signal_windows_days=campaign.signal_windows(),
         min_confidence=minimum,
@@ -248,4 +254,5 @@ def policy_as_written(
         banned_openers=openers,
         prohibited_claims=claims,
         sources=sources,
+        checks=checks,
     )

@@ -4,7 +4,9 @@ QA does not trust the precompute job: it re-checks every published zone set agai
 hard invariants (links on the allowlist, personal claims citing dated, sourced facts,
 plain zones free of markup, limits kept) and counts rungs, reasons and check failures.
 Reasons are counted as stored (`welcomemat.reasons`: `check:low_confidence`, `no_answer`);
-a code an older version wrote (`declined`) is counted under its own name.
+a code an older version wrote (`declined`) is counted under its own name. A draft that
+passed every check but uses no specific of its facts is segment copy (`not_specific`): a
+personal attempt that did not fail, and its cited facts are re-checked like a personal zone's.
 Verdict, from the campaign's thresholds:
 
 - NO GO: any invariant broken, or the check-failure or fallback rate over its threshold;
@@ -179,15 +181,15 @@ def _recheck(
                 zone.zone_id,
                 "stamp does not verify: the text will be shown escaped",
             )
-        if zone.rung is Rung.PERSONAL:
-            if contract.requires_fact and not zone.facts:
-                add("blocker", "personal_without_fact", zone.zone_id, zone.text[:80])
-            for fact in zone.facts:
-                view = browser_view(fact.source_url)
-                if view is None or view[0] != "https":
-                    add("blocker", "fact_source_not_https", zone.zone_id, fact.source_url)
-                if fact.published_at > zs.created_at.date():
-                    add("blocker", "fact_from_future", zone.zone_id, fact.published_at.isoformat())
+        if zone.rung is Rung.PERSONAL and contract.requires_fact and not zone.facts:
+            add("blocker", "personal_without_fact", zone.zone_id, zone.text[:80])
+        # Every cited fact: a personal zone's, and a written draft's served as segment copy (`not_specific`).
+        for fact in zone.facts:
+            view = browser_view(fact.source_url)
+            if view is None or view[0] != "https":
+                add("blocker", "fact_source_not_https", zone.zone_id, fact.source_url)
+            if fact.published_at > zs.created_at.date():
+                add("blocker", "fact_from_future", zone.zone_id, fact.published_at.isoformat())
     if zs.valid_until is not None and zs.valid_until <= now:
         add("fix", "expired", None, f"valid until {zs.valid_until.isoformat()}: serving the fallback; rerun")
     if zs.status is ZoneSetStatus.PENDING_REVIEW:
@@ -261,7 +263,11 @@ def run_qa(
                 figures.personal_attempts += 1
             else:
                 reasons[zone.reason] += 1
-                if parse_reason(zone.reason).code is ZoneReason.CHECK:
+                code = parse_reason(zone.reason).code
+                if code is ZoneReason.NOT_SPECIFIC:  # a draft that passed every check, not specific
+                    report.personal_attempts += 1
+                    figures.personal_attempts += 1
+                elif code is ZoneReason.CHECK:
                     report.personal_attempts += 1
                     report.check_failed += 1
                     figures.personal_attempts += 1

@@ -13,30 +13,60 @@ stops being served the day it would become false.
     yesterday   the day before as_of                     as_of + 1 day
     this_week   in as_of's ISO week                      the Monday after as_of
     last_week   in the ISO week before as_of's           the Monday after as_of
+    this_month  in as_of's calendar month ("this month")  the 1st of the next month
+    weekday     1 to 6 days before as_of ("on Thursday":  published + 7 days (then the weekday
+                the most recent past one of that name)   names a later day)
+    month       in as_of's calendar year ("in November",  1 January of the next year (then the
+                no year)                                 year would be missing)
     just        at most JUST_DAYS days before as_of      published + JUST_DAYS + 1 day
     recent      at most RECENT_DAYS days before as_of    published + RECENT_DAYS + 1 day
     new_role    a role change (a `leadership` fact) at   published + NEW_ROLE_DAYS + 1 day
                 most NEW_ROLE_DAYS days before as_of
+
+`weekday` and `month` are not words a claim pattern looks for (the date check matches the
+weekday or month name against the fact's date); they are here so that the offline
+composer's `{when}` phrases (`precompute.date_phrases`) are judged by the same table.
 """
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import MAXYEAR, date, timedelta
 
-from precompute.claim_patterns import DAY, JUST, LAST_WEEK, NEW_ROLE, RECENT, THIS_WEEK, YESTERDAY
+from precompute.claim_patterns import DAY, JUST, LAST_WEEK, NEW_ROLE, RECENT, THIS_MONTH, THIS_WEEK, YESTERDAY
 
-__all__ = ["JUST_DAYS", "NEW_ROLE_DAYS", "RECENCY_KINDS", "RECENT_DAYS", "true_until"]
+__all__ = [
+    "JUST_DAYS",
+    "MONTH",
+    "NEW_ROLE_DAYS",
+    "RECENCY_KINDS",
+    "RECENT_DAYS",
+    "WEEKDAY",
+    "WEEKDAY_DAYS",
+    "true_until",
+]
 
 JUST_DAYS = 7  # "just raised", "freshly announced", "a few days ago": within a week
 RECENT_DAYS = 30  # "recently", "your recent launch": within a month
 NEW_ROLE_DAYS = 90  # "your new role": a role change at most a quarter old
 
-RECENCY_KINDS: frozenset[str] = frozenset({DAY, YESTERDAY, THIS_WEEK, LAST_WEEK, JUST, RECENT, NEW_ROLE})
+WEEKDAY = "weekday"  # "on Thursday"
+MONTH = "month"  # "in November"
+WEEKDAY_DAYS = 6  # a bare weekday names one past day for six days; on the seventh it could mean today
+
+RECENCY_KINDS: frozenset[str] = frozenset(
+    {DAY, YESTERDAY, THIS_WEEK, LAST_WEEK, THIS_MONTH, WEEKDAY, MONTH, JUST, RECENT, NEW_ROLE}
+)
 _ONE_DAY = timedelta(days=1)
 
 
 def _monday_after(day: date) -> date:
     return day + timedelta(days=7 - day.weekday())
+
+
+def _first_of_next_month(day: date) -> date:
+    if day.month < 12:
+        return date(day.year, day.month + 1, 1)
+    return date(day.year + 1, 1, 1) if day.year < MAXYEAR else date.max
 
 
 def _iso_week(day: date) -> tuple[int, int]:
@@ -64,5 +94,14 @@ def true_until(kind: str, published: date, as_of: date) -> date | None:
     if kind == LAST_WEEK:
         last = _iso_week(as_of - timedelta(days=7))
         return _monday_after(as_of) if _iso_week(published) == last else None
+    if kind == THIS_MONTH:
+        same = (published.year, published.month) == (as_of.year, as_of.month)
+        return _first_of_next_month(as_of) if same else None
+    if kind == WEEKDAY:
+        return published + timedelta(days=WEEKDAY_DAYS + 1) if 1 <= age <= WEEKDAY_DAYS else None
+    if kind == MONTH:
+        if published.year != as_of.year:
+            return None
+        return date(as_of.year + 1, 1, 1) if as_of.year < MAXYEAR else date.max
     days = {JUST: JUST_DAYS, RECENT: RECENT_DAYS, NEW_ROLE: NEW_ROLE_DAYS}[kind]
     return published + timedelta(days=days + 1) if age <= days else None

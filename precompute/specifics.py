@@ -48,7 +48,9 @@ __all__ = [
     "ApprovedVocabulary",
     "FoldedText",
     "Specific",
+    "acronyms",
     "analyse",
+    "approved_copy_texts",
     "build_vocabulary",
     "find_specifics",
     "first_unsupported",
@@ -506,12 +508,28 @@ class _Support(NamedTuple):
     dates: frozenset[str]
 
 
+# Two to six capitalised words in a row ("Chief Revenue Officer"): their initials are the
+# acronym people write for them ("CRO").
+_ACRONYM_RUN_RE = re.compile(r"\b[A-Z][\w'’-]*(?:[ \t]+(?:of[ \t]+|and[ \t]+|&[ \t]+)?[A-Z][\w'’-]*){1,5}")
+
+
+def acronyms(text: str) -> list[str]:
+    """The acronyms of `text`'s runs of capitalised words, folded: "Chief Revenue Officer" -> "cro"."""
+    out = []
+    for m in _ACRONYM_RUN_RE.finditer(text):
+        initials = "".join(w[0] for w in m.group(0).split() if w[:1].isupper())
+        if len(initials) >= 2:
+            out.append(initials.lower())
+    return out
+
+
 def _support_from(texts: Iterable[str], numbers: Iterable[str] = (), dates: Iterable[str] = ()) -> _Support:
-    """What a fact's or an account's texts support: their words, phrases, numbers and dates."""
+    """What a fact's or an account's texts support: their words, phrases, numbers and dates, and
+    the acronyms of their capitalised names ("CRO" for "Chief Revenue Officer")."""
     # One pass over all texts joined: a newline stops numbers and phrases running across.
     joined = " \n ".join(t for t in texts if t)
     folded = fold(joined)
-    words = _WORDS_RE.findall(folded)
+    words = _WORDS_RE.findall(folded) + acronyms(joined)
     nums = set(numbers)
     found_dates = set(dates)
     specifics = _digit_specifics(joined) if _DIGIT_RE.search(joined) else []
@@ -680,7 +698,7 @@ _SLOT_RE = re.compile(r"\{[^{}]*\}")  # a pattern's slot ("{role}"): not approve
 _NO_VOCABULARY = ApprovedVocabulary(frozenset(), frozenset(), frozenset(), frozenset(), frozenset())
 
 
-def _approved_copy(campaign: Campaign) -> list[str]:
+def approved_copy_texts(campaign: Campaign) -> list[str]:
     """Every literal a page may show as the campaign wrote it (pattern slots cut out)."""
     texts = [p.text for p in campaign.proof_library]
     texts += [c.label for c in campaign.ctas]
@@ -697,7 +715,7 @@ def _approved_copy(campaign: Campaign) -> list[str]:
 def build_vocabulary(campaign: Campaign) -> ApprovedVocabulary:
     """The campaign's approved names, numbers and terms; build once per campaign, not per draft."""
     terms = [t for t in campaign.vocabulary if t.strip()]
-    copy = _approved_copy(campaign)
+    copy = approved_copy_texts(campaign)
     words: set[str] = set()
     for text in (*terms, *copy):
         words.update(_WORDS_RE.findall(fold(text)))

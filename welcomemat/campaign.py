@@ -15,10 +15,18 @@ copy, pages, policies) are `welcomemat.campaign_sections`; the checks across the
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, ModelWrapValidatorHandler, ValidationInfo, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ModelWrapValidatorHandler,
+    StringConstraints,
+    ValidationInfo,
+    model_validator,
+)
 
 from welcomemat.campaign_checks import (
     allowlist_or_problem,
@@ -55,7 +63,7 @@ from welcomemat.openers import refuse_opener_overrides
 from welcomemat.urlgate import LinkAllowlist, gate_link
 from welcomemat.voice import MAX_VOICE_EXAMPLES, MIN_VOICE_EXAMPLES, VoiceProfile
 from welcomemat.yamlfile import FieldProblem, FieldProblems, check_yaml_model, read_yaml, valid_fields
-from welcomemat.zone_contract import ZoneContract
+from welcomemat.zone_contract import CHECK_NAMES_SCHEMA, AddedChecks, ZoneContract
 
 __all__ = [
     "CONTINUATION_PAGE_ID",
@@ -167,6 +175,22 @@ class Campaign(BaseModel):
         "refuses any other).",
         examples=[["partnership", "guaranteed_outcome"]],
     )
+    checks: AddedChecks = Field(
+        default=(),
+        description="Checks every zone of the campaign adds to the hard ones, which always run: "
+        "`one_question`, `confidence` (README: The checks). A campaign may add checks, never remove one.",
+        examples=[["one_question"]],
+        json_schema_extra=CHECK_NAMES_SCHEMA,
+    )
+    approved_words: tuple[Annotated[str, StringConstraints(min_length=1, max_length=40)], ...] = Field(
+        default=(),
+        max_length=500,
+        description="Plain words a personal line may use beside those of its cited facts, the account and "
+        "the approved copy (README: Grounding): words that say nothing about the account or the reader "
+        "(`sooner`, `smoother`). A word that asserts an event, a relationship, the reader's words or role "
+        "(`customer`, `acquired`, `loved`) is refused: it must come from a fact.",
+        examples=[["sooner", "smoother", "onboarding"]],
+    )
     vocabulary: tuple[str, ...] = Field(
         default=(),
         description="The campaign's own terms (product names, acronyms, rounds): names the checks accept "
@@ -271,6 +295,13 @@ class Campaign(BaseModel):
         "pattern with a slot it cannot fill is skipped. A type declared under `fact_types` may be cited in "
         "the zones its patterns are written for.",
         examples=[{"funding": {"hero_headline": ["Congrats on the {round} {when}, {account}"]}}],
+    )
+    mail_in_home_date: date | None = Field(
+        default=None,
+        description="The day the campaign's direct mail lands (`welcomemat mail --in-home-date`), when it "
+        "has one: the offline composer then words the dates of accounts with a fact allowed on `print` "
+        "so they stay true until 30 days after it (README: Date phrases). Unset: pages need 14 days.",
+        examples=["2026-12-08"],
     )
     fact_types: dict[FactTypeName, FactTypeDeclaration] = Field(
         default={},

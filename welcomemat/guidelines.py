@@ -48,6 +48,7 @@ GUIDELINE_FIELDS = (
     "voice_examples",
     "voice_profile",
     "vocabulary",
+    "approved_words",
     "patterns",
     "fact_types",
     "banned_phrases",
@@ -68,7 +69,7 @@ ACTIVE_FIELD = "@active"
 
 # Fields left out of the bundle while unset, so a campaign that never used them hashes as it
 # did before they existed (its active version stays the one recorded).
-_OMITTED_WHEN_UNSET = ("voice_examples", "voice_profile", "experiment", "fact_types")
+_OMITTED_WHEN_UNSET = ("voice_examples", "voice_profile", "experiment", "fact_types", "approved_words")
 
 
 def guideline_bundle(campaign: Campaign) -> dict[str, Any]:

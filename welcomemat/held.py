@@ -1,7 +1,8 @@
 """Held drafts: personal copy a layer of doubt kept off the page until a person decides.
 
-A draft the model's self-review judged not ok, or whose self-reported confidence is below
-the campaign's `min_model_confidence`, is not thrown away: the zone is served its fallback
+A draft the model's self-review judged not ok, whose self-reported confidence is below
+the campaign's `min_model_confidence`, or that says words nothing it cites, the account or the
+approved copy supports (grounding: the note names them), is not thrown away: the zone is served its fallback
 and the draft is *held*, with the layer that held it and that layer's note (the reviewer's
 own words, or the confidence against the threshold), in the account's explain record. The
 account is queued for review (`keys.review_held_key`); a person may approve the draft
@@ -36,6 +37,9 @@ class HoldLayer(enum.StrEnum):
 
     SELF_REVIEW = "self_review"  # the model's self-review judged it not ok
     MODEL_CONFIDENCE = "model_confidence"  # the model's own confidence is below the threshold
+    GROUNDING = (
+        "grounding"  # words nothing cited, the account or approved copy supports (precompute.grounding)
+    )
 
 
 def one_line(value: str, limit: int = HELD_NOTE_CHARS) -> str:
@@ -47,9 +51,10 @@ def one_line(value: str, limit: int = HELD_NOTE_CHARS) -> str:
 class HeldDraft(BaseModel):
     """One zone's held draft: what would be served if approved, and why it is held.
 
-    `content` is the zone exactly as it would be published (rung personal, cited facts,
-    cleaned markup, gated link); `valid_until` the earliest expiry of what it cites;
-    `failures` the deterministic checks it failed (`check:reason`): non-empty, never approvable.
+    `content` is the zone exactly as it would be published (rung personal, or segment for a
+    draft that uses no specific of its facts; cited facts, cleaned markup, gated link);
+    `valid_until` the earliest expiry of what it cites; `failures` the deterministic checks
+    it failed (`check:reason`): non-empty, never approvable.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -70,8 +75,10 @@ class HeldDraft(BaseModel):
     @field_validator("content")
     @classmethod
     def _personal(cls, value: ZoneContent | None) -> ZoneContent | None:
-        if value is not None and value.rung is not Rung.PERSONAL:
-            raise ValueError("a held draft's content is personal copy")
+        # Segment copy when the draft uses no specific of its facts (`not_specific`): approved,
+        # it is still served as what it is.
+        if value is not None and value.rung is Rung.DEFAULT:
+            raise ValueError("a held draft's content is personal or segment copy")
         return value
 
     @property

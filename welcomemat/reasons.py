@@ -4,7 +4,9 @@ Every zone of a zone set records a reason (`ZoneContent.reason`), written as
 
     <code>[:<detail>][;unknown_segment]
 
-`detail` narrows the code: the fact types a personal zone cites (`personal:funding+hiring`),
+`detail` narrows the code: the fact types a personal zone cites (`personal:funding+hiring`,
+and a draft published as segment copy because it uses none of their specifics:
+`not_specific:funding`, `precompute.specific_use`),
 the identity reason (`identity:freemail`), the failed check's reason (`check:low_confidence`).
 `;unknown_segment` marks a fallback zone that took the campaign default because the
 account's segment has no copy. The codes live here, in the core, because the renderer's
@@ -51,6 +53,7 @@ class ZoneReason(enum.StrEnum):
 
     PERSONAL = "personal"
     APPROVED = "approved"
+    NOT_SPECIFIC = "not_specific"
     IDENTITY = "identity"
     NO_TRUSTED_FACT = "no_trusted_fact"
     PROVIDER_UNAVAILABLE = "provider_unavailable"
@@ -77,13 +80,19 @@ class ZoneReason(enum.StrEnum):
 REASON_DOCS: Mapping[ZoneReason, str] = MappingProxyType(
     {
         ZoneReason.PERSONAL: (
-            "personal copy that passed every check; the detail lists the cited fact types "
-            "(library: approved proof copy, no fact)"
+            "personal copy that passed every check and uses a specific of a fact it cites "
+            "(a field value, number, date or name other than the account's); the detail lists "
+            "the cited fact types"
         ),
         ZoneReason.APPROVED: (
             "a held draft (judged not ok by the self-review, or below the confidence threshold) "
             "that a person approved from the review queue; it passed every deterministic check; "
             "the detail lists the cited fact types"
+        ),
+        ZoneReason.NOT_SPECIFIC: (
+            "a draft that passed every check but uses no specific of a fact it cites (a generic line, "
+            "a CTA label, a library proof point): published as segment copy, its cited facts kept; "
+            "the detail lists the cited fact types (library: it cites none)"
         ),
         ZoneReason.IDENTITY: (
             "the account's identity allows no account-specific claims; the detail is the identity reason"
@@ -129,7 +138,7 @@ REASON_DOCS: Mapping[ZoneReason, str] = MappingProxyType(
         ),
         ZoneReason.CHECK: (
             "the draft failed a deterministic check; the detail is the check's reason code "
-            "(low_confidence alone: the draft is held for a person to approve)"
+            "(low_confidence or ungrounded alone: the draft is held for a person to approve)"
         ),
         ZoneReason.CTA_LINK_REFUSED: (
             "the draft's CTA link failed the URL gate (not https, or its host not on the allowlist)"

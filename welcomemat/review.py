@@ -204,6 +204,9 @@ def approve_held(
 ) -> ReviewOutcome:
     """Publish a zone's held draft as personal copy, as a new version, audit-logged.
 
+    A draft that uses no specific of the facts it cites is published as what it is, segment
+    copy (`not_specific`, its cited facts kept), never promoted to personal by approval.
+
     Refused (nothing written) when the draft was held for other inputs than the current
     set's, is already served, failed a deterministic check, or cites an expired fact; and,
     when `expected_version` is given, when that version is no longer current.
@@ -233,8 +236,14 @@ def approve_held(
     refusal = held.refusal(auditor.clock())
     if refusal is not None or held.content is None:
         return ReviewOutcome(account_id, False, f"zone {zone_id!r} cannot be approved: {refusal}", None)
+    # A draft that uses no specific of its facts stays segment copy (`not_specific`) once approved.
+    personal = held.content.rung is Rung.PERSONAL
     types = parse_reason(held.content.reason).detail
-    content = held.content.model_copy(update={"reason": zone_reason(ZoneReason.APPROVED, types)})
+    content = (
+        held.content.model_copy(update={"reason": zone_reason(ZoneReason.APPROVED, types)})
+        if personal
+        else held.content
+    )
     zones = tuple(content if z.zone_id == zone_id else z for z in current.zones)
     ends = [t for t in (current.valid_until, held.valid_until) if t is not None]
     revised = current.model_copy(
@@ -258,7 +267,8 @@ def approve_held(
         reason,
         f"held draft of zone {zone_id} ({held.layer.value}) from v{current.version}",
     )
-    return ReviewOutcome(account_id, True, f"v{result.version}: zone {zone_id} is now personal", result)
+    now = "now personal" if personal else "now its approved draft, as segment copy (not specific)"
+    return ReviewOutcome(account_id, True, f"v{result.version}: zone {zone_id} is {now}", result)
 
 
 def _record_approval(

@@ -26,6 +26,7 @@ from welcomemat.errors import ContractError
 from welcomemat.ids import OpaqueId
 from welcomemat.openers import refuse_opener_overrides
 from welcomemat.yamlfile import check_yaml_model, load_yaml_model
+from welcomemat.zone_contract import CHECK_NAMES_SCHEMA, AddedChecks
 
 __all__ = [
     "TenantPolicy",
@@ -69,6 +70,13 @@ class TenantPolicy(BaseModel):
         "`customer_status`. Classes with a detector: `customer_status`, `partnership`, "
         "`guaranteed_outcome`; the precompute job refuses any other.",
         examples=[["partnership", "guaranteed_outcome"]],
+    )
+    checks: AddedChecks = Field(
+        default=(),
+        description="Checks every zone of every campaign of the tenant adds to the hard ones, which always "
+        "run: `one_question`, `confidence` (README: The checks). A tenant may add checks, never remove one.",
+        examples=[["one_question", "confidence"]],
+        json_schema_extra=CHECK_NAMES_SCHEMA,
     )
     max_signal_windows_days: dict[str, Annotated[int, AfterValidator(_ceiling_in_range)]] = Field(
         default_factory=dict,

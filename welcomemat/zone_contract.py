@@ -6,8 +6,9 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic.config import JsonDict
 
 from welcomemat.errors import ContractError, ContractProblems
@@ -16,14 +17,20 @@ from welcomemat.markup import INLINE_TAGS_MAX, validate_markup_allowed
 from welcomemat.yamlfile import check_yaml_model, line_of_field
 
 __all__ = [
+    "CHECK_NAMES_SCHEMA",
+    "HARD_CHECKS",
     "KNOWN_CHECKS",
+    "OPTIONAL_CHECKS",
+    "AddedChecks",
     "ZoneContract",
     "ZoneContractsCheck",
     "ZoneFallback",
+    "added_checks_problem",
     "check_zone_contract",
     "check_zone_contracts",
     "load_zone_contract",
     "load_zone_contracts",
+    "omitted_hard_checks",
 ]
 
 # Every deterministic check a zone may name; the precompute job implements each one.
@@ -48,14 +55,49 @@ KNOWN_CHECKS: frozenset[str] = frozenset(
         "intent",
         "tracking",
         "flattery",
+        # A personal draft's time words keep it true as long as its surfaces need.
+        "lifespan",
+        # Every word of a personal draft from its cited facts, the account or approved copy.
+        "grounding",
         # Personal drafts against the campaign's voice profile (welcomemat.voice).
         "voice",
     }
 )
 
 
+# The checks that always run, whatever a zone contract, campaign or tenant lists: what keeps a
+# line true (numbers, names, dates and time words, other companies, the claim classes), short
+# enough (length), plain (markup, links) and allowed (banned phrases, prohibited claims, the
+# voice). A lower level may add checks, never remove one (DESIGN.md, invariant 10); in a link
+# zone `cta_allowed` is hard too.
+OPTIONAL_CHECKS: frozenset[str] = frozenset({"one_question", "confidence"})
+HARD_CHECKS: frozenset[str] = KNOWN_CHECKS - OPTIONAL_CHECKS - {"cta_allowed"}
+
+
+def added_checks_problem(checks: tuple[str, ...]) -> str | None:
+    """Why a tenant's or campaign's `checks` list is refused, or None: each entry must be a check
+    Welcomemat has, and none may try to remove one ("!length", "-voice": a level only adds)."""
+    removing = [c for c in checks if c[:1] in {"!", "-", "~"}]
+    if removing:
+        return f"{removing[0]!r}: a level may add checks, never remove one (hard rule)"
+    unknown = sorted(set(checks) - KNOWN_CHECKS)
+    if unknown:
+        return f"unknown checks {unknown}; a level may add {sorted(OPTIONAL_CHECKS)} (the others always run)"
+    return None
+
+
+def _only_added(value: tuple[str, ...]) -> tuple[str, ...]:
+    problem = added_checks_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+# A level's `checks`: names Welcomemat has, each one added (zone contracts, campaign, tenant).
+AddedChecks = Annotated[tuple[str, ...], AfterValidator(_only_added)]
+
 # The schema lists the check names, so an editor completes them and flags a misspelt one.
-_CHECK_NAMES_SCHEMA: JsonDict = {"items": {"type": "string", "enum": list[JsonValue](sorted(KNOWN_CHECKS))}}
+CHECK_NAMES_SCHEMA: JsonDict = {"items": {"type": "string", "enum": list[JsonValue](sorted(KNOWN_CHECKS))}}
 
 
 class ZoneFallback(enum.StrEnum):
@@ -110,15 +152,18 @@ class ZoneContract(BaseModel):
         "(a proof point or CTA chosen for the account).",
         examples=[False],
     )
-    checks: tuple[str, ...] = Field(
+    checks: AddedChecks = Field(
         default=(),
-        description="Deterministic checks every draft for the zone must pass. `empty`, `banned_phrases`, "
-        "`no_markup_or_links`, `cited_facts_trusted`, `prohibited_claims`, the claim classes (`quotes`, "
-        "`recency`, `achievements`, `relationships`, `intent`, `tracking`, `flattery`), `voice` (personal "
-        "drafts against the campaign's `voice_profile`, when it has one) and, in a link zone, "
-        "`cta_allowed` run whether listed or not.",
-        examples=[["empty", "length", "banned_phrases", "one_question"]],
-        json_schema_extra=_CHECK_NAMES_SCHEMA,
+        description="Checks the zone adds to the hard ones: `one_question` (at most one question mark) and "
+        "`confidence` (the writer's own confidence at least the policy's minimum). Every other check is "
+        "hard and runs whether listed or not: `empty`, `length`, `banned_phrases`, `no_markup_or_links`, "
+        "`unsupported_specifics`, `cited_facts_trusted`, `other_company`, `prohibited_claims`, the claim "
+        "classes (`quotes`, `recency`, `achievements`, `relationships`, `intent`, `tracking`, `flattery`), "
+        "`lifespan`, `grounding`, `voice` and, in a link zone, `cta_allowed`. A list naming some hard "
+        "checks but not all reads as one meant to drop the others: `welcomemat validate` refuses it (a run "
+        "still runs them all).",
+        examples=[["one_question", "confidence"]],
+        json_schema_extra=CHECK_NAMES_SCHEMA,
     )
     fallback: ZoneFallback = Field(
         default=ZoneFallback.SEGMENT,
@@ -138,15 +183,6 @@ class ZoneContract(BaseModel):
         except ContractError as exc:
             raise ValueError(exc.message) from None
 
-    @field_validator("checks")
-    @classmethod
-    def _checks_known(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        """Every entry of `checks` is a check the precompute job implements."""
-        unknown = sorted(set(value) - KNOWN_CHECKS)
-        if unknown:
-            raise ValueError(f"unknown checks {unknown}; known: {sorted(KNOWN_CHECKS)}")
-        return value
-
     @model_validator(mode="after")
     def _personal_needs_facts(self) -> ZoneContract:
         """`requires_fact: true` needs at least one of `fact_types`."""
@@ -154,9 +190,25 @@ class ZoneContract(BaseModel):
             raise ValueError("requires_fact is true but fact_types is empty")
         return self
 
+    def hard_checks(self) -> frozenset[str]:
+        """The checks this zone runs whatever any level lists (`cta_allowed` too in a link zone)."""
+        return HARD_CHECKS | {"cta_allowed"} if self.link else HARD_CHECKS
+
     def fits(self, text: str) -> bool:
         """Within the word and character limits."""
         return len(text) <= self.max_chars and len(text.split()) <= self.max_words
+
+
+def omitted_hard_checks(contract: ZoneContract) -> tuple[str, ...]:
+    """The hard checks a contract's `checks` leaves out when it names some of them, sorted.
+
+    A list of only optional checks adds them; one naming `empty` and `length` but not
+    `unsupported_specifics` reads as meant to be complete, i.e. to drop the rest. They run all
+    the same; `welcomemat validate` refuses the contract so its author learns it.
+    """
+    hard = contract.hard_checks()
+    listed = set(contract.checks)
+    return tuple(sorted(hard - listed)) if listed & hard else ()
 
 
 def check_zone_contract(path: str | Path) -> tuple[ZoneContract | None, list[ContractError]]:

@@ -2,8 +2,10 @@
 
 A zone set is written once by the precompute job and read many times by the renderer.
 Every zone says which rung of the fallback ladder it came from and why, and which facts
-(with source URL and publish date) a personal zone cites. `valid_until` is the earliest
-expiry of the cited facts: past it the renderer serves the fallback even if nothing reran.
+(with source URL and publish date) it cites: a personal zone always, and a written draft
+that uses none of its facts' specifics, published as segment copy (`not_specific`).
+`valid_until` is the earliest expiry of the cited facts: past it the renderer serves the
+fallback even if nothing reran.
 """
 
 from __future__ import annotations
@@ -83,16 +85,20 @@ class ZoneContent(BaseModel):
     markup: CleanedMarkup | None = None
 
     @model_validator(mode="after")
-    def _personal_cites_facts(self) -> ZoneContent:
-        if self.rung is not Rung.PERSONAL and self.facts:
-            raise ValueError(f"zone {self.zone_id}: only a personal zone cites facts")
+    def _default_cites_no_facts(self) -> ZoneContent:
+        # A segment zone may cite facts: a draft that uses none of its facts' specifics is
+        # published as segment copy (`not_specific`) and keeps what it cites, for the audit,
+        # its channels and `valid_until`. The campaign default is never written from a fact.
+        if self.rung is Rung.DEFAULT and self.facts:
+            raise ValueError(f"zone {self.zone_id}: a default zone cites no facts")
         return self
 
     @property
     def surfaces(self) -> tuple[Surface, ...]:
         """The channels this zone's text may be shown on: those every cited fact allows.
 
-        Fallback copy and a personal zone citing no fact are campaign copy: every channel.
+        Fallback copy and a zone citing no fact are campaign copy: every channel. A segment zone
+        citing facts (`not_specific`) was still written from them: only their channels.
         """
         return tuple(s for s in ALL_SURFACES if self.allows(s))
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from precompute.context import EffectivePolicy, GovernedContext
+from precompute.pattern_choice import PatternChoice
 from welcomemat.accounts import Account
 from welcomemat.campaign import Campaign
 from welcomemat.reasons import PROVIDER_DECLINES, ZoneReason
@@ -51,6 +52,8 @@ class ZoneDraft(BaseModel):
     # First day on which the text is no longer true, when it says something time-relative
     # ("yesterday"): the pipeline caps the zone set's valid_until with it. None: timeless.
     valid_until: date | None = None
+    # The offline composer's pattern and why it won over the others (`explain`); None for a model.
+    composed: PatternChoice | None = None
 
 
 class Decline(BaseModel):

@@ -12,18 +12,15 @@ Why a composer and not just segment copy: most of the value of a personal page i
 true, dated, specific line ("Congrats on the Series A on Thursday, Dymaxa"), and a human
 pattern filled from a sourced fact says it with no model risk at all.
 
-The `{when}` slot: a phrase for a fact's publish date, strictly true on the day computed
-and on every day until `when_phrase_valid_until`, so the pipeline can cap the zone set:
+The `{when}` slot: a phrase for the newest cited fact's date that stays true for as long
+as the zone's surfaces need (a page 14 days, a mail piece its in-home date plus 30 days, or
+until a cited fact expires, if sooner): "on Thursday" only when that is long enough, else
+"this month", "in November", "recently" or "in November 2025" (`precompute.date_phrases`).
+The draft's `valid_until` is capped by the first day that phrase would be false.
 
-    days ago   phrase                   stays the same (and true) until
-    0          "today"                  the next day
-    1          "yesterday"              published + 2 days
-    2..6       "on Thursday"            published + 7 days (then the weekday would be ambiguous)
-    7+         "on 26 November"         1 January of the next year (then the year would be missing)
-               "on 26 November 2025"    forever (the year differs from as_of's)
-
-Weekday and month names are English literals, not `strftime`: the page's language must not
-depend on the machine's locale.
+Which pattern wins when several fit, and how a hiring pattern agrees in number with the
+facts it cites ("one SDR", "two SDRs"): `precompute.pattern_choice`. The draft carries the
+choice (`ZoneDraft.composed`) for `welcomemat explain`.
 """
 
 from __future__ import annotations
@@ -32,15 +29,18 @@ import hashlib
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import MAXYEAR, date, timedelta
+from datetime import date
 
 from precompute.claim_support import account_keys, recency_valid_until
 from precompute.context import GovernedContext, TrustedFact
+from precompute.date_phrases import DatePhrase, choose_date_phrase, needed_until
+from precompute.pattern_choice import PatternChoice, SkippedPattern, number_problem
 from precompute.providers.base import Decline, GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
 from welcomemat.campaign import Campaign
 from welcomemat.fact_types import COMPUTED_SLOTS
 from welcomemat.patterns import parse_pattern
 from welcomemat.reasons import ZoneReason
+from welcomemat.surfaces import Surface
 from welcomemat.zone_contract import ZoneContract
 
 __all__ = [
@@ -53,14 +53,13 @@ __all__ = [
     "TYPE_PRIORITY",
     "OfflineComposer",
     "count_word",
-    "when_phrase",
-    "when_phrase_valid_until",
 ]
 
 # Part of the provider fingerprint, hence of every account's input hash: bump it whenever
 # the composer's output for the same input could change, so published zone sets are redone.
-# 2: a declined zone says why (its reason code); 3: time-relative words in a pattern cap valid_until.
-COMPOSER_VERSION = "offline-composer/3"
+# 2: a declined zone says why (its reason code); 3: time-relative words in a pattern cap valid_until;
+# 4: `{when}` stays true as long as the page needs; hiring patterns agree in number.
+COMPOSER_VERSION = "offline-composer/4"
 
 # Among facts of equal recency, the order in which fact types make the better opening line.
 TYPE_PRIORITY: tuple[str, ...] = ("funding", "expansion", "hiring", "leadership", "product_launch")
@@ -76,23 +75,10 @@ LIBRARY_CONFIDENCE = 0.8  # approved copy, but chosen by segment, not by a fact 
 # The zone that may fall back to the campaign's proof library when no fact fits a pattern.
 PROOF_ZONE_ID = "proof"
 
-_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
 _COUNT_WORDS = tuple("one two three four five six seven eight nine ten eleven twelve".split())
 
+# How many skipped patterns a draft's `composed` keeps for `explain` (the last ones tried).
+_SKIPS_KEPT = 10
 # Computed slots that produce an ordinary lowercase word, capitalised when they open the text.
 _SENTENCE_OPENERS = frozenset({"when", "role_count"})
 # Characters that mean a value is markup or a template, not a name: refused, never stripped,
@@ -100,52 +86,12 @@ _SENTENCE_OPENERS = frozenset({"when", "role_count"})
 _REFUSED_CHARS = frozenset("<>{}")
 
 
-# -- the `when` phrase ----------------------------------------------------------------------
-
-
-def when_phrase(published_at: date, as_of: date) -> str:
-    """The phrase for `published_at` seen from `as_of` (see the module docstring).
-
-    Raises ValueError for a date after `as_of`: a future publish date has no true phrase.
-    """
-    days = (as_of - published_at).days
-    if days < 0:
-        raise ValueError(f"published_at {published_at} is after as_of {as_of}")
-    if days == 0:
-        return "today"
-    if days == 1:
-        return "yesterday"
-    if days < 7:
-        # Within six days a bare weekday names exactly one past day; at seven it could mean today.
-        return "on " + _WEEKDAYS[published_at.weekday()]
-    phrase = f"on {published_at.day} {_MONTHS[published_at.month - 1]}"
-    return phrase if published_at.year == as_of.year else f"{phrase} {published_at.year}"
-
-
-def when_phrase_valid_until(published_at: date, as_of: date) -> date:
-    """The first day on which `when_phrase(published_at, day)` differs from the phrase at `as_of`.
-
-    The phrase is true on every day before it. `date.max` means it never changes.
-    Raises ValueError for a date after `as_of`, like `when_phrase`.
-    """
-    days = (as_of - published_at).days
-    if days < 0:
-        raise ValueError(f"published_at {published_at} is after as_of {as_of}")
-    if days <= 1:
-        return published_at + timedelta(days=days + 1)
-    if days < 7:
-        return published_at + timedelta(days=7)
-    if published_at.year == as_of.year and as_of.year < MAXYEAR:
-        return date(as_of.year + 1, 1, 1)
-    return date.max
+# -- slot values ----------------------------------------------------------------------------
 
 
 def count_word(n: int) -> str:
     """A count as a page would write it: words for one to twelve, digits beyond."""
     return _COUNT_WORDS[n - 1] if 1 <= n <= len(_COUNT_WORDS) else str(n)
-
-
-# -- slot values ----------------------------------------------------------------------------
 
 
 def _clean(value: object) -> str | None:
@@ -167,10 +113,12 @@ class _Unit:
     newest: date
     fact_ids: tuple[str, ...]
     slots: Mapping[str, str]
-    when_until: date | None  # when_phrase_valid_until for the `when` slot; None: timeless
+    when: DatePhrase  # the `when` slot's phrase, chosen for the life the zone needs
 
 
-def _unit(fact_type: str, facts: Sequence[TrustedFact], account: str | None, as_of: date) -> _Unit:
+def _unit(
+    fact_type: str, facts: Sequence[TrustedFact], account: str | None, as_of: date, mail_in_home: date | None
+) -> _Unit:
     # Newest first: the unit's date is its latest fact, the one "when" speaks of.
     ordered = tuple(sorted(facts, key=lambda f: (-f.published_at.toordinal(), f.id)))
     newest = ordered[0].published_at
@@ -188,12 +136,13 @@ def _unit(fact_type: str, facts: Sequence[TrustedFact], account: str | None, as_
             slots[key] = clean
     if account is not None:
         slots["account"] = account
-    slots["when"] = when_phrase(newest, as_of)
-    until = when_phrase_valid_until(newest, as_of)
+    need = needed_until(as_of, mail_in_home=mail_in_home, expires=(f.expires_at for f in ordered))
+    when = choose_date_phrase(newest, as_of, need)
+    slots["when"] = when.text
     if fact_type == "hiring":
         slots["role_count"] = count_word(len(ordered))
     ids = tuple(f.id for f in ordered)
-    return _Unit(fact_type, ordered, newest, ids, slots, None if until == date.max else until)
+    return _Unit(fact_type, ordered, newest, ids, slots, when)
 
 
 def _hiring_key(fact: TrustedFact) -> tuple[str, str]:
@@ -202,14 +151,23 @@ def _hiring_key(fact: TrustedFact) -> tuple[str, str]:
     return (" ".join(role.split()).casefold(), " ".join(location.split()).casefold())
 
 
-def _units_by_type(context: GovernedContext, wanted: frozenset[str]) -> dict[str, list[_Unit]]:
-    """Each wanted fact type's units, best first (hiring: largest group; others: newest fact)."""
+def _units_by_type(
+    context: GovernedContext, wanted: frozenset[str], in_home: date | None = None
+) -> dict[str, list[_Unit]]:
+    """Each wanted fact type's units, best first (hiring: largest group; others: newest fact).
+
+    `in_home`: the campaign's mail in-home date. It sets how long the `{when}` phrases must
+    stay true only when some trusted fact may be printed: a zone set is mailed whole (its
+    `valid_until` is every zone's), and without a `print` fact it is never mailed personal.
+    """
     # The trust policy decides which facts may be used; repeating its two date rules and the
     # identity gate here is cheap and keeps a hand-built or stale context from making a claim.
     if not context.identity.claims_allowed:
         return {}
     as_of = context.as_of
     account = _clean(context.short_name)
+    printed = any(Surface.PRINT in f.surfaces for f in context.facts)
+    mail_in_home = in_home if printed else None
     by_type: dict[str, list[TrustedFact]] = {}
     for fact in context.facts:
         if fact.type in wanted and fact.published_at <= as_of < fact.expires_at:
@@ -220,10 +178,10 @@ def _units_by_type(context: GovernedContext, wanted: frozenset[str]) -> dict[str
             groups: dict[tuple[str, str], list[TrustedFact]] = {}
             for fact in facts:
                 groups.setdefault(_hiring_key(fact), []).append(fact)
-            found = [_unit(fact_type, g, account, as_of) for g in groups.values()]
+            found = [_unit(fact_type, g, account, as_of, mail_in_home) for g in groups.values()]
             found.sort(key=lambda u: (-len(u.facts), -u.newest.toordinal(), u.facts[0].id))
         else:
-            found = [_unit(fact_type, (f,), account, as_of) for f in facts]
+            found = [_unit(fact_type, (f,), account, as_of, mail_in_home) for f in facts]
             found.sort(key=lambda u: (-u.newest.toordinal(), u.facts[0].id))
         units[fact_type] = found
     return units
@@ -256,28 +214,31 @@ def _pattern_shape(pattern: str) -> tuple[frozenset[str], bool] | None:
     return shape.slots, shape.opening_slot in _SENTENCE_OPENERS
 
 
-def _fill(pattern: str, unit: _Unit) -> tuple[str, bool] | None:
-    """The filled text and whether it used `{when}`, or None if a slot has no trusted value."""
+def _fill(pattern: str, unit: _Unit) -> tuple[str, bool] | str:
+    """The filled text and whether it used `{when}`, or why the pattern does not fill for `unit`."""
     shape = _pattern_shape(pattern)
     if shape is None:
-        return None
+        return "not a readable pattern"
     names, opens_with = shape
-    if not names <= unit.slots.keys():
-        return None
-    # "one SDRs": a count of one with a plural is false grammar; this pattern is not for one fact.
-    if len(unit.facts) == 1 and "role_count" in names and "role_plural" in names:
-        return None
+    missing = sorted(names - unit.slots.keys())
+    if missing:
+        return f"slot {{{missing[0]}}} missing"
+    # "one SDRs", "a SDR" for four roles: the wording must agree with how many facts it cites.
+    disagrees = number_problem(pattern, len(unit.facts))
+    if disagrees is not None:
+        return disagrees
     text = pattern.format_map(unit.slots)
     if opens_with:
         text = text[:1].upper() + text[1:]
     return text, "when" in names
 
 
-def _rotation(patterns: Sequence[str], account_id: str, zone_id: str) -> list[str]:
-    """The patterns starting at one chosen by a stable hash, so accounts vary but never flicker."""
+def _rotation(patterns: Sequence[str], account_id: str, zone_id: str) -> list[tuple[int, str]]:
+    """(1-based index, pattern) from one a stable hash picks, so accounts vary but never flicker."""
     # crc32, not hash(): Python's str hash is salted per process.
     start = zlib.crc32(f"{account_id}\x00{zone_id}".encode()) % len(patterns)
-    return [*patterns[start:], *patterns[:start]]
+    numbered = list(enumerate(patterns, start=1))
+    return [*numbered[start:], *numbered[:start]]
 
 
 # -- zones ----------------------------------------------------------------------------------
@@ -292,11 +253,13 @@ def _fact_draft(
 ) -> tuple[ZoneDraft, str] | None:
     """The best filled pattern for a zone and the fact type it used, or None.
 
-    A draft is valid until its `{when}` phrase changes and its time-relative words ("this
-    week", "recently": a marketer may write them) stop being true of its facts.
+    The order is `precompute.pattern_choice`'s; the draft records it (`composed`). A draft is
+    valid until its `{when}` phrase and its time-relative words ("this week", "recently": a
+    marketer may write them) stop being true of its facts.
     """
     zone_id = contract.id
     account_id = context.account.account_id
+    skipped: list[SkippedPattern] = []
     types = (t for t in contract.fact_types if zone_id in campaign.patterns.get(t, {}))
     for fact_type in _ordered_types(units, types, used):
         patterns = campaign.patterns[fact_type][zone_id]
@@ -304,20 +267,35 @@ def _fact_draft(
             continue
         rotation = _rotation(patterns, account_id, zone_id)
         for unit in units[fact_type]:
-            for pattern in rotation:
+            for index, pattern in rotation:
                 filled = _fill(pattern, unit)
-                if filled is None or not contract.fits(filled[0]):
+                if isinstance(filled, str):
+                    skipped.append(SkippedPattern(fact_type=fact_type, index=index, reason=filled))
                     continue
                 text, uses_when = filled
-                ends = [unit.when_until] if uses_when and unit.when_until is not None else []
+                if not contract.fits(text):
+                    skipped.append(
+                        SkippedPattern(fact_type=fact_type, index=index, reason="over the zone's limits")
+                    )
+                    continue
+                ends = [unit.when.true_until] if uses_when and unit.when.true_until is not None else []
                 recency = recency_valid_until(text, account_keys(context), unit.facts, context.as_of)
                 ends += [recency] if recency is not None else []
+                choice = PatternChoice(
+                    fact_type=fact_type,
+                    index=index,
+                    of=len(patterns),
+                    pattern=pattern,
+                    skipped=tuple(skipped[-_SKIPS_KEPT:]),
+                    when=unit.when.explain() if uses_when else None,
+                )
                 draft = ZoneDraft(
                     zone_id=zone_id,
                     text=text,
                     fact_ids=unit.fact_ids,
                     confidence=PATTERN_CONFIDENCE,
                     valid_until=min(ends, default=None),
+                    composed=choice,
                 )
                 return draft, fact_type
     return None
@@ -388,7 +366,7 @@ class OfflineComposer:
         campaign = request.campaign
         # Only types some zone of this request could state or be supported by: the rest is waste.
         wanted = frozenset(campaign.patterns).union(*(z.fact_types for z in request.zones))
-        units = _units_by_type(context, wanted)
+        units = _units_by_type(context, wanted, campaign.mail_in_home_date)
         drafts: dict[str, ZoneDraft] = {}
         declined: dict[str, Decline] = {}
         used: set[str] = set()  # fact types already stated on this page, in zone order

@@ -25,10 +25,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tests.corpora import REPO_ROOT
+from tests.precompute.test_date_phrases import expected_phrase
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 FAKETIME = "/usr/bin/faketime"
-MONTHS = "January February March April May June July August September October November December".split()
 
 TOMORROW = datetime.now(UTC).date() + timedelta(days=1)
 NEXT_SEVEN_DAYS = [
@@ -45,19 +45,14 @@ EDGES = [
 ]
 
 
+FUNDING_WINDOW_DAYS = 30  # examples/campaign.yaml's signal_windows_days.funding
+
+
 def expected_headline(today: date) -> str:
-    """Dymaxa's headline on `today` (UTC): its Series A was announced the Thursday before."""
+    """Dymaxa's headline on `today` (UTC): its Series A was announced the Thursday before, dated
+    by a phrase true for as long as the page may be served (README: Date phrases)."""
     announced = today - timedelta(days=(today.weekday() - 3) % 7 or 7)
-    days = (today - announced).days
-    if days == 1:
-        when = "yesterday"
-    elif days < 7:
-        when = "on Thursday"
-    else:
-        when = f"on {announced.day} {MONTHS[announced.month - 1]}"
-        if announced.year != today.year:
-            when += f" {announced.year}"
-    return f"Congrats on the Series A {when}, Dymaxa"
+    return f"Congrats on the Series A {expected_phrase(announced, today, FUNDING_WINDOW_DAYS)}, Dymaxa"
 
 
 def faketime(instant: datetime, zone: str = "UTC") -> list[str]:

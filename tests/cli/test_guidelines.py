@@ -72,7 +72,13 @@ def test_a_good_change_is_ready_and_promotable_and_rolls_back(
     assert list(by_set) == ["replay", "held_out", "regression"]
     replay = by_set["replay"]
     assert {c["account_id"] for c in replay["changes"]} == {"acct_00015", "acct_00072", "acct_00079"}
-    assert all(c["rung_before"] == "segment" and c["rung_after"] == "personal" for c in replay["changes"])
+    # The new headline pattern dates the launch: personal. The other lines the new patterns let
+    # the composer write name no specific of the fact: they change, but stay segment copy.
+    moved = {(c["account_id"], c["zone_id"]): (c["rung_before"], c["rung_after"]) for c in replay["changes"]}
+    assert {k for k, v in moved.items() if v == ("segment", "personal")} == {
+        (a, "hero_headline") for a in ("acct_00015", "acct_00072", "acct_00079")
+    }
+    assert set(moved.values()) == {("segment", "personal"), ("segment", "segment")}
     assert by_set["regression"]["changes"] == [] and by_set["regression"]["new_blockers"] == []
     assert (folder / "campaign.yaml").read_bytes() == original  # propose publishes and changes nothing
     store = GuidelineStore(redis_client)

@@ -23,6 +23,7 @@ from precompute.providers.offline import OfflineComposer
 from precompute.specifics import build_vocabulary
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import generator
+from tests.precompute.test_date_phrases import expected_phrase, reads_true
 from welcomemat.accounts import Account
 from welcomemat.campaign import load_campaign
 from welcomemat.zone_contract import load_zone_contracts
@@ -31,8 +32,6 @@ from welcomemat.zoneset import Rung, ZoneSet
 ZONES = load_zone_contracts(REPO_ROOT / "zones")
 CAMPAIGN = load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones=ZONES)
 POLICY = build_policy(CAMPAIGN, None)
-MONTHS = "January February March April May June July August September October November December".split()
-WEEKDAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
 
 INSTANTS = st.datetimes(
     min_value=datetime(2000, 1, 1), max_value=datetime(2099, 12, 31), timezones=st.just(UTC)
@@ -58,15 +57,12 @@ def dymaxa_for(day: date) -> Account:
     return Account.model_validate(generator().dymaxa(day))
 
 
+FUNDING_WINDOW = timedelta(days=CAMPAIGN.signal_windows_days["funding"])
+
+
 def expected_when(announced: date, today: date) -> str:
-    """How a reader on `today` names the day of the announcement (an independent reading)."""
-    days = (today - announced).days
-    if days == 1:
-        return "yesterday"
-    if 2 <= days <= 6:
-        return "on " + WEEKDAYS[announced.weekday()]
-    phrase = f"on {announced.day} {MONTHS[announced.month - 1]}"
-    return phrase if announced.year == today.year else f"{phrase} {announced.year}"
+    """How the page dates the round (an independent reading of precompute.date_phrases)."""
+    return expected_phrase(announced, today, FUNDING_WINDOW.days)
 
 
 def headline(zone_set: ZoneSet) -> tuple[str, Rung]:
@@ -90,23 +86,31 @@ def test_dymaxa_opens_with_its_series_a_on_every_day(now: datetime) -> None:
         f"Congrats on the Series A {expected_when(announced, today)}, Dymaxa",
         Rung.PERSONAL,
     )
-    # Every zone that can cite a fact is personal; the hiring facts still support the rest.
-    assert {z.zone_id: z.rung for z in zone_set.zones} == dict.fromkeys(
-        CAMPAIGN.page_zone_ids(), Rung.PERSONAL
-    )
+    # Every zone that can cite a fact is personal; the hiring facts still support the rest. The
+    # CTA's approved label names no fact's specific: segment copy (`not_specific`).
+    assert {z.zone_id: z.rung for z in zone_set.zones} == {
+        **dict.fromkeys(CAMPAIGN.page_zone_ids(), Rung.PERSONAL),
+        "cta": Rung.SEGMENT,
+    }
 
 
 @settings(max_examples=150, deadline=None)
 @given(now=INSTANTS, later=st.integers(min_value=0, max_value=400))
 def test_what_a_zone_set_says_stays_true_until_valid_until(now: datetime, later: int) -> None:
-    """Composed again on any later day before `valid_until`, the page says the same words."""
+    """The page's date phrase reads true on every later day before `valid_until`, which is two
+    weeks away at least (or the round's window ends first)."""
     account = dymaxa_for(now.date())
+    announced = date.fromisoformat(next(f.published_at for f in account.facts if f.type == "funding") or "")
     zone_set = zone_set_at(now, account)
     assert zone_set.valid_until is not None and zone_set.valid_until > now
     assert zone_set.valid_until.tzinfo is not None and zone_set.valid_until.utcoffset() == timedelta(0)
+    need = min(now.date() + timedelta(days=14), announced + FUNDING_WINDOW)
+    assert zone_set.valid_until.date() >= need  # its own words never end the page sooner
     moment = datetime.combine(now.date() + timedelta(days=later), time(12), tzinfo=UTC)
+    text, _rung = headline(zone_set)
+    when = text.removeprefix("Congrats on the Series A ").removesuffix(", Dymaxa")
     if moment < zone_set.valid_until:
-        assert said(zone_set_at(moment, account)) == said(zone_set)
+        assert reads_true(when, announced, moment.date())
     # And the cap is tight: on `valid_until` a phrase would change or a cited fact has expired.
     assert said(zone_set_at(zone_set.valid_until, account)) != said(zone_set)
 

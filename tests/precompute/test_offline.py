@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import time
@@ -10,8 +11,6 @@ from datetime import date, timedelta
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from precompute.context import (
@@ -23,19 +22,23 @@ from precompute.context import (
     IdentityReason,
     TrustedFact,
 )
+from precompute.pattern_choice import pattern_number
 from precompute.providers import offline
-from precompute.providers.base import NOTE_CHARS, Decline, GenerationRequest, GenerationResult, Provider
-from precompute.providers.offline import (
-    OfflineComposer,
-    count_word,
-    when_phrase,
-    when_phrase_valid_until,
+from precompute.providers.base import (
+    NOTE_CHARS,
+    Decline,
+    GenerationRequest,
+    GenerationResult,
+    Provider,
+    ZoneDraft,
 )
+from precompute.providers.offline import OfflineComposer, count_word
 from tests.corpora import REPO_ROOT
 from welcomemat.accounts import Account
 from welcomemat.campaign import Campaign, load_campaign
 from welcomemat.campaign_sections import Confidence
 from welcomemat.reasons import ZoneReason
+from welcomemat.surfaces import Surface
 from welcomemat.zone_contract import load_zone_contracts
 
 ZONES = load_zone_contracts(REPO_ROOT / "zones")
@@ -144,9 +147,10 @@ def test_dymaxa_landing_page_cites_the_series_a_and_the_four_sdr_roles() -> None
     assert set(drafts) == {"hero_headline", "hero_support", "proof", "cta"}
 
     headline = drafts["hero_headline"]
-    assert headline.text == "Congrats on the Series A on Thursday, Dymaxa"
+    # "on Thursday" would be false from 3 December, before the two weeks a page needs.
+    assert headline.text == "Congrats on the Series A in November, Dymaxa"
     assert headline.fact_ids == ("dymaxa-series-a",)
-    assert headline.valid_until == date(2026, 12, 3)  # next Thursday would make "on Thursday" ambiguous
+    assert headline.valid_until == date(2027, 1, 1)  # then "in November" would miss its year
     assert headline.confidence == 0.9
 
     # The later zones prefer the type the headline did not use: the four SDR postings.
@@ -408,7 +412,7 @@ def test_whitespace_in_values_is_collapsed() -> None:
     record = dymaxa_record()
     funding = trusted(record["facts"][0] | {"round": " Series\n\tA "})
     headline = generate(context(record, (funding,))).drafts["hero_headline"]
-    assert headline.text == "Congrats on the Series A on Thursday, Dymaxa"
+    assert headline.text == "Congrats on the Series A in November, Dymaxa"
 
 
 @pytest.mark.parametrize(
@@ -426,85 +430,125 @@ def test_a_fact_field_cannot_shadow_a_computed_slot() -> None:
     assert generate(context(record, (funding,))).drafts["hero_headline"].text.endswith(", Dymaxa")
 
 
-# -- the `when` phrase ------------------------------------------------------------------------
-
-WHEN_TABLE = [
-    # days ago, phrase at AS_OF (Sunday 29 November 2026), valid until
-    (0, "today", date(2026, 11, 30)),
-    (1, "yesterday", date(2026, 11, 30)),
-    (2, "on Friday", date(2026, 12, 4)),
-    (3, "on Thursday", date(2026, 12, 3)),
-    (4, "on Wednesday", date(2026, 12, 2)),
-    (5, "on Tuesday", date(2026, 12, 1)),
-    (6, "on Monday", date(2026, 11, 30)),
-    (7, "on 22 November", date(2027, 1, 1)),
-    (8, "on 21 November", date(2027, 1, 1)),
-    (9, "on 20 November", date(2027, 1, 1)),
-    (10, "on 19 November", date(2027, 1, 1)),
-    (11, "on 18 November", date(2027, 1, 1)),
-    (12, "on 17 November", date(2027, 1, 1)),
-    (13, "on 16 November", date(2027, 1, 1)),
-    (14, "on 15 November", date(2027, 1, 1)),
-    (15, "on 14 November", date(2027, 1, 1)),
-    (16, "on 13 November", date(2027, 1, 1)),
-    (17, "on 12 November", date(2027, 1, 1)),
-    (18, "on 11 November", date(2027, 1, 1)),
-    (19, "on 10 November", date(2027, 1, 1)),
-    (20, "on 9 November", date(2027, 1, 1)),
-]
+# -- the `when` phrase (precompute.date_phrases) and number agreement ---------------------------
 
 
-@pytest.mark.parametrize(("days", "phrase", "until"), WHEN_TABLE)
-def test_when_phrase_table(days: int, phrase: str, until: date) -> None:
-    published = AS_OF - timedelta(days=days)
-    assert when_phrase(published, AS_OF) == phrase
-    assert when_phrase_valid_until(published, AS_OF) == until
+def funding_fact(published: date, window: int = 30, *, printed: bool = False) -> TrustedFact:
+    fact = trusted(dymaxa_record()["facts"][0] | {"published_at": published.isoformat(), "round": "Series A"})
+    surfaces = (Surface.WEB, Surface.PRINT) if printed else (Surface.WEB,)
+    return dataclasses.replace(fact, expires_at=published + timedelta(days=window), surfaces=surfaces)
 
 
-def test_when_phrase_across_a_year_end() -> None:
-    assert when_phrase(date(2025, 12, 20), date(2026, 1, 5)) == "on 20 December 2025"
-    assert when_phrase_valid_until(date(2025, 12, 20), date(2026, 1, 5)) == date.max
-    assert when_phrase(date(2026, 12, 30), date(2027, 1, 1)) == "on Wednesday"
+def headline_of(
+    facts: Sequence[TrustedFact], campaign: Campaign = CAMPAIGN, as_of: date = AS_OF
+) -> ZoneDraft:
+    return generate(context(dymaxa_record(), facts, as_of=as_of), campaign=campaign).drafts["hero_headline"]
 
 
-def test_future_dates_have_no_phrase() -> None:
-    with pytest.raises(ValueError):
-        when_phrase(AS_OF + timedelta(days=1), AS_OF)
-    with pytest.raises(ValueError):
-        when_phrase_valid_until(AS_OF + timedelta(days=1), AS_OF)
+def test_the_date_phrase_never_caps_a_page_below_two_weeks() -> None:
+    headline = headline_of([funding_fact(date(2026, 11, 26))])
+    assert headline.text == "Congrats on the Series A in November, Dymaxa"
+    assert headline.valid_until is not None and headline.valid_until >= AS_OF + timedelta(days=14)
 
 
-def phrase_is_true(phrase: str, published: date, today: date) -> bool:
-    """An independent reading of the phrase, as a visitor on `today` would understand it."""
-    days = (today - published).days
-    if phrase == "today":
-        return days == 0
-    if phrase == "yesterday":
-        return days == 1
-    words = phrase.split()
-    if len(words) == 2:  # "on Thursday": the most recent past Thursday, not today
-        return 1 <= days <= 6 and published.strftime("%A") == words[1]
-    day, month = int(words[1]), words[2]
-    year = int(words[3]) if len(words) == 4 else today.year
-    return (published.day, published.strftime("%B"), published.year) == (day, month, year)
+def test_a_fact_whose_window_ends_first_keeps_its_weekday() -> None:
+    # The fact itself ends the zone set on 2 December: "on Thursday" is true until then.
+    headline = headline_of([funding_fact(date(2026, 11, 26), window=6)])
+    assert headline.text == "Congrats on the Series A on Thursday, Dymaxa"
+    assert headline.valid_until == date(2026, 12, 3)
 
 
-@given(
-    as_of=st.dates(min_value=date(2000, 1, 1), max_value=date(2100, 12, 31)),
-    age=st.integers(min_value=0, max_value=800),
-    step=st.integers(min_value=0, max_value=1_000),
+def test_a_mail_in_home_date_makes_the_phrase_last_until_30_days_after_it() -> None:
+    mailed = CAMPAIGN.model_copy(update={"mail_in_home_date": date(2026, 12, 8)})
+    printed = funding_fact(date(2026, 11, 26), window=90, printed=True)
+    headline = headline_of([printed], mailed)
+    # "in November" would lose its year on 1 January, before the 7 January the piece needs.
+    assert headline.text == "Congrats on the Series A in November 2026, Dymaxa"
+    assert headline.valid_until is None
+    # No fact may be printed: the zone set is never mailed personal, a page's two weeks do.
+    web_only = funding_fact(date(2026, 11, 26), window=90)
+    assert headline_of([web_only], mailed).text == "Congrats on the Series A in November, Dymaxa"
+
+
+def test_a_campaign_mail_in_home_date_reads_from_yaml_and_back_from_json() -> None:
+    mailed = CAMPAIGN.model_copy(update={"mail_in_home_date": date(2026, 12, 8)})
+    again = Campaign.model_validate(json.loads(mailed.model_dump_json()), context={"zones": ZONES})
+    assert again.mail_in_home_date == date(2026, 12, 8)
+    assert CAMPAIGN.mail_in_home_date is None
+
+
+NUMBERED = (
+    "Hiring {role_count} {role_plural} in {location}?",
+    "Hiring {role_count} {role_short} in {location}?",
 )
-def test_the_phrase_stays_true_until_valid_until(as_of: date, age: int, step: int) -> None:
-    published = as_of - timedelta(days=age)
-    phrase = when_phrase(published, as_of)
-    until = when_phrase_valid_until(published, as_of)
-    assert until > as_of
-    day = as_of + timedelta(days=step)
-    if day < until:
-        assert when_phrase(published, day) == phrase
-        assert phrase_is_true(phrase, published, day)
-    if until != date.max:  # and not a day longer: the cap is tight
-        assert when_phrase(published, until) != phrase
+
+
+def sdr(n: int) -> TrustedFact:
+    raw = hiring(f"dymaxa-sdr-{n}", f"2026-11-{20 + n}") | {"role_short": "SDR"}
+    return dataclasses.replace(trusted(raw), fields={**trusted(raw).fields, "role_short": "SDR"})
+
+
+@pytest.mark.parametrize("order", [NUMBERED, NUMBERED[::-1]])
+@pytest.mark.parametrize("account_id", ["acct_a", "acct_b", "acct_c", "acct_d"])  # every rotation start
+def test_the_pattern_agrees_in_number_with_the_facts_it_cites(
+    order: tuple[str, str], account_id: str
+) -> None:
+    campaign = CAMPAIGN.model_copy(update={"patterns": {"hiring": {"hero_headline": order}}})
+    record = dymaxa_record() | {"account_id": account_id}
+    one = generate(context(record, [sdr(1)]), campaign=campaign).drafts["hero_headline"]
+    assert one.text == "Hiring one SDR in Amsterdam?"
+    two = generate(context(record, [sdr(1), sdr(2)]), campaign=campaign).drafts["hero_headline"]
+    assert two.text == "Hiring two SDRs in Amsterdam?"
+    assert two.composed is not None and two.composed.pattern == NUMBERED[0]
+
+
+def test_a_plural_count_is_never_written_for_one_fact_nor_a_singular_for_several() -> None:
+    plural = CAMPAIGN.model_copy(update={"patterns": {"hiring": {"hero_headline": (NUMBERED[0],)}}})
+    assert "hero_headline" not in generate(context(dymaxa_record(), [sdr(1)]), campaign=plural).drafts
+    singular = CAMPAIGN.model_copy(
+        update={"patterns": {"hiring": {"hero_headline": ("Hiring a {role_short}?",)}}}
+    )
+    several = generate(context(dymaxa_record(), [sdr(1), sdr(2)]), campaign=singular)
+    assert "hero_headline" not in several.drafts
+    assert generate(context(dymaxa_record(), [sdr(1)]), campaign=singular).drafts["hero_headline"].text == (
+        "Hiring a SDR?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("pattern", "number"),
+    [
+        ("Hiring {role_count} {role_plural} in {location}?", "plural"),
+        ("Your {role_count} new {role_plural}, ramped in weeks", "plural"),
+        ("Hiring {role_count} {role_short}?", "singular"),
+        ("Hiring a {role}?", "singular"),
+        ("Hiring an {role_short} in {location}?", "singular"),
+        ("Your {role} team is growing", None),
+        ("Teams hiring {role_plural} ramp faster", None),  # the role in general
+        ("{account} is growing", None),
+    ],
+)
+def test_a_pattern_s_number_is_read_from_its_slots(pattern: str, number: str | None) -> None:
+    assert pattern_number(pattern) == number
+
+
+def test_the_draft_records_which_pattern_won_and_why_the_others_were_skipped() -> None:
+    patterns = (
+        "Congrats on the {round} in {location}, {account}",
+        "Congrats on the {round} {when}, {account}",
+    )
+    campaign = CAMPAIGN.model_copy(update={"patterns": {"funding": {"hero_headline": patterns}}})
+    skips = set()
+    for account_id in ("acct_a", "acct_b", "acct_c", "acct_d"):  # both rotation starts
+        ctx = context(dymaxa_record() | {"account_id": account_id}, [funding_fact(date(2026, 11, 26))])
+        choice = generate(ctx, campaign=campaign).drafts["hero_headline"].composed
+        assert choice is not None
+        assert (choice.fact_type, choice.index, choice.of, choice.pattern) == ("funding", 2, 2, patterns[1])
+        skipped = tuple((s.index, s.reason) for s in choice.skipped)
+        assert skipped in ((), ((1, "slot {location} missing"),))
+        skips.add(skipped)
+        assert choice.when is not None and choice.when.startswith("“in November” (true until 2027-01-01")
+    assert len(skips) == 2
 
 
 def test_count_words() -> None:

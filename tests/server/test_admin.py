@@ -411,7 +411,7 @@ def test_the_preview_shows_the_accounts_audit_entries_escaped(
         texts[1].startswith(NOW.isoformat(timespec="seconds"))
         and f"reject v2 by admin (http): “{payload}”" in texts[1]
     )
-    assert "publish v1 by precompute (precompute) — pending_review, full" in texts[2]
+    assert "publish v1 by precompute (precompute) — pending_review, degraded" in texts[2]
     for element in doc.iter():
         assert element.tag not in {"script", "img", "svg", "object", "embed", "style", "base", "form"}
         assert not [name for name in element.attrib if name.lower().startswith("on")], element.attrib

@@ -39,6 +39,7 @@ def test_a_provider_gives_only_codes_about_a_missing_draft() -> None:
     decided_around_it = {
         ZoneReason.PERSONAL,
         ZoneReason.APPROVED,  # a person's decision, long after the provider
+        ZoneReason.NOT_SPECIFIC,  # decided on a written draft, after the checks
         ZoneReason.IDENTITY,
         ZoneReason.NO_TRUSTED_FACT,
         ZoneReason.PROVIDER_UNAVAILABLE,

@@ -146,6 +146,34 @@ def test_an_approved_held_draft_is_a_new_version_with_the_zone_personal(
     )
 
 
+def test_an_approved_held_draft_that_is_not_specific_stays_segment_copy(
+    redis_client: redis.Redis, store: ZoneSetStore
+) -> None:
+    """Approval publishes what the draft is: a line using no specific of its facts is not personal."""
+    generic = ZoneContent(
+        zone_id="proof",
+        text="Teams cut ramp time from 90 to 45 days with Acme Revenue.",
+        rung=Rung.SEGMENT,
+        reason="not_specific:hiring",
+        facts=(
+            CitedFact(fact_id="f2", source_url="https://dymaxa.com/jobs", published_at=date(2026, 11, 20)),
+        ),
+    )
+    _hold_proof(redis_client, store, content=generic, draft=generic.text)
+    outcome = approve_held(redis_client, TENANT, CAMPAIGN, ACCOUNT, "proof", auditor=RITA)
+    assert outcome.applied and "as segment copy (not specific)" in outcome.detail
+    revised = store.get(TENANT, CAMPAIGN, ACCOUNT)
+    assert revised is not None and revised.version == 2
+    proof = revised.zone("proof")
+    assert proof is not None and (proof.rung, proof.reason, proof.text) == (
+        Rung.SEGMENT,
+        "not_specific:hiring",
+        generic.text,
+    )
+    assert [f.fact_id for f in proof.facts] == ["f2"]
+    assert revised.mode is ZoneSetMode.DEGRADED  # the set's other zones are as they were
+
+
 @pytest.mark.parametrize(
     ("held", "why"),
     [

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
 
-from precompute.check_precedence import CHECK_ORDER, effective_checks
+from precompute.check_precedence import effective_checks
 from precompute.claim_support import account_keys, first_unsupported_claim, makes_claim
 from precompute.claim_text import opening_positions
 from precompute.claims import KNOWN_CLAIM_CLASSES, could_claim, find_claim
@@ -91,7 +91,7 @@ from welcomemat.openers import DEFAULT_BANNED_OPENERS
 from welcomemat.reasons import OFF_VOICE, ClaimReason
 from welcomemat.surfaces import Surface
 from welcomemat.voice import voice_failures
-from welcomemat.zone_contract import HARD_CHECKS, KNOWN_CHECKS, ZoneContract
+from welcomemat.zone_contract import CHECK_ORDER, HARD_CHECKS, KNOWN_CHECKS, ZoneContract
 
 __all__ = [
     "ALWAYS_RUN",

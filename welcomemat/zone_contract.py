@@ -33,36 +33,37 @@ __all__ = [
     "omitted_hard_checks",
 ]
 
-# Every deterministic check a zone may name; the precompute job implements each one.
-KNOWN_CHECKS: frozenset[str] = frozenset(
-    {
-        "empty",
-        "length",
-        "banned_phrases",
-        "one_question",
-        "no_markup_or_links",
-        "unsupported_specifics",
-        "cited_facts_trusted",
-        "other_company",
-        "cta_allowed",
-        "confidence",
-        "prohibited_claims",
-        # The claim classes (welcomemat.reasons.ClaimReason): they run whether listed or not.
-        "quotes",
-        "recency",
-        "achievements",
-        "relationships",
-        "intent",
-        "tracking",
-        "flattery",
-        # A personal draft's time words keep it true as long as its surfaces need.
-        "lifespan",
-        # Every word of a personal draft from its cited facts, the account or approved copy.
-        "grounding",
-        # Personal drafts against the campaign's voice profile (welcomemat.voice).
-        "voice",
-    }
+# Every deterministic check a zone may name, in the order failures are reported (the precompute
+# job implements each one; `precompute.checks.CHECKS` follows this order).
+CHECK_ORDER: tuple[str, ...] = (
+    "empty",
+    "length",
+    "banned_phrases",
+    "one_question",
+    "no_markup_or_links",
+    "unsupported_specifics",
+    "cited_facts_trusted",
+    "other_company",
+    "cta_allowed",
+    "confidence",
+    "prohibited_claims",
+    # The claim classes (welcomemat.reasons.ClaimReason).
+    "quotes",
+    "recency",
+    "achievements",
+    "relationships",
+    "intent",
+    "tracking",
+    "flattery",
+    # A personal draft's time words keep it true as long as its surfaces need.
+    "lifespan",
+    # Personal drafts against the campaign's voice profile (welcomemat.voice).
+    "voice",
+    # Every word of a personal draft from its cited facts, the account or approved copy. Doubt,
+    # not a rule (a person may approve past it): last, so a rule a draft breaks is its reason.
+    "grounding",
 )
+KNOWN_CHECKS: frozenset[str] = frozenset(CHECK_ORDER)
 
 
 # The checks that always run, whatever a zone contract, campaign or tenant lists: what keeps a

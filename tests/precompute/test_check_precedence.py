@@ -14,7 +14,7 @@ import redis
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from precompute.check_precedence import CHECK_ORDER, effective_checks, zone_check_problems
+from precompute.check_precedence import effective_checks, zone_check_problems
 from precompute.checks import CheckInput, build_vocabulary, run_checks
 from precompute.policy import build_policy
 from precompute.providers.base import ZoneDraft
@@ -28,6 +28,7 @@ from welcomemat.errors import ContractProblems
 from welcomemat.store import ZoneSetStore
 from welcomemat.tenant_policy import load_tenant_policy
 from welcomemat.zone_contract import (
+    CHECK_ORDER,
     HARD_CHECKS,
     KNOWN_CHECKS,
     OPTIONAL_CHECKS,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 from datetime import date
 
 __all__ = ["add_fill_empty", "iso_day", "port", "positive_float", "positive_int"]
@@ -39,17 +38,14 @@ def port(text: str) -> int:
     return value
 
 
-_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-
-
 def iso_day(text: str) -> date:
-    """A calendar day written YYYY-MM-DD."""
+    """A calendar day written YYYY-MM-DD, in the years 2000 to 2100 (`welcomemat.bounded_time`)."""
+    from welcomemat.bounded_time import parse_day  # here: it imports pydantic, which `--help` must not
+
     try:
-        if not _DAY.fullmatch(text):  # only YYYY-MM-DD, not the other forms fromisoformat reads
-            raise ValueError(text)
-        return date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a day (YYYY-MM-DD)") from None
+        return parse_day(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_fill_empty(parser: argparse.ArgumentParser) -> None:

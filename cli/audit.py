@@ -11,6 +11,7 @@ import sys
 from datetime import UTC, date, datetime
 
 from welcomemat.audit import AuditEntry, audit_tenants, read_entries
+from welcomemat.bounded_time import bounded_instant
 from welcomemat.campaign_ref import resolve_campaign_ref
 from welcomemat.connection import connect, resolve_redis
 from welcomemat.errors import InputError, StoredValueError
@@ -34,7 +35,10 @@ def parse_since(text: str) -> datetime:
             f"{text!r} is not an ISO 8601 date or date-time (2026-12-01, 2026-12-01T09:30:00+01:00)",
             field="--since",
         ) from None
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    try:  # bounded like every stored time: one past year 9999 in UTC cannot be compared with
+        return bounded_instant(value if value.tzinfo is not None else value.replace(tzinfo=UTC))
+    except ValueError as exc:
+        raise InputError(str(exc), field="--since") from None
 
 
 def format_entry(entry: AuditEntry) -> tuple[str, ...]:

@@ -108,8 +108,17 @@ def _precompute(client: redis.Redis, inputs: CampaignInputs, accounts_path: Path
     campaign, zones, policy, theme = inputs.campaign, inputs.zones, inputs.policy, inputs.theme
     if site_origin not in campaign.snippet_origins:
         campaign = campaign.model_copy(update={"snippet_origins": (*campaign.snippet_origins, site_origin)})
+    from server.render import account_page_check
+
     report = PrecomputeRun(
-        client=client, campaign=campaign, zones=zones, policy=policy, provider=OfflineComposer(), theme=theme
+        client=client,
+        campaign=campaign,
+        zones=zones,
+        policy=policy,
+        provider=OfflineComposer(),
+        theme=theme,
+        # Each account's own pages in the theme, as `welcomemat precompute` checks them.
+        page_check=account_page_check(theme, campaign, zones) if theme is not None else None,
     ).run(accounts_path)
     print_run_report(report)
     print()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
@@ -37,6 +37,7 @@ from precompute.guideline_replay import (
 )
 from precompute.inputs import CampaignInputs, find_zones_folder, load_campaign_inputs
 from welcomemat.audit import AuditAction, Auditor, append_entry, check_reason
+from welcomemat.bounded_time import parse_day
 from welcomemat.campaign import Campaign
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.connection import connect, resolve_redis
@@ -206,9 +207,9 @@ def run_propose(
     candidate = _load_candidate(candidate_path, campaign_path, active)
     sets = read_account_sets(campaign_path)
     try:
-        day = date.fromisoformat(as_of) if as_of else replay_day(sets)
-    except ValueError:
-        raise InputError(f"{as_of!r} is not a date (YYYY-MM-DD)", field="--as-of") from None
+        day = parse_day(as_of) if as_of else replay_day(sets)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--as-of") from None
     now = datetime.now(UTC)
     report = replay_candidate(
         active,

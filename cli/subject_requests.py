@@ -26,7 +26,14 @@ from welcomemat.connection import connect, resolve_redis
 from welcomemat.errors import InputError
 from welcomemat.ids import is_valid_id
 from welcomemat.settings import Settings
-from welcomemat.subject_requests import Subject, erase, export_subject, find_subjects, readmit
+from welcomemat.subject_requests import (
+    Subject,
+    account_known,
+    erase,
+    export_subject,
+    find_subjects,
+    readmit,
+)
 
 __all__ = ["run_erase", "run_subject_export", "subject_tenants"]
 
@@ -65,10 +72,17 @@ def run_erase(
     auditor: Auditor,
     readmit_only: bool,
     as_json: bool,
+    force: bool = False,
 ) -> int:
     """Erase (or, with `readmit_only`, readmit) every subject `subject` names; exit 0, also when
-    nothing was held (an erasure done twice reports `nothing left`)."""
+    nothing is left of a subject erased before (an erasure done twice reports `nothing left`).
+
+    An account id the tenant holds nothing about and never erased (a typo, another tenant's id)
+    is refused, exit 1, nothing written; `force` erases it anyway, which writes its suppression
+    mark (precompute never publishes it should it arrive later) and the audit entry."""
     action = AuditAction.READMIT if readmit_only else AuditAction.ERASE
+    if force and readmit_only:
+        raise InputError("--force goes with an erasure, not with --readmit", field="--force")
     reason = check_reason(reason, action, source="--reason")
     settings = Settings.from_env()
     client = connect(resolve_redis(settings))
@@ -78,6 +92,19 @@ def run_erase(
     if not subjects:
         print(f"nothing held about {subject}")
         return 0
+    if not readmit_only and not force:
+        unknown = [
+            s for s in subjects if s.contact is None and not account_known(client, s.tenant, s.account)
+        ]
+        for found in unknown:
+            print(
+                f"welcomemat: {found.describe()} is unknown: nothing is held about it and it was never "
+                "erased, so nothing was written (check the id and --tenant; --force erases it anyway, "
+                "keeping precompute from publishing it should it arrive later)",
+                file=sys.stderr,
+            )
+        if unknown:
+            return 1
     for found in subjects:
         if readmit_only:
             done = readmit(client, found, auditor=auditor, reason=reason)

@@ -40,6 +40,7 @@ from precompute.inputs import InputsCheck, check_campaign_inputs, find_zones_fol
 from welcomemat.accounts import AccountsReport, iter_account_lines, read_accounts
 from welcomemat.campaign import CONTINUATION_PAGE_ID, Campaign
 from welcomemat.errors import InputError
+from welcomemat.ip_ranges import IpRangeRules
 
 __all__ = [
     "FactFinding",
@@ -202,24 +203,33 @@ def validate_inputs(
     if check.zones:  # a contract that reads as dropping hard checks: a run runs them all the same
         problems += zone_check_problems(check.zones, find_zones_folder(campaign_path, zones))
     report = None
+    ip_rules = check.tenant.ip_ranges if check.tenant is not None else None  # tenant.yaml's allowance
     if accounts is not None:
         try:
-            report = read_accounts(accounts)
+            report = read_accounts(accounts, ip_rules)
         except InputError as exc:  # the file itself (missing): its lines cannot be read
             problems.append(exc)
         else:
             problems += report.problems
     facts = None
     if report is not None and today is not None and check.campaign is not None and check.policy is not None:
-        facts = check_facts(Path(accounts or ""), report, check.campaign, check.policy, today)
+        facts = check_facts(Path(accounts or ""), report, check.campaign, check.policy, today, ip_rules)
     return ValidationReport(check=check, accounts=report, problems=tuple(problems), facts=facts)
 
 
 def check_facts(
-    path: Path, report: AccountsReport, campaign: Campaign, policy: EffectivePolicy, today: date
+    path: Path,
+    report: AccountsReport,
+    campaign: Campaign,
+    policy: EffectivePolicy,
+    today: date,
+    ip_rules: IpRangeRules | None = None,
 ) -> FactsReport:
-    """Every account's facts, judged by precompute's own functions as of `today`."""
-    lines = _account_lines(path)
+    """Every account's facts, judged by precompute's own functions as of `today`.
+
+    `ip_rules`: the rules `report` was read with (tenant.yaml's), so every account it kept has its line.
+    """
+    lines = _account_lines(path, ip_rules)
     findings: list[FactFinding] = []
     checked = used = 0
     for account in report.accounts:
@@ -238,10 +248,10 @@ def check_facts(
     return FactsReport(as_of=today, checked=checked, used=used, findings=tuple(findings))
 
 
-def _account_lines(path: Path) -> dict[str, int]:
+def _account_lines(path: Path, ip_rules: IpRangeRules | None) -> dict[str, int]:
     """The line each account id is first read from (the one a run keeps)."""
     lines: dict[str, int] = {}
-    for line_no, item in iter_account_lines(path):
+    for line_no, item in iter_account_lines(path, ip_rules):
         if not isinstance(item, InputError):
             lines.setdefault(item.account_id, line_no)
     return lines

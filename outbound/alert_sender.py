@@ -8,11 +8,13 @@ handler on the core's one consumer loop (`welcomemat.streams`, group
 counts deliveries; per entry it:
 
 - serializes the stored alert for its destination (`outbound.seller_alert.slack_message` or
-  `crm_task`) and POSTs it (`outbound.webhook.post_json`); the CRM task is signed like a CRM
+  `crm_task`) and POSTs it (`outbound.receiver_http.post_json`); the CRM task is signed like a CRM
   change (`X-Welcomemat-Signature`, `X-Welcomemat-Timestamp`) with `Idempotency-Key:
   seller_task.<tenant>.<campaign>.<account>.<day>` and `X-Welcomemat-Event: seller_task`;
-- retries 408/425/429/5xx and network faults through the one retry layer and a circuit breaker
-  per destination (`welcomemat.resilience`);
+- posts through `outbound.receiver_http` (one deadline per request, the body capped and never
+  decompressed, redirects never followed) and retries 408/425/429/5xx and faults through the one
+  retry layer and a circuit breaker per destination (`welcomemat.resilience`); a stop (SIGTERM)
+  ends a request or a retry wait at once, and the alert stays queued;
 - on a 2xx deletes the entry; otherwise leaves it pending for the next pass, and after
   `max_deliveries` passes the loop moves it, with the reason, to the tenant's dead-letter stream
   (`keys.seller_alert_dead_letter_key`): an alert is about today, and one that cannot be
@@ -25,27 +27,30 @@ from __future__ import annotations
 import json
 import random
 import sys
-import time
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import httpx
 import redis
 from pydantic import ValidationError
 
 from outbound.outbox import OutboxSender, OutboxStats
-from outbound.seller_alert import SellerAlert, crm_task, slack_message, task_idempotency_key
-from outbound.webhook import (
+from outbound.receiver_http import (
+    ReceiverClient,
     ReceiverPolicy,
-    WebhookConfig,
+    ReceiverStopped,
     WebhookRejected,
     post_json,
     receiver_caller,
-    signed_headers,
+    receiver_host,
+    receiver_url,
+    stoppable_sleep,
 )
+from outbound.seller_alert import SellerAlert, crm_task, slack_message, task_idempotency_key
+from outbound.webhook import WebhookConfig, signed_headers
 from welcomemat import keys
 from welcomemat.breaker import CircuitBreaker
-from welcomemat.errors import ConfigError, ProviderUnavailable
+from welcomemat.errors import ProviderUnavailable
 from welcomemat.replies import reply_text_lossy
 from welcomemat.resilience import ResilientCaller
 from welcomemat.stream_handler import (
@@ -57,7 +62,6 @@ from welcomemat.stream_handler import (
     dead_letter,
     retry,
 )
-from welcomemat.urlgate import browser_view, webhook_href
 
 __all__ = [
     "EVENT_HEADER",
@@ -86,15 +90,10 @@ class AlertChannel(ReceiverPolicy):
     url: str
 
     def __post_init__(self) -> None:
-        if webhook_href(self.url) is None:
-            raise ConfigError(
-                "WELCOMEMAT_ALERT_WEBHOOK_URL must be an https URL with a host name (http only to "
-                "127.0.0.1, localhost or [::1]), without a user name or password"
-            )
+        receiver_url("WELCOMEMAT_ALERT_WEBHOOK_URL", self.url)
 
     def describe(self) -> str:
-        view = browser_view(self.url)
-        return view[1] if view is not None else "?"
+        return receiver_host(self.url)
 
 
 def alert_outbox_stream(tenant: str) -> Stream:
@@ -133,23 +132,26 @@ class AlertSender(OutboxSender):
         max_deliveries: int = DEFAULT_MAX_DELIVERIES,
         claim_idle_ms: int = 60_000,
         retry_after_s: float = _RETRY_AFTER_S,
-        http: httpx.Client | None = None,
+        http: ReceiverClient | None = None,
         log: Callable[[str], None] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         rng: random.Random | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.name = name
+        self._stop = stop or threading.Event()
         self._crm_secret = crm.secret if crm is not None else ""
         self._destinations: dict[str, _Receiver] = {}
-        for dest, config in (("slack", channel), ("crm", crm)):
+        for dest, variable, config in (
+            ("slack", "WELCOMEMAT_ALERT_WEBHOOK_URL", channel),
+            ("crm", "WELCOMEMAT_CRM_WEBHOOK_URL", crm),
+        ):
             if config is not None:
                 breaker = CircuitBreaker(config.failure_threshold, config.reset_after_s)
-                caller = receiver_caller(config, breaker, sleep=sleep, rng=rng)
-                # The chat URL as the gate normalised it (checked by AlertChannel); the CRM URL as given.
-                url = webhook_href(config.url) if dest == "slack" else config.url
-                self._destinations[dest] = _Receiver(url or config.url, breaker, caller)
-        timeout = max((c.timeout_s for c in (channel, crm) if c is not None), default=10.0)
-        self._http = http or httpx.Client(timeout=timeout, follow_redirects=False)
+                caller = receiver_caller(config, breaker, sleep=sleep or stoppable_sleep(self._stop), rng=rng)
+                # Posted to as the URL gate normalised it (each config checked it already).
+                self._destinations[dest] = _Receiver(receiver_url(variable, config.url), breaker, caller)
+        self._http = http or ReceiverClient(stop=self._stop)
         options = ConsumerOptions(
             name=name,
             batch=_BATCH,
@@ -159,7 +161,7 @@ class AlertSender(OutboxSender):
             retry_after_s=retry_after_s,
         )
         log = log or (lambda line: print(f"alerts {name}: {line}", file=sys.stderr, flush=True))
-        super().__init__(client, options, log, OutboxStats())
+        super().__init__(client, options, log, OutboxStats(), stop=self._stop)
 
     @property
     def destinations(self) -> tuple[str, ...]:
@@ -174,7 +176,8 @@ class AlertSender(OutboxSender):
     # -- the consumer loop's handler -----------------------------------------------------------
 
     def handle(self, batch: Sequence[Delivery]) -> list[Outcome]:
-        return [self._deliver(delivery) for delivery in batch]
+        # Stopping: what is left stays pending, for the next run.
+        return [retry("") if self._stop.is_set() else self._deliver(delivery) for delivery in batch]
 
     def _deliver(self, delivery: Delivery) -> Outcome:
         fields = {reply_text_lossy(k): reply_text_lossy(v) for k, v in delivery.fields.items()}
@@ -209,5 +212,7 @@ class AlertSender(OutboxSender):
         except (ProviderUnavailable, WebhookRejected) as exc:
             self.stats.failed += 1
             return retry(f"{dest} alert {key} not delivered: {exc}")
+        except ReceiverStopped:
+            return retry("")  # kept queued; nothing to report
         self.stats.delivered += 1
         return ACK

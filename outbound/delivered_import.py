@@ -3,7 +3,8 @@
 Sequencers export what they sent or delivered as CSV. The file needs the export's own id
 columns, `account_id` and `contact_id` (sequencers keep custom variables on each lead, so a
 sent or delivered report of a sequence loaded from `welcomemat export` carries them), and may
-carry `delivered_at` (ISO 8601 with a UTC offset; without it, the time of the import). Other
+carry `delivered_at` (ISO 8601 with a UTC offset, years 2000-2100 in UTC: `welcomemat.bounded_time`;
+without it, the time of the import). Other
 columns are ignored. Each contact is marked `delivered` in its account record
 (`welcomemat.contact_workflow`, batched, idempotent: importing the file again changes
 nothing); a contact of an account without a record is skipped. A bad line is reported with
@@ -25,6 +26,7 @@ import redis
 
 from outbound.command_output import finish_import
 from welcomemat.bounded_json import iter_lines
+from welcomemat.bounded_time import parse_instant
 from welcomemat.contact_workflow import ContactState, record_marks
 from welcomemat.errors import InputError
 from welcomemat.ids import is_valid_id
@@ -123,19 +125,10 @@ def _mark(
     at = now
     raw = (row.get("delivered_at") or "").strip()
     if raw:
-        try:
-            at = datetime.fromisoformat(raw)
-        except ValueError:
-            at = None  # type: ignore[assignment]
-        if at is None or at.tzinfo is None:
-            report.problems.append(
-                InputError(
-                    f"{raw!r} is not an ISO 8601 time with a UTC offset",
-                    file=path,
-                    line=line,
-                    field="delivered_at",
-                )
-            )
+        try:  # bounded (years 2000-2100 UTC): explain turns the mark back into a date
+            at = parse_instant(raw)
+        except ValueError as exc:
+            report.problems.append(InputError(str(exc), file=path, line=line, field="delivered_at"))
             return None
     return ids["account_id"], ids["contact_id"], ContactState.DELIVERED, int(at.timestamp() * 1000), {}
 

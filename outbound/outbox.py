@@ -4,6 +4,10 @@ A sender is a handler on the core's one consumer loop (`welcomemat.streams`) ove
 stream per tenant; `--once` runs make passes over the tenants' outboxes, a following `sync`
 runs the loop in a thread until it stops. Subclasses say which stream a tenant's outbox is and
 what delivering an entry means (`handle`).
+
+Both honour one stop event (SIGTERM, Ctrl-C): a pass stops reading after the entry in hand, and
+the subclasses' requests and retry waits end on it too, so `sync` exits within seconds however
+long a receiver asks it to wait. What was not delivered stays in the outbox.
 """
 
 from __future__ import annotations
@@ -34,12 +38,18 @@ class OutboxSender(StreamHandler):
     stats: OutboxStats
 
     def __init__(
-        self, client: redis.Redis, options: ConsumerOptions, log: Callable[[str], None], stats: OutboxStats
+        self,
+        client: redis.Redis,
+        options: ConsumerOptions,
+        log: Callable[[str], None],
+        stats: OutboxStats,
+        *,
+        stop: threading.Event | None = None,
     ) -> None:
         self.client = client
         self._options = options
         self._log = log
-        self._consumer = StreamConsumer(client, self, options, log=log, stats=stats.loop)
+        self._consumer = StreamConsumer(client, self, options, log=log, stop=stop, stats=stats.loop)
         self.stats = stats
         self._tenants: Callable[[], Sequence[str]] = lambda: ()
 
@@ -50,7 +60,8 @@ class OutboxSender(StreamHandler):
     def run_pass(self, tenants: Sequence[str]) -> int:
         """Try every queued entry of `tenants` once (its retries included); how many were delivered.
 
-        While a receiver's breaker is open no request is made: what is left stays queued.
+        While a receiver's breaker is open no request is made: what is left stays queued; once
+        the stop event is set, neither is any other.
         """
         before = self.stats.delivered
         self._consumer.run_pass([self.outbox(t) for t in tenants])

@@ -21,11 +21,14 @@ dead-lettering, waiting out Redis and stopping are the core's one consumer loop
 With a `SellerAlertProducer`, each folded batch also queues the seller alerts it calls for
 (`outbound.seller_alerts`: tier-1 engagement, one per account, campaign and day).
 
-Events without an account (anonymous visitors), of types the records do not count, and from
+Events without an account (anonymous visitors), of types the records do not count, from
 before an erasure of their account or contact (`welcomemat.erasure`: a renderer had them
-queued when the erasure ran) are acknowledged without a fold. Facts shown come from the zone
-set of the version an event names (the current or the previous one); if neither has that
-version any more the version is recorded without facts.
+queued when the erasure ran), and clicks on a zone that is not one of the campaign's (pages'
+zones in its published config, reread every few seconds; older events written before the
+renderer refused such beacons) are acknowledged without a fold. When the config is gone or
+does not decode, the zone cannot be judged and the click is folded as written. Facts shown
+come from the zone set of the version an event names (the current or the previous one); if
+neither has that version any more the version is recorded without facts.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import redis
 
 from outbound.seller_alerts import SellerAlertProducer
 from welcomemat import keys
+from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.errors import StoredValueError
 from welcomemat.event_entries import KINDS, PoisonEvent, parse_event
 from welcomemat.ids import is_valid_id
@@ -88,6 +92,7 @@ __all__ = [
 DEFAULT_BATCH = 200  # entries per read: one pipelined fold per batch
 DEFAULT_MAX_DELIVERIES = 5
 _TENANTS_REFRESH_S = 5.0  # how often a sync without --tenant rereads the campaigns index
+_ZONES_REFRESH_S = 5.0  # how often a campaign's zones are reread from its published config
 _BACKOFF_MAX_S = 5.0
 _ONCE_REDIS_ERRORS_MAX = 8  # consecutive failed cycles before `once` gives up (~20 s of backoff)
 
@@ -115,7 +120,8 @@ class SyncOptions:
 class SyncStats(ConsumerReport):
     folded: int = 0  # events that changed a record
     duplicates: int = 0  # events already folded before (redelivered, or the same event id twice)
-    skipped: int = 0  # anonymous, a type the records do not count, or older than an erasure
+    # anonymous, a type the records do not count, older than an erasure, or a click on an unknown zone
+    skipped: int = 0
     dead: list[str] = field(default_factory=list)  # "tenant entry-id: reason" of each dead-lettered entry
 
     @property
@@ -201,6 +207,8 @@ class Syncer(ConsumerProcess, StreamHandler):
         self._store = ZoneSetStore(client)
         self._tenants: list[str] = []
         self._tenants_read_at = float("-inf")
+        # (tenant, campaign) -> (read at, monotonic s; the campaign's zones, None: unknown)
+        self._zones: dict[tuple[str, str], tuple[float, frozenset[str] | None]] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -244,7 +252,7 @@ class Syncer(ConsumerProcess, StreamHandler):
             except PoisonEvent as exc:
                 outcomes[delivery.entry_id] = retry(f"PoisonEvent: {exc}")
                 continue
-            if event is None:
+            if event is None or not self._zone_known(event):
                 self.stats.skipped += 1
                 outcomes[delivery.entry_id] = ACK
             else:
@@ -275,6 +283,33 @@ class Syncer(ConsumerProcess, StreamHandler):
                         self.stats.folded += 1
                     outcomes[delivery.entry_id] = ACK
         return [outcomes[delivery.entry_id] for delivery in batch]
+
+    def _zone_known(self, event: EventFold) -> bool:
+        """False for a click on a zone the campaign does not have (each would be a new record
+        field, counted as a click); True otherwise, also when the campaign's zones are unknown."""
+        if event.kind != "clicks" or event.zone is None:
+            return True
+        zones = self._campaign_zones(event.tenant, event.campaign)
+        return zones is None or event.zone in zones
+
+    def _campaign_zones(self, tenant: str, campaign: str) -> frozenset[str] | None:
+        """The zones of the campaign's pages as published (cached a few seconds), None when unknown."""
+        now = time.monotonic()
+        cached = self._zones.get((tenant, campaign))
+        if cached is not None and now - cached[0] < _ZONES_REFRESH_S:
+            return cached[1]
+        zones: frozenset[str] | None = None
+        raw = self.client.get(keys.campaign_config_key(tenant, campaign))
+        if raw is not None:
+            try:
+                stored = decode_campaign_config(tenant, campaign, raw)
+                zones = frozenset(stored.campaign.page_zone_ids())
+            except StoredValueError as exc:
+                self._log(f"zones of {tenant}/{campaign} unknown, clicks folded as written: {exc}")
+        if len(self._zones) > 10_000:  # campaign ids come from events: keep the map bounded
+            self._zones.clear()
+        self._zones[(tenant, campaign)] = (now, zones)
+        return zones
 
     def _produce_alerts(
         self, folds: Sequence[tuple[Delivery, EventFold]], replies: Sequence[int | str]

@@ -1,4 +1,9 @@
-"""The `welcomemat sync` command: settings, Redis, signals, progress, summary, exit code."""
+"""The `welcomemat sync` command: settings, Redis, signals, progress, summary, exit code.
+
+One stop event (SIGTERM, Ctrl-C) reaches every loop of the run: the fold, both outbox senders
+(their passes, requests and retry waits) and the `--once` passes over the outboxes, so the
+command exits within seconds whatever a receiver answers. Receivers are named by host only.
+"""
 
 from __future__ import annotations
 
@@ -34,12 +39,18 @@ def webhook_config(settings: Settings) -> WebhookConfig | None:
         return None
     if not settings.crm_webhook_secret:
         raise ConfigError("WELCOMEMAT_CRM_WEBHOOK_URL is set but WELCOMEMAT_CRM_WEBHOOK_SECRET is not")
-    return WebhookConfig(url=settings.crm_webhook_url, secret=settings.crm_webhook_secret)
+    return WebhookConfig(
+        url=settings.crm_webhook_url,
+        secret=settings.crm_webhook_secret,
+        timeout_s=settings.receiver_deadline_s,
+    )
 
 
 def alert_channel(settings: Settings) -> AlertChannel | None:
     """The chat webhook seller alerts go to, or None; ConfigError when its URL is refused."""
-    return AlertChannel(url=settings.alert_webhook_url) if settings.alert_webhook_url else None
+    if not settings.alert_webhook_url:
+        return None
+    return AlertChannel(url=settings.alert_webhook_url, timeout_s=settings.receiver_deadline_s)
 
 
 def run_sync(
@@ -77,7 +88,7 @@ def run_sync(
     alerts: AlertSender | None = None
     producer: SellerAlertProducer | None = None
     if channel is not None or config is not None:
-        alerts = AlertSender(client, name=options.name, channel=channel, crm=config)
+        alerts = AlertSender(client, name=options.name, channel=channel, crm=config, stop=stop)
         producer = SellerAlertProducer(
             client,
             destinations=alerts.destinations,
@@ -85,9 +96,9 @@ def run_sync(
             clock=lambda: datetime.now(UTC),
         )
     syncer = Syncer(client, options, progress=_progress_line if tty else None, stop=stop, alerts=producer)
-    sender = WebhookSender(client, config, name=options.name) if config is not None else None
+    sender = WebhookSender(client, config, name=options.name, stop=stop) if config is not None else None
     scope = ", ".join(options.tenants) if options.tenants else "every tenant with a published campaign"
-    hook = f"; CRM webhook to {config.url}" if config is not None else ""
+    hook = f"; CRM webhook to {config.describe()}" if config is not None else ""
     if channel is not None:
         hook += f"; seller alerts to {channel.describe()}"
     print(f"sync {options.name}: folding events of {scope} on {target.describe()}{hook}", file=sys.stderr)
@@ -111,15 +122,14 @@ def run_sync(
                 syncer.run()
             except REDIS_OUTAGE_ERRORS as exc:  # only with --once: without it the sync waits for Redis
                 failed_redis = str(exc)
-            if sender is not None and once and failed_redis is None:
+            for outbox_sender in (sender, alerts):
+                if outbox_sender is None or not once or failed_redis is not None:
+                    continue
                 tenant_list = syncer.tenants_seen or discover_tenants(client)
                 for _ in range(_ONCE_WEBHOOK_PASSES_MAX):
-                    if not sender.run_pass(tenant_list) or not sender.queued(tenant_list):
+                    if stop.is_set() or not outbox_sender.run_pass(tenant_list):
                         break
-            if alerts is not None and once and failed_redis is None:
-                tenant_list = syncer.tenants_seen or discover_tenants(client)
-                for _ in range(_ONCE_WEBHOOK_PASSES_MAX):
-                    if not alerts.run_pass(tenant_list) or not alerts.queued(tenant_list):
+                    if not outbox_sender.queued(tenant_list):
                         break
     finally:
         stop.set()

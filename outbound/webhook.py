@@ -12,9 +12,11 @@ atomic step as the fold, and at most one queued change per account at a time. A 
 - signs `<timestamp>.<body>` with HMAC-SHA256 under `WELCOMEMAT_CRM_WEBHOOK_SECRET`:
   `X-Welcomemat-Timestamp: <unix seconds>`, `X-Welcomemat-Signature: sha256=<hex>`. The
   receiver recomputes it (`verify_signature`) and refuses old timestamps (replays);
-- retries 408/425/429/5xx and network faults through the one retry layer
-  (`welcomemat.resilience.ResilientCaller`: exponential backoff with full jitter, Retry-After
-  honoured up to a cap) inside the one circuit breaker (`welcomemat.breaker`);
+- posts through `outbound.receiver_http` (one deadline per request, the response body capped
+  and never decompressed, redirects never followed, a stop cancels it) and retries 408/425/429/5xx
+  and network faults through the one retry layer (`welcomemat.resilience.ResilientCaller`:
+  exponential backoff with full jitter, Retry-After honoured up to a cap; every wait ends at a
+  stop) inside the one circuit breaker (`welcomemat.breaker`);
 - acknowledges and deletes the change only after a 2xx. Anything else leaves it pending
   in the outbox: the next pass (or another sender, after `claim_idle_ms`) sends it again,
   so nothing is lost while the receiver is down. A change whose revision was already
@@ -23,6 +25,9 @@ atomic step as the fold, and at most one queued change per account at a time. A 
 Reading the outbox (own pending changes, those of stopped senders, new ones), following it
 and waiting out Redis outages is the core's one consumer loop (`welcomemat.streams`); a
 change is never dead-lettered: it waits for the receiver.
+
+Its URL is a credential (a path or query may carry a key): admitted and printed (its host
+only) by `outbound.receiver_http`, as the alert webhook's is.
 """
 
 from __future__ import annotations
@@ -31,23 +36,32 @@ import hashlib
 import hmac
 import random
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
-from email.utils import parsedate_to_datetime
+from datetime import date
 from typing import Any
 
-import httpx
 import redis
 from pydantic import BaseModel, ConfigDict
 
 from outbound.outbox import OutboxSender, OutboxStats
+from outbound.receiver_http import (
+    ReceiverClient,
+    ReceiverPolicy,
+    ReceiverStopped,
+    WebhookRejected,
+    post_json,
+    receiver_caller,
+    receiver_host,
+    receiver_url,
+    stoppable_sleep,
+)
 from welcomemat import keys
 from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError, ProviderUnavailable, StoredValueError
 from welcomemat.records import AccountRecord, mark_crm_delivered, take_crm_change
-from welcomemat.resilience import ResilientCaller, RetryableError
 from welcomemat.stream_groups import ensure_group as ensure_stream_group
 from welcomemat.stream_handler import (
     ACK,
@@ -70,17 +84,13 @@ __all__ = [
     "CrmChange",
     "CrmContact",
     "CrmFact",
-    "ReceiverPolicy",
     "WebhookConfig",
-    "WebhookRejected",
     "WebhookSender",
     "WebhookStats",
     "crm_change",
     "ensure_outbox_group",
     "idempotency_key",
     "outbox_stream",
-    "post_json",
-    "receiver_caller",
     "sign",
     "signed_headers",
     "verify_signature",
@@ -92,7 +102,6 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 # How old a signed timestamp a receiver should accept, in seconds (replay window).
 SIGNATURE_TOLERANCE_S = 300
 MIN_SECRET_CHARS = 32
-_RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 _BATCH = 50  # outbox entries per read
 _FOLLOW_BLOCK_MS = 500  # how long a following sender's read waits for new changes
 _RETRY_AFTER_S = 5.0  # while following: how long a change that was not delivered waits for the next try
@@ -242,24 +251,6 @@ def verify_signature(
 # -- sending ----------------------------------------------------------------------------------------
 
 
-class WebhookRejected(Exception):
-    """The receiver answered with a status that retrying now will not change (e.g. 400, 401)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReceiverPolicy:
-    """How hard to try one receiver: the CRM webhook (`WebhookConfig`) and the seller-alert
-    chat channel (`outbound.alert_sender.AlertChannel`) alike."""
-
-    timeout_s: float = 10.0
-    max_attempts: int = 3  # per delivery and pass
-    backoff_base_s: float = 0.5
-    backoff_cap_s: float = 8.0
-    retry_after_cap_s: float = 30.0
-    failure_threshold: int = 5  # consecutive failed attempts that open the breaker
-    reset_after_s: float = 30.0  # how long the breaker stays open before one probe
-
-
 @dataclass(frozen=True)
 class WebhookConfig(ReceiverPolicy):
     url: str
@@ -267,14 +258,16 @@ class WebhookConfig(ReceiverPolicy):
     claim_idle_ms: int = 60_000  # a change pending this long on another sender is taken over
 
     def __post_init__(self) -> None:
-        parsed = httpx.URL(self.url)
-        if parsed.scheme not in ("https", "http") or not parsed.host:
-            raise ConfigError(f"WELCOMEMAT_CRM_WEBHOOK_URL {self.url!r} must be an http(s) URL with a host")
+        receiver_url("WELCOMEMAT_CRM_WEBHOOK_URL", self.url)
         if len(self.secret) < MIN_SECRET_CHARS:
             raise ConfigError(
                 f"WELCOMEMAT_CRM_WEBHOOK_SECRET must be at least {MIN_SECRET_CHARS} characters "
                 "when WELCOMEMAT_CRM_WEBHOOK_URL is set"
             )
+
+    def describe(self) -> str:
+        """The receiver's host: the URL's path, query and credentials are never printed."""
+        return receiver_host(self.url)
 
 
 @dataclass
@@ -311,17 +304,22 @@ class WebhookSender(OutboxSender):
         config: WebhookConfig,
         *,
         name: str,
-        http: httpx.Client | None = None,
+        http: ReceiverClient | None = None,
         breaker: CircuitBreaker | None = None,
         log: Callable[[str], None] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         rng: random.Random | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.config = config
         self.name = name
         self.breaker = breaker or CircuitBreaker(config.failure_threshold, config.reset_after_s)
-        self._http = http or httpx.Client(timeout=config.timeout_s, follow_redirects=False)
-        self._caller = receiver_caller(config, self.breaker, sleep=sleep, rng=rng)
+        self._stop = stop or threading.Event()
+        self._url = receiver_url("WELCOMEMAT_CRM_WEBHOOK_URL", config.url)
+        self._http = http or ReceiverClient(stop=self._stop)
+        self._caller = receiver_caller(
+            config, self.breaker, sleep=sleep or stoppable_sleep(self._stop), rng=rng
+        )
         options = ConsumerOptions(
             name=name,
             batch=_BATCH,
@@ -331,7 +329,7 @@ class WebhookSender(OutboxSender):
             retry_after_s=_RETRY_AFTER_S,
         )
         log = log or (lambda line: print(f"webhook {name}: {line}", file=sys.stderr, flush=True))
-        super().__init__(client, options, log, WebhookStats())
+        super().__init__(client, options, log, WebhookStats(), stop=self._stop)
 
     def close(self) -> None:
         self._http.close()
@@ -344,6 +342,9 @@ class WebhookSender(OutboxSender):
     def handle(self, batch: Sequence[Delivery]) -> list[Outcome]:
         outcomes: list[Outcome] = []
         for delivery in batch:
+            if self._stop.is_set():  # stopping: what is left stays pending, for the next run
+                outcomes.append(retry(""))
+                continue
             if self.breaker.state == "open":
                 self.stats.failed += 1
                 outcomes.append(retry(""))  # its failure was logged when the breaker opened
@@ -375,6 +376,8 @@ class WebhookSender(OutboxSender):
         except (ProviderUnavailable, WebhookRejected) as exc:
             self.stats.failed += 1
             return retry(f"change {key} not delivered, kept in the outbox: {exc}")
+        except ReceiverStopped:
+            return retry("")  # kept in the outbox; nothing to report
         self.stats.delivered += 1
         pipe = self.client.pipeline(transaction=True)  # record and outbox share the tenant's slot
         mark_crm_delivered(pipe, tenant, account, record.revision)
@@ -386,27 +389,7 @@ class WebhookSender(OutboxSender):
     def _post(self, body: bytes, key: str, timeout_s: float) -> None:
         """One attempt. RetryableError for faults worth another; WebhookRejected for a refusal."""
         self.stats.attempts += 1
-        post_json(self._http, self.config.url, body, signed_headers(self.config.secret, key, body), timeout_s)
-
-
-def receiver_caller(
-    policy: ReceiverPolicy,
-    breaker: CircuitBreaker,
-    *,
-    sleep: Callable[[float], None] = time.sleep,
-    rng: random.Random | None = None,
-) -> ResilientCaller:
-    """The one retry layer, set for a receiver: attempts, timeout, backoff, Retry-After cap."""
-    return ResilientCaller(
-        breaker,
-        max_attempts=policy.max_attempts,
-        timeout_s=policy.timeout_s,
-        retry_after_cap_s=policy.retry_after_cap_s,
-        backoff_base_s=policy.backoff_base_s,
-        backoff_cap_s=policy.backoff_cap_s,
-        sleep=sleep,
-        rng=rng,
-    )
+        post_json(self._http, self._url, body, signed_headers(self.config.secret, key, body), timeout_s)
 
 
 def signed_headers(secret: str, key: str, body: bytes) -> dict[str, str]:
@@ -417,42 +400,6 @@ def signed_headers(secret: str, key: str, body: bytes) -> dict[str, str]:
         TIMESTAMP_HEADER: str(timestamp),
         SIGNATURE_HEADER: sign(secret, timestamp, body),
     }
-
-
-def post_json(http: httpx.Client, url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> None:
-    """One POST of a JSON body to a receiver (the CRM webhook, a seller-alert channel).
-
-    Returns on a 2xx; RetryableError (with the receiver's Retry-After) for 408/425/429/5xx and
-    network faults, worth another attempt; WebhookRejected for any other status.
-    """
-    sent = {"Content-Type": "application/json", "User-Agent": "welcomemat-sync", **headers}
-    try:
-        response = http.post(url, content=body, headers=sent, timeout=timeout_s)
-    except httpx.TransportError as exc:  # connect refused, reset, timeout
-        raise RetryableError(detail=f"{type(exc).__name__}: {exc}") from exc
-    if 200 <= response.status_code < 300:
-        return
-    if response.status_code in _RETRYABLE_STATUS:
-        raise RetryableError(
-            _retry_after(response.headers.get("Retry-After")), detail=f"HTTP {response.status_code}"
-        )
-    raise WebhookRejected(f"HTTP {response.status_code} from the receiver")
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Retry-After in seconds: delta-seconds or an HTTP date; None when absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return (when - datetime.now(UTC)).total_seconds()
 
 
 def _fields(raw: Any) -> dict[str, str]:

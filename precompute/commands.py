@@ -22,6 +22,7 @@ from precompute.findings import CohortCollector
 from precompute.inputs import find_zones_folder, load_campaign_inputs
 from precompute.progress import progress_bar
 from precompute.providers.base import Provider
+from precompute.publish import PageCheckFactory
 from precompute.qa import run_qa
 from precompute.report import MalformedRow
 from precompute.run import PrecomputeRun
@@ -181,9 +182,11 @@ def run_precompute(
     deadline_s: float | None = None,
     check_theme: ThemeCheck | None = None,
     auditor: Auditor | None = None,
+    page_check: PageCheckFactory | None = None,
 ) -> int:
     """`check_theme`: the renderer's checks of the campaign's theme (the CLI passes them in);
-    `auditor`: who the audit log says published (default: `precompute`)."""
+    `auditor`: who the audit log says published (default: `precompute`); `page_check`: builds
+    the renderer's check of each account's own pages in the theme (`precompute.publish`)."""
     settings = Settings.from_env()
     accounts_path = Path(accounts)
     if not accounts_path.is_file():
@@ -211,6 +214,12 @@ def run_precompute(
         progress=advance,
         theme=inputs.theme,
         auditor=auditor,
+        ip_rules=inputs.tenant.ip_ranges if inputs.tenant is not None else None,
+        page_check=(
+            page_check(inputs.theme, loaded, zone_contracts)
+            if page_check is not None and inputs.theme is not None
+            else None
+        ),
     )
     if enqueue:
         close()
@@ -262,10 +271,17 @@ def run_explain(campaign: str, account: str, *, as_json: bool, zones: str | None
     current = ZoneSetStore(client).get(loaded.tenant, loaded.campaign, account)
     if current is not None:  # review may have changed status and version since the run
         record["status"], record["version"] = current.status.value, current.version
-    shared = read_account_record(client, loaded.tenant, account)
+    try:
+        shared = read_account_record(client, loaded.tenant, account)
+    except StoredValueError as exc:  # the published record still explains; only the workflow is lost
+        print(f"warning: skipped {exc}", file=sys.stderr)
+        shared = None
     if shared is not None:  # where each contact stands, from the live records
-        workflows = contact_workflows(client, shared, loaded.campaign, current)
+        unreadable: list[StoredValueError] = []  # skipped, each said on stderr: the rest still explains
+        workflows = contact_workflows(client, shared, loaded.campaign, current, problems=unreadable)
         record["workflow"] = [w.as_json() for w in workflows]
+        for problem in unreadable:
+            print(f"warning: skipped {problem}", file=sys.stderr)
     print(json.dumps(record, indent=2) if as_json else format_explain(record))
     return 0
 
@@ -363,7 +379,7 @@ def _enqueue(
 ) -> int:
     from precompute.queue import WORK_CHUNK_SIZE, enqueue_run
 
-    read = read_accounts(accounts_path)
+    read = read_accounts(accounts_path, run.ip_rules)
     malformed = [
         MalformedRow(file=p.file, line=p.line, field=p.field, reason=p.message) for p in read.problems
     ]

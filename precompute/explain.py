@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from precompute.assemble import AccountOutcome
 from precompute.pattern_choice import PatternChoice
+from welcomemat.bounded_time import ms_text
 from welcomemat.held import held_drafts, one_line
 from welcomemat.reasons import CLAIM_REASON_DOCS, ClaimReason, off_voice_doc, parse_reason
 
@@ -196,7 +196,7 @@ def format_explain(record: dict[str, Any]) -> str:
 
 
 def _workflow_step(state: str, mark: dict[str, Any]) -> str:
-    at = datetime.fromtimestamp(mark["at_ms"] / 1000, UTC).isoformat(timespec="seconds")
+    at = ms_text(mark.get("at_ms"))  # a time stored before marks were bounded reads "unreadable time"
     detail = ", ".join(f"{k} {v}" for k, v in mark["detail"].items() if v not in (None, ""))
     return f"{state} {at}" + (f" ({detail})" if detail else "")
 

@@ -39,6 +39,7 @@ from precompute.inputs import CampaignInputs
 from precompute.providers.base import Provider, ZoneDraft
 from precompute.qa import recheck_zone_set
 from welcomemat.accounts import Account, read_accounts
+from welcomemat.bounded_time import parse_day
 from welcomemat.errors import InputError
 from welcomemat.guidelines import SetValidation, guideline_hash
 from welcomemat.reasons import ZoneReason, parse_reason
@@ -188,10 +189,10 @@ def replay_day(sets: Mapping[str, tuple[Path, Sequence[Account]]]) -> date:
     days: list[date] = []
     for _, accounts in sets.values():
         for fact in (f for a in accounts for f in a.facts):
-            try:
-                days.append(date.fromisoformat((fact.published_at or "")[:10]))
+            try:  # bounded: a fact dated 9999-12-31 would put the day after it past any calendar
+                days.append(parse_day((fact.published_at or "")[:10]))
             except ValueError:
-                continue  # an undated fact is refused by the trust policy either way
+                continue  # an undated (or out of the years) fact is refused by the trust policy either way
     return max(days) + timedelta(days=1) if days else datetime.now(UTC).date()
 
 

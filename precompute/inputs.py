@@ -80,6 +80,7 @@ class InputsCheck:
     theme: Theme | None = None  # the campaign's theme, when it names one and it passes
     # The effective policy as written (precedence problems are in `problems`), when the campaign reads.
     policy: EffectivePolicy | None = None
+    tenant: TenantPolicy | None = None  # the tenant.yaml read, when it loads (its `ip_ranges` rules)
 
 
 def find_zones_folder(campaign_path: Path, zones: str | None) -> Path:
@@ -155,7 +156,7 @@ def check_campaign_inputs(
     read_tenant = str(tenant_path) if tenant_path.is_file() else None
 
     if subject is None:
-        return InputsCheck(None, _in_file_order(problems), None, zones, read_tenant, theme)
+        return InputsCheck(None, _in_file_order(problems), None, zones, read_tenant, theme, tenant=tenant)
     # With a tenant.yaml that is itself refused, the hard rules are still checked.
     precedence = policy_problems(subject, tenant, campaign_file=str(campaign_path), tenant_file=tfile)
     problems += precedence
@@ -166,11 +167,13 @@ def check_campaign_inputs(
             inputs = CampaignInputs(
                 campaign=campaign, zones=zones, tenant=tenant, tenant_file=tfile, policy=policy, theme=theme
             )
-            return InputsCheck(inputs, (), campaign, zones, read_tenant, theme, policy)
+            return InputsCheck(inputs, (), campaign, zones, read_tenant, theme, policy, tenant=tenant)
         problems += copy_problems
     elif zones is not None and _copy_checkable(subject, zones, problems):
         problems += _fallback_copy_problems(campaign_path, subject, zones, policy)
-    return InputsCheck(None, _in_file_order(problems), subject, zones, read_tenant, theme, policy)
+    return InputsCheck(
+        None, _in_file_order(problems), subject, zones, read_tenant, theme, policy, tenant=tenant
+    )
 
 
 # Fields whose problems leave segment and default copy unfit to check (a zone without copy or

@@ -15,6 +15,12 @@ not is unchanged, and journalled `published` then).
 The run (`precompute.run`) owns what lasts across its `process` calls (the assembler, the
 thread pool) and hands them in; the campaign config it publishes first is
 `precompute.published_config`.
+
+With a theme, each account's own pages are rendered in it and checked (`page_check`, the
+renderer's, passed in by the command line): an account whose page fails is published with
+`theme_refused` (the theme's digest), and the renderer shows it in the built-in frame. An
+unchanged account is checked too (the theme is no input of its hash), and assembled and
+published again when the answer changed (with a model provider, that is a model call).
 """
 
 from __future__ import annotations
@@ -22,10 +28,11 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeAlias
 
 import redis
 
@@ -42,9 +49,11 @@ from welcomemat.campaign import Campaign
 from welcomemat.experiment_assignment import reassigned_variant
 from welcomemat.records import write_profile
 from welcomemat.store import ZoneSetStore
+from welcomemat.theme import Theme
+from welcomemat.zone_contract import ZoneContract
 from welcomemat.zoneset import Rung, ZoneSet, ZoneSetStatus
 
-__all__ = ["CHUNK_SIZE", "PUBLISH_BATCH", "ChunkPublisher"]
+__all__ = ["CHUNK_SIZE", "PUBLISH_BATCH", "AccountPageCheck", "ChunkPublisher", "PageCheckFactory"]
 
 
 CHUNK_SIZE = 256  # accounts per MGET: big enough to amortise round trips
@@ -53,6 +62,11 @@ CHUNK_SIZE = 256  # accounts per MGET: big enough to amortise round trips
 # not a whole chunk's, and the main thread's bursts of work (it shares the interpreter lock
 # with the threads waiting on the model) stay short.
 PUBLISH_BATCH = 32
+# (the theme's digest, a check of one account's zone set at the run's clock: why its pages may
+# not be shown in the theme, or None). The renderer's (`server.render.account_page_check`).
+AccountPageCheck: TypeAlias = tuple[str, Callable[[ZoneSet, datetime], "str | None"]]
+# Builds it for a campaign's theme (`server.render.account_page_check`, passed in by the CLI).
+PageCheckFactory: TypeAlias = Callable[[Theme, Campaign, Mapping[str, ZoneContract]], AccountPageCheck]
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,15 @@ class ChunkPublisher:
     fingerprint: str
     resume: bool
     now: datetime
+    page_check: AccountPageCheck | None = None
+
+    def _theme_refused(self, zone_set: ZoneSet) -> tuple[str | None, str | None]:
+        """(the digest to publish as `theme_refused`, why), both None when its pages may use the theme."""
+        if self.page_check is None:
+            return None, None
+        digest, check = self.page_check
+        reason = check(zone_set, self.now)
+        return (digest, reason) if reason is not None else (None, None)
 
     def publish(
         self,
@@ -158,7 +181,15 @@ class ChunkPublisher:
                 report.resumed += 1
                 if existing is not None:
                     self._count(existing, tally, sampled, account)
-            elif existing is not None and self._still_good(existing, input_hash):
+            elif (
+                existing is not None
+                and self._still_good(existing, input_hash)
+                and (refused := self._theme_refused(existing))[0] == existing.theme_refused
+            ):
+                if refused[1] is not None:  # still refused: reported again, nothing rewritten
+                    report.theme_refused.append(
+                        AccountFailure(account_id=account.account_id, reason=refused[1])
+                    )
                 report.unchanged += 1
                 self._count(existing, tally, sampled, account)
                 if entry is not None:  # on --resume, and not journalled `published` with this hash:
@@ -218,7 +249,13 @@ class ChunkPublisher:
                 )
             else:
                 built.append(outcome)
-        results = self.store.publish_many([o.zone_set for o in built], current=current)
+        framed: list[ZoneSet] = []
+        for outcome in built:
+            digest, why = self._theme_refused(outcome.zone_set)
+            if why is not None:
+                report.theme_refused.append(AccountFailure(account_id=outcome.account.account_id, reason=why))
+            framed.append(outcome.zone_set.model_copy(update={"theme_refused": digest}))
+        results = self.store.publish_many(framed, current=current)
         for outcome, result in zip(built, results, strict=True):
             account = outcome.account
             report.deferred += int(outcome.deferred)

@@ -10,25 +10,33 @@ policy inside it is a precompute concept, so its decoder (`policy_from_json`) li
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+import random
+import time
+from collections.abc import Collection, Sequence
 from dataclasses import asdict
 from typing import Any
 
 import redis
+from redis.client import Pipeline
+from redis.exceptions import WatchError
 
 from precompute.context import EffectivePolicy
+from precompute.ip_range_map import plan_ip_range_update, queue_ip_range_update
 from welcomemat import keys
 from welcomemat.accounts import Account
 from welcomemat.campaign import Campaign
 from welcomemat.campaign_config import decode_campaign_config, encode_campaign_config
 from welcomemat.campaign_owner import claim_campaign
 from welcomemat.campaign_sections import Confidence
-from welcomemat.errors import StoredValueError
+from welcomemat.errors import StoredValueError, StoreError
+from welcomemat.ip_ranges import IpRangeRules
+from welcomemat.store import TRANSACTION_ATTEMPTS_MAX
 from welcomemat.theme import Theme
 from welcomemat.zone_contract import ZoneContract
 
 __all__ = ["load_campaign_config", "policy_from_json", "publish_campaign_config"]
+
+_RETRY_PAUSE_MAX_S = 0.05  # seconds: a random pause before merging the map again
 
 
 def publish_campaign_config(
@@ -38,6 +46,9 @@ def publish_campaign_config(
     policy: EffectivePolicy,
     accounts: Sequence[Account] | None = None,
     theme: Theme | None = None,
+    *,
+    ip_rules: IpRangeRules | None = None,
+    erased: Collection[str] = (),
 ) -> None:
     """Store what the renderer, QA and review read: contracts, theme, IP ranges; index the campaign id.
 
@@ -48,27 +59,56 @@ def publish_campaign_config(
     First the campaign id is claimed for its tenant (`welcomemat.campaign_owner`): an id
     another tenant owns is refused (`CampaignOwnerError`) before anything is written.
     With `accounts`, the campaign's IP-range map (account id -> CIDRs, the renderer's IP
-    identification index) is replaced whole, in the same transaction as the contracts.
+    identification index) is merged (`precompute.ip_range_map`: the run's accounts replace their
+    own ranges, `erased` ids lose theirs, the others keep theirs unless `ip_rules`, the tenant's,
+    refuse them), in the same transaction as the contracts, which the map is watched for: a
+    renderer reloading it reads the map before or after the run, never between.
     The owner and the index of campaign ids live outside the campaign's hash slot, so they
     are written apart from that transaction (Redis Cluster allows a transaction in one slot only).
     """
     config = encode_campaign_config(campaign, zones, asdict(policy), theme)
     tenant, campaign_id = campaign.tenant, campaign.campaign
     claim_campaign(client, tenant, campaign_id)
-    pipe = client.pipeline(transaction=True)
-    pipe.set(keys.campaign_config_key(tenant, campaign_id), config, ex=keys.CAMPAIGN_TTL_S)
-    if accounts is not None:
-        ranges = {a.account_id: json.dumps(a.ip_ranges) for a in accounts if a.ip_ranges}
-        ip_key = keys.ip_ranges_key(tenant, campaign_id)
-        pipe.delete(ip_key)
-        if ranges:
-            pipe.hset(ip_key, mapping=ranges)  # type: ignore[arg-type]
-            pipe.expire(ip_key, keys.CAMPAIGN_TTL_S)
-    pipe.execute()
+    config_key, ip_key = (
+        keys.campaign_config_key(tenant, campaign_id),
+        keys.ip_ranges_key(tenant, campaign_id),
+    )
+    for _ in range(TRANSACTION_ATTEMPTS_MAX):
+        try:
+            with client.pipeline(transaction=True) as pipe:
+                _write_config(pipe, config_key, config, ip_key, accounts, ip_rules, erased)
+            break
+        except WatchError:  # the map changed (an erasure, another run) while it was merged: again
+            time.sleep(random.uniform(0, _RETRY_PAUSE_MAX_S))
+    else:
+        raise StoreError(f"{ip_key}: changed under the merge {TRANSACTION_ATTEMPTS_MAX} times in a row")
     index = client.pipeline(transaction=False)
     index.hset(keys.campaigns_index_key(), f"{tenant}/{campaign_id}", campaign_id)
     index.expire(keys.campaigns_index_key(), keys.CAMPAIGN_TTL_S)
     index.execute()
+
+
+def _write_config(
+    pipe: Pipeline,
+    config_key: str,
+    config: bytes,
+    ip_key: str,
+    accounts: Sequence[Account] | None,
+    ip_rules: IpRangeRules | None,
+    erased: Collection[str],
+) -> None:
+    """The config, and with `accounts` the merged IP-range map, in one transaction."""
+    if accounts is None:
+        pipe.set(config_key, config, ex=keys.CAMPAIGN_TTL_S)
+        pipe.execute()
+        return
+    pipe.watch(ip_key)  # type: ignore[no-untyped-call]
+    stored = pipe.hgetall(ip_key)
+    update = plan_ip_range_update(stored, accounts, erased, ip_rules)  # type: ignore[arg-type]
+    pipe.multi()
+    pipe.set(config_key, config, ex=keys.CAMPAIGN_TTL_S)
+    queue_ip_range_update(pipe, ip_key, update)
+    pipe.execute()
 
 
 def policy_from_json(data: dict[str, Any]) -> EffectivePolicy:

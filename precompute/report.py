@@ -48,6 +48,9 @@ class RunReport(BaseModel):
     fallback_reasons: dict[str, int] = Field(default_factory=dict)
     check_failures: dict[str, int] = Field(default_factory=dict)
     deferred: int = 0  # the provider could not write: published as fallback, generated again next run
+    # Accounts whose own pages failed the campaign theme's rendered-page check: published with
+    # `theme_refused`, so their pages use the built-in frame (`server.render.account_page_check`).
+    theme_refused: list[AccountFailure] = Field(default_factory=list)
     model_calls: int = 0
     retries: int = 0
     breaker_openings: int = 0

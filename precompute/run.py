@@ -31,7 +31,7 @@ from precompute.context import EffectivePolicy
 from precompute.hashing import campaign_fingerprint
 from precompute.journal import Journal
 from precompute.providers.base import Provider
-from precompute.publish import ChunkPublisher
+from precompute.publish import AccountPageCheck, ChunkPublisher
 from precompute.published_config import publish_campaign_config
 from precompute.report import MalformedRow, RunReport
 from precompute.review_sample import SampleCandidate, replace_review_sample
@@ -40,6 +40,7 @@ from welcomemat.accounts import Account, read_accounts
 from welcomemat.audit import Auditor, Via
 from welcomemat.campaign import Campaign
 from welcomemat.erasure import suppress
+from welcomemat.ip_ranges import IpRangeRules
 from welcomemat.store import ZoneSetStore
 from welcomemat.theme import Theme
 from welcomemat.zone_contract import ZoneContract
@@ -73,6 +74,8 @@ class PrecomputeRun:
         other_companies: frozenset[str] | None = None,
         theme: Theme | None = None,
         auditor: Auditor | None = None,
+        ip_rules: IpRangeRules | None = None,
+        page_check: AccountPageCheck | None = None,
     ) -> None:
         self.client = client
         self.auditor = auditor or Auditor("precompute", Via.PRECOMPUTE, lambda: datetime.now(UTC))
@@ -89,6 +92,8 @@ class PrecomputeRun:
         # Published with the config; no part of the fingerprint: a new look is no reason to
         # write any zone again.
         self.theme = theme
+        # The tenant's rules for accounts' `ip_ranges` (tenant.yaml; None: no private ranges).
+        self.ip_rules = ip_rules
         self._assembler: Assembler | None = None
         self._pool: ThreadPoolExecutor | None = None  # see `_assembly_pool`
         self.fingerprint = campaign_fingerprint(campaign, zones, policy, provider.fingerprint())
@@ -103,6 +108,8 @@ class PrecomputeRun:
             fingerprint=self.fingerprint,
             resume=self.resume,
             now=self.now,
+            # Each account's own pages in the theme: the renderer's check, passed in.
+            page_check=page_check if theme is not None else None,
         )
 
     # -- the run -------------------------------------------------------------------------------
@@ -111,13 +118,14 @@ class PrecomputeRun:
         """The local run: read the file, then `process` every account in it."""
         started = time.perf_counter()
         report = self.new_report()
-        read = read_accounts(accounts_path)
+        read = read_accounts(accounts_path, self.ip_rules)
         report.rows_read = read.lines_read
         report.malformed = [
             MalformedRow(file=p.file, line=p.line, field=p.field, reason=p.message) for p in read.problems
         ]
         kept = self.suppress(read.accounts, report)
-        self.prepare(kept)
+        kept_ids = {a.account_id for a in kept}
+        self.prepare(kept, erased=[a.account_id for a in read.accounts if a.account_id not in kept_ids])
         try:
             sampled = self.process(kept, report, erasures_checked=True)
         finally:
@@ -135,9 +143,22 @@ class PrecomputeRun:
             started_at=self.now.isoformat(),
         )
 
-    def prepare(self, accounts: Sequence[Account]) -> None:
-        """Once per run, before any `process`: publish the contracts, journal every account `accepted`."""
-        publish_campaign_config(self.client, self.campaign, self.zones, self.policy, accounts, self.theme)
+    def prepare(self, accounts: Sequence[Account], *, erased: Sequence[str] = ()) -> None:
+        """Once per run, before any `process`: publish the contracts, journal every account `accepted`.
+
+        The IP-range map is merged with the accounts' ranges; `erased`: ids in the file the
+        erasure list left out, whose ranges go (`precompute.ip_range_map`).
+        """
+        publish_campaign_config(
+            self.client,
+            self.campaign,
+            self.zones,
+            self.policy,
+            accounts,
+            self.theme,
+            ip_rules=self.ip_rules,
+            erased=erased,
+        )
         self.journal.accept(accounts, self.now)
 
     def suppress(self, accounts: Sequence[Account], report: RunReport) -> list[Account]:

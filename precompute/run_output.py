@@ -65,6 +65,13 @@ def print_run_report(report: RunReport) -> None:
         print(f"  ... and {len(report.malformed) - 20} more skipped rows (see --json)", file=sys.stderr)
     for failure in report.failed[:20]:
         print(f"  failed {failure.account_id}: {failure.reason}", file=sys.stderr)
+    if report.theme_refused:
+        print(
+            f"  {len(report.theme_refused)} accounts shown in the built-in frame: their pages fail the theme",
+            file=out,
+        )
+    for refused in report.theme_refused[:20]:
+        print(f"  theme refused for {refused.account_id}: {refused.reason}", file=sys.stderr)
 
 
 FACT_REFUSALS_SHOWN = 3  # reasons listed with an example; the rest are counted on one line

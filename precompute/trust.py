@@ -53,6 +53,7 @@ from precompute.company_names import plain
 from precompute.context import EffectivePolicy, FactDecision, FactReason, Identity, TrustedFact
 from precompute.fact_subject import AccountNames, account_names, judge_fact_subject
 from welcomemat.accounts import Account, Fact
+from welcomemat.bounded_time import MAX_YEAR, MIN_YEAR
 from welcomemat.campaign_sections import Confidence
 from welcomemat.domains import registrable_domain
 from welcomemat.errors import ContractError
@@ -147,19 +148,27 @@ def _check_source(raw: str | None) -> str | _Fail:
 
 
 def _parse_published(raw: str | None) -> date | _Fail:
-    """The publish date: an ISO date, or the date part of an ISO datetime as written."""
+    """The publish date: an ISO date, or the date part of an ISO datetime as written, in the
+    years every stored date keeps (`welcomemat.bounded_time`)."""
     if not raw:
         return _Fail(FactReason.NO_DATE, "no published_at")
+    day: date | None = None
     try:
         if _ISO_DATE_RE.fullmatch(raw):
-            return date.fromisoformat(raw)
-        if _ISO_DATETIME_RE.fullmatch(raw):
-            return datetime.fromisoformat(raw).date()
+            day = date.fromisoformat(raw)
+        elif _ISO_DATETIME_RE.fullmatch(raw):
+            day = datetime.fromisoformat(raw).date()
     except ValueError:
         pass  # the right shape but no such day ("2026-13-45"): as bad as any other shape
-    return _Fail(
-        FactReason.BAD_DATE, f"published_at {_shown(raw)} is not an ISO date (YYYY-MM-DD) or datetime"
-    )
+    if day is None:
+        return _Fail(
+            FactReason.BAD_DATE, f"published_at {_shown(raw)} is not an ISO date (YYYY-MM-DD) or datetime"
+        )
+    if not MIN_YEAR <= day.year <= MAX_YEAR:
+        return _Fail(
+            FactReason.BAD_DATE, f"published_at {_shown(raw)} is not in the years {MIN_YEAR} to {MAX_YEAR}"
+        )
+    return day
 
 
 def _check_not_future(published: date, as_of: date) -> _Fail | None:

@@ -38,6 +38,7 @@ import redis
 
 from precompute.journal import JournalState
 from precompute.providers.base import Provider
+from precompute.publish import PageCheckFactory
 from precompute.published_config import load_campaign_config
 from precompute.queue import (
     MAX_DELIVERIES,
@@ -55,6 +56,7 @@ from precompute.review_sample import SampleCandidate
 from precompute.run import PrecomputeRun
 from welcomemat import keys
 from welcomemat.audit import Auditor, Via
+from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.errors import ConfigError
 from welcomemat.redis_client import REDIS_OUTAGE_ERRORS, run_script
@@ -72,6 +74,7 @@ from welcomemat.stream_handler import (
     retry,
 )
 from welcomemat.streams import ConsumerProcess, StreamConsumer
+from welcomemat.theme import Theme
 
 __all__ = [
     "CLAIM_BATCH",
@@ -154,8 +157,11 @@ class Worker(ConsumerProcess):
         *,
         log: Callable[[str], None] | None = None,
         stop: threading.Event | None = None,
+        page_check: PageCheckFactory | None = None,
     ) -> None:
         self.client = client
+        # The renderer's check of each account's own pages in the campaign's theme (the CLI's).
+        self.page_check = page_check
         self.provider_factory = provider_factory
         self.options = options
         self.name = options.name
@@ -269,6 +275,7 @@ class Worker(ConsumerProcess):
                 f"campaign {tenant}/{campaign} has no published config (expired?); enqueue again"
             )
         campaign_model, zones, policy = loaded
+        theme = self._stored_theme(tenant, campaign) if self.page_check is not None else None
         companies_raw = self.client.get(keys.run_companies_key(tenant, campaign, run_id))
         companies = frozenset(json.loads(companies_raw)) if companies_raw else None
         concurrency = record.provider_options.get("concurrency", 1)
@@ -283,6 +290,12 @@ class Worker(ConsumerProcess):
             now=record.created_at,
             other_companies=companies,
             auditor=Auditor(f"worker:{self.name}", Via.PRECOMPUTE, lambda: datetime.now(UTC)),
+            theme=theme,
+            page_check=(
+                self.page_check(theme, campaign_model, zones)
+                if self.page_check is not None and theme is not None
+                else None
+            ),
         )
         if run.fingerprint != record.fingerprint:
             raise ConfigError(
@@ -294,6 +307,11 @@ class Worker(ConsumerProcess):
             self._runs.pop(next(iter(self._runs))).run.close()
         self._runs[run_id] = _RunContext(record, run)
         return self._runs[run_id]
+
+    def _stored_theme(self, tenant: str, campaign: str) -> Theme | None:
+        """The theme published with the campaign config (what the renderer will frame pages with)."""
+        raw = self.client.get(keys.campaign_config_key(tenant, campaign))
+        return decode_campaign_config(tenant, campaign, raw).theme if raw is not None else None
 
     # -- acknowledging -------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ import redis
 
 from precompute.commands import make_provider, resolve_campaign
 from precompute.providers.base import Provider
+from precompute.publish import PageCheckFactory
 from precompute.qa import run_qa
 from precompute.run_output import print_run_report
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
@@ -65,9 +66,11 @@ def run_worker(
     block_ms: int,
     claim_idle_ms: int,
     max_deliveries: int,
+    page_check: PageCheckFactory | None = None,
 ) -> int:
     """Consume enqueued runs until SIGTERM/SIGINT (or, with `once`, until drained); exit 0, or 1
-    when `once` gave up on a Redis that stayed down."""
+    when `once` gave up on a Redis that stayed down. `page_check`: the renderer's check of each
+    account's own pages in the campaign's theme (`precompute.publish`), passed in by the CLI."""
     from precompute.worker import Worker, WorkerOptions, default_consumer_name
     from welcomemat.redis_client import REDIS_OUTAGE_ERRORS
     from welcomemat.stop_signals import stop_on_signals
@@ -85,7 +88,11 @@ def run_worker(
     )
     stop = threading.Event()
     worker = Worker(
-        client, lambda name, opts: _provider_from_options(name, opts, settings), options, stop=stop
+        client,
+        lambda name, opts: _provider_from_options(name, opts, settings),
+        options,
+        stop=stop,
+        page_check=page_check,
     )
     scope = f"{options.campaign[0]}/{options.campaign[1]}" if options.campaign else "every active run"
     print(f"worker {options.name}: consuming {scope} on {target.describe()}", file=sys.stderr, flush=True)

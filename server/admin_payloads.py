@@ -10,11 +10,12 @@ userinfo or port; the campaign allowlist does not apply to a fact's source).
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from welcomemat.bounded_time import ms_text
 from welcomemat.errors import StoredValueError
 from welcomemat.held import HeldDraft, one_line
 from welcomemat.urlgate import source_href
@@ -209,7 +210,8 @@ def review_entry(
         held=tuple(ExplainHeld.of(h) for h in held),
         account_id=account_id,
         queue=queue,
-        queued_at=datetime.fromtimestamp(queued_at, UTC).isoformat(timespec="seconds"),
+        # The queue's score as stored: one no clock holds (corrupt, inf) reads "unreadable time", never a 500.
+        queued_at=ms_text(round(queued_at * 1000) if math.isfinite(queued_at) else queued_at),
         version=zone_set.version if zone_set is not None else None,
         status=zone_set.status.value if zone_set is not None else None,
         mode=zone_set.mode.value if zone_set is not None else None,

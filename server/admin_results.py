@@ -12,6 +12,8 @@ server-rendered (Jinja2, autoescaped), runs no script and loads nothing but `/st
 its charts are SVG drawn on the server and shown as `data:` images, so it works without
 JavaScript under the admin CSP (`server.admin_endpoint.ADMIN_CSP`). `?format=json` and `?format=csv`
 download the same numbers, each written by its one serializer. Redis down: 503, as the lift page.
+A stored value that does not decode is left out of the numbers, never a 5xx: the page names
+each, the downloads count them in `SKIPPED_HEADER`.
 """
 
 from __future__ import annotations
@@ -27,9 +29,12 @@ from welcomemat.results import campaign_results, results_csv
 from welcomemat.results_chart import DAILY_MEASURES, render_daily_chart
 from welcomemat.svg import svg_data_uri
 
-__all__ = ["RESULTS_ROUTE", "results_page"]
+__all__ = ["RESULTS_ROUTE", "SKIPPED_HEADER", "results_page"]
 
 RESULTS_ROUTE = "/admin/results/{campaign}"
+# On the JSON and CSV downloads: how many stored values (a record, a zone set, a conversion, an
+# event) did not decode and were left out of the numbers.
+SKIPPED_HEADER = "x-welcomemat-skipped"
 _FORMATS = ("html", "json", "csv")
 
 
@@ -48,14 +53,19 @@ async def results_page(request: Request) -> Response:
     """
     fmt = report_format(request, _FORMATS)
     report, problems = await build_report(request, "admin_results", campaign_results)
+    # The downloads carry no problems list (the JSON is `report lift --json`): how many stored
+    # values were skipped is said in a header, and each is named on the HTML page.
+    skipped = {SKIPPED_HEADER: str(len(problems))}
     if fmt == "json":
-        return json_answer(report.model_dump(mode="json"))
+        answer = json_answer(report.model_dump(mode="json"))
+        answer.headers.update(skipped)
+        return answer
     if fmt == "csv":
         filename = f"{report.tenant}-{report.campaign}-results.csv"  # ids: [A-Za-z0-9_.-] only
         return Response(
             results_csv(report),
             media_type="text/csv; charset=utf-8",
-            headers={**NO_STORE, "content-disposition": f'attachment; filename="{filename}"'},
+            headers={**NO_STORE, **skipped, "content-disposition": f'attachment; filename="{filename}"'},
         )
     charts = {m: svg_data_uri(render_daily_chart(report.daily, m)) for m in DAILY_MEASURES}
     return html_answer(

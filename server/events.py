@@ -14,9 +14,9 @@ what is queued (engagement is analytics, not money).
 Every event has an `event_id` (outbound folds events idempotently by it). Server-made
 events get one from `new_event_id`; beacons (`POST /v1/events`, `server.events_api`)
 carry the client's, and are written with a `dedup_key`: the batch script writes the
-event only if `SET dedup_key NX EX` succeeds, so a beacon sent twice, to any renderer
-process, reaches the stream once (`keys.beacon_event_key`, under the tenant's hash tag,
-in the same slot as the stream).
+event only if `SET dedup_key NX EX` succeeds, so a view token's view, or its click on a
+zone, sent twice (or replayed from elsewhere), to any renderer process, reaches the stream
+once (`keys.beacon_view_key`, under the tenant's hash tag, in the same slot as the stream).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ _BACKOFF_MAX_S = 5.0
 # (microseconds apiece), while json.dumps encodes the batch in C, and positional entries
 # (no field names, no per-value branching in Python) cost a third of `[name, value, ...]`
 # lists (bench/README.md, "Figures behind choices in the code"). Dedup keys are built by
-# `keys.beacon_event_key` with the stream's tenant hash tag (same Cluster slot). Returns the
+# `keys.beacon_view_key` with the stream's tenant hash tag (same Cluster slot). Returns the
 # number of entries written (the rest were duplicates).
 _FIELDS = (
     "event_id",

@@ -21,8 +21,14 @@ A beacon is `{"campaign", "view", "event_id", "type": "view"|"click", "zone"?}` 
    served, nor to a tenant that does not own the campaign id; a token issued before its
    account (or contact) was erased (`welcomemat.erasure`, as the loaded campaign knows it)
    is written without them;
-7. an event id seen before (this process's memory, then `SET NX` in the event writer's
-   batch across every renderer) is answered 204 and not written again.
+7. a `zone` must be one of the campaign's (the zones of its pages, as this renderer has it
+   loaded), else 400 naming the field: each would otherwise become a field of the account
+   record, counted as a click (the engagement sync drops such clicks too, for a campaign
+   this renderer had not loaded);
+8. a view token counts its view once and a click once per zone: a beacon whose view (or
+   click on that zone) was written before, whatever its event id and from whatever address
+   it is replayed (this process's memory, then `SET NX` on `keys.beacon_view_key` in the
+   event writer's batch across every renderer), is answered 204 and not written again.
 
 Then the event goes to the tenant's stream through the bounded `EventWriter` queue: when
 Redis is down the events wait there (bounded; beyond, dropped and counted), and the
@@ -71,7 +77,7 @@ _MEDIA_TYPES = frozenset({"text/plain", "application/json"})
 _RATE_PER_S = 10.0
 _BURST = 50
 _MAX_CLIENTS = 100_000
-# Event ids remembered in this process, in front of the writer's SET NX.
+# Views and clicks (view id, zone) remembered in this process, in front of the writer's SET NX.
 _SEEN_ENTRIES = 100_000
 
 _Id = Annotated[str, StringConstraints(strict=True, pattern=ID_PATTERN)]
@@ -141,7 +147,7 @@ class EventsApi:
         self.limiter = RateLimiter(
             rate_per_s=rate_per_s, burst=burst, max_clients=max_clients, clock=renderer.clock
         )
-        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._seen: OrderedDict[tuple[str, str, str | None], None] = OrderedDict()
         self._seen_max = seen_entries
         self.beacons = Counter(
             "welcomemat_beacons",
@@ -171,7 +177,8 @@ class EventsApi:
           Body (text/plain or application/json, at most 4096 bytes):
           `{"campaign", "view": <view token from /v1/zones>, "event_id", "type": "view"|"click",
           "zone"?}`. The view token decides the tenant, account, arm and rung the event is
-          written with. Rate-limited per client; obvious bots and duplicate event ids are
+          written with; `zone` must be one of the campaign's. Rate-limited per client; obvious
+          bots and repeats (a view token counts its view once, a click once per zone) are
           answered 204 and not written. Written to the tenant's event stream from a bounded
           queue (also while Redis is unavailable).
         requestBody:
@@ -187,7 +194,7 @@ class EventsApi:
           204: {description: "Accepted (or ignored: bot, duplicate)."}
           400:
             $ref: "#/components/responses/Problem"
-            description: "Malformed body, unknown type or field, bad or expired view token."
+            description: "Malformed body, unknown type, field or zone, bad or expired view token."
           408: {$ref: "#/components/responses/Problem", description: "The body did not arrive in time."}
           413: {$ref: "#/components/responses/Problem", description: "Body over 4096 bytes."}
           415:
@@ -243,8 +250,19 @@ class EventsApi:
         beacon = self._parse(body)
         tenant = self._verify_tenant(beacon)
         claims = self._verify(beacon, tenant)
+        state = renderer.campaigns.cached(beacon.campaign)  # never a Redis read here
+        if (
+            beacon.zone is not None
+            and state is not None
+            and beacon.zone not in state.view.campaign.page_zone_ids()
+        ):
+            raise BeaconRefused(
+                400, "bad_request", f"zone: {beacon.zone!r} is not a zone of campaign {beacon.campaign!r}"
+            )
         extra = self._cors(origin, beacon.campaign)
-        seen_key = (tenant, beacon.event_id)
+        # A view once, a click once per zone: however often, from wherever, the token is replayed.
+        counted_zone = beacon.zone if beacon.type == "click" else None
+        seen_key = (tenant, claims.view_id, counted_zone)
         if seen_key in self._seen:
             self._seen.move_to_end(seen_key)
             self.beacons.labels("duplicate").inc()
@@ -253,7 +271,6 @@ class EventsApi:
         if len(self._seen) > self._seen_max:
             self._seen.popitem(last=False)
         account, contact = claims.account, claims.contact
-        state = renderer.campaigns.cached(beacon.campaign)  # never a Redis read here
         if (
             account is not None
             and state is not None
@@ -278,7 +295,7 @@ class EventsApi:
                 zone_set_version=claims.zone_set_version,
                 variant=claims.variant,
                 event_id=beacon.event_id,
-                dedup_key=keys.beacon_event_key(tenant, beacon.event_id),
+                dedup_key=keys.beacon_view_key(tenant, claims.view_id, counted_zone),
             )
         )
         self.beacons.labels("accepted").inc()

@@ -3,6 +3,11 @@
 Built from the campaign's `ip_ranges_key` hash (account id -> JSON list of CIDRs, written
 by precompute) and swapped whole when it is reloaded, so lookups never lock.
 
+A stored block no account may claim, whatever its tenant allows (wider than /8 or /32,
+loopback, multicast, reserved: `welcomemat.ip_ranges.hard_rule_problem`), is skipped and
+counted like an unreadable one: a map written before precompute refused them (`0.0.0.0/0`
+made every visitor one account) identifies no one by it.
+
 CIDR blocks are either nested or disjoint, so the index flattens them into sorted,
 non-overlapping intervals where the most specific block wins (a /28 an account owns
 inside a hosting provider's /16 owned by another account). A lookup is one `bisect` per
@@ -18,6 +23,8 @@ import logging
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from welcomemat.ip_ranges import hard_rule_problem
 
 __all__ = ["IpAddress", "IpRangeIndex", "normalise_ip", "parse_ip_ranges"]
 
@@ -96,7 +103,7 @@ def _flatten(blocks: Iterable[tuple[_Network, str]]) -> _Family:
 
 
 def parse_ip_ranges(raw: Mapping[bytes, bytes]) -> tuple[dict[str, list[_Network]], int]:
-    """The stored hash as account -> networks, and how many entries were unusable (skipped)."""
+    """The stored hash as account -> networks, and how many entries were unusable or refused (skipped)."""
     parsed: dict[str, list[_Network]] = {}
     bad = 0
     for key, value in raw.items():
@@ -110,9 +117,14 @@ def parse_ip_ranges(raw: Mapping[bytes, bytes]) -> tuple[dict[str, list[_Network
             continue
         for cidr in cidrs:
             try:
-                parsed.setdefault(account, []).append(ipaddress.ip_network(str(cidr), strict=False))
+                network = ipaddress.ip_network(str(cidr), strict=False)
             except ValueError:
                 bad += 1
+                continue
+            if hard_rule_problem(network) is not None:
+                bad += 1
+                continue
+            parsed.setdefault(account, []).append(network)
     return parsed, bad
 
 

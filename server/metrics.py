@@ -184,6 +184,14 @@ class RendererMetrics:
         self.breaker_open = Gauge(
             "welcomemat_redis_breaker_open", "1 while the Redis circuit breaker is open.", registry=r
         )
+        self.theme_fallbacks = Counter(
+            "welcomemat_theme_page_fallbacks",
+            "Themed pages served in the built-in frame instead, by reason (precompute: the account's "
+            "page failed its check there; check: a sampled page failed at serve time; size: over the "
+            "page limit; error: the theme's render failed).",
+            ["reason"],
+            registry=r,
+        )
         self.faults = Counter(
             "welcomemat_page_faults",
             "Unexpected errors while building a page (the plain page was served).",

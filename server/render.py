@@ -16,6 +16,17 @@ the campaign's pages for each arm have shown every zone in place. A stored theme
 them (a renderer upgrade changed a page, or a config written by hand) is logged and counted,
 and the campaign's pages use the built-in `base.html`: a plain page beats a broken one.
 `check_campaign_theme` runs the same checks for `welcomemat validate` and precompute.
+
+A theme can make one visitor's page differ from another's (`{% if 'x' in title %}`), so the
+checks of the default copy are not the end of it:
+
+- precompute renders every account's own pages with the theme (`account_page_check`); an
+  account whose page fails is published with `theme_refused` (the theme's digest) and its
+  pages use the built-in frame while the campaign keeps that theme;
+- at serve time every themed render is bounded (`server.theme_output`: no more than
+  `MAX_THEMED_PAGE_BYTES`, filters included), and one in `THEMED_PAGE_CHECK_EVERY` is read by
+  the rendered-page check; a page that fails either, or does not render, is rendered again
+  in the built-in frame and counted (`welcomemat_theme_page_fallbacks`).
 """
 
 from __future__ import annotations
@@ -24,7 +35,7 @@ import dataclasses
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +43,7 @@ from pathlib import Path
 import jinja2
 
 from server.metrics import RendererMetrics
+from server.theme_output import ThemeOutputTooLarge, render_bounded
 from server.theme_templates import check_rendered_page, check_theme_template, theme_environment
 from welcomemat.arms import Arm
 from welcomemat.campaign import Campaign
@@ -42,14 +54,23 @@ from welcomemat.theme import Theme
 from welcomemat.theme_files import theme_url
 from welcomemat.theme_rules import THEME_TEMPLATE
 from welcomemat.zone_contract import ZoneContract
-from welcomemat.zone_resolution import PLAIN_RUNG, RUNG_ORDER, best_rung, choose_variant, resolve_zones
+from welcomemat.zone_resolution import (
+    PLAIN_RUNG,
+    RUNG_ORDER,
+    Variant,
+    best_rung,
+    choose_variant,
+    resolve_zones,
+)
 from welcomemat.zoneset import ZoneSet
 
 __all__ = [
     "PLAIN_RUNG",
     "TEMPLATES_DIR",
+    "THEMED_PAGE_CHECK_EVERY",
     "PageRenderer",
     "RenderedPage",
+    "account_page_check",
     "check_campaign_theme",
     "template_environment",
 ]
@@ -60,6 +81,11 @@ TEMPLATES_DIR = Path(__file__).resolve().parents[1] / "templates"
 STYLESHEET_PATH = "/static/welcomemat.css"
 # Theme environments kept (one per campaign config version with a theme): a handful are live.
 _THEMED_ENVIRONMENTS = 64
+# At serve time, one themed page render in this many (the first included) is read by the
+# rendered-page check (html5lib, a few milliseconds): precompute already checked every
+# account's pages, so this is a sample that catches what changed since, at a small cost
+# (renders are cached, so this is 1 in N cache misses, not requests).
+THEMED_PAGE_CHECK_EVERY = 8
 
 
 def template_environment(directory: Path = TEMPLATES_DIR) -> jinja2.Environment:
@@ -116,6 +142,7 @@ class PageRenderer:
         self._nonce_slot = f"wmnonce{secrets.token_hex(12)}"
         self._view_slot = f"wmview{secrets.token_hex(12)}"
         self._plain: RenderedPage | None = None
+        self._themed_renders = 0  # themed renders so far, for the 1-in-N serve-time check
 
     def __len__(self) -> int:
         """Rendered pages cached."""
@@ -138,7 +165,10 @@ class PageRenderer:
         spec = view.page(page_id)
         zones = resolve_zones(view, spec.zones, variant, Surface.WEB) if spec is not None else []
         env = self._environment(view)
-        page = self._render_page(env, view, page_id, arm, zones, variant.zone_set_version)
+        if env is self._env:
+            page = self._render_page(env, view, page_id, arm, zones, variant.zone_set_version)
+        else:
+            page = self._render_themed(env, view, page_id, arm, zones, variant, zone_set)
         if variant.copy_variant is not None:
             page = dataclasses.replace(page, variant=variant.copy_variant)
         self._cache[key] = page
@@ -168,6 +198,83 @@ class PageRenderer:
             self._themed[view.fingerprint] = env
         return env
 
+    def _render_themed(
+        self,
+        env: jinja2.Environment,
+        view: CampaignView,
+        page_id: str,
+        arm: Arm,
+        zones: list[ResolvedZone],
+        variant: Variant,
+        zone_set: ZoneSet | None,
+    ) -> RenderedPage:
+        """The page in the theme, or in the built-in frame (counted) when it may not be shown."""
+        version = variant.zone_set_version
+        reason: str | None = None
+        theme = view.theme
+        if (  # any arm: a holdout of the account sees its segment's copy, checked with it
+            zone_set is not None
+            and zone_set.theme_refused is not None
+            and theme is not None
+            and zone_set.theme_refused == theme.digest()
+        ):
+            reason = "precompute"
+        else:
+            try:
+                page = self._render_page(env, view, page_id, arm, zones, version)
+            except ThemeOutputTooLarge:
+                reason = "size"
+            except Exception:  # the sandbox's refusals, a comparison of a str with an int, …
+                log.exception("campaign %s/%s: themed page does not render", view.tenant, view.campaign_id)
+                reason = "error"
+            else:
+                self._themed_renders += 1
+                if (self._themed_renders - 1) % THEMED_PAGE_CHECK_EVERY != 0:
+                    return page
+                try:
+                    self.check_page(view, page_id, page.html)
+                    return page
+                except ContractError as exc:
+                    log.error("campaign %s/%s: themed page refused: %s", view.tenant, view.campaign_id, exc)
+                    reason = "check"
+        self._metrics.theme_fallbacks.labels(reason).inc()
+        return self._render_page(self._env, view, page_id, arm, zones, version)
+
+    def check_page(self, view: CampaignView, page_id: str, html: str, *, where: Path | str = "theme") -> None:
+        """The rendered-page check of one themed page: ContractError naming `where`/base.html."""
+        spec = view.page(page_id)
+        assets = {theme_url(view.campaign_id) + name for name in (view.theme.files if view.theme else ())}
+        zone_ids = spec.zones if spec is not None else []
+        check_rendered_page(
+            html, page_id, zone_ids, STYLESHEET_PATH, where=where, allowlist=view.allowlist, assets=assets
+        )
+
+    def account_page_problem(
+        self, view: CampaignView, env: jinja2.Environment, zone_set: ZoneSet, now: datetime, seen: set[int]
+    ) -> str | None:
+        """Why this account's pages may not be shown in the theme (None: they may).
+
+        Every page of the campaign for every arm, as the account would get it; `seen`
+        holds the hashes of pages already found good (shared copy is checked once a run).
+        """
+        for page_id, spec in view.campaign.pages.items():
+            for arm in Arm:
+                variant = choose_variant(arm, zone_set, now)
+                zones = resolve_zones(view, spec.zones, variant, Surface.WEB)
+                try:
+                    page = self._render_page(env, view, page_id, arm, zones, variant.zone_set_version)
+                except Exception as exc:  # over the size limit, a filter's or comparison's failure
+                    return f"its {page_id} page ({arm.value}) does not render in the theme: {exc}"
+                digest = hash(page.html)
+                if digest in seen:
+                    continue
+                try:
+                    self.check_page(view, page_id, page.html)
+                except ContractError as exc:
+                    return f"its {page_id} page ({arm.value}) fails the theme check: {exc}"
+                seen.add(digest)
+        return None
+
     def themed_environment(self, view: CampaignView, *, where: Path | str) -> jinja2.Environment:
         """The theme's environment, once its template keeps the rules and every page shows every zone.
 
@@ -179,17 +286,25 @@ class PageRenderer:
         env = theme_environment(theme, self._templates_dir)
         check_theme_template(theme, env, view.allowlist, where=where)
         for page_id, spec in view.campaign.pages.items():
-            zones = [view.default_zones[z] for z in spec.zones if z in view.default_zones]
-            for arm in Arm:
+            default = [view.default_zones[z] for z in spec.zones if z in view.default_zones]
+            # Every arm with the default copy, and each segment's copy as a holdout sees it.
+            copies = [(arm, default) for arm in Arm] + [
+                (
+                    Arm.HOLDOUT,
+                    [zone for z in spec.zones if (zone := view.fallback_zone(segment, z)) is not None],
+                )
+                for segment in sorted(view.segment_zones)
+            ]
+            for arm, zones in copies:
                 try:
                     page = self._render_page(env, view, page_id, arm, zones, None)
-                except jinja2.TemplateError as exc:  # the sandbox's refusals included
+                except Exception as exc:  # the sandbox's refusals, `{% if title > 3 %}`, …
                     line = getattr(exc, "lineno", None)
                     file = Path(where) / THEME_TEMPLATE
                     raise ContractError(
                         f"the {page_id} page does not render: {exc}", file=file, line=line
                     ) from None
-                check_rendered_page(page.html, page_id, spec.zones, STYLESHEET_PATH, where=where)
+                self.check_page(view, page_id, page.html, where=where)
         return env
 
     def _render_page(
@@ -205,17 +320,19 @@ class PageRenderer:
         names = [spec.template] if spec is not None else []
         template = env.select_template([*names, f"{page_id}.html", "landing.html"])
         title_zone = next((z for z in zones if z.zone_id.endswith("headline")), zones[0] if zones else None)
-        html = template.render(
-            page_id=page_id,
-            campaign_id=view.campaign_id,
-            arm=arm.value,
-            zones=zones,
-            title=title_zone.text if title_zone is not None else "",
-            stylesheet=STYLESHEET_PATH,
-            theme_url=theme_url(view.campaign_id),
-            csp_nonce=self._nonce_slot,
-            view_id=self._view_slot,
-        )
+        context = {
+            "page_id": page_id,
+            "campaign_id": view.campaign_id,
+            "arm": arm.value,
+            "zones": zones,
+            "title": title_zone.text if title_zone is not None else "",
+            "stylesheet": STYLESHEET_PATH,
+            "theme_url": theme_url(view.campaign_id),
+            "csp_nonce": self._nonce_slot,
+            "view_id": self._view_slot,
+        }
+        # A theme's page stops at the size limit as it is built (ThemeOutputTooLarge).
+        html = template.render(**context) if env is self._env else render_bounded(template, context)
         # Lone surrogates (possible in stored text) cannot be encoded as UTF-8: the response
         # would fail. Replace them with U+FFFD once here, as a browser would.
         html = html.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
@@ -251,3 +368,27 @@ def check_campaign_theme(
     view = campaign_view(campaign.tenant, campaign.campaign, campaign, zones, theme, theme.digest())
     renderer = PageRenderer(template_environment(), 1, RendererMetrics())
     renderer.themed_environment(view, where=folder)
+
+
+# An account's published zone set (and the run's clock) -> why its pages may not be shown in
+# the campaign's theme, or None. Precompute calls it for every account (`account_page_check`).
+_PageCheck = Callable[[ZoneSet, datetime], "str | None"]
+
+
+def account_page_check(
+    theme: Theme, campaign: Campaign, zones: Mapping[str, ZoneContract]
+) -> tuple[str, _PageCheck]:
+    """The theme's digest, and the check precompute runs on each account's own pages.
+
+    The theme must have passed `check_campaign_theme`; pages shared by many accounts
+    (segment and default copy) are checked once per run.
+    """
+    view = campaign_view(campaign.tenant, campaign.campaign, campaign, zones, theme, theme.digest())
+    renderer = PageRenderer(template_environment(), 1, RendererMetrics())
+    env = theme_environment(theme, TEMPLATES_DIR)
+    seen: set[int] = set()
+
+    def check(zone_set: ZoneSet, now: datetime) -> str | None:
+        return renderer.account_page_problem(view, env, zone_set, now, seen)
+
+    return theme.digest(), check

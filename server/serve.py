@@ -17,12 +17,15 @@ def run_serve(*, host: str, port: int, workers: int, http: str = "fast", access_
     uvicorn's own `X-Forwarded-For` handling is off: the renderer honours that header only
     from `WELCOMEMAT_TRUSTED_PROXIES`, and two layers rewriting the client would disagree.
     `http` is "fast" (httptools + uvloop, named explicitly: uvicorn's "auto" would quietly
-    fall back to the slow stack if they were missing) or "h11". `access_log` False: no
+    fall back to the slow stack if they were missing) or "h11", each uvicorn's protocol with
+    a deadline on reading a request's headers (`server.header_deadline`,
+    `WELCOMEMAT_HEADER_TIMEOUT_S`). `access_log` False: no
     uvicorn access line per request (each page view is already a `view` event in Redis; at
     the INFO level the line costs the request path the formatting of every request).
     """
     import uvicorn
 
+    from server.header_deadline import PROTOCOLS
     from welcomemat.connection import resolve_redis
 
     settings = Settings.from_env()
@@ -34,13 +37,14 @@ def run_serve(*, host: str, port: int, workers: int, http: str = "fast", access_
         f"{target.describe()}"
     )
     print(f"welcomemat: public URL {settings.public_url}; allowed hosts {', '.join(settings.allowed_hosts)}")
+    print(f"welcomemat: request headers must arrive within {settings.header_timeout_s:g} s")
     uvicorn.run(
         "server.app:app_from_env",
         factory=True,
         host=host,
         port=port,
         workers=workers,
-        http=parser,
+        http=PROTOCOLS[parser],
         loop=loop,
         proxy_headers=False,
         server_header=False,

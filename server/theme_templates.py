@@ -17,24 +17,34 @@ Beyond the file rules (`welcomemat.theme_rules`), a theme's template may use onl
 - URLs (`href`, `src`, …) that are `{{ stylesheet }}` (the renderer's stylesheet, which
   holds each zone's reserved space), `{{ theme_url }}` and a file of the theme, a `#fragment`,
   or, on a link, an https address the campaign's URL gate allows;
-- no element that loads, frames, submits or redirects (`iframe`, `object`, `form`,
-  `base`, `meta http-equiv`, …).
+- `{{ view_id }}` only on its own (its value is set per visit, after the checks ran);
+- HTML read as a browser reads it (`server.theme_html`, html5lib's WHATWG tokenizer): no
+  comments, CDATA, processing instructions or parse errors; only the elements and attributes
+  of its allowlists (no element that runs, loads, frames, submits or redirects, no handler,
+  no `style`); `<meta>` only as `<meta charset="utf-8">` or `<meta name content>` named
+  viewport, description, theme-color, color-scheme, robots or author (never `http-equiv`,
+  never `referrer`).
 
-`check_rendered_page` looks at a page rendered with the theme: every zone of the page is
-there with its data attributes, and the renderer's stylesheet is linked.
+The theme environment's filters are bounded (`server.theme_output`): none returns more than
+a themed page may hold.
+
+`check_rendered_page` reads a page rendered with the theme by the same rules (so markup a
+`{% if %}` shows only to some visitors is caught on their page), and checks that every zone
+of the page is there with its data attributes and the renderer's stylesheet is linked.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping
-from html.parser import HTMLParser
 from pathlib import Path
 
 import jinja2
 from jinja2 import nodes
 from jinja2.sandbox import SandboxedEnvironment
 
+from server.theme_html import UrlRule, read_html
+from server.theme_output import THEME_FILTERS, bounded_filters
 from welcomemat.errors import ContractError
 from welcomemat.theme import Theme
 from welcomemat.theme_rules import THEME_TEMPLATE
@@ -51,9 +61,6 @@ __all__ = [
 # What a page's context offers a theme (`server.render.PageRenderer` passes more, for its own
 # templates: the zones and the CSP nonce, which a theme has no use for).
 THEME_VARIABLES = frozenset({"arm", "campaign_id", "page_id", "stylesheet", "theme_url", "title", "view_id"})
-THEME_FILTERS = frozenset(
-    {"capitalize", "d", "default", "e", "escape", "lower", "replace", "title", "trim", "truncate", "upper"}
-)
 _NODES = (
     nodes.Template,
     nodes.Output,
@@ -91,15 +98,6 @@ _TAG_NAMES: Mapping[type[nodes.Node], str] = {
     nodes.Test: "a test (is ...)",
 }
 _CONTENT_BLOCK = "content"
-# Elements that load, frame, submit or redirect: a theme is a frame of text, links and images.
-_FORBIDDEN_ELEMENTS = frozenset(
-    {"script", "style", "iframe", "frame", "frameset", "object", "embed", "applet", "base", "form", "portal"}
-)
-_LINK_RELS = frozenset({"stylesheet", "icon", "shortcut icon", "apple-touch-icon"})
-_URL_ATTRIBUTES = frozenset(
-    "href src srcset imagesrcset action formaction poster data xlink:href background cite ping manifest "
-    "longdesc codebase archive".split()
-)
 # Stands for one `{{ … }}` while the template's HTML is read: letters and digits only, so
 # one inside a tag name reads as part of that name.
 _PLACEHOLDER = "wmthemeexpr"
@@ -108,7 +106,7 @@ _PLACEHOLDER_RE = re.compile(_PLACEHOLDER + r"(\d+)x")
 
 def theme_environment(theme: Theme, directory: Path) -> SandboxedEnvironment:
     """The environment a themed campaign's pages render in: the theme's base.html, then `directory`."""
-    return SandboxedEnvironment(
+    env = SandboxedEnvironment(
         loader=jinja2.ChoiceLoader(
             [jinja2.DictLoader({THEME_TEMPLATE: theme.base_html}), jinja2.FileSystemLoader(directory)]
         ),
@@ -118,6 +116,9 @@ def theme_environment(theme: Theme, directory: Path) -> SandboxedEnvironment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    # Filters that can make text longer stop at the page limit instead of building it.
+    env.filters.update(bounded_filters())
+    return env
 
 
 def _refuse(where: Path | str, line: int | None, message: str) -> ContractError:
@@ -140,6 +141,9 @@ def check_theme_template(
 
 
 def _check_nodes(tree: nodes.Template, where: Path | str) -> None:
+    # `view_id` is a placeholder while the page renders (filled in per request, random per
+    # process): only `{{ view_id }}` on its own, so no check sees a page other than the served one.
+    bare = {id(n) for out in tree.find_all(nodes.Output) for n in out.nodes if isinstance(n, nodes.Name)}
     for node in tree.find_all(nodes.Node):
         line = getattr(node, "lineno", None)
         if not isinstance(node, _NODES):
@@ -157,6 +161,12 @@ def _check_nodes(tree: nodes.Template, where: Path | str) -> None:
                 else f"themes have {', '.join(sorted(THEME_VARIABLES))}"
             )
             raise _refuse(where, line, f"uses {node.name}, which themes may not ({why})")
+        if isinstance(node, nodes.Name) and node.name == "view_id" and id(node) not in bare:
+            raise _refuse(
+                where,
+                line,
+                "uses view_id in an expression: only {{ view_id }} on its own (it is set per visit)",
+            )
         if isinstance(node, nodes.Filter) and node.name not in THEME_FILTERS:
             why = "" if node.name == "safe" else f" (themes may use {', '.join(sorted(THEME_FILTERS))})"
             raise _refuse(where, line, f"uses |{node.name}, which themes may not{why}")
@@ -199,134 +209,109 @@ def _skeleton(source: str, env: jinja2.Environment) -> tuple[str, list[str | Non
     return "".join(out), expressions
 
 
-class _TemplateHtml(HTMLParser):
-    """Reads a template skeleton; `problems` collects (line, message), first in the file first."""
+def _template_url_rule(
+    expressions: list[str | None], files: Collection[str], allowlist: LinkAllowlist
+) -> UrlRule:
+    """Where a template's URL may point: `{{ stylesheet }}`, `{{ theme_url }}file`, #x, an allowed link."""
 
-    def __init__(
-        self, expressions: list[str | None], files: Collection[str], allowlist: LinkAllowlist
-    ) -> None:
-        super().__init__(convert_charrefs=True)
-        self.expressions = expressions
-        self.files = files
-        self.allowlist = allowlist
-        self.problems: list[tuple[int, str]] = []
+    def shown(value: str) -> str:
+        return _PLACEHOLDER_RE.sub(lambda m: "{{ %s }}" % (expressions[int(m.group(1))] or "…"), value)
 
-    def shown(self, value: str) -> str:
-        """A skeleton value as the template writes it."""
-        return _PLACEHOLDER_RE.sub(lambda m: "{{ %s }}" % (self.expressions[int(m.group(1))] or "…"), value)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self._element(tag, attrs)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self._element(tag, attrs)
-
-    def _element(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        line = self.getpos()[0]
-        raw = self.get_starttag_text() or ""
-        if _PLACEHOLDER in tag or any(_PLACEHOLDER in name for name, _ in attrs):
-            self.problems.append(
-                (line, "builds a tag or attribute name from {{ }}: values go in text or quoted attributes")
-            )
-            return
-        if re.search(r"=\s*" + _PLACEHOLDER, raw):
-            self.problems.append((line, "has {{ }} in an unquoted attribute value: quote it"))
-        if tag in _FORBIDDEN_ELEMENTS:
-            self.problems.append((line, f"has <{tag}>, which themes may not"))
-            return
-        values = {name: value or "" for name, value in attrs}
-        if tag == "meta" and "http-equiv" in values:
-            self.problems.append((line, "has <meta http-equiv>, which themes may not"))
-        if tag == "link" and values.get("rel", "").strip().lower() not in _LINK_RELS:
-            rels = ", ".join(sorted(_LINK_RELS))
-            self.problems.append((line, f"has <link rel={values.get('rel', '')!r}>: themes link {rels} only"))
-        for name, value in values.items():
-            if name in _URL_ATTRIBUTES:
-                problem = self._url_problem(tag, name, value)
-                if problem is not None:
-                    self.problems.append((line, problem))
-
-    def _url_problem(self, tag: str, name: str, value: str) -> str | None:
-        if name in ("srcset", "imagesrcset"):
-            return f"has {name}, which themes may not: use src with one file of the theme"
+    def rule(tag: str, name: str, value: str) -> str | None:
         first = _PLACEHOLDER_RE.match(value)
         if first is not None:
-            variable = self.expressions[int(first.group(1))]
+            variable = expressions[int(first.group(1))]
             rest = value[first.end() :]
             if variable == "stylesheet" and not rest:
                 return None
-            if variable == "theme_url" and rest in self.files:
+            if variable == "theme_url" and rest in files:
                 return None
         elif _PLACEHOLDER not in value:
             if value.startswith("#"):
                 return None
-            if tag in ("a", "area") and name == "href":
-                decision = gate_link(value, self.allowlist)
+            if tag == "a" and name == "href":
+                decision = gate_link(value, allowlist)
                 if decision.allowed:
                     return None
                 return f'links to "{value}", which the campaign\'s URL gate refuses ({decision.reason})'
         return (
-            f'has {name}="{self.shown(value)}": a theme\'s URLs are {{{{ stylesheet }}}}, '
+            f'has {name}="{shown(value)}": a theme\'s URLs are {{{{ stylesheet }}}}, '
             "{{ theme_url }} followed by a file of the theme, a #fragment, or (on a link) an https "
             "address on the campaign's link_allowlist"
         )
 
+    return rule
+
 
 def _check_html(theme: Theme, env: jinja2.Environment, allowlist: LinkAllowlist, where: Path | str) -> None:
     skeleton, expressions = _skeleton(theme.base_html, env)
-    reader = _TemplateHtml(expressions, frozenset(theme.files), allowlist)
-    reader.feed(skeleton)
-    reader.close()
-    if reader.problems:
-        line, message = min(reader.problems)
+    rule = _template_url_rule(expressions, frozenset(theme.files), allowlist)
+    reading = read_html(skeleton, rule, renderer_page=False)
+    problems: list[tuple[int, str]] = []  # these first: on the same line, they say more
+    for line, raw, tag, attrs in reading.start_tags:
+        if _PLACEHOLDER in tag or any(_PLACEHOLDER in name for name in attrs):
+            problems.append(
+                (line, "builds a tag or attribute name from {{ }}: values go in text or quoted attributes")
+            )
+        elif re.search(r"=[ \t\n\f]*" + _PLACEHOLDER, raw):
+            problems.append((line, "has {{ }} in an unquoted attribute value: quote it"))
+    problems.extend(reading.problems)
+    if problems:
+        line, message = min(problems, key=lambda p: p[0])
         raise _refuse(where, line, message)
 
 
-class _PageHtml(HTMLParser):
-    """A rendered page's zone elements, stylesheet links and anything a theme may not add."""
+def _page_url_rule(allowlist: LinkAllowlist, assets: Collection[str]) -> UrlRule:
+    """Where a served page's URL may point: the stylesheet or a theme file, #x, a link the gate allows."""
 
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.zones: dict[str, str] = {}  # zone id -> rung
-        self.stylesheets: list[str] = []
-        self.forbidden: list[str] = []
+    def rule(tag: str, name: str, value: str) -> str | None:
+        if value in assets or value.startswith("#"):
+            return None
+        if tag == "a" and name == "href":
+            decision = gate_link(value, allowlist)
+            if decision.allowed:
+                return None
+            return f'renders a link to "{value}", which the campaign\'s URL gate refuses ({decision.reason})'
+        return (
+            f'renders {name}="{value}", which is neither the renderer\'s stylesheet nor a file of the theme'
+        )
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        values = {name: value or "" for name, value in attrs}
-        if "data-wm-zone" in values:
-            self.zones[values["data-wm-zone"]] = values.get("data-wm-rung", "")
-        if tag == "link" and values.get("rel", "").lower() == "stylesheet":
-            self.stylesheets.append(values.get("href", ""))
-        if tag in _FORBIDDEN_ELEMENTS or any(n.startswith("on") or n == "style" for n in values):
-            self.forbidden.append(tag)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
+    return rule
 
 
 def check_rendered_page(
-    html: str, page_id: str, zone_ids: Iterable[str], stylesheet: str, *, where: Path | str
+    html: str,
+    page_id: str,
+    zone_ids: Iterable[str],
+    stylesheet: str,
+    *,
+    where: Path | str,
+    allowlist: LinkAllowlist,
+    assets: Collection[str] = (),
 ) -> None:
-    """Raise ContractError unless the page shows every zone (with its rung) and links `stylesheet`."""
-    page = _PageHtml()
-    page.feed(html)
-    page.close()
+    """Raise ContractError unless the page, as a browser reads it, keeps the theme rules.
+
+    Every zone is there (with its rung), `stylesheet` is linked, and nothing breaks what the
+    template check refuses (`server.theme_html`): it runs on what a render produced, so
+    markup a `{% if %}` shows only to some visitors is read as they would get it. `assets`:
+    the URLs the page may load (the stylesheet, the theme's files under its theme URL).
+    """
+    reading = read_html(html, _page_url_rule(allowlist, {stylesheet, *assets}), renderer_page=True)
+    first = reading.first()
+    if first is not None:
+        raise _refuse(where, None, f"the {page_id} page as rendered (its line {first[0]}) {first[1]}")
     for zone_id in zone_ids:
-        if not page.zones.get(zone_id):
+        if not reading.zones.get(zone_id):
             raise _refuse(
                 where,
                 None,
                 f"the {page_id} page renders without its zone {zone_id!r} (data-wm-zone, data-wm-rung): "
                 "render {% block content %}{% endblock %} unconditionally",
             )
-    if stylesheet not in page.stylesheets:
+    if stylesheet not in reading.stylesheets:
         raise _refuse(
             where,
             None,
             "does not link the renderer's stylesheet: keep "
             '<link rel="stylesheet" href="{{ stylesheet }}"> (it reserves each zone\'s space)',
-        )
-    if page.forbidden:
-        raise _refuse(
-            where, None, f"renders a <{page.forbidden[0]}> a theme may not have (script, style, handler)"
         )

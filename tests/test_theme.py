@@ -139,11 +139,11 @@ def test_validate_refuses_zones_that_do_not_always_render(tmp_path: Path) -> Non
 
 
 def test_validate_renders_the_pages_and_finds_every_zone(tmp_path: Path) -> None:
-    """A content block whose zones no browser would show (inside a comment) is caught by the render."""
+    """A content block whose zones no browser would show (text of a <title>) is caught by the render."""
     campaign, theme = themed_campaign(tmp_path)
     base = theme / "base.html"
     block = "{% block content %}{% endblock %}"
-    base.write_text(base.read_text().replace(block, f"<!-- {block} -->"))
+    base.write_text(base.read_text().replace(block, f"<title>{block}</title>"))
     error = refusal(campaign)
     assert error.file == str(base)
     assert "the landing page renders without its zone 'hero_headline'" in error.message
@@ -173,7 +173,7 @@ FILE_BREAKS: list[tuple[str, bytes, int | None, str]] = [
     ),
     ("x.css", b"@font-face { src: url('brand.woff2'); }", 1, "url(brand.woff2) is not a file of this theme"),
     ("x.css", b"a { color: red; }\n}\n.wm-zone { min-height: 0 }", 2, "closes a block that was never opened"),
-    ("x.css", b"a { color: red;\n", 2, "never closed"),
+    ("x.css", b"a { color: red;\n", 1, "never closed"),  # the line the block opens on
     ("x.css", b'a { content: "}" }\n/* open', 2, "a comment is never closed"),
     ("x.css", b"a { width: expression(alert(1)) }", 1, "script-like CSS"),
     ("x.css", b"\xff\xfe", None, "is not UTF-8"),

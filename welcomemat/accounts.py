@@ -10,17 +10,17 @@ so one bad fact never costs the account its line.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from welcomemat.bounded_json import decode_json, iter_lines
 from welcomemat.errors import InputError
 from welcomemat.ids import OpaqueId
+from welcomemat.ip_ranges import IP_RULES_CONTEXT, IpRangeRules, validate_ip_range_entry
 from welcomemat.limits import ACCOUNT_LINE_MAX_BYTES
 from welcomemat.validation_errors import dotted, first_problem
 
@@ -286,10 +286,14 @@ class Account(BaseModel):
         "segment's name (`-smb`, `-mid`, `-enterprise`).",
         examples=[60],
     )
-    ip_ranges: list[str] = Field(
+    ip_ranges: list[Annotated[str, AfterValidator(validate_ip_range_entry)]] = Field(
         default_factory=list,
-        description="The company's networks (CIDR, IPv4 or IPv6; host bits are dropped); a visitor from one "
-        "is identified as the account.",
+        description="The company's public networks (CIDR, IPv4 or IPv6; host bits are dropped); a visitor "
+        "from one is identified as the account. Refused (the line is skipped, the entry named): a range "
+        "wider than /8 (IPv4) or /32 (IPv6), and special-purpose space: loopback, private, shared (CGNAT), "
+        "link-local, multicast, reserved, also as IPv4-mapped IPv6 (`tenant.yaml` `ip_ranges.allow_private` "
+        "lets private, shared and link-local through). A precompute run replaces the ranges of the accounts "
+        "in its file only; `[]` removes the account's own.",
         examples=[["203.0.113.0/24", "2001:db8:d1a::/48"]],
     )
     contacts: list[Contact] = Field(
@@ -344,18 +348,6 @@ class Account(BaseModel):
             out.append(alias)
         return out
 
-    @field_validator("ip_ranges")
-    @classmethod
-    def _ip_ranges_parse(cls, values: list[str]) -> list[str]:
-        """Every `ip_ranges` entry parses as an IP network."""
-        out = []
-        for i, raw in enumerate(values):
-            try:
-                out.append(str(ipaddress.ip_network(raw.strip(), strict=False)))
-            except ValueError as exc:
-                raise ValueError(f"ip_ranges[{i}] {raw!r} is not an IP range: {exc}") from None
-        return out
-
 
 @dataclass
 class AccountsReport:
@@ -370,8 +362,13 @@ class AccountsReport:
         return len(self.problems)
 
 
-def parse_account_line(text: str, *, file: str | Path, line: int) -> Account:
-    """One line to one Account, or InputError naming file, line and field."""
+def parse_account_line(
+    text: str, *, file: str | Path, line: int, ip_rules: IpRangeRules | None = None
+) -> Account:
+    """One line to one Account, or InputError naming file, line and field.
+
+    `ip_rules`: what its `ip_ranges` may hold (`welcomemat.ip_ranges`; default: no private ranges).
+    """
     try:
         data: Any = decode_json(text, max_bytes=MAX_LINE_BYTES)
     except InputError as exc:
@@ -379,13 +376,15 @@ def parse_account_line(text: str, *, file: str | Path, line: int) -> Account:
     if not isinstance(data, dict):
         raise InputError(f"expected a JSON object, got {type(data).__name__}", file=file, line=line)
     try:
-        return Account.model_validate(data)
+        return Account.model_validate(data, context={IP_RULES_CONTEXT: ip_rules or IpRangeRules()})
     except ValidationError as exc:
         loc, message = first_problem(exc)
         raise InputError(message, file=file, line=line, field=dotted(loc)) from None
 
 
-def iter_account_lines(path: Path) -> Iterator[tuple[int, Account | InputError]]:
+def iter_account_lines(
+    path: Path, ip_rules: IpRangeRules | None = None
+) -> Iterator[tuple[int, Account | InputError]]:
     """Each non-blank line as an Account or the InputError explaining why it was skipped."""
     # Bytes, decoded line by line: one line in a wrong encoding costs that line only; a line
     # over the limit is skipped without being read whole.
@@ -405,19 +404,22 @@ def iter_account_lines(path: Path) -> Iterator[tuple[int, Account | InputError]]
             if not text.strip():
                 continue
             try:
-                yield line_no, parse_account_line(text, file=path, line=line_no)
+                yield line_no, parse_account_line(text, file=path, line=line_no, ip_rules=ip_rules)
             except InputError as err:
                 yield line_no, err
 
 
-def read_accounts(path: str | Path) -> AccountsReport:
-    """Read a whole accounts file. Bad lines and duplicate ids are reported, not fatal."""
+def read_accounts(path: str | Path, ip_rules: IpRangeRules | None = None) -> AccountsReport:
+    """Read a whole accounts file. Bad lines and duplicate ids are reported, not fatal.
+
+    `ip_rules`: the tenant's `ip_ranges` rules (`tenant.yaml`; default: no private ranges).
+    """
     path = Path(path)
     if not path.is_file():
         raise InputError("file not found", file=path)
     report = AccountsReport()
     seen: dict[str, int] = {}
-    for line_no, item in iter_account_lines(path):
+    for line_no, item in iter_account_lines(path, ip_rules):
         report.lines_read = line_no
         if isinstance(item, InputError):
             report.problems.append(item)

@@ -15,7 +15,6 @@ copy, pages, policies) are `welcomemat.campaign_sections`; the checks across the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from welcomemat.bounded_time import BoundedDay
 from welcomemat.campaign_checks import (
     allowlist_or_problem,
     check_copy,
@@ -296,11 +296,12 @@ class Campaign(BaseModel):
         "the zones its patterns are written for.",
         examples=[{"funding": {"hero_headline": ["Congrats on the {round} {when}, {account}"]}}],
     )
-    mail_in_home_date: date | None = Field(
+    mail_in_home_date: BoundedDay | None = Field(
         default=None,
         description="The day the campaign's direct mail lands (`welcomemat mail --in-home-date`), when it "
         "has one: the offline composer then words the dates of accounts with a fact allowed on `print` "
-        "so they stay true until 30 days after it (README: Date phrases). Unset: pages need 14 days.",
+        "so they stay true until 30 days after it (README: Date phrases). Unset: pages need 14 days. "
+        "A day `YYYY-MM-DD` in the years 2000 to 2100.",
         examples=["2026-12-08"],
     )
     fact_types: dict[FactTypeName, FactTypeDeclaration] = Field(
@@ -340,7 +341,8 @@ class Campaign(BaseModel):
         min_length=1,
         max_length=255,
         description=(
-            "The campaign's own branding: a folder, relative to this file, holding its own "
+            "The campaign's own branding: a folder inside this file's folder (relative; no "
+            "absolute path, `..` or symlink), holding its own "
             "base.html (header, logo, footer) and the stylesheets, images and fonts it links. "
             "It overrides base.html only, never the pages or zone partials; welcomemat validate "
             "refuses a theme that breaks a rule, naming the file and line (README: Own branding)."

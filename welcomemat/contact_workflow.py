@@ -35,6 +35,7 @@ import redis
 
 from welcomemat import keys
 from welcomemat.conversions import iter_conversions
+from welcomemat.errors import StoredValueError
 from welcomemat.records import AccountRecord, WorkflowMark
 from welcomemat.redis_client import run_script
 from welcomemat.zoneset import ZoneSet
@@ -214,17 +215,23 @@ class WorkflowRecorder:
 
 
 def contact_workflows(
-    client: redis.Redis, record: AccountRecord, campaign: str, zone_set: ZoneSet | None
+    client: redis.Redis,
+    record: AccountRecord,
+    campaign: str,
+    zone_set: ZoneSet | None,
+    *,
+    problems: list[StoredValueError] | None = None,
 ) -> list[ContactWorkflow]:
     """Each contact's states in `campaign`, from the record (marks, engagement), the zone set
-    and the campaign's conversions."""
+    and the campaign's conversions. A stored conversion that does not decode is skipped and
+    appended to `problems` (raised when None)."""
     precomputed: WorkflowMark | None = None
     if zone_set is not None:
         at = int(zone_set.created_at.timestamp() * 1000)
         detail = {"version": zone_set.version, "status": zone_set.status.value}
         precomputed = WorkflowMark(first_ms=at, at_ms=at, detail=detail)
     converted: WorkflowMark | None = None
-    for conversion in iter_conversions(client, record.tenant, campaign):
+    for conversion in iter_conversions(client, record.tenant, campaign, problems=problems):
         if conversion.account_id != record.account_id:
             continue
         at = int(conversion.occurred_at.timestamp() * 1000)

@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Annotated
 
 import redis
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from redis.exceptions import RedisError
 
 from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.bounded_json import decode_json, iter_lines
+from welcomemat.bounded_time import BoundedInstant
 from welcomemat.errors import InputError, StoredValueError, StoreError
 from welcomemat.ids import OpaqueId
 from welcomemat.limits import CONVERSION_MAX_BYTES
@@ -84,7 +85,8 @@ class ConversionIn(BaseModel):
     account_id: OpaqueId
     type: ConversionType
     conversion_id: ConversionId
-    occurred_at: AwareDatetime
+    # Years 2000-2100 in UTC, normalised to UTC (`welcomemat.bounded_time`): readers move it to a day.
+    occurred_at: BoundedInstant
     value: float | None = Field(default=None, ge=0, allow_inf_nan=False, description="deal value, if any")
 
 
@@ -98,10 +100,12 @@ class StoredConversion(BaseModel):
     account_id: OpaqueId
     type: ConversionType
     conversion_id: ConversionId
-    occurred_at: AwareDatetime
+    # Bounded on reading too: a value stored before the bound existed does not decode, and its
+    # reader skips it (`iter_conversions`' problems) instead of crashing on it.
+    occurred_at: BoundedInstant
     value: float | None = None
     arm: Arm
-    received_at: AwareDatetime
+    received_at: BoundedInstant
 
     def same_outcome(self, other: StoredConversion) -> bool:
         """Same conversion as far as the CRM is concerned (arrival time and arm aside)."""
@@ -178,22 +182,45 @@ def _decode(key: str, raw: object) -> StoredConversion:
         raise StoredValueError(key, f"{dotted(loc) or '(value)'}: {message}") from None
 
 
-def iter_conversions(client: redis.Redis, tenant: str, campaign: str) -> Iterator[StoredConversion]:
-    """Every stored conversion of a campaign (HSCAN, any order)."""
+def iter_conversions(
+    client: redis.Redis, tenant: str, campaign: str, *, problems: list[StoredValueError] | None = None
+) -> Iterator[StoredConversion]:
+    """Every stored conversion of a campaign (HSCAN, any order).
+
+    One that does not decode (corrupt, or stored before its date was bounded) raises
+    `StoredValueError`, unless `problems` is given: then it is appended there (naming the key
+    and the conversion id) and skipped, so one bad value costs only itself.
+    """
     key = keys.conversions_key(tenant, campaign)
     try:
-        for _, raw in client.hscan_iter(key, count=_HSCAN_COUNT):
-            yield _decode(key, raw)
+        for conversion_id, raw in client.hscan_iter(key, count=_HSCAN_COUNT):
+            try:
+                yield _decode(key, raw)
+            except StoredValueError as exc:
+                if problems is None:
+                    raise
+                where = (
+                    conversion_id.decode(errors="replace")
+                    if isinstance(conversion_id, bytes)
+                    else conversion_id
+                )
+                problems.append(StoredValueError(f"{key} {where}", exc.detail))
     except RedisError as exc:
         raise StoreError(f"Redis HSCAN of {key!r} failed: {exc}") from exc
 
 
 def conversion_counts(
-    client: redis.Redis, tenant: str, campaign: str, types: frozenset[ConversionType] | None = None
+    client: redis.Redis,
+    tenant: str,
+    campaign: str,
+    types: frozenset[ConversionType] | None = None,
+    *,
+    problems: list[StoredValueError] | None = None,
 ) -> Counter[str]:
-    """Conversions per account id (of the given types; all types when None)."""
+    """Conversions per account id (of the given types; all types when None); `problems` as
+    `iter_conversions`."""
     counts: Counter[str] = Counter()
-    for conversion in iter_conversions(client, tenant, campaign):
+    for conversion in iter_conversions(client, tenant, campaign, problems=problems):
         if types is None or conversion.type in types:
             counts[conversion.account_id] += 1
     return counts

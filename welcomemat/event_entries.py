@@ -60,6 +60,7 @@ def parse_event(tenant: str, entry_id: str, fields: Mapping[Any, Any]) -> EventF
             zone_set_version=version,
             variant=values.get("variant"),
             page=values.get("page"),  # absent from events written before views named their page
+            view_id=values.get("view_id"),
         )
     except ValueError as exc:
         raise PoisonEvent(str(exc)) from None

@@ -26,7 +26,7 @@ Every key written gets a TTL from this module (`*_TTL_S`, seconds).
 
 from __future__ import annotations
 
-from welcomemat.ids import is_valid_id
+from welcomemat.ids import is_valid_id, is_view_id
 
 __all__ = [
     "ACCOUNT_RECORD_TTL_S",
@@ -60,7 +60,7 @@ __all__ = [
     "active_runs_key",
     "audit_stream_key",
     "audit_stream_scan_pattern",
-    "beacon_event_key",
+    "beacon_view_key",
     "campaign_config_key",
     "campaign_owner_key",
     "campaign_prefix",
@@ -93,6 +93,7 @@ __all__ = [
     "seller_alert_sent_key",
     "seller_alert_sent_scan_pattern",
     "tenant_prefix",
+    "view_seen_key",
     "webhook_outbox_key",
     "work_stream_key",
     "zone_set_key",
@@ -160,9 +161,9 @@ GUIDELINES_TTL_S = 2 * 365 * _DAY_S
 # publishing them again from an accounts file that still lists them.
 ERASURES_TTL_S = 3 * 365 * _DAY_S
 
-# 7 hours: a beacon's event id is remembered (duplicates ignored) for longer than the view
-# token it carries lives (6 hours, `tokens.DEFAULT_VIEW_TTL_S`): once the token has expired,
-# a replay is refused anyway.
+# 7 hours: what a view token's beacons were counted for (its view, a click per zone) is
+# remembered (repeats ignored) for longer than the token lives (6 hours,
+# `tokens.DEFAULT_VIEW_TTL_S`): once the token has expired, a replay is refused anyway.
 BEACON_EVENT_TTL_S = 7 * 60 * 60
 
 # The one consumer group every `welcomemat worker` joins on a campaign's work stream.
@@ -284,8 +285,9 @@ def ip_ranges_key(tenant: str, campaign: str) -> str:
     """Hash of account id -> JSON list of the account's CIDRs (`["203.0.113.0/24", "2001:db8::/48"]`).
 
     What the renderer's IP-range identification index is built from (reloaded on a campaign's
-    change announcements and every minute). Written whole by the publisher, in the same
-    transaction as the campaign config. TTL `CAMPAIGN_TTL_S`.
+    change announcements and every minute). Merged account by account by each run
+    (`precompute.ip_range_map`: the run's accounts replace their own fields, the others stay),
+    watched and written in the same transaction as the campaign config. TTL `CAMPAIGN_TTL_S`.
     """
     return f"{campaign_prefix(tenant, campaign)}:ip_ranges"
 
@@ -330,11 +332,19 @@ def events_stream_key(tenant: str) -> str:
     return f"{tenant_prefix(tenant)}:events"
 
 
-def beacon_event_key(tenant: str, event_id: str) -> str:
-    """Marker that a beacon's event id was written to the stream (SET NX by the renderers'
-    event writer: a beacon sent twice, to any renderer, is written once). TTL `BEACON_EVENT_TTL_S`.
+def _view_part(view_id: str, zone: str | None) -> str:
+    """`<view id>:v` for the view itself, `<view id>:c:<zone>` for a click on a zone."""
+    if not is_view_id(view_id):
+        raise ValueError(f"invalid view id {view_id!r} for a Redis key: use 1-64 of letters, digits, '_-'")
+    return f"{view_id}:v" if zone is None else f"{view_id}:c:{_checked('zone', zone)}"
+
+
+def beacon_view_key(tenant: str, view_id: str, zone: str | None) -> str:
+    """Marker that a view token's beacon was written to the stream: its view (`zone` None) or a
+    click on `zone` (SET NX by the renderers' event writer: a view is written once, a click once
+    per zone, however often and from wherever the token is replayed). TTL `BEACON_EVENT_TTL_S`.
     """
-    return f"{tenant_prefix(tenant)}:beacon:{_checked('event', event_id)}"
+    return f"{tenant_prefix(tenant)}:beacon:{_view_part(view_id, zone)}"
 
 
 def account_record_key(tenant: str, account_id: str) -> str:
@@ -387,6 +397,15 @@ def erasures_key(tenant: str) -> str:
     not folded) and precompute (suppression). TTL `ERASURES_TTL_S`, refreshed on every write.
     """
     return f"{tenant_prefix(tenant)}:erased"
+
+
+def view_seen_key(tenant: str, view_id: str, zone: str | None) -> str:
+    """Marker that a view (`zone` None) or a click of that view on `zone` was folded into the
+    account records: a view counts once, a click once per view and zone, however many events
+    (replays, older events in the stream) carry it. Written in the same atomic step as the
+    fold. TTL `EVENT_SEEN_TTL_S`.
+    """
+    return f"{tenant_prefix(tenant)}:vseen:{_view_part(view_id, zone)}"
 
 
 def event_seen_key(tenant: str, event_id: str) -> str:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from welcomemat import keys
 from welcomemat.arms import Arm
 from welcomemat.conversions import ConversionType, iter_conversions
+from welcomemat.errors import StoredValueError
 from welcomemat.event_entries import PoisonEvent, parse_event
 from welcomemat.lift import COMPARED_ARMS, AccountOutcome
 
@@ -97,9 +98,9 @@ def daily_counts(
 ) -> list[DailyCounts]:
     """Per day of the `days` ending `now`, per group, what the population did.
 
-    An entry that does not decode is skipped and described in `problems`; events of accounts
-    outside the population (anonymous, pending review, another campaign) are not counted,
-    as the report does not count them.
+    An entry or a stored conversion that does not decode is skipped and described in
+    `problems`; events of accounts outside the population (anonymous, pending review,
+    another campaign) are not counted, as the report does not count them.
     """
     if days < 1:
         raise ValueError(f"days must be at least 1, not {days}")
@@ -116,6 +117,9 @@ def daily_counts(
     clicks: defaultdict[tuple[date, Arm, str | None], int] = defaultdict(int)
     conversions: defaultdict[tuple[date, Arm, str | None], int] = defaultdict(int)
     reached: defaultdict[tuple[date, Arm, str | None], set[str]] = defaultdict(set)
+    # A view counts once, a click once per view and zone, as the fold counts them
+    # (`keys.view_seen_key`): a replayed view token's repeats are not visits or clicks.
+    counted: set[tuple[str, str, str | None]] = set()
 
     def group_keys(day: date, outcome: AccountOutcome) -> list[tuple[date, Arm, str | None]]:
         found: list[tuple[date, Arm, str | None]] = [(day, outcome.arm, None)]
@@ -134,6 +138,11 @@ def daily_counts(
         outcome = members.get(event.account_id)
         if outcome is None:
             continue
+        if event.view_id is not None and event.kind in ("views", "clicks"):
+            once = (event.view_id, event.kind, event.zone if event.kind == "clicks" else None)
+            if once in counted:
+                continue
+            counted.add(once)
         day = datetime.fromtimestamp(event.ts_ms / 1000, UTC).date()
         for key in group_keys(day, outcome):
             if event.kind == "views":
@@ -143,7 +152,8 @@ def daily_counts(
                 reached[key].add(event.account_id)
             elif event.kind == "clicks" and event.zone in cta_zones:
                 clicks[key] += 1
-    for conversion in iter_conversions(client, tenant, campaign):
+    conversion_problems: list[StoredValueError] = []
+    for conversion in iter_conversions(client, tenant, campaign, problems=conversion_problems):
         outcome = members.get(conversion.account_id)
         if outcome is None or (types is not None and conversion.type not in types):
             continue
@@ -151,6 +161,7 @@ def daily_counts(
         if first <= day <= last:
             for key in group_keys(day, outcome):
                 conversions[key] += 1
+    sink.extend(str(p) for p in conversion_problems)
     return [
         DailyCounts(
             day=day,

@@ -49,8 +49,8 @@ def collect_outcomes(
     """Every account with a published zone set, with its arm, visits, QR scans, CTA clicks and conversions.
 
     Engagement comes from the shared account records (`welcomemat.records`), conversions
-    from `welcomemat.conversions` (of `types`; every type when None). A record or zone set
-    that does not decode is skipped and described in `problems`. `zone_sets`, when given,
+    from `welcomemat.conversions` (of `types`; every type when None). A record, zone set or
+    conversion that does not decode is skipped and described in `problems`. `zone_sets`, when given,
     receives the population's zone sets (the results page's rung mix reads them: one pass).
     """
     sink: list[str] = problems if problems is not None else []
@@ -73,7 +73,9 @@ def collect_outcomes(
         clicks = sum(n for zone, n in summary.clicks_by_zone.items() if zone in cta_zones)
         engagement[record.account_id] = (summary.views, summary.qr_scans, clicks)
     sink.extend(str(p) for p in record_problems)
-    conversions = conversion_counts(client, tenant, campaign, types)
+    conversion_problems: list[StoredValueError] = []  # one bad stored conversion costs only itself
+    conversions = conversion_counts(client, tenant, campaign, types, problems=conversion_problems)
+    sink.extend(str(p) for p in conversion_problems)
     return [
         AccountOutcome(
             account_id=account_id,

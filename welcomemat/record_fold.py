@@ -6,7 +6,9 @@ update the per-campaign and per-contact counters and "last" values, queue the CR
 all in the tenant's hash slot. A fold is order-independent: first/last are min/max,
 counters add, and "last" values (arm, version and facts) belong to the event with the
 greatest (timestamp, event id), so any permutation of the same events leaves the same
-record. Idempotency comes from the per-event seen marker set in the same step
+record. Idempotency comes from the seen marker set in the same step: per view for a view
+and per view and zone for a click (`keys.view_seen_key`: a view token replayed from any number
+of addresses, or the same click sent again, counts once), per event otherwise
 (`keys.event_seen_key`).
 """
 
@@ -22,7 +24,7 @@ import redis
 
 from welcomemat import keys
 from welcomemat.erasure import account_field, contact_field
-from welcomemat.ids import is_valid_id
+from welcomemat.ids import is_valid_id, is_view_id
 from welcomemat.replies import reply_text
 from welcomemat.zoneset import CitedFact
 
@@ -54,6 +56,8 @@ class EventFold:
     variant: str | None = None
     # The campaign page a view was of (None: another event, or a view written before views named it).
     page: str | None = None
+    # The view the event belongs to (None: unknown): a view or a click counts once per view (and zone).
+    view_id: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("tenant", "account_id", "campaign", "event_id"):
@@ -63,6 +67,8 @@ class EventFold:
             value = getattr(self, name)
             if value is not None and not is_valid_id(value):
                 raise ValueError(f"EventFold.{name} is not a valid id: {value!r}")
+        if self.view_id is not None and not is_view_id(self.view_id):
+            raise ValueError(f"EventFold.view_id is not a valid view id: {self.view_id!r}")
         if self.ts_ms < 0 or self.ts_ms >= 10**_TS_DIGITS:
             raise ValueError(f"EventFold.ts_ms out of range: {self.ts_ms}")
 
@@ -145,6 +151,15 @@ return replies
 """
 
 
+def _seen_key(event: EventFold) -> str:
+    """What makes the event count once: its view (a view), its view and zone (a click), else its id."""
+    if event.view_id is not None and event.kind == "views":
+        return keys.view_seen_key(event.tenant, event.view_id, None)
+    if event.view_id is not None and event.kind == "clicks" and event.zone is not None:
+        return keys.view_seen_key(event.tenant, event.view_id, event.zone)
+    return keys.event_seen_key(event.tenant, event.event_id)
+
+
 def fold_events(
     script: Any,
     client: redis.Redis,
@@ -155,8 +170,9 @@ def fold_events(
 ) -> list[int | str]:
     """Fold a batch of one tenant's events, atomically and idempotently; one reply per event.
 
-    A reply is the record's new revision (the event changed it), -1 (folded before: nothing
-    changed), -2 (older than an erasure of its account or contact: never folded) or the error
+    A reply is the record's new revision (the event changed it), -1 (folded before, or its view,
+    or its view's click on that zone, was: nothing changed), -2 (older than an erasure of its
+    account or contact: never folded) or the error
     text of an event that could not be folded (left unfolded).
     `script` is `client.register_script(FOLD_LUA)`. With `outbox`, a fold that changes a
     record queues a CRM change on the tenant's outbox stream (one queued change per account
@@ -172,7 +188,7 @@ def fold_events(
     rows: list[list[str]] = []
     for event in events:
         key_list += [
-            keys.event_seen_key(tenant, event.event_id),
+            _seen_key(event),
             keys.account_record_key(tenant, event.account_id),
             outbox_key,
         ]

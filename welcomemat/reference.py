@@ -118,6 +118,11 @@ FORMATS: Mapping[str, InputFormat] = {
                 "reported and skipped; so is a line with a field that breaks a rule above (the first "
                 "problem is named).",
                 "A repeated `account_id` is reported and skipped: the first line wins.",
+                "Each `ip_ranges` entry is a CIDR range one company may claim: at most /8 wide (IPv4) "
+                "or /32 (IPv6), outside special-purpose space (loopback, private, shared, link-local, "
+                "multicast, reserved; an IPv4-mapped IPv6 range is judged, and stored, as its IPv4 range). "
+                "`tenant.yaml` `ip_ranges.allow_private` admits private, shared and link-local ranges. The "
+                "problem names the entry (`ip_ranges.1`) and says what would pass.",
                 "Blank lines are ignored; a byte-order mark on the first line is allowed.",
                 "Facts are never refused here: whether each may be built on is the trust policy's "
                 "decision at precompute, one reason per fact (`welcomemat explain` shows them).",

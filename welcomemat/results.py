@@ -177,6 +177,7 @@ def campaign_results(
         problems=sink,
     )
     mix, reasons = _zone_tallies(zone_sets, tenant, campaign, holdout)
+    sink[:] = dict.fromkeys(sink)  # the lift and the daily series read conversions: each bad one once
     return ResultsReport(
         tenant=tenant,
         campaign=campaign,

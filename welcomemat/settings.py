@@ -136,6 +136,13 @@ SETTINGS: tuple[Setting, ...] = (
         "inside one may name the client with `X-Forwarded-For`. Unset: the peer is the client.",
     ),
     Setting(
+        "WELCOMEMAT_HEADER_TIMEOUT_S",
+        "10",
+        "Longest the renderer waits for a request's line and headers, in seconds (0.5 to 300): from "
+        "the connection's start, or the end of its previous response; past it the connection is "
+        "closed (a client sending headers a byte at a time holds no connection longer).",
+    ),
+    Setting(
         "WELCOMEMAT_FRAME_ANCESTORS",
         "'none'",
         "CSP `frame-ancestors` of the renderer's pages: `'none'` (no framing), `'self'`, or "
@@ -145,7 +152,8 @@ SETTINGS: tuple[Setting, ...] = (
         "WELCOMEMAT_CRM_WEBHOOK_URL",
         None,
         "Where `welcomemat sync` POSTs each changed account record (engagement and facts shown), "
-        "signed. Unset: no webhook.",
+        "signed: `https://` to a named host (`http://` only to a loopback host), no user name or "
+        "password, else `sync` refuses to start. Only its host is ever printed. Unset: no webhook.",
     ),
     Setting(
         "WELCOMEMAT_CRM_WEBHOOK_SECRET",
@@ -160,9 +168,17 @@ SETTINGS: tuple[Setting, ...] = (
         "`welcomemat sync` posts each seller alert of a campaign with `seller_alerts`. It is a "
         "credential: only its host is ever printed. Unset: alerts go to the CRM webhook only.",
     ),
+    Setting(
+        "WELCOMEMAT_RECEIVER_DEADLINE_S",
+        "10",
+        "Longest one request of `welcomemat sync` to the CRM or alert webhook may take, connect to "
+        "last byte, in seconds (0.1 to 300); past it the attempt failed and the delivery is retried.",
+    ),
 )
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_RECEIVER_DEADLINE_RANGE_S = (0.1, 300.0)
+_HEADER_TIMEOUT_RANGE_S = (0.5, 300.0)
 _DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 # A CSP source expression we accept for frame-ancestors: a keyword or an https origin.
 _FRAME_SOURCE = re.compile(r"'none'|'self'|https://[A-Za-z0-9.-]+(?::[0-9]{1,5})?")
@@ -224,6 +240,18 @@ def _check_redis_url(url: str) -> None:
             raise ConfigError(
                 f"REDIS_URL: {exc} (a cluster: redis+cluster://[user:password@]host:port[,host:port...])"
             ) from None
+
+
+def _seconds(name: str, raw: str, bounds: tuple[float, float]) -> float:
+    """`raw` as seconds within `bounds`; `ConfigError` naming the variable otherwise."""
+    low, high = bounds
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    if not low <= seconds <= high:  # also refuses NaN and infinity
+        raise ConfigError(f"{name} is {raw!r}; expected seconds from {low:g} to {high:g}")
+    return seconds
 
 
 def origin_url(value: str, name: str = "WELCOMEMAT_PUBLIC_URL") -> str:
@@ -300,10 +328,12 @@ class Settings:
     public_url: str = _DEFAULT_PUBLIC_URL
     allowed_hosts: tuple[str, ...] = ("127.0.0.1",)
     trusted_proxies: tuple[str, ...] = ()
+    header_timeout_s: float = 10.0
     frame_ancestors: str = "'none'"
     crm_webhook_url: str | None = None
     crm_webhook_secret: str | None = None
     alert_webhook_url: str | None = None
+    receiver_deadline_s: float = 10.0
     crm_token: str | None = None
     operator: str | None = None
     # each WELCOMEMAT_ADMIN_TOKENS entry: the operator's (no tenant) or scoped to one tenant
@@ -364,10 +394,20 @@ class Settings:
             "public_url": public_url,
             "allowed_hosts": _allowed_hosts(get("WELCOMEMAT_ALLOWED_HOSTS"), public_url),
             "trusted_proxies": _trusted_proxies(get("WELCOMEMAT_TRUSTED_PROXIES")),
+            "header_timeout_s": _seconds(
+                "WELCOMEMAT_HEADER_TIMEOUT_S",
+                get("WELCOMEMAT_HEADER_TIMEOUT_S") or "10",
+                _HEADER_TIMEOUT_RANGE_S,
+            ),
             "frame_ancestors": _frame_ancestors(get("WELCOMEMAT_FRAME_ANCESTORS")),
             "crm_webhook_url": get("WELCOMEMAT_CRM_WEBHOOK_URL"),
             "crm_webhook_secret": get("WELCOMEMAT_CRM_WEBHOOK_SECRET"),
             "alert_webhook_url": get("WELCOMEMAT_ALERT_WEBHOOK_URL"),
+            "receiver_deadline_s": _seconds(
+                "WELCOMEMAT_RECEIVER_DEADLINE_S",
+                get("WELCOMEMAT_RECEIVER_DEADLINE_S") or "10",
+                _RECEIVER_DEADLINE_RANGE_S,
+            ),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

@@ -490,5 +490,6 @@ def _same_publication(current: ZoneSet, new: ZoneSet) -> bool:
     return (
         current.input_hash == new.input_hash
         and current.status == new.status
+        and current.theme_refused == new.theme_refused  # a page's frame changed: a new version
         and (current.valid_until is None or new.created_at < current.valid_until)
     )

@@ -24,9 +24,11 @@ Order, so that nothing can bring the data back:
    renderers stopped attributing visits), and the audit entry (`erase`, with the counts).
 
 An erasure that fails part-way (Redis went away) raises; running it again finishes it. A second
-erasure finds nothing left, removes nothing and still writes its audit entry. Not removed:
+erasure finds nothing left, removes nothing and still writes its audit entry. `account_known`
+tells an account id the tenant never held nor erased (a typo, another tenant's id) from one
+already erased, before anything is written. Not removed:
 audit entries (the record of who did what, ids only), event seen-markers and beacon de-dup keys
-(event ids only), a distributed run's company short names (company names, for 30 days), and
+(event and view ids only), a distributed run's company short names (company names, for 30 days), and
 queued precompute work (the worker leaves erased subjects out when it gets to them).
 
 `export_subject` writes out everything held about the subject, as JSON-ready data.
@@ -58,6 +60,7 @@ __all__ = [
     "EVENT_CONTACT_FIELD",
     "ErasureReport",
     "Subject",
+    "account_known",
     "erase",
     "export_subject",
     "find_subjects",
@@ -141,6 +144,51 @@ def find_subjects(client: redis.Redis, tenant: str, name: str) -> list[Subject]:
         if is_valid_id(account) and is_valid_id(contact):
             found.setdefault((account, contact), Subject(tenant, account, contact, name.strip()))
     return [found[k] for k in sorted(found)]
+
+
+def account_known(
+    client: redis.Redis, tenant: str, account: str, campaigns: Sequence[str] | None = None
+) -> bool:
+    """Whether the tenant holds anything `erase` would remove about the account, or erased it
+    before (a mark on the erasure list, suppressing or readmitted). Reads only."""
+    if client.hexists(keys.erasures_key(tenant), account_field(account)):
+        return True
+    if client.exists(keys.account_record_key(tenant, account)):
+        return True
+    for campaign in campaigns if campaigns is not None else tenant_campaigns(client, tenant):
+        if client.exists(
+            keys.zone_set_key(tenant, campaign, account),
+            keys.previous_zone_set_key(tenant, campaign, account),
+            keys.zone_set_version_key(tenant, campaign, account),
+            keys.explain_key(tenant, campaign, account),
+        ):
+            return True
+        for key in (keys.journal_key(tenant, campaign), keys.ip_ranges_key(tenant, campaign)):
+            if client.hexists(key, account):
+                return True
+        for key in (
+            keys.review_queue_key(tenant, campaign),
+            keys.review_sample_key(tenant, campaign),
+            keys.review_held_key(tenant, campaign),
+        ):
+            if client.zscore(key, account) is not None:
+                return True
+        if any(c.account_id == account for c in _conversions(client, tenant, campaign)):
+            return True
+        for run_id in _run_ids(client, tenant, campaign):
+            if client.hexists(keys.run_failures_key(tenant, campaign, run_id), account):
+                return True
+        if _report_without(client.get(keys.run_report_key(tenant, campaign)), account)[1]:
+            return True
+    streams = (
+        keys.events_stream_key(tenant),
+        keys.events_dead_letter_key(tenant),
+        keys.seller_alert_outbox_key(tenant),
+        keys.seller_alert_dead_letter_key(tenant),
+    )
+    if any(next(_stream_fields(client, key, account, None), None) is not None for key in streams):
+        return True
+    return bool(_outbox_entries(client, tenant, account))
 
 
 def erase(

@@ -24,6 +24,7 @@ from pydantic import (
 from welcomemat.campaign_sections import MAX_SIGNAL_WINDOW_DAYS, Confidence
 from welcomemat.errors import ContractError
 from welcomemat.ids import OpaqueId
+from welcomemat.ip_ranges import IpRangeRules
 from welcomemat.openers import refuse_opener_overrides
 from welcomemat.yamlfile import check_yaml_model, load_yaml_model
 from welcomemat.zone_contract import CHECK_NAMES_SCHEMA, AddedChecks
@@ -92,6 +93,13 @@ class TenantPolicy(BaseModel):
         description="The lowest fact confidence any campaign may use. A campaign stating a lower "
         "`min_confidence` is refused; one that leaves it out inherits this.",
         examples=["medium"],
+    )
+    ip_ranges: IpRangeRules = Field(
+        default_factory=IpRangeRules,
+        description="What accounts' `ip_ranges` may hold beyond the rules no file lifts. Only here, not in "
+        "`campaign.yaml`: letting private ranges through loosens a built-in rule, a decision for whoever "
+        "runs the deployment for the brand, once, that no campaign can make on its own.",
+        examples=[{"allow_private": True}],
     )
 
     @model_validator(mode="wrap")

@@ -117,6 +117,32 @@ def load_theme(folder: Path) -> Theme:
         raise ContractError(problem.message, file=folder / problem.file, line=problem.line) from None
 
 
+def _outside_problem(theme: str, home: Path) -> str | None:
+    """Why the `theme` folder is not a plain folder inside the campaign's own (None when it is).
+
+    The campaign file's author names the folder, but its files are published and served to
+    every visitor: an absolute path, a `..` step or a symlink could publish files from
+    anywhere on the machine that runs precompute (a symlink in the folder is refused by
+    `load_theme`).
+    """
+    path = Path(theme)
+    if path.is_absolute() or theme.startswith(("/", "\\")) or ":" in theme:
+        return f"theme folder {theme!r} is not a path inside the campaign's folder (write it like ./theme)"
+    if any(part == ".." for part in path.parts):
+        return (
+            f"theme folder {theme!r} steps outside the campaign's folder (..); "
+            "keep the theme beside campaign.yaml"
+        )
+    step = home
+    for part in path.parts:
+        step = step / part
+        if step.is_symlink():
+            return f"theme folder {theme!r} is or passes through a symlink ({step}): use a plain folder"
+    if step.exists() and not step.resolve().is_relative_to(home.resolve()):
+        return f"theme folder {theme!r} resolves outside the campaign's folder ({step.resolve()})"
+    return None
+
+
 def load_campaign_theme(
     campaign: Campaign,
     campaign_path: Path,
@@ -125,19 +151,24 @@ def load_campaign_theme(
 ) -> Theme | None:
     """The campaign's theme, checked (None when it names none); `check` adds the renderer's checks.
 
-    A folder that is not there is the campaign file's problem (its `theme` line); a broken
-    file in it is that file's.
+    A folder that is not there, or is not a plain folder inside the campaign's own (an
+    absolute path, a `..` step, a symlink on the way), is the campaign file's problem (its
+    `theme` line); a broken file in it is that file's.
     """
     if campaign.theme is None:
         return None
+
+    def refused(message: str) -> ContractError:
+        return ContractError(
+            message, file=campaign_path, line=line_of_field(campaign_path, ("theme",)), field="theme"
+        )
+
+    problem = _outside_problem(campaign.theme, campaign_path.parent)
+    if problem is not None:
+        raise refused(problem)
     folder = Path(os.path.normpath(campaign_path.parent / campaign.theme))
     if not folder.is_dir():
-        raise ContractError(
-            f"theme folder {campaign.theme!r} not found (looked for {folder})",
-            file=campaign_path,
-            line=line_of_field(campaign_path, ("theme",)),
-            field="theme",
-        )
+        raise refused(f"theme folder {campaign.theme!r} not found (looked for {folder})")
     theme = load_theme(folder)
     if check is not None:
         check(theme, folder, campaign, zones)

@@ -8,11 +8,13 @@ renderer (`server.theme_templates`).
 - `base.html`: the textual rules every built-in template keeps (no `|safe`, no `Markup(`,
   autoescape never off) plus what a theme may not carry at all: scripts, inline styles,
   event handlers, `javascript:` URLs, other templates pulled in.
-- stylesheets: balanced braces (the renderer serves each inside `@layer theme { … }`, and a
-  stray `}` would step out of it), no `!important` (it would outrank the renderer's zone
-  rules, which hold each zone's reserved space), no `@import`, and `url()` only to the
-  theme's own files: the page's CSP loads nothing from another origin anyway, so refusing
-  says so at validate time instead of leaving a silently unstyled page.
+- stylesheets, read by a CSS tokenizer as a browser reads them (`welcomemat.theme_css`):
+  everything closed (the renderer serves each inside `@layer theme { … }`, and a stray `}`
+  would step out of it), no `!important` (it would outrank the renderer's zone rules, which
+  hold each zone's reserved space), no `@import`, `url()` only to the theme's own files (the
+  page's CSP loads nothing from another origin anyway, so refusing says so at validate time
+  instead of leaving a silently unstyled page), and nothing that could hide a zone on a
+  selector that can reach one.
 - SVG: an image, never a document that acts: no script, no event handler, no foreign
   content, no entity declarations, no reference outside the file.
 - PNG, JPEG, GIF, WebP, WOFF2: the bytes start the way their name says they do (they are
@@ -21,13 +23,20 @@ renderer (`server.theme_templates`).
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import PurePath
+
+from welcomemat.theme_css import custom_properties, stylesheet_problem
+from welcomemat.theme_css_hiding import CustomProperties
+from welcomemat.theme_frame import ZoneFrame, zone_frame
 
 __all__ = [
     "ASSET_TYPES",
     "MAX_ASSET_BYTES",
+    "MAX_FRAME_DEPTH",
     "MAX_TEMPLATE_BYTES",
     "MAX_THEME_BYTES",
     "MAX_THEME_FILES",
@@ -43,6 +52,9 @@ MAX_THEME_FILES = 16  # base.html and the files it links
 MAX_TEMPLATE_BYTES = 32 * 1024  # base.html
 MAX_ASSET_BYTES = 128 * 1024  # any one stylesheet, image or font
 MAX_THEME_BYTES = 256 * 1024  # everything together
+# Elements from <html> down to a zone's text (the renderer's own take about 8): what a stylesheet
+# check walks for every selector, so bounded.
+MAX_FRAME_DEPTH = 48
 
 # Suffix -> the Content-Type the renderer serves the file with.
 ASSET_TYPES: Mapping[str, str] = {
@@ -143,22 +155,6 @@ _SVG_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
 )
 
-_CSS_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(r"@import\b", re.IGNORECASE),
-        "uses @import: link each stylesheet from base.html with {{ theme_url }}name.css",
-    ),
-    (
-        re.compile(r"!\s*important\b", re.IGNORECASE),
-        "uses !important, which themes may not: it would outrank the rules that reserve each zone's space",
-    ),
-    (
-        re.compile(r"javascript\s*:|expression\s*\(|-moz-binding|\bbehavior\s*:", re.IGNORECASE),
-        "uses a script-like CSS feature, which themes may not",
-    ),
-)
-_CSS_URL = re.compile(r"""url\(\s*(?P<q>["']?)(?P<target>.*?)(?P=q)\s*\)""", re.IGNORECASE | re.DOTALL)
-
 
 def _matches(text: str, rules: tuple[tuple[re.Pattern[str], str], ...]) -> list[tuple[int, str]]:
     """(offset, message) of each rule's first match."""
@@ -178,58 +174,23 @@ def _earliest(text: str, file: str, found: list[tuple[int, str]]) -> ThemeProble
     return ThemeProblem(file, _line(text, offset), message)
 
 
-def _css_without_comments(text: str, file: str) -> tuple[str, ThemeProblem | None]:
-    """The stylesheet with comments and strings blanked (newlines kept), and a brace problem if any.
+@dataclass(frozen=True)
+class _Stylesheets:
+    """What a theme's stylesheets are checked against: where its zones sit, its custom properties."""
 
-    Strings are blanked only for the brace count; the rules run on the text with comments
-    blanked, so a `url("…")` keeps its target.
-    """
-    out = list(text)
-    depth = 0
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            if end < 0:
-                return text, ThemeProblem(file, _line(text, i), "a comment is never closed")
-            for j in range(i, end + 2):
-                if out[j] != "\n":
-                    out[j] = " "
-            i = end + 2
-            continue
-        if c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            if j >= n or text[j] != c:
-                return text, ThemeProblem(file, _line(text, i), "a string is never closed")
-            i = j + 1
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth < 0:
-                return text, ThemeProblem(file, _line(text, i), "this } closes a block that was never opened")
-        i += 1
-    if depth:
-        return text, ThemeProblem(file, _line(text, n), f"{depth} block(s) are never closed")
-    return "".join(out), None
+    frame: ZoneFrame
+    custom: CustomProperties
 
 
-def _css_problem(name: str, text: str, names: frozenset[str]) -> ThemeProblem | None:
-    blanked, problem = _css_without_comments(text, name)
-    if problem is not None:
-        return problem
-    found = _matches(blanked, _CSS_RULES)
-    for match in _CSS_URL.finditer(blanked):
-        target = match.group("target").strip()
-        if target not in names:
-            message = f"url({target}) is not a file of this theme: a themed page loads nothing from elsewhere"
-            found.append((match.start(), message))
-            break
-    return _earliest(blanked, name, found)
+def _css_problem(name: str, text: str, names: frozenset[str], sheets: _Stylesheets) -> ThemeProblem | None:
+    if sheets.frame.depth > MAX_FRAME_DEPTH:
+        return ThemeProblem(
+            THEME_TEMPLATE,
+            None,
+            f"wraps the zones in more than {MAX_FRAME_DEPTH} elements; a frame needs a few",
+        )
+    found = stylesheet_problem(text, names, sheets.frame, sheets.custom)
+    return None if found is None else ThemeProblem(name, found[0], found[1])
 
 
 def _text(name: str, data: bytes) -> tuple[str, ThemeProblem | None]:
@@ -239,11 +200,13 @@ def _text(name: str, data: bytes) -> tuple[str, ThemeProblem | None]:
         return "", ThemeProblem(name, None, f"is not UTF-8 ({exc.reason} at byte {exc.start})")
 
 
-def _asset_problem(name: str, data: bytes, names: frozenset[str]) -> ThemeProblem | None:
+def _asset_problem(
+    name: str, data: bytes, names: frozenset[str], sheets: Callable[[], _Stylesheets]
+) -> ThemeProblem | None:
     suffix = PurePath(name).suffix.lower()
     if suffix == ".css":
         text, problem = _text(name, data)
-        return problem or _css_problem(name, text, names)
+        return problem or _css_problem(name, text, names, sheets())
     if suffix == ".svg":
         text, problem = _text(name, data)
         if problem is not None:
@@ -295,8 +258,14 @@ def theme_problem(base_html: str, files: Mapping[str, bytes]) -> ThemeProblem | 
     problem = _earliest(base_html, THEME_TEMPLATE, _matches(base_html, _TEMPLATE_RULES))
     if problem is not None:
         return problem
+
+    @functools.cache
+    def sheets() -> _Stylesheets:  # read once, and only when there is a stylesheet
+        texts = [files[n].decode("utf-8", "replace") for n in files if n.lower().endswith(".css")]
+        return _Stylesheets(zone_frame(base_html), custom_properties(texts))
+
     for name in sorted(files):
-        problem = _asset_problem(name, files[name], names)
+        problem = _asset_problem(name, files[name], names, sheets)
         if problem is not None:
             return problem
     return None

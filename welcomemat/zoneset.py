@@ -133,6 +133,10 @@ class ZoneSet(BaseModel):
     status: ZoneSetStatus = ZoneSetStatus.PUBLISHED
     mode: ZoneSetMode
     zones: tuple[ZoneContent, ...]
+    # The digest of the campaign theme this account's pages failed with at precompute (the
+    # rendered-page check on its own copy): while the campaign keeps that theme, the renderer
+    # shows this account's pages in the built-in frame. None: no page failed.
+    theme_refused: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$")
 
     @model_validator(mode="after")
     def _zone_ids_unique(self) -> ZoneSet:

@@ -28,6 +28,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="lift an erased subject's suppression: precompute may publish it again (needs --reason); "
         "its old links stay revoked",
     )
+    erase.add_argument(
+        "--force",
+        action="store_true",
+        help="erase an account id the tenant holds nothing about and never erased (refused otherwise, "
+        "exit 1): writes its suppression mark, for an account that may arrive later",
+    )
     erase.add_argument("--json", action="store_true", help="one JSON object per subject: what was removed")
     add_by_argument(erase)
     erase.set_defaults(handler=run)
@@ -44,5 +50,6 @@ def run(args: argparse.Namespace) -> int:
         reason=args.reason,
         auditor=cli_auditor(args.by),
         readmit_only=args.readmit,
+        force=args.force,
         as_json=args.json,
     )

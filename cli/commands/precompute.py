@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from cli.operator import cli_auditor
     from precompute.commands import run_precompute
-    from server.render import check_campaign_theme
+    from server.render import account_page_check, check_campaign_theme
     from welcomemat.audit import Via
 
     # The renderer's theme checks, handed to precompute: a theme it publishes is one the renderer serves.
@@ -72,4 +72,5 @@ def run(args: argparse.Namespace) -> int:
         enqueue=args.enqueue,
         check_theme=check_campaign_theme,
         auditor=cli_auditor(args.by, via=Via.PRECOMPUTE),
+        page_check=account_page_check,
     )

@@ -45,8 +45,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from precompute.worker_commands import run_worker
+    from server.render import account_page_check
 
+    # The renderer's check of each account's own pages in the theme, as a local run has it.
     return run_worker(
+        page_check=account_page_check,
         campaign=args.campaign,
         name=args.name,
         once=args.once,

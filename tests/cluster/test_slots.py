@@ -23,6 +23,7 @@ from welcomemat import keys
 
 # The id a builder's parameter takes, by parameter name.
 _ID = st.from_regex(r"[a-z0-9][a-z0-9_.-]{0,20}", fullmatch=True)
+_VIEW_ID = st.from_regex(r"[A-Za-z0-9_-]{1,64}", fullmatch=True)  # welcomemat.ids.VIEW_ID_PATTERN
 # Keys outside any tenant's slot: read by campaign id alone, single-key commands only.
 UNTAGGED = {
     keys.campaigns_index_key,
@@ -68,9 +69,25 @@ def test_every_builder_is_in_a_group() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(tenant=_ID, campaign=_ID, account_id=_ID, run_id=_ID, event_id=_ID, day=st.dates())
+@given(
+    tenant=_ID,
+    campaign=_ID,
+    account_id=_ID,
+    run_id=_ID,
+    event_id=_ID,
+    view_id=_VIEW_ID,
+    zone=_ID,
+    day=st.dates(),
+)
 def test_a_campaigns_keys_share_one_slot_and_a_tenants_keys_another(
-    tenant: str, campaign: str, account_id: str, run_id: str, event_id: str, day: date
+    tenant: str,
+    campaign: str,
+    account_id: str,
+    run_id: str,
+    event_id: str,
+    view_id: str,
+    zone: str,
+    day: date,
 ) -> None:
     ids = {
         "tenant": tenant,
@@ -78,6 +95,8 @@ def test_a_campaigns_keys_share_one_slot_and_a_tenants_keys_another(
         "account_id": account_id,
         "run_id": run_id,
         "event_id": event_id,
+        "view_id": view_id,
+        "zone": zone,
         "day": day.isoformat(),
     }
     campaign_slots = {key_slot(_call(b, ids).encode()) for b in CAMPAIGN_BUILDERS}

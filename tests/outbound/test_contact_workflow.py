@@ -121,6 +121,7 @@ def test_each_state_comes_from_its_source_and_a_repeat_changes_nothing(
     assert report.lines == 3 and report.written == 1
     assert [str(p) for p in report.problems] == [
         f"{delivered}:3, field 'delivered_at': 'yesterday' is not an ISO 8601 time with a UTC offset"
+        " (e.g. 2026-11-28T15:30:00+01:00)"
     ]
     assert not precomputed.exists(keys.account_record_key(TENANT, "acct_unknown"))  # never created
     record_before = precomputed.hgetall(keys.account_record_key(TENANT, account))

@@ -109,7 +109,7 @@ def test_the_same_instant_in_another_offset_is_the_same_conversion(redis_client:
     [
         ({"type": "lunch"}, "type", "meeting_booked"),
         ({"account_id": "acct:1"}, "account_id", "pattern"),
-        ({"occurred_at": "2026-11-28T15:30:00"}, "occurred_at", "timezone"),
+        ({"occurred_at": "2026-11-28T15:30:00"}, "occurred_at", "UTC offset"),
         ({"value": -5}, "value", "greater than or equal to 0"),
         ({"conversion_id": "has space"}, "conversion_id", "pattern"),
         ({"note": "x"}, "note", "Extra inputs"),

@@ -27,6 +27,8 @@ from tests.outbound.sync_helpers import (
     make_events,
     wait_for,
 )
+from tests.server.conftest import CAMPAIGN as SERVED_CAMPAIGN
+from tests.server.conftest import example_inputs, publish_config
 from welcomemat import keys
 from welcomemat.accounts import Account
 from welcomemat.embedded_redis import temporary_redis
@@ -104,6 +106,37 @@ def test_anonymous_and_uncounted_events_are_acknowledged_without_a_record(redis_
     assert (stats.folded, stats.skipped) == (1, 2)
     assert read_account_record(redis_client, TENANT, "acct_x") is None
     assert pending_of(redis_client, "s1") == 0
+
+
+def test_stored_replays_and_clicks_on_unknown_zones_fold_once_and_not_at_all(
+    redis_client: redis.Redis,
+) -> None:
+    """Issue 25: events already in the stream (written before the renderer refused them) of one
+    view token replayed 120 times, and clicks on 30 zones the campaign does not have."""
+    campaign, zones = example_inputs()  # pages' zones: hero_headline, hero_support, proof, cta, ...
+    publish_config(redis_client, campaign, zones)
+    account, ts = "acct_replayed", 1_764_000_000_000
+
+    def event(n: int, kind: EventType, view_id: str, zone: str | None = None) -> EngagementEvent:
+        return EngagementEvent(
+            type=kind, tenant=TENANT, campaign=SERVED_CAMPAIGN, view_id=view_id, ts_ms=ts + n,
+            arm="personal", account=account, zone=zone, event_id=f"{kind}-{view_id}-{zone}-{n}",
+        )  # fmt: skip
+
+    replays = [event(n, EventType.VIEW, "-one_view") for n in range(120)]
+    replays += [event(n, EventType.CLICK, "-one_view", "cta") for n in range(120)]
+    replays += [event(n, EventType.CLICK, "-one_view", "proof") for n in range(3)]
+    unknown = [event(n, EventType.CLICK, f"v{n}", f"made_up_{n}") for n in range(30)]
+    assert emit(redis_client, replays + unknown) == 273
+    stats = syncer(redis_client).run()
+    assert (stats.folded, stats.duplicates, stats.skipped) == (3, 240, 30)
+    record = read_account_record(redis_client, TENANT, account)
+    assert record is not None
+    engagement = record.engagement[SERVED_CAMPAIGN]
+    assert (engagement.views, engagement.clicks) == (1, 2)
+    assert engagement.clicks_by_zone == {"cta": 1, "proof": 1}
+    fields = redis_client.hkeys(keys.account_record_key(TENANT, account))
+    assert not [f for f in fields if b"made_up" in f]
 
 
 def published_zone_set(version_hash: str) -> ZoneSet:

@@ -34,7 +34,7 @@ CAMPAIGN = load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones=ZONES)
 POLICY = build_policy(CAMPAIGN, None)
 
 INSTANTS = st.datetimes(
-    min_value=datetime(2000, 1, 1), max_value=datetime(2099, 12, 31), timezones=st.just(UTC)
+    min_value=datetime(2001, 1, 1), max_value=datetime(2099, 12, 31), timezones=st.just(UTC)
 )
 
 

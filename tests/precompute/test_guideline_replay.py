@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -50,7 +51,7 @@ def edited(tmp_path: Path, *edits: tuple[str, str]) -> Path:
         text = text.replace(old, new, 1)
     path = tmp_path / "candidate.yaml"
     path.write_text(text)
-    (tmp_path / "theme").symlink_to(EXAMPLES / "theme")
+    shutil.copytree(EXAMPLES / "theme", tmp_path / "theme")  # a symlinked theme folder is refused
     return path
 
 

@@ -173,7 +173,7 @@ def test_malformed_and_hostile_rows_are_reported_and_nothing_hostile_is_publishe
         unknown_segment,
     ]
     report = run(redis_client, campaign, zones, write(tmp_path, rows))
-    assert [(m.line, m.field) for m in report.malformed] == [(2, None), (3, "account_id"), (4, "ip_ranges")]
+    assert [(m.line, m.field) for m in report.malformed] == [(2, None), (3, "account_id"), (4, "ip_ranges.0")]
     assert report.accounts == 5 and report.published == 5 and not report.failed
     store = ZoneSetStore(redis_client)
     for account_id in ("acct_hostile", "acct_js", "acct_future", "acct_unknownseg", "acct_dymaxa"):

@@ -134,16 +134,18 @@ def test_a_large_batch_of_several_tenants_is_written_whole_and_in_order(redis_cl
         assert [f[b"view_id"] for _, f in entries] == expected
 
 
-def beacon(event_id: str, n: int = 0, tenant: str = "acme") -> EngagementEvent:
+def beacon(event_id: str, n: int = 0, tenant: str = "acme", view_id: str | None = None) -> EngagementEvent:
+    """A click beacon on `cta`, of the view `view_id` (one view per event id unless given)."""
+    view = view_id or f"view-{event_id}"
     return EngagementEvent(
         type=EventType.CLICK,
         tenant=tenant,
         campaign="q4",
-        view_id=f"v{n}",
+        view_id=view,
         ts_ms=n,
         zone="cta",
         event_id=event_id,
-        dedup_key=keys.beacon_event_key(tenant, event_id),
+        dedup_key=keys.beacon_view_key(tenant, view, "cta"),
     )
 
 
@@ -165,8 +167,18 @@ def test_a_beacon_sent_twice_to_two_renderers_is_written_once(redis_client: redi
     entries = redis_client.xrange(keys.events_stream_key("acme"))
     assert [f[b"event_id"] for _, f in entries] == [b"e-1", b"e-2", b"e-3"]
     assert (first.written, first.duplicates, second.written, second.duplicates) == (2, 1, 1, 1)
-    ttl = redis_client.ttl(keys.beacon_event_key("acme", "e-1"))
+    ttl = redis_client.ttl(keys.beacon_view_key("acme", "view-e-1", "cta"))
     assert 0 < ttl <= keys.BEACON_EVENT_TTL_S
+
+
+def test_a_views_click_on_a_zone_is_written_once_whatever_its_event_id(redis_client: redis.Redis) -> None:
+    w = writer(redis_client, autostart=False, queue_max=200)
+    for n in range(120):  # one view token's click, replayed with fresh event ids
+        w.emit(beacon(f"r-{n}", n=n, view_id="-replayed_view"))
+    while w.flush_once():
+        pass
+    assert (w.written, w.duplicates) == (1, 119)
+    assert [f[b"event_id"] for _, f in redis_client.xrange(keys.events_stream_key("acme"))] == [b"r-0"]
 
 
 def test_server_made_events_are_never_taken_for_duplicates(redis_client: redis.Redis) -> None:
@@ -180,10 +192,16 @@ def test_server_made_events_are_never_taken_for_duplicates(redis_client: redis.R
 
 
 def test_beacon_keys_live_under_the_tenant_hash_tag() -> None:
-    assert keys.beacon_event_key("acme", "e-1") == "wm:1:{acme}:beacon:e-1"
-    for bad in ("a:b", "{x}", "", "x*"):
+    assert keys.beacon_view_key("acme", "-v_1", None) == "wm:1:{acme}:beacon:-v_1:v"
+    assert keys.beacon_view_key("acme", "-v_1", "cta") == "wm:1:{acme}:beacon:-v_1:c:cta"
+    assert keys.view_seen_key("acme", "-v_1", "cta") == "wm:1:{acme}:vseen:-v_1:c:cta"
+    for bad in ("a:b", "{x}", "", "x*", "a.b", "v" * 65):
         with pytest.raises(ValueError):
-            keys.beacon_event_key("acme", bad)
+            keys.beacon_view_key("acme", bad, None)
+        with pytest.raises(ValueError):
+            keys.view_seen_key("acme", bad, "cta")
+    with pytest.raises(ValueError):
+        keys.beacon_view_key("acme", "v1", "x:y")
 
 
 _ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,20}", fullmatch=True)

@@ -352,6 +352,91 @@ def test_a_huge_declared_body_is_refused_before_it_is_sent(app: Starlette) -> No
         assert httpx.get(f"{base}/healthz").status_code == 200
 
 
+# Zone ids a hostile beacon might name: near misses of the campaign's zones, record field names,
+# page ids, the longest id; each would have become a field of the account record.
+HOSTILE_ZONES = [
+    "CTA", "cta2", "cta.", "cta-", "Cta", "hero-headline", "Hero_headline", "hero_headline2",
+    "proof_", "proofs", "hero_support.x", "continuation", "landing", "zone", "zones", "clicks",
+    "views", "rev", "updated_ms", "wh_pending", "first", "last", "arm", "ver", "facts", "e", "p",
+    "0", "9", "a" * 64, "z" * 64, "x.y.z", "admin", "metrics", "healthz", "proto__", "constructor",
+    "hasOwnProperty", "null", "None", "true", "NaN", "cta..cta", "cta_cta", "continuation_headline2",
+    "hero", "headline", "support", "proof-of-concept", "x0", "x1", "x2", "x3", "x4", "x5", "x6",
+    "x7", "x8", "x9", "x10",
+]  # fmt: skip
+
+
+@pytest.fixture
+def proxied_app(redis_client: redis.Redis, published: Any) -> Starlette:
+    """A renderer behind a trusted proxy (10.0.0.0/8): `X-Forwarded-For` names the client."""
+    return renderer_app(renderer_settings(trusted_proxies=("10.0.0.0/8",)), redis_client=redis_client)
+
+
+def test_a_beacon_naming_a_zone_the_campaign_does_not_have_is_refused(
+    proxied_app: Starlette, redis_client: redis.Redis
+) -> None:
+    """Issue 25: any zone was accepted, each a new record field counted as clicks."""
+    assert len(set(HOSTILE_ZONES)) == len(HOSTILE_ZONES) == 60
+    refused = 0
+    with TestClient(proxied_app, base_url=BASE_URL, client=("10.0.0.1", 40000)) as client:
+        client.get("/v1/zones", params={"campaign": CAMPAIGN})  # the campaign is loaded
+        for n, zone in enumerate(HOSTILE_ZONES):
+            for kind in ("click", "view"):
+                body = beacon(view=view_token(view_id=f"hz{n}{kind}"), type=kind, zone=zone)
+                response = post(client, body, **{"x-forwarded-for": f"203.0.113.{n}"})
+                assert response.status_code == 400, (zone, kind)
+                assert f"zone: '{zone}' is not a zone of campaign" in response.json()["error"]
+                refused += 1
+        for zone in ("cta", "hero_headline", "continuation_headline"):  # the campaign's own zones
+            body = beacon(view=view_token(view_id=f"ok-{zone}"), type="click", zone=zone)
+            assert post(client, body).status_code == 204
+        settle(proxied_app)
+        metrics = client.get("/metrics").text
+    assert refused == 120
+    assert [(e["type"], e["zone"]) for e in stream(redis_client)] == [
+        ("click", "cta"),
+        ("click", "hero_headline"),
+        ("click", "continuation_headline"),
+    ]
+    assert 'welcomemat_beacons_total{result="bad_request"} 120.0' in metrics
+
+
+def test_one_view_token_replayed_from_120_addresses_counts_one_view_and_one_click(
+    proxied_app: Starlette, redis_client: redis.Redis
+) -> None:
+    """Issue 25: one view token replayed from 120 addresses folded as 120 clicks. Through the
+    trusted-proxy path: each replay comes from its own client address (its own rate bucket),
+    half with the very same body, half with a fresh event id as the snippet makes them."""
+    app = proxied_app
+    token = view_token(view_id="-replayed_view_1")
+    with TestClient(app, base_url=BASE_URL, client=("10.0.0.1", 40000)) as proxy:
+        proxy.get("/v1/zones", params={"campaign": CAMPAIGN})  # loaded: zones are checked
+        statuses = []
+        for n in range(120):
+            forwarded = {"x-forwarded-for": f"203.0.113.{n}"}
+            event_ids = ("same-view", "same-click") if n % 2 else (f"view-{n}", f"click-{n}")
+            statuses.append(post(proxy, beacon(view=token, event_id=event_ids[0]), **forwarded).status_code)
+            statuses.append(
+                post(
+                    proxy, beacon(view=token, event_id=event_ids[1], type="click", zone="cta"), **forwarded
+                ).status_code
+            )
+        assert statuses == [204] * 240  # nobody learns what was counted
+        settle(app)
+        metrics = proxy.get("/metrics").text
+    events = stream(redis_client)
+    assert sorted((e["type"], e["zone"] if "zone" in e else None) for e in events) == [
+        ("click", "cta"),
+        ("view", None),
+    ]
+    assert 'welcomemat_beacons_total{result="duplicate"} 238.0' in metrics
+    folds = [parse_event(TENANT, f"0-{i}", e) for i, e in enumerate(events)]
+    fold_events(redis_client.register_script(FOLD_LUA), redis_client, [f for f in folds if f], outbox=False)
+    record = read_account_record(redis_client, TENANT, PERSONAL_ACCOUNT)
+    assert record is not None
+    engagement = record.engagement[CAMPAIGN]
+    assert (engagement.views, engagement.clicks, engagement.clicks_by_zone) == (1, 1, {"cta": 1})
+
+
 # -- duplicates, bots, rate limits ---------------------------------------------------------------------
 
 
@@ -451,7 +536,8 @@ def test_redis_outage_zones_serve_the_fallback_and_beacons_wait_in_the_queue(tmp
                 rungs.add(response.json()["zones"]["hero_headline"]["rung"])
                 sent = http.post(
                     "/v1/events",
-                    content=json.dumps(beacon(view=answer["view"], event_id=f"o{n}")),
+                    # 20 views (a view token's view is written once): one token each
+                    content=json.dumps(beacon(view=view_token(view_id=f"outage{n}"), event_id=f"o{n}")),
                     headers=headers,
                 )
                 assert sent.status_code == 204

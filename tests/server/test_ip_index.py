@@ -86,3 +86,19 @@ def test_parse_skips_bad_entries_and_counts_them() -> None:
 @pytest.mark.parametrize("text", ["", "not an ip", "1.2.3", "::ffff:999.1.1.1"])
 def test_normalise_rejects_garbage(text: str) -> None:
     assert normalise_ip(text) is None
+
+
+def test_parse_skips_stored_ranges_no_tenant_may_allow() -> None:
+    """A map written before precompute refused them: `0.0.0.0/0` made every visitor one account."""
+    raw = {
+        b"everyone": json.dumps(["0.0.0.0/0", "::/0"]).encode(),
+        b"proxy": json.dumps(["127.0.0.0/8", "::ffff:127.0.0.1/128", "::1/128"]).encode(),
+        b"office": json.dumps(["10.0.0.0/8", "203.0.113.0/24"]).encode(),  # a tenant may allow 10/8
+    }
+    parsed, bad = parse_ip_ranges(raw)
+    assert bad == 5
+    assert {a: [str(n) for n in ns] for a, ns in parsed.items()} == {
+        "office": ["10.0.0.0/8", "203.0.113.0/24"]
+    }
+    idx = IpRangeIndex(parsed)
+    assert lookup(idx, "198.51.100.1") is None and lookup(idx, "127.0.0.1") is None

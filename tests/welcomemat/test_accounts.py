@@ -68,7 +68,7 @@ def test_bad_lines_are_reported_with_line_and_field_and_the_rest_goes_on(tmp_pat
         json.dumps(dict(GOOD, account_id="a5", tier="gold")),
         b'{"account_id": "a6", "name": "\xff"}',
         json.dumps([1, 2]),
-        json.dumps(dict(GOOD, account_id="a8", ip_ranges=["10.0.0.0/8", "10.0.0.300/24"])),
+        json.dumps(dict(GOOD, account_id="a8", ip_ranges=["198.51.100.0/24", "10.0.0.300/24"])),
         json.dumps(dict(GOOD, account_id="a9")),
     ]
     path = write_lines(tmp_path, lines)
@@ -82,7 +82,7 @@ def test_bad_lines_are_reported_with_line_and_field_and_the_rest_goes_on(tmp_pat
         (6, "tier"),
         (7, None),
         (8, None),
-        (9, "ip_ranges"),
+        (9, "ip_ranges.1"),  # the entry, not only the field
     ]
     for problem in report.problems:
         assert problem.file == str(path)

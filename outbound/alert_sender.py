@@ -15,6 +15,10 @@ counts deliveries; per entry it:
   decompressed, redirects never followed) and retries 408/425/429/5xx and faults through the one
   retry layer and a circuit breaker per destination (`welcomemat.resilience`); a stop (SIGTERM)
   ends a request or a retry wait at once, and the alert stays queued;
+- posts an owner's alert (destination `owner`, `outbound.seller_alerts`) to the URL the entry
+  carries, once the URL gate passes it again (else it is dead-lettered at once, the URL never
+  quoted), with the chat channel's policy (or the default one) and a breaker per owner webhook,
+  so one owner's webhook that is down delays no other seller's alerts;
 - on a 2xx deletes the entry; otherwise leaves it pending for the next pass, and after
   `max_deliveries` passes the loop moves it, with the reason, to the tenant's dead-letter stream
   (`keys.seller_alert_dead_letter_key`): an alert is about today, and one that cannot be
@@ -47,10 +51,11 @@ from outbound.receiver_http import (
     stoppable_sleep,
 )
 from outbound.seller_alert import SellerAlert, crm_task, slack_message, task_idempotency_key
+from outbound.seller_alerts import OWNER_DESTINATION
 from outbound.webhook import WebhookConfig, signed_headers
 from welcomemat import keys
 from welcomemat.breaker import CircuitBreaker
-from welcomemat.errors import ProviderUnavailable
+from welcomemat.errors import ConfigError, ProviderUnavailable
 from welcomemat.replies import reply_text_lossy
 from welcomemat.resilience import ResilientCaller
 from welcomemat.stream_handler import (
@@ -78,6 +83,8 @@ _FOLLOW_BLOCK_MS = 500
 # alert dead-lettered: still there to read and replay, but no longer sent late.
 _RETRY_AFTER_S = 60.0
 DEFAULT_MAX_DELIVERIES = 10  # passes (each with its own retries) before an alert is dead-lettered
+# Owner webhooks a process keeps a breaker for (forgotten whole when full: a fresh breaker each).
+_OWNER_RECEIVERS_MAX = 1000
 
 
 @dataclass(frozen=True)
@@ -151,6 +158,11 @@ class AlertSender(OutboxSender):
                 caller = receiver_caller(config, breaker, sleep=sleep or stoppable_sleep(self._stop), rng=rng)
                 # Posted to as the URL gate normalised it (each config checked it already).
                 self._destinations[dest] = _Receiver(receiver_url(variable, config.url), breaker, caller)
+        # Owners' webhooks (`seller_alerts.owners`): tried as hard as the channel, each its own breaker.
+        self._owner_policy: ReceiverPolicy = channel if channel is not None else ReceiverPolicy()
+        self._owner_sleep = sleep or stoppable_sleep(self._stop)
+        self._rng = rng
+        self._owners: dict[str, _Receiver] = {}
         self._http = http or ReceiverClient(stop=self._stop)
         options = ConsumerOptions(
             name=name,
@@ -182,7 +194,12 @@ class AlertSender(OutboxSender):
     def _deliver(self, delivery: Delivery) -> Outcome:
         fields = {reply_text_lossy(k): reply_text_lossy(v) for k, v in delivery.fields.items()}
         dest = fields.get("dest", "")
-        target = self._destinations.get(dest)
+        if dest == OWNER_DESTINATION:
+            target = self._owner_receiver(fields.get("url", ""))
+            if target is None:
+                return dead_letter("the owner's webhook URL is not one the URL gate allows")
+        else:
+            target = self._destinations.get(dest)
         if target is None:
             return dead_letter(f"destination {dest!r} is not configured in this process")
         try:
@@ -192,7 +209,7 @@ class AlertSender(OutboxSender):
         if target.breaker.state == "open":
             self.stats.failed += 1
             return retry("")  # its failure was logged when the breaker opened
-        if dest == "slack":
+        if dest in ("slack", OWNER_DESTINATION):
             body = json.dumps(slack_message(alert), ensure_ascii=False).encode()
             headers: dict[str, str] = {}
         else:
@@ -216,3 +233,19 @@ class AlertSender(OutboxSender):
             return retry("")  # kept queued; nothing to report
         self.stats.delivered += 1
         return ACK
+
+    def _owner_receiver(self, raw: str) -> _Receiver | None:
+        """The receiver of an owner's webhook (None: the URL gate refuses it), kept per URL."""
+        try:
+            url = receiver_url("seller_alerts.owners", raw)
+        except ConfigError:
+            return None
+        found = self._owners.get(url)
+        if found is None:
+            if len(self._owners) >= _OWNER_RECEIVERS_MAX:
+                self._owners.clear()
+            policy = self._owner_policy
+            breaker = CircuitBreaker(policy.failure_threshold, policy.reset_after_s)
+            caller = receiver_caller(policy, breaker, sleep=self._owner_sleep, rng=self._rng)
+            found = self._owners[url] = _Receiver(url, breaker, caller)
+        return found

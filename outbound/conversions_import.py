@@ -1,8 +1,9 @@
 """`welcomemat conversions import FILE.jsonl`: record CRM outcomes from a file, for the lift report.
 
-One `POST /v1/conversions` body a line; each is recorded by `welcomemat.conversions` (the
-store the API uses too: idempotent per conversion id, a conflicting repeat refused). Bad
-lines are reported with their line number and skipped; the rest are recorded.
+One `POST /v1/conversions` body a line, a goal (`positive_reply`, `meeting_booked`, ...) or a
+negative outcome (`unsubscribe`, `spam_complaint`); each is recorded by `welcomemat.conversions`
+(the store the API uses too: idempotent per conversion id, a conflicting repeat refused). Bad
+lines are reported with their line number and field and skipped; the rest are recorded.
 """
 
 from __future__ import annotations

@@ -15,12 +15,20 @@ custom variables):
     email first_name last_name title company account_id contact_id arm zone_set_version variant rung
     <one per zone of the campaign's pages, in page order; a link zone adds <zone>_url>
     fact fact_url fact_date page_url status
+    <rung_<zone> per zone of the campaign's pages, in page order>
 
-- `rung`: the most personal rung among the row's zones (`personal`, `segment`, `default`).
+- `rung`: the headline's rung (`personal`, `segment`, `default`; `plain` when it has no copy at
+  all): the first zone of the campaign's pages, the line a rep would quote. A row whose only
+  personal zone is the proof point says `segment` here, and `personal` in `rung_proof`.
+- `rung_<zone>` (e.g. `rung_hero_headline`, `rung_proof`, `rung_cta`): the rung each zone's copy
+  in this row came from, so a rep knows which line is about the account.
 - `zone_set_version`: the version of the account's zone set the row was resolved from
   (empty when it does not decode).
-- `variant`: the copy variant (`welcomemat.experiments`) of the zone set served as personal,
-  as on the page's events; empty outside an experiment, in the holdout and on fallback.
+- `variant`: the copy variant (`welcomemat.experiments`) the lift report counts the account in,
+  decided by the report's own rule (`welcomemat.counted_variant`): filled for a personal account
+  of the report's population (zone set `published`) whose zone set was written with a variant of
+  the experiment, even when the row holds its fallback today (expired facts, a refused cell);
+  empty outside an experiment, in the holdout, and for a zone set pending review or rejected.
 - `fact`, `fact_url`, `fact_date`: the first fact a zone served as personal cites, for the
   rep: its statement (as the account record holds it; until the record has one, the text
   of the personal zone that cites it), its source link (through the URL gate) and its ISO

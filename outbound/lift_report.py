@@ -1,8 +1,10 @@
 """`welcomemat report lift CAMPAIGN [--json] [--type T ...] [--by DIMENSION]`: the lift report, printed.
 
 The report itself (population, arms, Wilson and Newcombe intervals, always-valid intervals,
-minimum detectable effect, sample-ratio check, warnings) is `welcomemat.lift`, the same one
-the admin's lift page shows; per group and per copy variant it is `welcomemat.lift_groups`.
+minimum detectable effect, sample-ratio check, negative outcomes, warnings) is
+`welcomemat.lift`, the same one the admin's lift page shows. The table puts the rates per
+account assigned (intent to treat) first, then the reached-only view under its label, then
+the negative outcomes; per group and per copy variant it is `welcomemat.lift_groups`.
 This module resolves the campaign, reads the report from Redis now and prints it as a table
 or as JSON (the same numbers).
 """
@@ -15,10 +17,11 @@ from datetime import UTC, datetime
 from welcomemat.campaign_ref import resolve_campaign_ref
 from welcomemat.campaign_view import load_campaign_view
 from welcomemat.connection import connect, resolve_redis
-from welcomemat.conversions import ConversionType
+from welcomemat.conversions import ConversionType, goal_types
 from welcomemat.errors import InputError
 from welcomemat.lift import LiftReport, MetricComparison, RateEstimate
 from welcomemat.lift_groups import GroupedLiftReport, LiftDimension, VariantContrast, campaign_grouped_report
+from welcomemat.lift_negatives import NegativeOutcome
 from welcomemat.lift_outcomes import campaign_lift_report
 from welcomemat.settings import Settings
 
@@ -38,23 +41,35 @@ def format_lift_report(report: LiftReport) -> str:
         f"lift {report.tenant}/{report.campaign} at {report.generated_at:%Y-%m-%d %H:%M} UTC "
         f"(holdout {report.holdout_fraction:.0%}; conversions: {', '.join(report.conversion_types)})",
         "",
-        f"{'arm':<10}{'accounts':>10}{'reached':>10}{'visits':>10}{'cta clicks':>12}{'conversions':>13}",
+        f"{'arm':<10}{'accounts':>10}{'reached':>10}{'visits':>10}{'cta clicks':>12}{'conversions':>13}"
+        f"{'unsubscribes':>14}{'spam complaints':>17}",
     ]
     for a in report.arms:
         lines.append(
             f"{a.arm.value:<10}{a.accounts:>10}{a.reached:>10}{a.visits:>10}{a.cta_clicks:>12}{a.conversions:>13}"
+            f"{a.unsubscribes:>14}{a.spam_complaints:>17}"
         )
+    header = (
+        f"{'metric':<18}{'personal (' + pct + ' interval)':<34}{'holdout':<34}"
+        f"{'difference [fixed]':<30}{'always-valid':<18}mde"
+    )
+    view = report.reached_only
+    lines += ["", report.question, header]
+    lines += [_metric_row(m) for m in report.metrics]
+    lines += ["", *(m.conclusion for m in report.metrics)]
+    lines += ["", f"{view.label}. {view.question}", header]
+    lines += [_metric_row(m) for m in view.metrics]
+    lines += ["", *(m.conclusion for m in view.metrics)]
     lines += [
         "",
-        f"{'metric':<18}{'personal (' + pct + ' interval)':<34}{'holdout':<34}"
-        f"{'difference [fixed]':<30}{'always-valid':<18}mde",
+        "Negative outcomes, per account assigned (a warning when the personal arm raises one):",
+        f"{'outcome':<18}{'personal':<34}{'holdout':<34}{'difference [fixed]':<30}always-valid",
     ]
-    for m in report.metrics:
-        lines.append(f"{m.metric.value:<18}{_pct(m.personal):<34}{_pct(m.holdout):<34}{_difference_cells(m)}")
+    lines += [_negative_row(n) for n in report.negative_outcomes]
     ratio = report.sample_ratio
     lines += [
         "",
-        *(m.conclusion for m in report.metrics),
+        *(n.conclusion for n in report.negative_outcomes),
         f"Arms: {', '.join(f'{n} {c}' for n, c in ratio.observed.items())} accounts; sample-ratio "
         f"check p = {ratio.p_value:.3g}{' (MISMATCH)' if ratio.mismatch else ''}.",
     ]
@@ -62,10 +77,23 @@ def format_lift_report(report: LiftReport) -> str:
         lines += ["", "Warnings:", *(f"  - {w}" for w in report.warnings)]
     lines += [
         "",
-        f"Rates per account; intervals: {report.interval_method}; difference: {report.difference_method}; "
+        "Rates per account (assigned, unless under the visited-only label); "
+        f"intervals: {report.interval_method}; difference: {report.difference_method}; "
         f"always-valid: {report.sequential_method}; mde: minimum detectable effect at 80% power.",
     ]
     return "\n".join(lines)
+
+
+def _metric_row(m: MetricComparison) -> str:
+    return f"{m.metric.value:<18}{_pct(m.personal):<34}{_pct(m.holdout):<34}{_difference_cells(m)}"
+
+
+def _negative_row(n: NegativeOutcome) -> str:
+    diff = seq = "n/a"
+    if n.difference is not None:
+        diff = f"{n.difference * 100:+.1f} pts {_span(n.difference_low, n.difference_high)}"
+        seq = _span(n.sequential_low, n.sequential_high)
+    return f"{n.outcome.value:<18}{_pct(n.personal):<34}{_pct(n.holdout):<34}{diff:<30}{seq:<18}".rstrip()
 
 
 def _span(low: float, high: float) -> str:
@@ -87,7 +115,7 @@ def format_grouped_report(grouped: GroupedLiftReport) -> str:
     parts = [f"{grouped.by.value} {g.group}\n{format_lift_report(g.report)}" for g in grouped.groups]
     if grouped.contrasts:
         lines = [
-            "Variants against the reference (personal accounts only):",
+            "Variants against the reference (personal accounts only, per account assigned to each variant):",
             f"{'variant':<16}{'metric':<18}{'rate':<12}{'reference':<12}{'difference [fixed]':<30}"
             f"{'always-valid':<18}mde",
         ]
@@ -116,15 +144,10 @@ def run_report_lift(
     `--by DIMENSION` (variant, fact_type, segment, guideline_version, rung): one report per
     group, and for `variant` each variant against the reference (`welcomemat.lift_groups`).
     """
-    chosen: frozenset[ConversionType] | None = None
-    if types:
-        known = {t.value for t in ConversionType}
-        for t in types:
-            if t not in known:
-                raise InputError(
-                    f"unknown conversion type {t!r}; use {', '.join(sorted(known))}", field="--type"
-                )
-        chosen = frozenset(ConversionType(t) for t in types)
+    try:
+        chosen: frozenset[ConversionType] | None = goal_types(types or ())
+    except ValueError as exc:  # an unknown type, or a negative outcome (never a conversion)
+        raise InputError(str(exc), field="--type") from None
     settings = Settings.from_env()
     client = connect(resolve_redis(settings))
     problems: list[str] = []

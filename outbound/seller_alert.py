@@ -81,6 +81,9 @@ class AlertSubject(BaseModel):
     domain: str | None
     tier: int
     contact: AlertContact | None
+    # The account's owner in the CRM (its `crm_owner`): the seller this alert is for, to whose
+    # chat webhook it went when `seller_alerts.owners` maps them. None: no owner named.
+    owner: str | None = None
 
 
 class SellerAlert(AlertSubject):
@@ -224,6 +227,7 @@ def crm_task(alert: SellerAlert) -> CrmTask:
     body = "\n".join(
         [
             f"Who: {_company(alert)} (tier {alert.tier}); {_who(alert.contact)}",
+            *([f"Owner: {alert.owner}"] if alert.owner else []),
             f"What: {_did(alert)} {_page_label(alert)} ({alert.page_url}) at {_when(alert)}",
             f"Saw: {_seen_plain(alert)}",
             f"Next step: {alert.next_step}" + (f" {alert.next_step_url}" if alert.next_step_url else ""),
@@ -237,6 +241,7 @@ def crm_task(alert: SellerAlert) -> CrmTask:
         domain=alert.domain,
         tier=alert.tier,
         contact=alert.contact,
+        owner=alert.owner,
         subject=subject,
         body=body,
         due_on=alert.day,

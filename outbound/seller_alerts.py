@@ -23,6 +23,13 @@ fold and its alert redoes it, and the marker below keeps it single) of a campaig
   tenant's hash slot: any number of sync processes, on any machine, queue one alert per
   account, campaign and day.
 
+The chat alert goes to the account's owner: when `seller_alerts.owners` maps the account's
+`crm_owner` (read from its record), the entry's destination is `owner` and it carries that
+owner's webhook URL (checked by the URL gate when the campaign was loaded, and again before the
+post), in place of the campaign's channel (`WELCOMEMAT_ALERT_WEBHOOK_URL`); that owner's alert is
+posted there even when the process has no channel. An account without an owner, or whose owner
+is not mapped, goes to the channel. The CRM task names the owner either way.
+
 The alert is built before that step from the account record (name, tier, contact), the zone
 set of the version the page showed (the claim and its cited facts, sources through the URL gate)
 and the published campaign (its pages and `seller_alerts.next_step`); an EXISTS first skips that
@@ -59,6 +66,7 @@ from welcomemat.zoneset import Rung, ZoneSet
 __all__ = [
     "ALERT_MAX_AGE_S",
     "DESTINATIONS",
+    "OWNER_DESTINATION",
     "AlertStats",
     "SellerAlertProducer",
     "alert_day",
@@ -79,23 +87,33 @@ _MARKS_REMEMBERED = 200_000
 _TIERS_REMEMBERED = 200_000
 # Where an alert goes: the chat webhook, the CRM webhook's task.
 DESTINATIONS = ("slack", "crm")
+# The chat alert of an account whose owner `seller_alerts.owners` maps: posted to that owner's
+# webhook (the entry's `url`) instead of "slack", whatever destinations the process has.
+OWNER_DESTINATION = "owner"
 
 _ACTIONS: dict[FoldKind, AlertAction] = {"views": "visit", "qr": "qr_scan", "clicks": "cta_click"}
 
 # KEYS: 1 the day's marker, 2 the tenant's alert outbox. ARGV: 1 marker TTL s, 2 outbox TTL s,
-# 3 account id, 4 contact id ("" none), 5 the alert (JSON), 6.. the destinations. Returns 1 when
-# the alert was queued, 0 when the account was alerted for that day already. The mark is set
-# last: a script is atomic but not rolled back, so an XADD that fails leaves no mark behind and
-# the next delivery of the event tries again.
+# 3 account id, 4 contact id ("" none), 5 the alert (JSON), 6 the owner's webhook URL (for the
+# `owner` destination; "" none), 7.. the destinations. Returns 1 when the alert was queued, 0
+# when the account was alerted for that day already. The mark is set last: a script is atomic but
+# not rolled back, so an XADD that fails leaves no mark behind and the next delivery of the event
+# tries again.
 _QUEUE_LUA = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-for i = 6, #ARGV do
-  if ARGV[4] == '' then
-    redis.call('XADD', KEYS[2], '*', 'dest', ARGV[i], 'account', ARGV[3], 'alert', ARGV[5])
-  else
-    redis.call('XADD', KEYS[2], '*', 'dest', ARGV[i], 'account', ARGV[3], 'contact', ARGV[4],
-      'alert', ARGV[5])
+for i = 7, #ARGV do
+  local fields = {'dest', ARGV[i], 'account', ARGV[3]}
+  if ARGV[4] ~= '' then
+    table.insert(fields, 'contact')
+    table.insert(fields, ARGV[4])
   end
+  if ARGV[i] == 'owner' then
+    table.insert(fields, 'url')
+    table.insert(fields, ARGV[6])
+  end
+  table.insert(fields, 'alert')
+  table.insert(fields, ARGV[5])
+  redis.call('XADD', KEYS[2], '*', unpack(fields))
 end
 redis.call('EXPIRE', KEYS[2], ARGV[2])
 redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
@@ -304,6 +322,7 @@ class SellerAlertProducer:
             domain=record.domain,
             tier=record.tier,
             contact=_contact(record, event.contact),
+            owner=record.crm_owner,
             action=_ACTIONS[event.kind],
             zone=event.zone if event.kind == "clicks" else None,
             occurred_at=datetime.fromtimestamp(event.ts_ms / 1000, UTC),
@@ -338,6 +357,9 @@ class SellerAlertProducer:
 
     def _enqueue(self, candidate: _Candidate, alert: SellerAlert) -> int:
         event = candidate.event
+        settings = candidate.campaign.seller_alerts
+        owner_url = settings.owner_destination(alert.owner) if settings is not None else None
+        destinations = _destinations(self.destinations, owner_url)
         done = self._queue(
             keys=[candidate.sent_key, keys.seller_alert_outbox_key(event.tenant)],
             args=[
@@ -346,7 +368,8 @@ class SellerAlertProducer:
                 event.account_id,
                 event.contact or "",
                 alert.model_dump_json(),
-                *self.destinations,
+                owner_url or "",
+                *destinations,
             ],
             client=self.client,
         )
@@ -356,6 +379,14 @@ class SellerAlertProducer:
             return 1
         self.stats.already += 1
         return 0
+
+
+def _destinations(configured: Sequence[str], owner_url: str | None) -> list[str]:
+    """Where one alert is queued: the owner's webhook in place of the channel when the owner is
+    mapped (even without a channel), else the configured destinations as they are."""
+    if owner_url is None:
+        return list(configured)
+    return [OWNER_DESTINATION, *(d for d in configured if d != "slack")]
 
 
 def _tier(raw_profile: object) -> int | None:

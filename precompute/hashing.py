@@ -58,8 +58,9 @@ def campaign_fingerprint(
     # Python-mode dumps keep sets as sets, which canonical_json sorts: JSON-mode would list
     # them in iteration order, which changes between processes (string hash seeds).
     # `seller_alerts` is left out: it changes no page, and editing the seller's next step must
-    # not republish (and send back to review) every account.
-    dumped = campaign.model_dump(exclude={"seller_alerts"})
+    # not republish (and send back to review) every account. `snippet` neither: it decides,
+    # at serve time, whether the snippet writes default copy over the site's own.
+    dumped = campaign.model_dump(exclude={"seller_alerts", "snippet"})
     for name in _FIELDS_ADDED_LATER:
         if not dumped.get(name):
             # Unset, it hashes as before the field existed, so upgrading makes no zone set

@@ -4,6 +4,8 @@
 #   faketime  /usr/bin/faketime  runs `welcomemat demo` with the clock shifted (tests/cli/test_demo_calendar.py)
 #   redis-server  /usr/bin/redis-server  the Redis Cluster nodes tests/cluster/ start (cluster-enabled yes)
 #   redis-tools   /usr/bin/redis-cli     `redis-cli --cluster create` joins them into one cluster
+#   openssl   /usr/bin/openssl   a self-signed certificate for the https site a hosted CTA lands on
+#                                (tests/browser/test_hosted_cta_click.py)
 # Idempotent and quiet: does nothing when every program is there. Uses sudo only when not
 # root. No download of its own: the distribution's packages, from apt.
 set -eu
@@ -12,7 +14,8 @@ set -eu
 WANTED="chromium:/usr/bin/chromium
 faketime:/usr/bin/faketime
 redis-server:/usr/bin/redis-server
-redis-tools:/usr/bin/redis-cli"
+redis-tools:/usr/bin/redis-cli
+openssl:/usr/bin/openssl"
 
 missing=""
 for entry in $WANTED; do

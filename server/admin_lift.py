@@ -37,10 +37,14 @@ async def lift_page(request: Request) -> Response:
     """
     summary: The campaign's lift report, personal vs holdout, with a chart (admin).
     description: >
-      Per arm: accounts, accounts reached, visits, CTA clicks, conversions; reach, CTA click
-      rate and conversion rate with 95% Wilson intervals; the difference with its Newcombe
-      interval; warnings when samples are too small to conclude. HTML with a server-rendered
-      SVG chart, or `format=json` / `format=svg`. Bearer admin token (`adminBearer`).
+      Per arm: accounts assigned, accounts reached, visits, CTA clicks, conversions,
+      unsubscribes, spam complaints; reach, CTA click rate and conversion rate per account
+      assigned (intent to treat) with 95% Wilson intervals and the difference with its Newcombe
+      interval; the same rates among accounts that visited as a second view labelled
+      descriptive (`reached_only`); negative outcomes per arm (`negative_outcomes`); warnings
+      when samples are too small to conclude or the personal arm raises a negative outcome.
+      HTML with a server-rendered SVG chart, or `format=json` / `format=svg`. Bearer admin
+      token (`adminBearer`).
     """
     fmt = report_format(request, _FORMATS)
     report, problems = await build_report(request, "admin_lift", campaign_lift_report)

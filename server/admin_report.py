@@ -20,7 +20,7 @@ from server.admin_endpoint import campaign_not_found_doc
 from server.problems import HTTPProblem
 from server.renderer_state import RendererState
 from welcomemat.campaign_view import CampaignView
-from welcomemat.conversions import ConversionType
+from welcomemat.conversions import GOAL_TYPES, ConversionType, goal_types
 from welcomemat.ids import is_valid_id
 
 __all__ = [
@@ -82,15 +82,12 @@ def wants_html_report(request: Request) -> bool:
 
 
 def conversion_types(request: Request) -> frozenset[ConversionType] | None:
-    """The `?type=` conversion types to count (None: every type); 400 naming an unknown one."""
-    names = request.query_params.getlist("type")
-    if not names:
-        return None
-    known = {t.value for t in ConversionType}
-    unknown = sorted(set(names) - known)
-    if unknown:
-        raise HTTPProblem(400, f"unknown conversion type {unknown[0]!r}; use {', '.join(sorted(known))}")
-    return frozenset(ConversionType(n) for n in names)
+    """The `?type=` conversion types to count (None: every goal type); 400 naming an unknown one,
+    or a negative outcome (shown on its own, never counted as a conversion)."""
+    try:
+        return goal_types(request.query_params.getlist("type"))
+    except ValueError as exc:
+        raise HTTPProblem(400, f"type: {exc}") from None
 
 
 def report_format(request: Request, formats: tuple[str, ...]) -> str:
@@ -138,8 +135,8 @@ def report_operation_doc(formats: tuple[str, ...], ok: str) -> str:
       - name: type
         in: query
         required: false
-        schema: {{type: string, enum: [{", ".join(t.value for t in ConversionType)}]}}
-        description: count only these conversion types (repeatable)
+        schema: {{type: string, enum: [{", ".join(t.value for t in ConversionType if t in GOAL_TYPES)}]}}
+        description: count only these conversion types (repeatable; negative outcomes are shown on their own)
     responses:
       200:{ok}"""
         + REPORT_REFUSALS_DOC

@@ -1,7 +1,8 @@
 """`GET /admin/results/{campaign}`: the campaign's results page, and its CSV and JSON downloads.
 
 What a marketer reads: visits, reached accounts, CTA clicks and conversions per arm and copy
-variant, per day; the lift with its fixed and always-valid intervals; the rung mix and the
+variant, per day; the lift per account assigned with its fixed and always-valid intervals, the
+negative outcomes, and the visitors' rates as a labelled, descriptive second view; the rung mix and the
 fallback reasons of the zones the personal arm is served; the best and worst fact types. The
 numbers are `welcomemat.results` (the `lift` in it is exactly `welcomemat report lift --json`).
 
@@ -44,8 +45,10 @@ async def results_page(request: Request) -> Response:
     summary: The campaign's results over time, with the lift and its intervals (admin).
     description: >
       Visits, reached accounts, CTA clicks and conversions per arm and copy variant per day
-      (UTC, the event stream's 30 days), the lift personal vs holdout with fixed and
-      always-valid 95% intervals, variants against the reference, the rung mix and fallback
+      (UTC, the event stream's 30 days), the lift personal vs holdout per account assigned
+      (intent to treat) with fixed and always-valid 95% intervals, negative outcomes per arm,
+      the rates among accounts that visited under their own label (descriptive, biased by who
+      visits), variants against the reference, the rung mix and fallback
       reasons of the personal arm's zones, and fact types ranked by CTA click rate. HTML with
       server-drawn SVG charts (no script), or the same numbers as `format=json` (its `lift` is
       `welcomemat report lift --json`) or `format=csv` (section, group, day, measure, value).

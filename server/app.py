@@ -9,8 +9,9 @@ by `faults.fail_closed`: an unexpected error on a page route is the plain page, 
 The router's trailing-slash redirect is off: Starlette builds it from the request's `Host`
 and scheme (`http://<any allowed host>/c/q4-pipeline` for `/c/q4-pipeline/`), an open
 redirect under `WELCOMEMAT_ALLOWED_HOSTS=*` and an http downgrade behind a TLS proxy. A
-path that matches no route is 404; the one redirect the renderer makes (`/q/{token}`) is
-built from `WELCOMEMAT_PUBLIC_URL`.
+path that matches no route is 404; the renderer's own redirects are built from configuration
+and published data, never from the request: `/q/{token}` to `WELCOMEMAT_PUBLIC_URL`, a CTA's
+`/r/{token}` to the campaign's allowlisted CTA URL (`server.click_redirect`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from starlette.types import ASGIApp, ExceptionHandler, Lifespan
 from server.admin import admin_routes
 from server.admin_lift import LIFT_ROUTE, lift_page
 from server.admin_results import RESULTS_ROUTE, results_page
+from server.click_redirect import CLICK_ROUTE, ClickRedirect
 from server.collector import tune_collector
 from server.conversions_api import CONVERSIONS_ROUTE, post_conversion
 from server.health import healthz, metrics, readyz
@@ -109,6 +111,7 @@ def create_app(
         Route("/c/{campaign}/continue", continuation_page, methods=["GET", "HEAD"]),
         Route(THEME_ROUTE, theme_file, methods=["GET", "HEAD"]),
         Route("/q/{token}", qr_entry, methods=["GET"]),
+        Route(CLICK_ROUTE, ClickRedirect(renderer).redirect, methods=["GET"]),
         *snippet_routes(renderer, templates_dir),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),

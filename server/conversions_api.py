@@ -1,4 +1,5 @@
-"""`POST /v1/conversions`: the CRM reports an outcome (meeting booked, opportunity, ...) per account.
+"""`POST /v1/conversions`: the CRM reports an outcome (positive reply, meeting booked, ..., unsubscribe,
+spam complaint) per account.
 
 Authenticated with a CRM bearer token, checked by `admin_auth.require_credential` (the one
 constant-time bearer check): the operator's `WELCOMEMAT_CRM_TOKEN`, or a tenant's
@@ -60,11 +61,13 @@ def conversion_payload(result: RecordResult) -> dict[str, object]:
 
 async def post_conversion(request: Request) -> Response:
     """
-    summary: Record a CRM outcome (meeting booked, opportunity, closed won) for an account.
+    summary: Record a CRM outcome (a goal or a negative outcome) for an account.
     description: >
       Bearer CRM token (`crmBearer`; none configured: 404). Idempotent by `conversion_id`. The
       account's experiment arm (personal or holdout) is stored with the conversion for the
-      lift report.
+      lift report. Goals (`positive_reply`, `meeting_booked`, `opportunity`, `closed_won`) are
+      conversions; negative outcomes (`unsubscribe`, `spam_complaint`) are reported per arm on
+      their own.
     security: [{crmBearer: []}]
     requestBody:
       required: true

@@ -28,7 +28,7 @@ from starlette.schemas import SchemaGenerator
 from server.admin_payloads import ExplainPayload, ReviewDecisionBody, ReviewQueueEntry, RollbackBody
 from server.events_api import BeaconBody
 from welcomemat import __version__
-from welcomemat.conversions import ConversionIn
+from welcomemat.conversions import ConversionIn, ConversionType
 from welcomemat.ids import ID_PATTERN
 from welcomemat.lift import LiftReport
 from welcomemat.results import ResultsReport
@@ -149,7 +149,7 @@ SCHEMAS: dict[str, Any] = {
             "conversion_id": {"type": "string"},
             "campaign": {"type": "string"},
             "account_id": {"type": "string"},
-            "type": {"type": "string", "enum": ["meeting_booked", "opportunity", "closed_won"]},
+            "type": {"type": "string", "enum": [t.value for t in ConversionType]},
             "arm": {"type": "string", "enum": ["personal", "holdout"]},
         },
     },

@@ -2,9 +2,11 @@
 
 A request: the steps `/v1/zones` shares (`server.visit`: find the campaign ▸ identify the
 visitor ▸ arm ▸ zone set, or a returning visitor's remembered answer), their answer the
-rendered page (cache, else Jinja2) ▸ log a `view` event naming the page (queued; not for a HEAD
-or the mail preflight, `welcomemat.links.PREFLIGHT_USER_AGENT`) ▸ set the identification
-cookie if a link just identified the visitor.
+rendered page (cache, else Jinja2), its CTAs linked to the click redirect with a click token
+signed for this view (`server.click_redirect`; their own URL when no secret is configured) ▸
+log a `view` event naming the page (queued; not for a HEAD or the mail preflight,
+`welcomemat.links.PREFLIGHT_USER_AGENT`) ▸ set the identification cookie if a link just
+identified the visitor.
 
 Nothing here can turn a Redis fault into an error: a campaign that cannot be loaded is
 the plain page (200), a zone set that cannot be read is the fallback copy. An unknown
@@ -27,7 +29,7 @@ from server.prepared_response import PreparedResponse
 from server.problems import HTTPProblem, problem_response
 from server.query import query_values
 from server.random_ids import url_token
-from server.render import PLAIN_RUNG, RenderedPage
+from server.render import PLAIN_RUNG, ClickHref, RenderedPage
 from server.renderer_state import RendererState
 from server.scope_headers import header_value
 from server.security import csp_nonce
@@ -35,7 +37,8 @@ from server.visit import CampaignMiss
 from server.visitor import Visit
 from welcomemat.arms import Arm
 from welcomemat.campaign import CONTINUATION_PAGE_ID, LANDING_PAGE_ID
-from welcomemat.tokens import TokenKind
+from welcomemat.errors import InputError
+from welcomemat.tokens import TokenKind, TokenSigner
 
 __all__ = ["PageResponse", "continuation_page", "landing_page", "new_view_id"]
 
@@ -132,6 +135,33 @@ def _link_token(request: Request) -> str | None:
     return values[-1] if values else None
 
 
+def _click_links(
+    signer: TokenSigner, visit: Visit[RenderedPage], page: RenderedPage, view_id: str
+) -> ClickHref:
+    """The click redirect a CTA of this view links to: `/r/<click token>` (same origin, relative)."""
+    identity = visit.identity
+
+    def link(zone_id: str, cta_id: str) -> str | None:
+        try:
+            template = signer.click_template(
+                zone=zone_id,
+                cta=cta_id,
+                tenant=visit.view.tenant,
+                campaign=visit.view.campaign_id,
+                arm=visit.arm,
+                rung=page.best_rung,
+                account=identity.account,
+                contact=identity.contact,
+                zone_set_version=page.zone_set_version,
+                variant=page.variant,
+            )
+        except InputError:  # an id a token cannot carry (ids are checked at input): the CTA's own URL
+            return None
+        return f"/r/{template.sign(view_id)}"
+
+    return link
+
+
 def _respond(
     renderer: RendererState,
     request: Request,
@@ -151,7 +181,9 @@ def _respond(
     tenant, campaign_id = view.tenant, view.campaign_id
     arm_value, method_value = visit.arm.value, identity.method.value
     view_id = new_view_id()
-    response = PageResponse(page.finish(csp_nonce(request.scope), view_id))
+    signer = renderer.signer
+    click_href = _click_links(signer, visit, page, view_id) if page.clicks and signer is not None else None
+    response = PageResponse(page.finish(csp_nonce(request.scope), view_id, click_href))
 
     if (
         identity.method is IdentityMethod.LINK

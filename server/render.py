@@ -41,6 +41,7 @@ from datetime import datetime
 from pathlib import Path
 
 import jinja2
+import markupsafe
 
 from server.metrics import RendererMetrics
 from server.theme_output import ThemeOutputTooLarge, render_bounded
@@ -68,6 +69,8 @@ __all__ = [
     "PLAIN_RUNG",
     "TEMPLATES_DIR",
     "THEMED_PAGE_CHECK_EVERY",
+    "ClickHref",
+    "CtaSlot",
     "PageRenderer",
     "RenderedPage",
     "account_page_check",
@@ -100,6 +103,12 @@ def template_environment(directory: Path = TEMPLATES_DIR) -> jinja2.Environment:
     )
 
 
+# (placeholder href, zone id, CTA id, gated href) of one CTA link on a rendered page.
+CtaSlot = tuple[str, str, str, str]
+# (zone id, CTA id) -> the href a CTA gets on this request (None: its own href).
+ClickHref = Callable[[str, str], "str | None"]
+
+
 @dataclass(frozen=True, slots=True)
 class RenderedPage:
     """A rendered page with placeholders for the per-request values."""
@@ -113,13 +122,21 @@ class RenderedPage:
     view_slot: str
     # The copy variant of the zone set served as personal (for the view event), if any.
     variant: str | None = None
+    # The page's CTA links: (placeholder href, zone id, CTA id, the CTA's gated href), in page order.
+    clicks: tuple[CtaSlot, ...] = ()
 
-    def finish(self, nonce: str, view_id: str) -> str:
+    def finish(self, nonce: str, view_id: str, click_href: ClickHref | None = None) -> str:
+        """The page for one request. `click_href(zone id, CTA id)` is the link a CTA gets (the
+        click redirect, `server.click_redirect`); without one, or when it says None, the CTA
+        links to its own (gated) href."""
         html = self.html
         if self.nonce_slot in html:
             html = html.replace(self.nonce_slot, nonce)
         if self.view_slot in html:
             html = html.replace(self.view_slot, view_id)
+        for slot, zone_id, cta_id, href in self.clicks:
+            link = click_href(zone_id, cta_id) if click_href is not None else None
+            html = html.replace(slot, link if link is not None else str(markupsafe.escape(href)))
         return html
 
 
@@ -141,6 +158,10 @@ class PageRenderer:
         # Random per process: cannot be guessed, so no zone text can smuggle one in.
         self._nonce_slot = f"wmnonce{secrets.token_hex(12)}"
         self._view_slot = f"wmview{secrets.token_hex(12)}"
+        # CTA hrefs until a request fills them in: `/r/` so a theme's page check reads a
+        # same-origin path, then the slot, the link's index and a terminator (no slot is
+        # another's prefix).
+        self._click_slot = f"/r/wmclick{secrets.token_hex(12)}"
         self._plain: RenderedPage | None = None
         self._themed_renders = 0  # themed renders so far, for the 1-in-N serve-time check
 
@@ -245,6 +266,8 @@ class PageRenderer:
         spec = view.page(page_id)
         assets = {theme_url(view.campaign_id) + name for name in (view.theme.files if view.theme else ())}
         zone_ids = spec.zones if spec is not None else []
+        # The CTA placeholders the renderer itself writes (a request turns them into click links).
+        assets |= {self._click_href(i) for i in range(len(zone_ids))}
         check_rendered_page(
             html, page_id, zone_ids, STYLESHEET_PATH, where=where, allowlist=view.allowlist, assets=assets
         )
@@ -320,6 +343,10 @@ class PageRenderer:
         names = [spec.template] if spec is not None else []
         template = env.select_template([*names, f"{page_id}.html", "landing.html"])
         title_zone = next((z for z in zones if z.zone_id.endswith("headline")), zones[0] if zones else None)
+        clicks: list[CtaSlot] = []
+        for zone in zones:
+            if zone.href is not None and zone.cta_id is not None:
+                clicks.append((self._click_href(len(clicks)), zone.zone_id, zone.cta_id, zone.href))
         context = {
             "page_id": page_id,
             "campaign_id": view.campaign_id,
@@ -330,6 +357,8 @@ class PageRenderer:
             "theme_url": theme_url(view.campaign_id),
             "csp_nonce": self._nonce_slot,
             "view_id": self._view_slot,
+            # zone id -> the placeholder its CTA links to (`RenderedPage.finish` fills it in)
+            "click_slots": {zone_id: slot for slot, zone_id, _, _ in clicks},
         }
         # A theme's page stops at the size limit as it is built (ThemeOutputTooLarge).
         html = template.render(**context) if env is self._env else render_bounded(template, context)
@@ -338,7 +367,12 @@ class PageRenderer:
         html = html.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         rungs = tuple(z.rung for z in zones)
         counts = tuple((rung.value, rungs.count(rung)) for rung in RUNG_ORDER if rung in rungs)
-        return RenderedPage(html, best_rung(zones), counts, version, self._nonce_slot, self._view_slot)
+        return RenderedPage(
+            html, best_rung(zones), counts, version, self._nonce_slot, self._view_slot, clicks=tuple(clicks)
+        )
+
+    def _click_href(self, index: int) -> str:
+        return f"{self._click_slot}x{index}z"
 
     # -- pages without a campaign ---------------------------------------------------------------
 

@@ -4,17 +4,20 @@ The same steps as a page, written once in `server.visit`: find the campaign ▸ 
 visitor (signed `wm` link token ▸ signed cookie, if one arrives ▸ IP range ▸ anonymous) ▸
 arm ▸ zone set (cache, else one guarded Redis read), or a returning visitor's remembered
 answer (`server.known_visitors`); their answer here is `zone_resolution` (the pages' ladder)
-▸ `zones_payload` (the one serializer), cached per (campaign config, arm, segment or
-zone-set version) like rendered pages; then a fresh view id and a signed view token the
-beacons send back.
+▸ `zones_payload` (the one serializer, which leaves default-rung zones out unless the
+campaign sets `snippet.replace_default`: the site keeps its own copy there), cached per
+(campaign config, arm, segment or zone-set version) like rendered pages; then a fresh view
+id and a signed view token the beacons send back.
 
 No view event is logged here: the snippet sends its `view` beacon once it has shown the
-zones, so a view is counted once, and only when the page really showed them.
+zones (written, or kept as the site wrote them), so a view is counted once, and only when the
+page really showed them.
 
 Faults: an unknown or malformed campaign is 404 / 400 (JSON). Redis down: the zone set
-cannot be read, so the segment or default copy is served (200); a campaign whose config
-was never loaded is answered with no zones (200), and the snippet leaves the page's own
-copy. Anything unforeseen is logged, counted and answered the same way: never a 5xx.
+cannot be read, so the fallback is served (200): its default rung means no zones (the site
+keeps its copy) unless `snippet.replace_default`; a campaign whose config was never loaded
+is answered with no zones (200), and the snippet leaves the page's own copy. Anything
+unforeseen is logged, counted and answered the same way: never a 5xx.
 """
 
 from __future__ import annotations
@@ -112,12 +115,14 @@ class ZonesApi:
         description: >
           Identifies the visitor like the landing page (signed `wm` link token, signed
           cookie if sent, IP range of a known account, else anonymous) and answers each
-          zone's plain text, its rung (personal, segment, default) and, for a link zone, its
-          allowlisted https href; `links` lists the allowlisted hosts; `view` is a signed view
-          token the `/v1/events` beacons send back (null when no secret is configured or the
-          campaign could not be loaded). CORS: `Access-Control-Allow-Origin` only for the
-          campaign's `snippet_origins`, never credentials, `Vary: Origin` always. When Redis
-          is unavailable the answer is the segment or default copy (or no zones), still 200.
+          zone's plain text, its rung (personal, segment; default only when the campaign
+          sets `snippet.replace_default`, else a default-rung zone is left out and the site
+          keeps its own copy) and, for a link zone, its allowlisted https href; `links`
+          lists the allowlisted hosts; `view` is a signed view token the `/v1/events`
+          beacons send back (null when no secret is configured or the campaign could not be
+          loaded). CORS: `Access-Control-Allow-Origin` only for the campaign's
+          `snippet_origins`, never credentials, `Vary: Origin` always. When Redis is
+          unavailable the answer is the fallback (often no zones), still 200.
         parameters:
           - {name: campaign, in: query, required: true, schema: {$ref: "#/components/schemas/Id"}}
           - {name: wm, in: query, required: false, schema: {type: string}, description: signed link token}
@@ -176,7 +181,13 @@ class ZonesApi:
         payload = self._cache.get(cache_key)
         if payload is None:
             zones = resolve_zones(view, view.campaign.page_zone_ids(), variant, Surface.WEB)
-            payload = zones_payload(campaign_id, arm, zones, view.allowlist.hosts)
+            payload = zones_payload(
+                campaign_id,
+                arm,
+                zones,
+                view.allowlist.hosts,
+                replace_default=view.campaign.snippet.replace_default,
+            )
             self._cache[cache_key] = payload
             while len(self._cache) > self._max:
                 self._cache.popitem(last=False)

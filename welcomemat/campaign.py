@@ -52,6 +52,7 @@ from welcomemat.campaign_sections import (
     SegmentCopy,
     SellerAlerts,
     SignalWindowDays,
+    SnippetOptions,
     ZoneCopy,
 )
 from welcomemat.declared_fact_types import FactTypeDeclaration, FactTypeName, fact_type_registry
@@ -129,6 +130,12 @@ class Campaign(BaseModel):
         description="Origins of the sites that embed the snippet (CORS): `https://host[:port]`, no path; "
         "`http://` only for 127.0.0.1, localhost or [::1].",
         examples=[["https://www.acmerevenue.example"]],
+    )
+    snippet: SnippetOptions = Field(
+        default=SnippetOptions(),
+        description="What the snippet may do to the site's own copy: see `SnippetOptions`. Unset, it "
+        "leaves the site's words for anonymous visitors and wherever the rung would be the default.",
+        examples=[{"replace_default": True}],
     )
     holdout_fraction: float = Field(
         ge=0.0,
@@ -241,7 +248,8 @@ class Campaign(BaseModel):
     seller_alerts: SellerAlerts | None = Field(
         default=None,
         description="Alerts to the seller when a tier-1 account engages (see `SellerAlerts`); the channel "
-        "is the deployment's (`WELCOMEMAT_ALERT_WEBHOOK_URL`, the CRM webhook). Unset: no alerts.",
+        "is the deployment's (`WELCOMEMAT_ALERT_WEBHOOK_URL`, the CRM webhook), or the account owner's "
+        "chat webhook when `owners` maps its `crm_owner`. Unset: no alerts.",
         examples=[{"next_step": "Call within 24 hours and offer the ramp review.", "tiers": [1]}],
     )
     qa: QaThresholds = Field(

@@ -1,5 +1,5 @@
 """The sections of `campaign.yaml` other than the campaign itself: CTAs, copy, proof points,
-pages, the review policy, seller alerts and the QA thresholds.
+pages, the review policy, seller alerts, the snippet's options and the QA thresholds.
 
 Each is a strict, frozen model that checks what it can alone (types, lengths, ranges); what
 needs more than one section (a CTA's link against the allowlist, copy against the pages and
@@ -17,14 +17,18 @@ from pydantic import (
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
+    StrictBool,
+    field_validator,
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from welcomemat.ids import OpaqueId
+from welcomemat.urlgate import webhook_href
 
 __all__ = [
+    "MAX_ALERT_OWNERS",
     "MAX_SIGNAL_WINDOW_DAYS",
     "STRICT",
     "ApprovalPolicy",
@@ -37,10 +41,13 @@ __all__ = [
     "SegmentCopy",
     "SellerAlerts",
     "SignalWindowDays",
+    "SnippetOptions",
     "ZoneCopy",
 ]
 
 MAX_SIGNAL_WINDOW_DAYS = 730  # two years: older than that is history, not a signal
+# Sellers a campaign may route alerts to: a sales team, not a directory.
+MAX_ALERT_OWNERS = 500
 
 
 def _window_in_range(days: int) -> int:
@@ -187,6 +194,22 @@ class ApprovalPolicy(BaseModel):
     )
 
 
+def _owner_url(raw: str) -> str:
+    # The chat-webhook rule (`urlgate.webhook_href`), as `WELCOMEMAT_ALERT_WEBHOOK_URL`. The
+    # message never quotes the value: an incoming webhook's path is its secret.
+    href = webhook_href(raw)
+    if href is None:
+        raise ValueError(
+            "must be an https URL with a host name (http only to 127.0.0.1, localhost or [::1]), "
+            "without a user name or password"
+        )
+    return href
+
+
+_OwnerName = Annotated[str, Field(min_length=1, max_length=254)]
+_OwnerUrl = Annotated[str, AfterValidator(_owner_url)]
+
+
 class SellerAlerts(BaseModel):
     """Tell the account's seller when an account of a named tier engages (`welcomemat sync`)."""
 
@@ -209,6 +232,49 @@ class SellerAlerts(BaseModel):
         description="Account tiers whose visits, QR scans and CTA clicks alert the seller, once per account "
         "and day (UTC).",
         examples=[[1]],
+    )
+    owners: dict[_OwnerName, _OwnerUrl] = Field(
+        default_factory=dict,
+        max_length=MAX_ALERT_OWNERS,
+        description="The account's owner (its `crm_owner`, matched without regard to case) -> the chat "
+        "webhook that owner's alerts are posted to instead of the campaign's channel "
+        "(`WELCOMEMAT_ALERT_WEBHOOK_URL`): https with a host name (http only to a loopback host), no "
+        "user name or password, as that variable. An account without an owner here goes to the "
+        "campaign's channel. The URL is a credential: it is never printed, only its host. Changes no "
+        "published zone set.",
+        examples=[{"sam@acmerevenue.example": "https://chat.acmerevenue.example/hooks/sam-deals"}],
+    )
+
+    @field_validator("owners")
+    @classmethod
+    def _owners_distinct(cls, owners: dict[str, str]) -> dict[str, str]:
+        """Each owner is named once: two spellings that differ only in case are one owner twice."""
+        folded = [owner.strip().casefold() for owner in owners]
+        repeated = sorted({o for o in folded if folded.count(o) > 1})
+        if repeated:
+            raise ValueError(f"names the owner {repeated[0]!r} twice (owners match without regard to case)")
+        return owners
+
+    def owner_destination(self, owner: str | None) -> str | None:
+        """The chat webhook of the account's owner, or None: the campaign's channel."""
+        if not owner:
+            return None
+        wanted = owner.strip().casefold()
+        return next((url for name, url in self.owners.items() if name.strip().casefold() == wanted), None)
+
+
+class SnippetOptions(BaseModel):
+    """What the snippet may do to the customer's own page (README: The snippet)."""
+
+    model_config = STRICT
+    # Strict: YAML's `"yes"` or `1` is a mistake to report, not a switch to guess at.
+    replace_default: StrictBool = Field(
+        default=False,
+        description="Whether the snippet overwrites the site's own copy with the campaign's `default_copy`. "
+        "`false` (the default): for an anonymous visitor, and in any zone whose rung would be the default, "
+        "the page keeps its own words; only segment and personal copy replace them. `true`: the default "
+        "copy replaces the site's, as on the renderer's own pages. Changes no published zone set.",
+        examples=[True],
     )
 
 

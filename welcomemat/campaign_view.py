@@ -41,6 +41,9 @@ class ResolvedZone:
     text: str
     href: str | None
     rung: Rung
+    # The campaign CTA a link zone's href is (None without one): a hosted page's CTA links
+    # through the click redirect, which names the zone and this id (`server.click_redirect`).
+    cta_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,10 +82,11 @@ def _resolve_copy(
 ) -> ResolvedZone:
     allowed = contract.markup if contract is not None else frozenset()
     cleaned = clean_inline(copy.text, allowed) if allowed and "<" in copy.text else None
-    href = None
+    href = cta_id = None
     if contract is not None and contract.link and copy.cta is not None:
         cta = campaign.cta(copy.cta)
         href = safe_href(cta.href if cta is not None else None, campaign.allowlist())
+        cta_id = copy.cta if href is not None else None
     text = markup_to_text(cleaned) if cleaned is not None else copy.text
     return ResolvedZone(
         zone_id=zone_id,
@@ -90,6 +94,7 @@ def _resolve_copy(
         text=text,
         href=href,
         rung=rung,
+        cta_id=cta_id,
     )
 
 

@@ -34,7 +34,7 @@ from typing import Any
 import redis
 
 from welcomemat import keys
-from welcomemat.conversions import iter_conversions
+from welcomemat.conversions import NEGATIVE_OUTCOMES, iter_conversions
 from welcomemat.errors import StoredValueError
 from welcomemat.records import AccountRecord, WorkflowMark
 from welcomemat.redis_client import run_script
@@ -232,8 +232,8 @@ def contact_workflows(
         precomputed = WorkflowMark(first_ms=at, at_ms=at, detail=detail)
     converted: WorkflowMark | None = None
     for conversion in iter_conversions(client, record.tenant, campaign, problems=problems):
-        if conversion.account_id != record.account_id:
-            continue
+        if conversion.account_id != record.account_id or conversion.type in NEGATIVE_OUTCOMES:
+            continue  # an unsubscribe or a spam complaint is an outcome, never a conversion
         at = int(conversion.occurred_at.timestamp() * 1000)
         first = min(at, converted.first_ms) if converted else at
         if converted is None or at >= converted.at_ms:

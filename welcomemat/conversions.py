@@ -1,4 +1,8 @@
-"""Conversions: outcomes the CRM reports per account (meeting booked, opportunity, ...).
+"""Conversions: outcomes the CRM reports per account (positive reply, meeting booked, ...).
+
+Goals (`GOAL_TYPES`: positive reply, meeting booked, opportunity, closed won) are what the
+lift report counts as conversions; negative outcomes (`NEGATIVE_OUTCOMES`: unsubscribe, spam
+complaint) come in the same way, are stored the same way, and are reported on their own.
 
 A conversion is stored once per `conversion_id` (the CRM's own id for the meeting or the
 opportunity) in the campaign's hash `keys.conversions_key`, together with the arm
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +41,8 @@ from welcomemat.validation_errors import dotted, first_problem
 
 __all__ = [
     "CONVERSION_BODY_MAX_BYTES",
+    "GOAL_TYPES",
+    "NEGATIVE_OUTCOMES",
     "ConversionConflict",
     "ConversionIn",
     "ConversionType",
@@ -44,6 +50,7 @@ __all__ = [
     "RecordResult",
     "StoredConversion",
     "conversion_counts",
+    "goal_types",
     "import_conversions",
     "iter_conversions",
     "parse_conversion",
@@ -65,11 +72,44 @@ return {0, redis.call('HGET', KEYS[1], ARGV[1])}
 
 
 class ConversionType(enum.StrEnum):
-    """What happened, in the order a deal usually goes."""
+    """What happened: the goals in the order a deal usually goes, then the negative outcomes."""
 
+    POSITIVE_REPLY = "positive_reply"
     MEETING_BOOKED = "meeting_booked"
     OPPORTUNITY = "opportunity"
     CLOSED_WON = "closed_won"
+    UNSUBSCRIBE = "unsubscribe"
+    SPAM_COMPLAINT = "spam_complaint"
+
+
+# Outcomes nobody wants: never a conversion; the lift report shows them per arm and warns when
+# the personal arm raises them (`welcomemat.lift_negatives`).
+NEGATIVE_OUTCOMES: frozenset[ConversionType] = frozenset(
+    {ConversionType.UNSUBSCRIBE, ConversionType.SPAM_COMPLAINT}
+)
+# What the lift report counts as a conversion unless `--type` / `?type=` picks some.
+GOAL_TYPES: frozenset[ConversionType] = frozenset(set(ConversionType) - NEGATIVE_OUTCOMES)
+
+
+def goal_types(names: Iterable[str]) -> frozenset[ConversionType] | None:
+    """The conversion types a report's `--type` / `?type=` names (None: none named, every goal).
+
+    `ValueError` naming the first unknown type, or a negative outcome (shown on its own, never
+    counted as a conversion), and the types it could have been.
+    """
+    chosen = list(names)
+    if not chosen:
+        return None
+    goals = ", ".join(t.value for t in ConversionType if t in GOAL_TYPES)
+    for name in chosen:
+        if name in {t.value for t in NEGATIVE_OUTCOMES}:
+            raise ValueError(
+                f"{name!r} is a negative outcome, not a conversion: the report shows it per arm on its "
+                f"own; choose among {goals}"
+            )
+        if name not in {t.value for t in GOAL_TYPES}:
+            raise ValueError(f"unknown conversion type {name!r}; use {goals}")
+    return frozenset(ConversionType(n) for n in chosen)
 
 
 # The CRM's own id: printable, no spaces, at most 128 characters (a hash field, never a key).

@@ -4,25 +4,35 @@ The population of a campaign is every account with a published zone set; its arm
 one `welcomemat.arms.assign_arm` gives it (personal or holdout, a stable hash), the same
 arm the renderer, the sequencer export and the conversions API use. Per arm the report
 counts accounts in the population, accounts reached (at least one page view or QR scan), visits
-(page views), CTA clicks (clicks on the campaign's link zones) and conversions (what the
-CRM posted, `welcomemat.conversions`). Three proportions are compared, each per account so
-that one enthusiastic visitor cannot weigh like ten accounts:
+(page views), CTA clicks (clicks on the campaign's link zones), conversions (the goals the
+CRM posted, `welcomemat.conversions`) and negative outcomes (unsubscribes, spam complaints).
 
-- reach: accounts reached / accounts in the population (the email's and the page's pull);
-- CTA click rate: reached accounts with at least one CTA click / accounts reached;
-- conversion rate: reached accounts with at least one conversion / accounts reached.
+Every default rate is per account *assigned* to the arm (intent to treat): the question it
+answers is "did assigning accounts to personal pages raise this?". The assignment is random,
+so the two arms are alike in everything but the treatment and the difference is causal.
+Counting only accounts that visited would not be: the personal arm itself changes who visits
+(a personal e-mail pulls in curious, less ready accounts, or only the keenest), so "converted
+among visitors" compares different kinds of accounts. The three default proportions, each
+per account so that one enthusiastic visitor cannot weigh like ten accounts:
 
-Intervals are 95% two-sided. A single proportion gets the Wilson score interval (good
-coverage for small counts and rates near 0 or 1, where the textbook normal interval
-fails). The difference personal − holdout gets Newcombe's hybrid score interval (method
-10 of Newcombe 1998, "Interval estimation for the difference between independent
-proportions", Statistics in Medicine 17:873-890), which is built from the two Wilson
-intervals and needs no iteration.
+- reach: accounts reached / accounts assigned (the e-mail's and the page's pull);
+- CTA click rate: accounts with at least one CTA click / accounts assigned;
+- conversion rate: accounts with at least one conversion / accounts assigned (an account
+  that converted without ever visiting counts: the assignment may have worked through the
+  e-mail alone).
+
+The reached-only rates stay as a second view (`LiftReport.reached_only`, `REACHED_ONLY_LABEL`):
+CTA clicks and conversions among accounts that visited. It describes the visitors; it is
+biased by who visits and never decides a verdict or a warning. Negative outcomes per arm,
+and the warning when the personal arm raises them, are `welcomemat.lift_negatives`.
+
+Intervals (`welcomemat.lift_intervals`): a rate gets the Wilson score interval, the
+difference personal − holdout Newcombe's hybrid score interval, both 95% two-sided.
 
 Too small to conclude (a plain warning, and the metric is never called a win): fewer than
-`MIN_REACHED_PER_ARM` reached accounts in an arm (for reach: fewer than that many
-accounts in the population), or fewer than `MIN_EVENTS_PER_ARM` accounts with the event
-in either arm. Below that an interval that happens to exclude zero is mostly noise.
+`MIN_ACCOUNTS_PER_ARM` accounts assigned to an arm, or fewer than `MIN_EVENTS_PER_ARM`
+accounts with the event in either arm. Below that an interval that happens to exclude zero is
+mostly noise. (The reached-only view says the same with `MIN_REACHED_PER_ARM` visitors.)
 
 Beside the fixed-sample interval each difference carries an always-valid (sequential) 95%
 interval and the minimum detectable effect for the current sample, and the report checks the
@@ -36,16 +46,27 @@ reading a published campaign's outcomes from Redis is `welcomemat.lift_outcomes`
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from statistics import NormalDist
 from typing import NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict
 
 from welcomemat.arms import Arm
+from welcomemat.conversions import ConversionType
+from welcomemat.lift_intervals import (
+    CONFIDENCE,
+    DIFFERENCE_METHOD,
+    INTERVAL_METHOD,
+    Interval,
+    RateEstimate,
+    newcombe_difference,
+    rate_estimate,
+    signed_points,
+    wilson_interval,
+)
+from welcomemat.lift_negatives import NegativeOutcome, compare_negative, negative_warning
 from welcomemat.lift_stats import (
     SEQUENTIAL_TUNING_N,
     minimum_detectable_effect,
@@ -54,12 +75,17 @@ from welcomemat.lift_stats import (
 )
 
 __all__ = [
+    "ASSIGNED_QUESTION",
     "COMPARED_ARMS",
     "CONFIDENCE",
     "DIFFERENCE_METHOD",
     "INTERVAL_METHOD",
+    "MIN_ACCOUNTS_PER_ARM",
     "MIN_EVENTS_PER_ARM",
     "MIN_REACHED_PER_ARM",
+    "REACHED_ONLY_LABEL",
+    "REACHED_ONLY_METRICS",
+    "REACHED_ONLY_QUESTION",
     "SEQUENTIAL_METHOD",
     "AccountOutcome",
     "ArmTotals",
@@ -68,7 +94,9 @@ __all__ = [
     "LiftReportHeader",
     "Metric",
     "MetricComparison",
+    "RateBase",
     "RateEstimate",
+    "ReachedOnlyView",
     "SampleRatio",
     "build_lift_report",
     "metric_counts",
@@ -76,90 +104,23 @@ __all__ = [
     "newcombe_difference",
     "peeking_warning",
     "rate_estimate",
+    "reached_only_warning",
     "sample_ratio",
     "signed_points",
     "wilson_interval",
 ]
 
-CONFIDENCE = 0.95
-INTERVAL_METHOD = "Wilson score interval"
-DIFFERENCE_METHOD = "Newcombe hybrid score interval (Newcombe 1998, method 10)"
 SEQUENTIAL_METHOD = (
     "always-valid asymptotic confidence sequence, Robbins normal mixture (Waudby-Smith et al. 2024), "
     f"tuned for {SEQUENTIAL_TUNING_N} accounts"
 )
-# Fewer reached accounts than this in an arm: the report says it cannot conclude.
+# Fewer accounts assigned to an arm than this: the report says it cannot conclude.
+MIN_ACCOUNTS_PER_ARM = 30
+# The same floor for the reached-only view's visitors (descriptive; it warns of nothing).
 MIN_REACHED_PER_ARM = 30
 # Fewer accounts with the event (click, conversion, visit) than this in an arm: same.
 MIN_EVENTS_PER_ARM = 5
 COMPARED_ARMS = (Arm.PERSONAL, Arm.HOLDOUT)
-
-
-@dataclass(frozen=True, slots=True)
-class Interval:
-    """A closed interval [low, high]."""
-
-    low: float
-    high: float
-
-    def contains(self, value: float) -> bool:
-        return self.low <= value <= self.high
-
-
-def _z(confidence: float) -> float:
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence {confidence} must be strictly between 0 and 1")
-    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
-
-
-def _check_counts(successes: int, trials: int) -> None:
-    if trials < 0 or successes < 0 or successes > trials:
-        raise ValueError(f"{successes} successes in {trials} trials is not a proportion")
-
-
-def wilson_interval(successes: int, trials: int, confidence: float = CONFIDENCE) -> Interval:
-    """Wilson score interval for `successes / trials`: the p whose score test does not reject.
-
-    With z the normal quantile, n trials and p̂ = successes / n:
-    centre = (p̂ + z²/2n) / (1 + z²/n), half-width = z / (1 + z²/n) · √(p̂(1−p̂)/n + z²/4n²).
-    No trials: [0, 1] (nothing is known).
-    """
-    _check_counts(successes, trials)
-    if trials == 0:
-        return Interval(0.0, 1.0)
-    z = _z(confidence)
-    n = float(trials)
-    p = successes / n
-    z2 = z * z
-    denominator = 1.0 + z2 / n
-    centre = (p + z2 / (2.0 * n)) / denominator
-    half = z / denominator * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n))
-    # The exact bounds at 0 and n are 0 and 1; rounding must not leave them a hair off.
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    high = 1.0 if successes == trials else min(1.0, centre + half)
-    return Interval(low, high)
-
-
-def newcombe_difference(
-    successes_a: int, trials_a: int, successes_b: int, trials_b: int, confidence: float = CONFIDENCE
-) -> Interval:
-    """Newcombe's hybrid score interval for p_a − p_b (method 10 of Newcombe 1998).
-
-    With Wilson intervals [l_a, u_a] and [l_b, u_b] and d = p̂_a − p̂_b:
-    low = d − √((p̂_a − l_a)² + (u_b − p̂_b)²), high = d + √((u_a − p̂_a)² + (p̂_b − l_b)²).
-    Either arm without trials: [−1, 1].
-    """
-    _check_counts(successes_a, trials_a)
-    _check_counts(successes_b, trials_b)
-    if trials_a == 0 or trials_b == 0:
-        return Interval(-1.0, 1.0)
-    pa, pb = successes_a / trials_a, successes_b / trials_b
-    a = wilson_interval(successes_a, trials_a, confidence)
-    b = wilson_interval(successes_b, trials_b, confidence)
-    d = pa - pb
-    low = d - math.sqrt((pa - a.low) ** 2 + (b.high - pb) ** 2)
-    high = d + math.sqrt((a.high - pa) ** 2 + (pb - b.low) ** 2)
-    return Interval(max(-1.0, low), min(1.0, high))
 
 
 # -- the report -----------------------------------------------------------------------------------
@@ -171,11 +132,41 @@ class Metric(enum.StrEnum):
     CONVERSION_RATE = "conversion_rate"
 
 
+class RateBase(enum.StrEnum):
+    """Whom a rate divides by."""
+
+    # Every account assigned to the arm, visited or not (intent to treat): the default.
+    ASSIGNED = "assigned"
+    # Only accounts that visited: descriptive, biased by who visits.
+    REACHED = "reached"
+
+
 _METRIC_LABELS = {
-    Metric.REACH: "Reach (accounts with a visit / accounts)",
-    Metric.CTA_CLICK_RATE: "CTA click rate (reached accounts that clicked a CTA)",
-    Metric.CONVERSION_RATE: "Conversion rate (reached accounts that converted)",
+    (Metric.REACH, RateBase.ASSIGNED): "Reach (accounts with a visit / accounts assigned)",
+    (Metric.CTA_CLICK_RATE, RateBase.ASSIGNED): (
+        "CTA click rate (accounts that clicked a CTA / accounts assigned)"
+    ),
+    (Metric.CONVERSION_RATE, RateBase.ASSIGNED): (
+        "Conversion rate (accounts that converted / accounts assigned)"
+    ),
+    (Metric.CTA_CLICK_RATE, RateBase.REACHED): (
+        "CTA click rate among accounts that visited (clicked / visited)"
+    ),
+    (Metric.CONVERSION_RATE, RateBase.REACHED): (
+        "Conversion rate among accounts that visited (converted / visited)"
+    ),
 }
+# What each view answers, said wherever the report is shown (text, JSON, the admin pages).
+ASSIGNED_QUESTION = (
+    "Per account assigned to the arm (intent to treat): did assigning accounts to personal pages raise it?"
+)
+REACHED_ONLY_LABEL = "Among accounts that visited: descriptive, biased by who visits"
+REACHED_ONLY_QUESTION = (
+    "How did the accounts that visited behave? The personal arm itself changes who visits, so "
+    "this compares different kinds of accounts: never read it as the effect of personal pages."
+)
+# The metrics the reached-only view shows (reach has no reached-only version).
+REACHED_ONLY_METRICS = (Metric.CTA_CLICK_RATE, Metric.CONVERSION_RATE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +181,9 @@ class AccountOutcome:
     qr_scans: int = 0
     cta_clicks: int = 0
     conversions: int = 0
+    # Negative outcomes the CRM or sequencer reported (`welcomemat.conversions.NEGATIVE_OUTCOMES`).
+    unsubscribes: int = 0
+    spam_complaints: int = 0
     # The guideline version that wrote the account's published zone set (`--by guideline_version`).
     guideline_version: str | None = None
     # The copy variant its zone set was written with (personal arm in an experiment only), its
@@ -205,7 +199,11 @@ class _Model(BaseModel):
 
 
 class ArmTotals(_Model):
-    """What one arm did. Counts of accounts, and of events (visits, clicks, conversions)."""
+    """What one arm did. Counts of accounts, and of events (visits, clicks, conversions).
+
+    `accounts_clicked` and `accounts_converted` count every assigned account (the default
+    rates' numerators); `reached_clicked` and `reached_converted` only those that visited.
+    """
 
     arm: Arm
     accounts: int
@@ -215,22 +213,20 @@ class ArmTotals(_Model):
     accounts_clicked: int
     conversions: int
     accounts_converted: int
-
-
-class RateEstimate(_Model):
-    """successes / trials with its interval; `rate` is None without trials."""
-
-    successes: int
-    trials: int
-    rate: float | None
-    low: float
-    high: float
+    reached_clicked: int
+    reached_converted: int
+    unsubscribes: int
+    accounts_unsubscribed: int
+    spam_complaints: int
+    accounts_complained: int
 
 
 class MetricComparison(_Model):
     """One metric, personal against holdout: both rates, the difference, and what it means."""
 
     metric: Metric
+    # Whom the rates divide by: accounts assigned (default) or accounts that visited.
+    base: RateBase
     label: str
     personal: RateEstimate
     holdout: RateEstimate
@@ -256,8 +252,24 @@ class SampleRatio(_Model):
     mismatch: bool
 
 
+class ReachedOnlyView(_Model):
+    """The rates among accounts that visited: descriptive, biased by who visits."""
+
+    label: str
+    question: str
+    metrics: tuple[MetricComparison, ...]
+
+    def metric(self, metric: Metric) -> MetricComparison:
+        return next(m for m in self.metrics if m.metric is metric)
+
+
 class LiftReport(_Model):
-    """The lift report of one campaign (what `welcomemat report lift --json` prints)."""
+    """The lift report of one campaign (what `welcomemat report lift --json` prints).
+
+    `metrics` divide by the accounts assigned to each arm (intent to treat, `question`);
+    `reached_only` is the labelled second view; `negative_outcomes` unsubscribes and spam
+    complaints per assigned account.
+    """
 
     tenant: str
     campaign: str
@@ -269,7 +281,10 @@ class LiftReport(_Model):
     sequential_method: str
     conversion_types: tuple[str, ...]
     arms: tuple[ArmTotals, ...]
+    question: str
     metrics: tuple[MetricComparison, ...]
+    reached_only: ReachedOnlyView
+    negative_outcomes: tuple[NegativeOutcome, ...]
     sample_ratio: SampleRatio
     warnings: tuple[str, ...]
 
@@ -280,29 +295,26 @@ class LiftReport(_Model):
         return next(m for m in self.metrics if m.metric is metric)
 
 
-def metric_counts(arm: ArmTotals, metric: Metric) -> tuple[int, int]:
-    """(successes, trials) of a metric in one arm: per account, over accounts or reached accounts."""
+def metric_counts(arm: ArmTotals, metric: Metric, base: RateBase = RateBase.ASSIGNED) -> tuple[int, int]:
+    """(successes, trials) of a metric in one arm, per account: over the accounts assigned to
+    the arm (default, intent to treat) or over the accounts that visited (`RateBase.REACHED`)."""
     if metric is Metric.REACH:
         return arm.reached, arm.accounts
+    if base is RateBase.REACHED:
+        if metric is Metric.CTA_CLICK_RATE:
+            return arm.reached_clicked, arm.reached
+        return arm.reached_converted, arm.reached
     if metric is Metric.CTA_CLICK_RATE:
-        return arm.accounts_clicked, arm.reached
-    return arm.accounts_converted, arm.reached
-
-
-def rate_estimate(successes: int, trials: int, confidence: float = CONFIDENCE) -> RateEstimate:
-    """successes / trials with its Wilson interval."""
-    interval = wilson_interval(successes, trials, confidence)
-    rate = successes / trials if trials else None
-    return RateEstimate(successes=successes, trials=trials, rate=rate, low=interval.low, high=interval.high)
-
-
-def signed_points(value: float) -> str:
-    """A difference of proportions in percentage points, signed (`+2.0 points`)."""
-    return f"{value * 100:+.1f} points"
+        return arm.accounts_clicked, arm.accounts
+    return arm.accounts_converted, arm.accounts
 
 
 def _compare(
-    metric: Metric, personal: tuple[int, int], holdout: tuple[int, int], min_trials: int, confidence: float
+    metric: Metric,
+    personal: tuple[int, int],
+    holdout: tuple[int, int],
+    confidence: float,
+    base: RateBase = RateBase.ASSIGNED,
 ) -> tuple[MetricComparison, list[str]]:
     (xp, np_), (xh, nh) = personal, holdout
     a, b = rate_estimate(xp, np_, confidence), rate_estimate(xh, nh, confidence)
@@ -311,8 +323,11 @@ def _compare(
     pooled = (xp + xh) / (np_ + nh) if np_ + nh else 0.0
     mde = minimum_detectable_effect(pooled, np_, nh, 1.0 - confidence)
     difference = a.rate - b.rate if a.rate is not None and b.rate is not None else None
-    name = _METRIC_LABELS[metric].split(" (")[0]
-    trial_noun = "" if metric is Metric.REACH else "reached "
+    label = _METRIC_LABELS[(metric, base)]
+    name = label.split(" (")[0]
+    reached = base is RateBase.REACHED
+    min_trials = MIN_REACHED_PER_ARM if reached else MIN_ACCOUNTS_PER_ARM
+    trial_noun = "reached " if reached else ""
     problems: list[str] = []
     for arm, trials, successes in ((Arm.PERSONAL, np_, xp), (Arm.HOLDOUT, nh, xh)):
         if trials < min_trials:
@@ -348,9 +363,17 @@ def _compare(
         )
     if enough and (interval.low > 0 or interval.high < 0) and seq_low <= 0 <= seq_high:
         problems.append(peeking_warning(name, seq_low, seq_high, pct))
+    if reached and difference is not None and enough and not (interval.low <= 0 <= interval.high):
+        # Among visitors a difference is a description, not an effect: never "higher" or "lower".
+        conclusion = (
+            f"{name}: {signed_points(difference)} among visitors ({pct} interval "
+            f"{signed_points(interval.low)} to {signed_points(interval.high)}); descriptive, biased by "
+            "who visits: not the effect of personal pages."
+        )
     comparison = MetricComparison(
         metric=metric,
-        label=_METRIC_LABELS[metric],
+        base=base,
+        label=label,
         personal=a,
         holdout=b,
         difference=difference,
@@ -401,18 +424,26 @@ def mismatch_warning(what: str, ratio: SampleRatio) -> str:
 
 def _totals(arm: Arm, outcomes: Iterable[AccountOutcome]) -> ArmTotals:
     accounts = reached = visits = clicks = clicked = conversions = converted = 0
+    reached_clicked = reached_converted = unsubscribes = unsubscribed = complaints = complained = 0
     for o in outcomes:
         if o.arm is not arm:
             continue
         accounts += 1
+        # Every assigned account counts, visited or not (intent to treat).
+        visits += o.views
+        clicks += o.cta_clicks
         conversions += o.conversions
+        clicked += o.cta_clicks > 0
+        converted += o.conversions > 0
+        unsubscribes += o.unsubscribes
+        unsubscribed += o.unsubscribes > 0
+        complaints += o.spam_complaints
+        complained += o.spam_complaints > 0
         if o.views <= 0 and o.qr_scans <= 0:
             continue
         reached += 1
-        visits += o.views
-        clicks += o.cta_clicks
-        clicked += o.cta_clicks > 0
-        converted += o.conversions > 0
+        reached_clicked += o.cta_clicks > 0
+        reached_converted += o.conversions > 0
     return ArmTotals(
         arm=arm,
         accounts=accounts,
@@ -422,6 +453,24 @@ def _totals(arm: Arm, outcomes: Iterable[AccountOutcome]) -> ArmTotals:
         accounts_clicked=clicked,
         conversions=conversions,
         accounts_converted=converted,
+        reached_clicked=reached_clicked,
+        reached_converted=reached_converted,
+        unsubscribes=unsubscribes,
+        accounts_unsubscribed=unsubscribed,
+        spam_complaints=complaints,
+        accounts_complained=complained,
+    )
+
+
+def reached_only_warning(reach: MetricComparison, view: ReachedOnlyView) -> str | None:
+    """When reach differs between the arms (its interval excludes zero), the personal arm changes
+    who visits: the reached-only rates then compare different accounts, and the warning says so."""
+    if not reach.enough_data or reach.difference_low <= 0 <= reach.difference_high:
+        return None
+    return (
+        f"Reach differs between the arms ({signed_points(reach.difference or 0.0)}): the personal arm "
+        f"changes who visits, so the view '{view.label.lower()}' compares different kinds of accounts. "
+        "Read the rates per assigned account; the visitors' rates describe, they do not measure lift."
     )
 
 
@@ -471,15 +520,48 @@ def build_lift_report(
     comparisons = []
     for metric in Metric:
         a, b = metric_counts(p, metric), metric_counts(h, metric)
-        comparison, problems = _compare(metric, a, b, MIN_REACHED_PER_ARM, confidence)
+        comparison, problems = _compare(metric, a, b, confidence)
         comparisons.append(comparison)
         warnings.extend(problems)
     if any(not c.enough_data for c in comparisons):
         warnings.append(
             f"Samples are too small to conclude on every metric: a metric needs at least "
-            f"{MIN_REACHED_PER_ARM} reached accounts and {MIN_EVENTS_PER_ARM} accounts with the event "
+            f"{MIN_ACCOUNTS_PER_ARM} accounts assigned and {MIN_EVENTS_PER_ARM} accounts with the event "
             "in each arm before its difference means anything."
         )
+    # The second view describes visitors; its own small-sample notes are not the report's warnings.
+    reached_view = ReachedOnlyView(
+        label=REACHED_ONLY_LABEL,
+        question=REACHED_ONLY_QUESTION,
+        metrics=tuple(
+            _compare(
+                m,
+                metric_counts(p, m, RateBase.REACHED),
+                metric_counts(h, m, RateBase.REACHED),
+                confidence,
+                RateBase.REACHED,
+            )[0]
+            for m in REACHED_ONLY_METRICS
+        ),
+    )
+    selection = reached_only_warning(comparisons[0], reached_view)
+    if selection is not None:
+        warnings.append(selection)
+    negatives = (
+        compare_negative(
+            ConversionType.UNSUBSCRIBE,
+            (p.accounts_unsubscribed, p.accounts),
+            (h.accounts_unsubscribed, h.accounts),
+            confidence,
+        ),
+        compare_negative(
+            ConversionType.SPAM_COMPLAINT,
+            (p.accounts_complained, p.accounts),
+            (h.accounts_complained, h.accounts),
+            confidence,
+        ),
+    )
+    warnings.extend(w for n in negatives if (w := negative_warning(n)) is not None)
     return LiftReport(
         tenant=tenant,
         campaign=campaign,
@@ -491,7 +573,10 @@ def build_lift_report(
         sequential_method=SEQUENTIAL_METHOD,
         conversion_types=tuple(sorted(set(conversion_types))),
         arms=(p, h),
+        question=ASSIGNED_QUESTION,
         metrics=tuple(comparisons),
+        reached_only=reached_view,
+        negative_outcomes=negatives,
         sample_ratio=ratio,
         warnings=tuple(dict.fromkeys(warnings)),
     )

@@ -74,7 +74,10 @@ def render_lift_chart(report: LiftReport) -> str:
     x0 = float(_LABEL_W)
     width = float(CHART_WIDTH - _LABEL_W - _RIGHT_PAD)
     top = _scale_max(report)
-    title = f"Lift, {report.tenant}/{report.campaign}: personal vs holdout, {report.confidence:.0%} intervals"
+    title = (
+        f"Lift, {report.tenant}/{report.campaign}: personal vs holdout per account assigned, "
+        f"{report.confidence:.0%} intervals"
+    )
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{CHART_WIDTH}" height="{height}" '
         f'viewBox="0 0 {CHART_WIDTH} {height}" role="img" font-family="sans-serif">',

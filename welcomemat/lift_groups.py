@@ -12,7 +12,8 @@ rates, fixed and always-valid intervals, minimum detectable effect, warnings):
   that fails its checks falls back), so there those groups are descriptive, not randomised.
 - `variant`: each copy variant's personal accounts against the whole holdout (the holdout has
   no variant), and, the comparison an experiment is for, each variant against the first
-  declared (the reference, usually the control): `VariantContrast`, whose verdict uses only
+  declared (the reference, usually the control): `VariantContrast`, per account assigned to
+  each variant (intent to treat, as every default rate), whose verdict uses only
   the always-valid interval, so reading it daily does not manufacture winners. Sizes are
   checked against the promised split (holdout fraction, then equal shares of the rest).
 """
@@ -29,16 +30,18 @@ from pydantic import BaseModel, ConfigDict
 
 from welcomemat.arms import Arm
 from welcomemat.campaign_view import CampaignView
-from welcomemat.conversions import ConversionType
+from welcomemat.conversions import GOAL_TYPES, ConversionType
+from welcomemat.counted_variant import counted_variant, declared_variants
 from welcomemat.lift import (
     CONFIDENCE,
+    MIN_ACCOUNTS_PER_ARM,
     MIN_EVENTS_PER_ARM,
-    MIN_REACHED_PER_ARM,
     AccountOutcome,
     ArmTotals,
     LiftReport,
     LiftReportHeader,
     Metric,
+    RateBase,
     RateEstimate,
     SampleRatio,
     build_lift_report,
@@ -91,6 +94,8 @@ class VariantContrast(_Model):
     """One metric, a variant against the reference variant, among personal accounts."""
 
     metric: Metric
+    # Per account assigned to each variant (intent to treat), as the report's default rates.
+    base: RateBase
     variant: str
     reference: str
     variant_rate: RateEstimate
@@ -134,7 +139,7 @@ def _contrast(
     pooled = (xa + xb) / (na + nb) if na + nb else 0.0
     difference = xa / na - xb / nb if na and nb else None
     relative = difference / (xb / nb) if difference is not None and xb else None
-    floor = MIN_REACHED_PER_ARM
+    floor = MIN_ACCOUNTS_PER_ARM
     enough = min(na, nb) >= floor and min(xa, xb) >= MIN_EVENTS_PER_ARM
     name = metric.value.replace("_", " ")
     pct = f"{confidence:.0%}"
@@ -158,6 +163,7 @@ def _contrast(
         )
     return VariantContrast(
         metric=metric,
+        base=RateBase.ASSIGNED,
         variant=variant,
         reference=reference,
         variant_rate=rate_estimate(xa, na, confidence),
@@ -200,7 +206,10 @@ def build_grouped_report(
         personal = [o for o in listed if o.arm is Arm.PERSONAL]
         names = list(variants) or sorted({_key(o, by) for o in personal} - {NO_GROUP})
         share = (1.0 - holdout_fraction) / len(names) if names else 1.0 - holdout_fraction
-        members = {name: [o for o in personal if o.variant == name] for name in names}
+        # The one rule the export's `variant` column follows too (`welcomemat.counted_variant`).
+        members = {
+            name: [o for o in personal if counted_variant(o.arm, o.variant, names) == name] for name in names
+        }
         for name in names:
             groups.append(GroupLift(group=name, report=report(members[name] + holdout, share)))
         if names:
@@ -247,7 +256,6 @@ def campaign_grouped_report(
     problems: list[str] | None = None,
 ) -> GroupedLiftReport:
     """The per-group report of a published campaign, read from Redis now."""
-    experiment = view.campaign.experiment
     return build_grouped_report(
         collect_outcomes(client, view, types=types, problems=problems),
         by,
@@ -255,6 +263,6 @@ def campaign_grouped_report(
         campaign=view.campaign_id,
         holdout_fraction=view.campaign.holdout_fraction,
         generated_at=now,
-        variants=[v.id for v in experiment.variants] if experiment is not None else (),
-        conversion_types=[t.value for t in (types or ConversionType)],
+        variants=declared_variants(view.campaign),
+        conversion_types=[t.value for t in (types or GOAL_TYPES)],
     )

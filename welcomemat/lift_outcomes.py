@@ -1,8 +1,9 @@
 """A published campaign's outcomes, read from Redis, and its lift report.
 
 Each account with a published zone set becomes one `AccountOutcome`: its arm (by the stable
-hash), engagement from the shared account records (`welcomemat.records`), conversions from
-`welcomemat.conversions`, and what its zone set was (guideline version, variant, segment,
+hash), engagement from the shared account records (`welcomemat.records`), conversions (the
+goals asked for) and negative outcomes (unsubscribes, spam complaints, always all of them)
+from `welcomemat.conversions`, and what its zone set was (guideline version, variant, segment,
 headline fact type, best rung). The lift report (`welcomemat.lift`), the per-group report
 (`welcomemat.lift_groups`) and the results page (`welcomemat.results`) all start from one
 such read; a record or zone set that does not decode is skipped and described, never fatal.
@@ -10,6 +11,7 @@ such read; a record or zone set that does not decode is skipped and described, n
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
@@ -17,7 +19,7 @@ import redis
 
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign_view import CampaignView
-from welcomemat.conversions import ConversionType, conversion_counts
+from welcomemat.conversions import GOAL_TYPES, ConversionType, iter_conversions
 from welcomemat.errors import StoredValueError
 from welcomemat.lift import AccountOutcome, LiftReport, build_lift_report
 from welcomemat.published import iter_published
@@ -49,7 +51,8 @@ def collect_outcomes(
     """Every account with a published zone set, with its arm, visits, QR scans, CTA clicks and conversions.
 
     Engagement comes from the shared account records (`welcomemat.records`), conversions
-    from `welcomemat.conversions` (of `types`; every type when None). A record, zone set or
+    from `welcomemat.conversions` (of `types`; every goal type when None: a negative outcome
+    is never a conversion, it is counted on its own). A record, zone set or
     conversion that does not decode is skipped and described in `problems`. `zone_sets`, when given,
     receives the population's zone sets (the results page's rung mix reads them: one pass).
     """
@@ -74,7 +77,14 @@ def collect_outcomes(
         engagement[record.account_id] = (summary.views, summary.qr_scans, clicks)
     sink.extend(str(p) for p in record_problems)
     conversion_problems: list[StoredValueError] = []  # one bad stored conversion costs only itself
-    conversions = conversion_counts(client, tenant, campaign, types, problems=conversion_problems)
+    goals = GOAL_TYPES if types is None else types
+    conversions: Counter[str] = Counter()
+    negatives: Counter[tuple[str, ConversionType]] = Counter()
+    for conversion in iter_conversions(client, tenant, campaign, problems=conversion_problems):
+        if conversion.type in goals:
+            conversions[conversion.account_id] += 1
+        if conversion.type in (ConversionType.UNSUBSCRIBE, ConversionType.SPAM_COMPLAINT):
+            negatives[(conversion.account_id, conversion.type)] += 1
     sink.extend(str(p) for p in conversion_problems)
     return [
         AccountOutcome(
@@ -84,6 +94,8 @@ def collect_outcomes(
             qr_scans=engagement.get(account_id, _UNSEEN)[1],
             cta_clicks=engagement.get(account_id, _UNSEEN)[2],
             conversions=conversions.get(account_id, 0),
+            unsubscribes=negatives.get((account_id, ConversionType.UNSUBSCRIBE), 0),
+            spam_complaints=negatives.get((account_id, ConversionType.SPAM_COMPLAINT), 0),
             guideline_version=published[account_id].guideline_version,
             variant=published[account_id].variant,
             segment=published[account_id].segment,
@@ -126,5 +138,5 @@ def campaign_lift_report(
         campaign=view.campaign_id,
         holdout_fraction=view.campaign.holdout_fraction,
         generated_at=now,
-        conversion_types=[t.value for t in (types or ConversionType)],
+        conversion_types=[t.value for t in (types or GOAL_TYPES)],
     )

@@ -13,7 +13,7 @@ record, queue the CRM change) is one atomic Lua step. Two writers, one reader AP
 
 Hash fields (ids hold no `:`, so every field parses one way; a fact id comes last):
 
-    profile                      JSON {name, domain, segment, tier, contacts}
+    profile                      JSON {name, domain, segment, tier, contacts[, crm_owner]}
     fact:<fact id>               JSON ShownFact: a cited fact's type and statement (no evidence)
     e:<campaign>:first|last      first / last event time, Unix ms
     e:<campaign>:views|clicks|qr counters
@@ -69,6 +69,8 @@ __all__ = [
 
 # Keys per SCAN call, and records read per pipelined batch while iterating.
 SCAN_COUNT = 500
+# An owner longer than an e-mail address may be (RFC 5321: 254) is cut there.
+_OWNER_MAX_CHARS = 254
 
 
 class ShownFact(BaseModel):
@@ -159,6 +161,9 @@ class AccountRecord(BaseModel):
     segment: str | None = None
     # The account's tier as precompute last published it (None: published before tiers were kept).
     tier: int | None = None
+    # The account's owner in the CRM (its `crm_owner`, an e-mail or name): whose seller alerts
+    # these are (`outbound.seller_alerts`). None: the input did not name one.
+    crm_owner: str | None = None
     contacts: list[ContactProfile] = Field(default_factory=list)
     # Every fact a published zone set of this account cites, by id (written by precompute):
     # what the seller and the sequencer quote, whether or not a visitor has seen it yet.
@@ -212,6 +217,9 @@ def write_profile(
         "tier": account.tier,
         "contacts": contacts,
     }
+    owner = (account.model_extra or {}).get("crm_owner")
+    if isinstance(owner, str) and owner.strip():  # only when named: other profiles stay as they were
+        profile["crm_owner"] = owner.strip()[:_OWNER_MAX_CHARS]
     mapping: dict[str, str | int] = {
         "profile": json.dumps(profile, ensure_ascii=False, separators=(",", ":")),
         "updated_ms": now_ms if now_ms is not None else int(time.time() * 1000),
@@ -387,6 +395,8 @@ def _build(tenant: str, account_id: str, fields: dict[str, str]) -> AccountRecor
         tier = profile.get("tier")
         record.tier = tier if isinstance(tier, int) and not isinstance(tier, bool) else None
         record.contacts = [ContactProfile.model_validate(c) for c in profile.get("contacts", [])]
+        owner = profile.get("crm_owner")
+        record.crm_owner = owner if isinstance(owner, str) and owner else None
     record.updated_ms = int(fields["updated_ms"]) if "updated_ms" in fields else None
     record.revision = int(fields.get("rev", "0"))
     catalog = {

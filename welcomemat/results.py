@@ -8,6 +8,8 @@ personal arm is served, and the fact types ranked by their personal CTA click ra
 
 `ResultsReport.model_dump(mode="json")` is the JSON download; `results_csv` the CSV one,
 written from the same model (one row per number), so the two always carry the same numbers.
+Rates are per account assigned to the arm (intent to treat); the lift's reached-only view
+comes out under groups named `reached_only/<metric>`, its negative outcomes under their type.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign_view import CampaignView
-from welcomemat.conversions import ConversionType
+from welcomemat.conversions import GOAL_TYPES, ConversionType
 from welcomemat.lift import LiftReport, Metric, MetricComparison, RateEstimate, build_lift_report
 from welcomemat.lift_daily import DEFAULT_DAYS, DailyCounts, daily_counts
 from welcomemat.lift_groups import (
@@ -33,6 +35,7 @@ from welcomemat.lift_groups import (
     VariantContrast,
     build_grouped_report,
 )
+from welcomemat.lift_negatives import NegativeOutcome
 from welcomemat.lift_outcomes import collect_outcomes, cta_zone_ids
 from welcomemat.reasons import parse_reason
 from welcomemat.spreadsheet import spreadsheet_safe
@@ -59,7 +62,8 @@ class _Model(BaseModel):
 
 
 class FactTypeResult(_Model):
-    """One fact type (the one the first personal zone cites) among personal accounts."""
+    """One fact type (the one the first personal zone cites) among personal accounts; its rates
+    are per account assigned (intent to treat), as the report's."""
 
     fact_type: str
     accounts: int
@@ -136,7 +140,7 @@ def campaign_results(
     zone_sets: list[ZoneSet] = []
     outcomes = collect_outcomes(client, view, types=types, problems=sink, zone_sets=zone_sets)
     tenant, campaign, holdout = view.tenant, view.campaign_id, view.campaign.holdout_fraction
-    conversion_types = [t.value for t in (types or ConversionType)]
+    conversion_types = [t.value for t in (types or GOAL_TYPES)]
 
     def grouped(by: LiftDimension, variants: list[str]) -> GroupedLiftReport:
         return build_grouped_report(
@@ -173,7 +177,7 @@ def campaign_results(
         now=now,
         days=days,
         variants=variant_ids,
-        types=types,
+        types=types or GOAL_TYPES,  # a negative outcome is never a conversion, per day either
         problems=sink,
     )
     mix, reasons = _zone_tallies(zone_sets, tenant, campaign, holdout)
@@ -208,8 +212,8 @@ def _rate(prefix: str, estimate: RateEstimate) -> Iterator[tuple[str, Number]]:
     yield f"{prefix}_high", estimate.high
 
 
-def _comparison(c: MetricComparison | VariantContrast) -> Iterator[tuple[str, Number]]:
-    if isinstance(c, MetricComparison):
+def _comparison(c: MetricComparison | VariantContrast | NegativeOutcome) -> Iterator[tuple[str, Number]]:
+    if isinstance(c, (MetricComparison, NegativeOutcome)):
         yield from _rate("personal", c.personal)
         yield from _rate("holdout", c.holdout)
     else:
@@ -220,16 +224,26 @@ def _comparison(c: MetricComparison | VariantContrast) -> Iterator[tuple[str, Nu
     yield "difference_high", c.difference_high
     yield "sequential_low", c.sequential_low
     yield "sequential_high", c.sequential_high
-    yield "minimum_detectable_effect", c.minimum_detectable_effect
+    if isinstance(c, NegativeOutcome):
+        yield "warn_threshold", c.warn_threshold
+        yield "raised", int(c.raised)
+    else:
+        yield "minimum_detectable_effect", c.minimum_detectable_effect
 
 
 def _lift_rows(section: str, prefix: str, report: LiftReport) -> Iterator[tuple[str, str, str, str, Number]]:
     for a in report.arms:
         for name, value in a.model_dump(exclude={"arm"}).items():
             yield section, f"{prefix}{a.arm.value}", "", name, value
-    for m in report.metrics:
+    for m in report.metrics:  # per account assigned (intent to treat)
         for name, value in _comparison(m):
             yield section, f"{prefix}{m.metric.value}", "", name, value
+    for m in report.reached_only.metrics:  # among visitors: descriptive, labelled in the group
+        for name, value in _comparison(m):
+            yield section, f"{prefix}reached_only/{m.metric.value}", "", name, value
+    for n in report.negative_outcomes:
+        for name, value in _comparison(n):
+            yield section, f"{prefix}{n.outcome.value}", "", name, value
 
 
 def results_rows(report: ResultsReport) -> Iterator[tuple[str, str, str, str, Number]]:

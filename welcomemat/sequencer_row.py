@@ -20,12 +20,13 @@ from datetime import datetime
 
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign_view import CampaignView, ResolvedZone
+from welcomemat.counted_variant import declared_variants, zone_set_counted_variant
 from welcomemat.errors import InputError, WelcomematError
 from welcomemat.export_cells import CellRefusal, export_cell
 from welcomemat.records import AccountRecord, ContactProfile
 from welcomemat.surfaces import Surface
 from welcomemat.urlgate import source_href
-from welcomemat.zone_resolution import Variant, best_rung, choose_variant, resolve_zones, segment_variant
+from welcomemat.zone_resolution import PLAIN_RUNG, Variant, choose_variant, resolve_zones, segment_variant
 from welcomemat.zones_payload import public_zone
 from welcomemat.zoneset import CitedFact, Rung, ZoneSet, ZoneSetStatus
 
@@ -44,6 +45,7 @@ __all__ = [
     "export_columns",
     "fact_statement",
     "parse_fill",
+    "rung_column",
     "served_fact",
 ]
 
@@ -60,8 +62,10 @@ LEAD_COLUMNS = (
     "variant",
     "rung",
 )
-# `status` comes last so that the columns before it keep the places they always had.
+# `status` came last so that the columns before it keep the places they always had; the rung of
+# each zone (`rung_<zone>`, `rung_column`) came later still, and follows it for the same reason.
 TAIL_COLUMNS = ("fact", "fact_url", "fact_date", "page_url", "status")
+_RUNG_PREFIX = "rung_"
 _NOT_COLUMN_CHARS = re.compile(r"[^a-z0-9_]")
 _CONTACT_COLUMNS = ("email", "first_name", "last_name", "title", "contact_id", "page_url")
 # The optional contact columns `--fill-empty` may fill, for a sequencer without a fallback
@@ -138,8 +142,17 @@ def column_name(zone_id: str) -> str:
     return _NOT_COLUMN_CHARS.sub("_", zone_id.lower())
 
 
+def rung_column(zone_id: str) -> str:
+    """The column naming the rung a zone's copy came from: `rung_<zone column>`."""
+    return _RUNG_PREFIX + column_name(zone_id)
+
+
 def export_columns(view: CampaignView) -> tuple[tuple[str, ...], dict[str, tuple[str, str | None]]]:
-    """The header, and zone id -> (text column, url column or None)."""
+    """The header, and zone id -> (text column, url column or None).
+
+    Lead columns, then each page zone's text (and url) column in page order, the tail columns,
+    then each page zone's rung column (`rung_column`) in the same order.
+    """
     zone_columns: dict[str, tuple[str, str | None]] = {}
     header = list(LEAD_COLUMNS)
     for zone_id in view.campaign.page_zone_ids():
@@ -149,6 +162,7 @@ def export_columns(view: CampaignView) -> tuple[tuple[str, ...], dict[str, tuple
         zone_columns[zone_id] = (text, url)
         header += [text] if url is None else [text, url]
     header += TAIL_COLUMNS
+    header += [rung_column(zone_id) for zone_id in zone_columns]
     clashes = sorted({c for c in header if header.count(c) > 1})
     if clashes:
         raise ExportError(
@@ -234,6 +248,7 @@ class SequencerRowBuilder:
         self.header, self.zone_columns = export_columns(view)
         self.zone_ids = tuple(self.zone_columns)
         self.site = view.campaign.site_base_url
+        self.declared = declared_variants(view.campaign)
 
     def account_rows(
         self,
@@ -255,11 +270,13 @@ class SequencerRowBuilder:
         fallback = segment_variant(arm, segment)
         personal = status is RowStatus.OK and branch is not Branch.SEGMENT
         variant = choose_variant(arm, zone_set, self.now) if personal else fallback
-        rung, shared = self._shared(record, variant, version)
+        # The variant the lift report counts the account in, whatever copy the row holds.
+        counted = zone_set_counted_variant(arm, zone_set, self.declared)
+        rung, shared = self._shared(record, variant, version, counted)
         trouble = shared.why()
         if trouble is not None and variant.personal is not None:
             first = shared
-            rung, shared = self._shared(record, fallback, version)  # the fallback row
+            rung, shared = self._shared(record, fallback, version, counted)  # the fallback row
             status, detail = trouble
             still = [c for c in [*shared.refused, *shared.missing] if c not in first.refused]
             if still:
@@ -277,7 +294,7 @@ class SequencerRowBuilder:
             row_status, cells = status, shared
             if own.refused:
                 if variant.personal is not None and status is RowStatus.OK:
-                    fallback_cells = fallback_cells or self._shared(record, fallback, version)[1]
+                    fallback_cells = fallback_cells or self._shared(record, fallback, version, counted)[1]
                     cells = fallback_cells
                 row_status = RowStatus.REFUSED_CELL
                 why = own.why()
@@ -301,8 +318,11 @@ class SequencerRowBuilder:
             return RowStatus.EXPIRED, f"version {zone_set.version} expired at {zone_set.valid_until}"
         return RowStatus.OK, ""
 
-    def _shared(self, record: AccountRecord, variant: Variant, version: str) -> tuple[str, _Cells]:
-        """The rung and the cells every contact of the account shares, for one variant."""
+    def _shared(
+        self, record: AccountRecord, variant: Variant, version: str, counted: str | None
+    ) -> tuple[str, _Cells]:
+        """The headline's rung and the cells every contact of the account shares, for one variant
+        of the copy; `counted`: the copy experiment's variant the lift report counts the account in."""
         zones = resolve_zones(self.view, self.zone_ids, variant, Surface.EMAIL)
         by_id = {z.zone_id: z for z in zones}
         cells = _Cells()
@@ -316,9 +336,13 @@ class SequencerRowBuilder:
         cells.put("account_id", record.account_id)
         cells.put("arm", variant.arm.value)
         cells.put("zone_set_version", version)
-        cells.put("variant", variant.copy_variant)
-        cells.put("rung", best_rung(zones))
+        cells.put("variant", counted)
+        # `rung` is the headline's: the first zone of the campaign's pages, the line a rep
+        # quotes. Each zone's own rung is in its `rung_<zone>` column.
+        rungs = {z: by_id[z].rung.value if z in by_id else PLAIN_RUNG for z in self.zone_ids}
+        cells.put("rung", rungs[self.zone_ids[0]] if self.zone_ids else PLAIN_RUNG)
         for zone_id, (text_column, url_column) in self.zone_columns.items():
+            cells.put(rung_column(zone_id), rungs[zone_id])
             zone = by_id.get(zone_id)
             if zone is None:
                 cells.values[text_column] = ""

@@ -33,6 +33,16 @@ an identity token nor one of those as a view token; its own payload keys (``w`` 
 ``m`` arm, ``r`` rung, ``v`` zone-set version, ``x`` copy variant, besides ``t c a p i e``; ``a`` is absent
 for an anonymous visitor); a short lifetime (:data:`DEFAULT_VIEW_TTL_S`).
 
+Click tokens
+------------
+A hosted page's CTA links to ``/r/<click token>`` (`server.click_redirect`): a view token's
+claims plus the zone (``z``) and the CTA id (``k``) the link is for, under a salt of its own
+(``welcomemat.click``: never a view or identity token, nor one of those a click token). The
+redirect takes the URL from the published zone set or the campaign's copy by those ids,
+never from the token or the request; the token only says which one, and for whom the click
+counts. Same lifetime as the view token it stands beside (the beacons' de-duplication window,
+`keys.BEACON_EVENT_TTL_S`, outlives both).
+
 Nothing here returns claims without verifying them first: there is no "peek".
 """
 
@@ -48,7 +58,7 @@ import re
 import time
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Final, NotRequired, TypedDict, Unpack
+from typing import Annotated, Any, Final, NotRequired, TypedDict, TypeVar, Unpack
 
 from itsdangerous import URLSafeSerializer
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, ValidationError
@@ -67,6 +77,7 @@ from welcomemat.settings import MIN_SECRET_CHARS, SECRET_ENV_VAR, check_secret_k
 
 __all__ = [
     "CLOCK_SKEW_S",
+    "DEFAULT_CLICK_TTL_S",
     "DEFAULT_COOKIE_TTL_S",
     "DEFAULT_LINK_TTL_S",
     "DEFAULT_QR_TTL_S",
@@ -78,6 +89,7 @@ __all__ = [
     "MIN_SECRET_CHARS",
     "SECRET_ENV_VAR",
     "VIEW_RUNGS",
+    "ClickClaims",
     "TokenClaims",
     "TokenKind",
     "TokenSigner",
@@ -101,6 +113,9 @@ DEFAULT_COOKIE_TTL_S: Final = 90 * _DAY_S
 #: View token lifetime, in seconds: 6 hours. Beacons (a view, a click) come within a visit;
 #: a tab left open longer than this sends beacons that are refused (and counted).
 DEFAULT_VIEW_TTL_S: Final = 6 * 60 * 60
+#: Click token lifetime, in seconds: the view token's. A CTA clicked later still lands (on the
+#: campaign's default CTA) but is not counted, as a beacon of an expired view is not.
+DEFAULT_CLICK_TTL_S: Final = DEFAULT_VIEW_TTL_S
 #: Longest lifetime any token may be signed with, in seconds: 366 days.
 MAX_TTL_S: Final = 366 * _DAY_S
 #: Longest token text accepted, in characters; longer input is refused before any work.
@@ -112,6 +127,7 @@ _VIEW_ID_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #: The rungs a view token may name: the ladder's, and `plain` (fail closed, no copy).
 VIEW_RUNGS: Final = frozenset({"personal", "segment", "default", "plain"})
 _VIEW_SALT: Final = "welcomemat.view"
+_CLICK_SALT: Final = "welcomemat.click"
 #: HMAC-SHA256 is 32 bytes: 43 base64url characters without padding.
 _SIGNATURE_CHARS: Final = 43
 
@@ -169,6 +185,17 @@ class ViewClaims(BaseModel):
     issued_at: StrictInt = Field(ge=0)
     #: Unix seconds; the token is refused from this instant on.
     expires_at: StrictInt = Field(ge=0)
+
+
+class ClickClaims(ViewClaims):
+    """What a verified click token says: its view's claims, and the zone and CTA clicked.
+    Only :meth:`TokenSigner.verify_click` hands these out."""
+
+    zone: _Id
+    cta: _Id
+
+
+_V = TypeVar("_V", bound=ViewClaims)
 
 
 _URLSAFE_B64: Final = bytes.maketrans(b"+/", b"-_")
@@ -345,6 +372,11 @@ class TokenSigner:
         # newest first, instead of being derived per call. See sign_view and _unsign_view.
         view_signer = self._view_serializer.make_signer()
         self._view_macs = [hmac.new(view_signer.derive_key(key), digestmod=hashlib.sha256) for key in keys]
+        # Click tokens: the same format under their own salt (signed per CTA on every page view).
+        click_signer = URLSafeSerializer(
+            verify_order, salt=_CLICK_SALT, signer_kwargs={"digest_method": hashlib.sha256}
+        ).make_signer()
+        self._click_macs = [hmac.new(click_signer.derive_key(key), digestmod=hashlib.sha256) for key in keys]
         # The same for links, QR codes and cookies: a first click verifies a link and signs a
         # cookie, and itsdangerous would derive the key (a SHA-256) per key per call. (A
         # prepared state copied costs about half of `hmac.digest`, which sets up OpenSSL 3's
@@ -474,6 +506,46 @@ class TokenSigner:
 
         Bad ids, arm, rung, version or TTL: InputError naming the field.
         """
+        return self._view_like_template(
+            self._view_macs[0],
+            tenant=tenant,
+            campaign=campaign,
+            arm=arm,
+            rung=rung,
+            account=account,
+            contact=contact,
+            zone_set_version=zone_set_version,
+            variant=variant,
+            ttl_s=ttl_s,
+        )
+
+    def click_template(self, *, zone: str, cta: str, **fields: Unpack[ViewTokenFields]) -> ViewTokenTemplate:
+        """A click token with its view id and times left open: the view token's fields (as
+        `view_template` takes them) and the zone and CTA id of the link; `sign(view_id)`
+        completes it. The TTL defaults to `DEFAULT_CLICK_TTL_S`.
+
+        Bad ids, arm, rung, version or TTL: InputError naming the field.
+        """
+        extra = f',"z":"{_check_id("zone", zone)}","k":"{_check_id("cta", cta)}"'
+        fields.setdefault("ttl_s", DEFAULT_CLICK_TTL_S)
+        return self._view_like_template(self._click_macs[0], extra=extra, **fields)
+
+    def _view_like_template(
+        self,
+        mac: hmac.HMAC,
+        *,
+        tenant: str,
+        campaign: str,
+        arm: Arm,
+        rung: str,
+        account: str | None = None,
+        contact: str | None = None,
+        zone_set_version: int | None = None,
+        variant: str | None = None,
+        ttl_s: int = DEFAULT_VIEW_TTL_S,
+        extra: str = "",
+    ) -> ViewTokenTemplate:
+        """`view_template`'s work, for view tokens and (with `extra` keys) click tokens."""
         tenant, campaign = _check_id("tenant", tenant), _check_id("campaign", campaign)
         try:
             arm_value = arm.value if isinstance(arm, Arm) else Arm(arm).value
@@ -506,12 +578,13 @@ class TokenSigner:
             rest.append(f',"v":{int(zone_set_version)}')
         if variant is not None:
             rest.append(f',"x":"{_check_id("variant", variant)}"')
+        rest.append(extra)
         rest.append(',"i":')
         return ViewTokenTemplate(
             head=f'{{"t":"{tenant}","c":"{campaign}","w":"',
             tail="".join(rest),
             ttl_s=ttl_s,
-            mac=self._view_macs[0],  # the newest key signs
+            mac=mac,  # the newest key's prepared state
             clock=self._clock,
         )
 
@@ -523,11 +596,34 @@ class TokenSigner:
         tenant or campaign), TokenExpired or TokenFromFuture; never anything else.
         """
         payload = self._unsign_view(token)
-        required, optional = {"t", "c", "w", "m", "r", "i", "e"}, {"a", "p", "v", "x"}
+        claims = self._view_claims("view", ViewClaims, payload, {})
+        self._check_scope("view", claims, tenant, campaign)
+        return claims
+
+    def verify_click(self, token: str, *, tenant: str, campaign: str) -> ClickClaims:
+        """The claims of a genuine click token for this tenant and campaign, issued not later
+        than now + CLOCK_SKEW_S and not yet expired.
+
+        Raises TokenMalformed, TokenBadSignature (also: a view or identity token, wrong key,
+        other tenant or campaign), TokenExpired or TokenFromFuture; never anything else.
+        """
+        payload = self._unsign_keyed("click", self._click_macs, token)
+        claims = self._view_claims("click", ClickClaims, payload, {"z": "zone", "k": "cta"})
+        self._check_scope("click", claims, tenant, campaign)
+        return claims
+
+    # -- internals -------------------------------------------------------------------------
+
+    @staticmethod
+    def _view_claims(label: str, model: type[_V], payload: Any, extra: Mapping[str, str]) -> _V:
+        """A view (or click: `extra` payload keys -> fields) token's payload as its claims."""
+        required = {"t", "c", "w", "m", "r", "i", "e", *extra}
+        optional = {"a", "p", "v", "x"}
         if not isinstance(payload, dict) or not required <= payload.keys() <= required | optional:
-            raise TokenMalformed("view token payload has unexpected fields")
+            raise TokenMalformed(f"{label} token payload has unexpected fields")
         try:
-            claims = ViewClaims(
+            claims = model(
+                **{field: payload[key] for key, field in extra.items()},
                 tenant=payload["t"],
                 campaign=payload["c"],
                 view_id=payload["w"],
@@ -541,19 +637,21 @@ class TokenSigner:
                 expires_at=payload["e"],
             )
         except ValidationError as exc:
-            raise TokenMalformed(f"view token payload is invalid: {exc.error_count()} bad field(s)") from exc
+            raise TokenMalformed(
+                f"{label} token payload is invalid: {exc.error_count()} bad field(s)"
+            ) from exc
         if claims.rung not in VIEW_RUNGS or claims.expires_at <= claims.issued_at:
-            raise TokenMalformed("view token payload is invalid")
-        if claims.tenant != tenant:
-            raise TokenBadSignature(f"view token was issued for tenant {claims.tenant!r}, not {tenant!r}")
-        if claims.campaign != campaign:
-            raise TokenBadSignature(
-                f"view token was issued for campaign {claims.campaign!r}, not {campaign!r}"
-            )
-        self._check_times("view", claims.issued_at, claims.expires_at)
+            raise TokenMalformed(f"{label} token payload is invalid")
         return claims
 
-    # -- internals -------------------------------------------------------------------------
+    def _check_scope(self, label: str, claims: ViewClaims, tenant: str, campaign: str) -> None:
+        if claims.tenant != tenant:
+            raise TokenBadSignature(f"{label} token was issued for tenant {claims.tenant!r}, not {tenant!r}")
+        if claims.campaign != campaign:
+            raise TokenBadSignature(
+                f"{label} token was issued for campaign {claims.campaign!r}, not {campaign!r}"
+            )
+        self._check_times(label, claims.issued_at, claims.expires_at)
 
     def _check_times(self, label: str, issued_at: int, expires_at: int) -> None:
         now = self._clock()

@@ -137,4 +137,5 @@ def _personal_zone(
         text=content.text,
         href=href,
         rung=content.rung,
+        cta_id=content.cta_id if href is not None else None,
     )

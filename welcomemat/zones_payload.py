@@ -6,6 +6,14 @@ so the snippet can check a link again before it sets one. Nothing of a zone's ev
 cited facts, reason codes, confidence or provider metadata: a `ResolvedZone` does not
 even carry them, and this module names every field it writes.
 
+`zones` lists only what the snippet is to write. A zone whose rung is the campaign default
+is left out unless the campaign sets `snippet.replace_default`: the customer's page holds
+its own words there, and the campaign's generic copy is no better for a visitor it knows
+nothing about (issue 26). Deciding it here, in the one serializer, keeps the snippet a
+plain applier of what it is given (an old cached snippet.js included), and the answer
+smaller. `best_rung` and `zone_rungs` still describe the ladder's decision for every zone,
+so metrics and the view token say `default` for a visitor who was served the site's copy.
+
 Built from already-resolved zones (`welcomemat.zone_resolution.resolve_zones`), without
 Starlette: `zones_payload(campaign_id, arm, zones, links)` returns a `ZonesPayload`;
 `as_dict(view_id, view)` is the JSON object, `encode(view_id, view)` its UTF-8 bytes. The
@@ -24,6 +32,7 @@ from dataclasses import dataclass, field
 from welcomemat.arms import Arm
 from welcomemat.campaign_view import ResolvedZone
 from welcomemat.zone_resolution import RUNG_ORDER, best_rung
+from welcomemat.zoneset import Rung
 
 __all__ = ["ZonesPayload", "public_zone", "zones_payload"]
 
@@ -85,14 +94,26 @@ class ZonesPayload:
 
 
 def zones_payload(
-    campaign_id: str, arm: Arm, zones: Iterable[ResolvedZone], links: Iterable[str]
+    campaign_id: str,
+    arm: Arm,
+    zones: Iterable[ResolvedZone],
+    links: Iterable[str],
+    *,
+    replace_default: bool = False,
 ) -> ZonesPayload:
     """The payload for resolved zones (in order; a zone id twice keeps the first) and the
-    campaign's allowlisted link hosts."""
+    campaign's allowlisted link hosts. Default-rung zones are written only with
+    `replace_default` (the campaign's `snippet.replace_default`)."""
     resolved = list(zones)
     public: dict[str, dict[str, str]] = {}
+    seen: set[str] = set()
     for zone in resolved:
-        public.setdefault(zone.zone_id, public_zone(zone))
+        if zone.zone_id in seen:
+            continue
+        seen.add(zone.zone_id)
+        if zone.rung is Rung.DEFAULT and not replace_default:
+            continue  # the site's own copy stays
+        public[zone.zone_id] = public_zone(zone)
     hosts = tuple(sorted(set(links)))
     rungs = [z.rung for z in resolved]
     counts = tuple((rung.value, rungs.count(rung)) for rung in RUNG_ORDER if rung in rungs)

@@ -20,8 +20,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--type",
         action="append",
         default=None,
-        choices=["meeting_booked", "opportunity", "closed_won"],
-        help="count only these conversion types (repeatable; default: every type)",
+        metavar="TYPE",
+        # Checked by `welcomemat.conversions.goal_types` (exit 2 naming --type): a negative outcome
+        # is refused with its own reason, which argparse's choices could not say.
+        help="count only these conversion types: positive_reply, meeting_booked, opportunity, "
+        "closed_won (repeatable; default: every one). Unsubscribes and spam complaints are shown on "
+        "their own",
     )
     lift.add_argument(
         "--by",

@@ -87,8 +87,9 @@
       el.dataset.wmRung = String(zone.rung);
       swapped.push(el);
     }
-    if (!swapped.length) return finish("default");
-    finish("swapped");
+    // A zone the answer leaves out keeps the site's own copy; the visit still counts.
+    finish(swapped.length ? "swapped" : "default");
+    if (!found.length) return;
     var view = typeof payload.view === "string" ? payload.view : null;
     beacon(origin, campaign, view, "view");
     document.addEventListener(
@@ -96,7 +97,9 @@
       function (event) {
         var target = event.target;
         var el = target && target.closest ? target.closest(ZONE) : null;
-        if (el && swapped.indexOf(el) >= 0) beacon(origin, campaign, view, "click", el.getAttribute("data-wm-zone"));
+        if (el && Array.prototype.indexOf.call(found, el) >= 0) {
+          beacon(origin, campaign, view, "click", el.getAttribute("data-wm-zone"));
+        }
       },
       true
     );

@@ -112,6 +112,8 @@ def test_the_results_page_renders_in_chromium_with_the_clis_numbers(
                 "accounts_clicked",
                 "conversions",
                 "accounts_converted",
+                "accounts_unsubscribed",
+                "accounts_complained",
             )
         ]
         assert shown_counts[arm["arm"]] == [str(v) for v in expected]

@@ -48,7 +48,8 @@ from welcomemat.store import ZoneSetStore
 EXAMPLE_ACCOUNTS = 150
 HEADER = (
     "email,first_name,last_name,title,company,account_id,contact_id,arm,zone_set_version,variant,rung,"
-    "hero_headline,hero_support,proof,cta,cta_url,continuation_headline,fact,fact_url,fact_date,page_url,status"
+    "hero_headline,hero_support,proof,cta,cta_url,continuation_headline,fact,fact_url,fact_date,page_url,status,"
+    "rung_hero_headline,rung_hero_support,rung_proof,rung_cta,rung_continuation_headline"
 ).split(",")
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 
@@ -106,11 +107,14 @@ def test_every_row_is_what_the_zones_api_serves_that_contact(precomputed: redis.
             assert served["arm"] == row["arm"]
             assert {z: served["zones"][z]["text"] for z in zone_columns} == {z: row[z] for z in zone_columns}
             assert served["zones"]["cta"]["href"] == row["cta_url"]
-            rungs = {z["rung"] for z in served["zones"].values()}
-            assert row["rung"] == next(r for r in ("personal", "segment", "default") if r in rungs)
+            assert {z: served["zones"][z]["rung"] for z in zone_columns} == {
+                z: row[f"rung_{z}"] for z in zone_columns
+            }
+            assert row["rung"] == row["rung_hero_headline"]  # the headline's
 
 
 OPTIONAL = ("first_name", "last_name", "title", "variant", "fact", "fact_url", "fact_date")
+ZONES = ("hero_headline", "hero_support", "proof", "cta", "continuation_headline")
 
 
 def test_copy_cells_are_never_empty_and_the_rep_columns_follow_the_rung(precomputed: redis.Redis) -> None:
@@ -126,7 +130,7 @@ def test_copy_cells_are_never_empty_and_the_rep_columns_follow_the_rung(precompu
         if row["status"] == "pending_review":
             assert row["rung"] == "segment" and row["fact"] == ""
         if row["fact"]:
-            assert row["arm"] == "personal" and row["rung"] == "personal"
+            assert row["arm"] == "personal" and "personal" in {row[f"rung_{z}"] for z in ZONES}
             assert row["fact_url"].startswith("https://")
             assert datetime.fromisoformat(row["fact_date"])
             assert " " in row["fact"]  # words, not an id
@@ -204,6 +208,7 @@ def test_a_template_marker_gives_that_account_its_fallback_rows_and_the_file_is_
             assert row | {"page_url": ""} == before[key] | {"page_url": ""}  # signed per call
             continue
         assert row["status"] == "refused_cell" and row["rung"] == "segment" and row["fact"] == ""
+        assert {row[f"rung_{z}"] for z in ZONES} == {"segment"}
         assert "{" not in row["hero_headline"] and row["hero_headline"]
     assert {p.status for p in summary.problems} == {"refused_cell", "pending_review"}
     [problem] = [p for p in summary.problems if p.status == "refused_cell"]

@@ -123,16 +123,20 @@ def test_counts_and_rates_per_arm(campaign_data: redis.Redis) -> None:
     personal, holdout = report.arm(Arm.PERSONAL), report.arm(Arm.HOLDOUT)
     assert (personal.accounts, personal.reached, personal.visits) == (40, 30, 60)
     assert (personal.cta_clicks, personal.accounts_clicked) == (12, 12)  # headline clicks are not CTA clicks
-    assert (personal.conversions, personal.accounts_converted) == (8, 6)
+    # the unreached account that converted counts among the accounts assigned, not among visitors
+    assert (personal.conversions, personal.accounts_converted, personal.reached_converted) == (8, 7, 6)
     assert (holdout.accounts, holdout.reached, holdout.visits, holdout.accounts_clicked) == (40, 20, 40, 4)
     assert (holdout.conversions, holdout.accounts_converted) == (2, 2)
     clicks = report.metric(Metric.CTA_CLICK_RATE)
-    assert (clicks.personal.successes, clicks.personal.trials) == (12, 30)
-    assert (clicks.holdout.successes, clicks.holdout.trials) == (4, 20)
-    # 12/30 = 0.4000, Wilson [0.2459, 0.5768]; 4/20 = 0.2000, Wilson [0.0807, 0.4160]
-    assert (round(clicks.personal.low, 4), round(clicks.personal.high, 4)) == (0.2459, 0.5768)
-    assert (round(clicks.holdout.low, 4), round(clicks.holdout.high, 4)) == (0.0807, 0.4160)
-    assert any("holdout arm has 20 reached accounts" in w for w in report.warnings)
+    assert (clicks.personal.successes, clicks.personal.trials) == (12, 40)
+    assert (clicks.holdout.successes, clicks.holdout.trials) == (4, 40)
+    # 12/40 = 0.3000, Wilson [0.1807, 0.4543]; 4/40 = 0.1000, Wilson [0.0396, 0.2305]
+    assert (round(clicks.personal.low, 4), round(clicks.personal.high, 4)) == (0.1807, 0.4543)
+    assert (round(clicks.holdout.low, 4), round(clicks.holdout.high, 4)) == (0.0396, 0.2305)
+    visited = report.reached_only.metric(Metric.CTA_CLICK_RATE)
+    assert (visited.personal.successes, visited.personal.trials) == (12, 30)
+    assert (visited.holdout.successes, visited.holdout.trials) == (4, 20)
+    assert any("the holdout arm has 4 accounts with the event" in w for w in report.warnings)
 
     meetings = campaign_lift_report(
         campaign_data, view, now=NOW, types=frozenset({ConversionType.MEETING_BOOKED})
@@ -147,9 +151,13 @@ def test_report_lift_command_table_and_json(
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     assert lines[0].startswith(f"lift {TENANT}/{CAMPAIGN} at ")
-    assert re.search(r"^personal\s+40\s+30\s+60\s+12\s+8$", table.stdout, flags=re.MULTILINE)
-    assert re.search(r"^holdout\s+40\s+20\s+40\s+4\s+2$", table.stdout, flags=re.MULTILINE)
-    assert "cta_click_rate     40.0% [24.6%, 57.7%]" in table.stdout
+    assert re.search(r"^personal\s+40\s+30\s+60\s+12\s+8\s+0\s+0$", table.stdout, flags=re.MULTILINE)
+    assert re.search(r"^holdout\s+40\s+20\s+40\s+4\s+2\s+0\s+0$", table.stdout, flags=re.MULTILINE)
+    assert "cta_click_rate     30.0% [18.1%, 45.4%]" in table.stdout  # 12 of 40 accounts assigned
+    assert "cta_click_rate     40.0% [24.6%, 57.7%]" in table.stdout  # 12 of 30 that visited
+    assert table.stdout.index("intent to treat") < table.stdout.index(
+        "Among accounts that visited: descriptive, biased by who visits"
+    )
     assert "Warnings:" in table.stdout and "too small to conclude" in table.stdout
 
     as_json = run(
@@ -312,8 +320,8 @@ def test_admin_lift_page_shows_the_report_and_a_chart(admin: TestClient) -> None
         row.get("data-admin-arm"): [td.text for td in row.findall("td")]
         for row in document.findall(".//table[@data-admin='counts']/tbody/tr")
     }
-    assert counts["personal"] == ["personal", "40", "30", "60", "12", "12", "8", "6"]
-    assert counts["holdout"] == ["holdout", "40", "20", "40", "4", "4", "2", "2"]
+    assert counts["personal"] == ["personal", "40", "30", "60", "12", "12", "8", "7", "0", "0"]
+    assert counts["holdout"] == ["holdout", "40", "20", "40", "4", "4", "2", "2", "0", "0"]
     img = document.find(".//img[@data-admin='chart']")
     assert img is not None and img.get("src", "").startswith("data:image/svg+xml;base64,")
     svg = ET.fromstring(base64.b64decode(img.get("src", "").split(",", 1)[1]))

@@ -84,8 +84,8 @@ def test_the_page_shows_totals_days_rungs_reasons_and_fact_types(admin: TestClie
     assert not [e for e in document.iter() if "style" in e.attrib]
     counts = cells(document, "counts")
     # personal: 30 reached, 20×2 + 20 views, 6 CTA clicks, 4 conversions
-    assert counts["personal"] == ["personal", "40", "30", "60", "6", "6", "4", "4"]
-    assert counts["holdout"] == ["holdout", "40", "10", "30", "0", "0", "0", "0"]
+    assert counts["personal"] == ["personal", "40", "30", "60", "6", "6", "4", "4", "0", "0"]
+    assert counts["holdout"] == ["holdout", "40", "10", "30", "0", "0", "0", "0", "0", "0"]
     daily = cells(document, "daily")
     assert daily[f"{DAY1.isoformat()}|personal"][2:] == ["40", "20", "6", "0"]
     assert daily[f"{DAY2.isoformat()}|personal"][2:] == ["20", "20", "0", "4"]
@@ -102,7 +102,9 @@ def test_the_page_shows_totals_days_rungs_reasons_and_fact_types(admin: TestClie
     assert cells(document, "reasons") == {"no_trusted_fact": ["no_trusted_fact", "40"]}
     assert list(cells(document, "fact-types")) == ["funding"]
     lift = cells(document, "lift")
-    assert lift["cta_click_rate"][1] == "20.0% (6/30), 9.5–37.3%"
+    assert lift["cta_click_rate"][1] == "15.0% (6/40), 7.1–29.1%"  # per account assigned
+    visited = cells(document, "reached-only-rates")
+    assert visited["reached|cta_click_rate"][1] == "20.0% (6/30), 9.5–37.3%"  # among those that visited
     assert set(cells(document, "variants")) == {
         f"{m}|{v}" for m in ("reach", "cta_click_rate", "conversion_rate") for v in ("control", "direct")
     }

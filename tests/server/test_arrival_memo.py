@@ -8,7 +8,6 @@ account and rotated keys; and the memo stays within its bound.
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -37,7 +36,7 @@ from tests.server.conftest import (
     tuning_for_tests,
 )
 from tests.server.conftest import link_token as conftest_link_token
-from tests.server.pagetools import zones
+from tests.server.pagetools import without_per_request_values, zones
 from welcomemat import keys
 from welcomemat.audit import Auditor, Via
 from welcomemat.campaign import Campaign
@@ -45,7 +44,6 @@ from welcomemat.store import ZoneSetStore
 from welcomemat.subject_requests import Subject, erase
 from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenKind, TokenSigner
 
-_PER_REQUEST = re.compile(r'(nonce="|data-wm-view=")[^"]*"')
 # Both apps' clocks: fixed, so a cookie signed now is the same string in either.
 NOW = float(int(time.time()))
 
@@ -90,12 +88,12 @@ def memo_on_and_off(
 
 
 def answer(client: TestClient, path: str) -> tuple[int, str, str | None, str | None]:
-    """(status, page without its nonce and view id, Set-Cookie, Location); no cookie kept."""
+    """(status, page without its per-request values, Set-Cookie, Location); no cookie kept."""
     client.cookies.clear()
     response = client.get(path, follow_redirects=False)
     return (
         response.status_code,
-        _PER_REQUEST.sub(r"\1…", response.text),
+        without_per_request_values(response.text),
         response.headers.get("set-cookie"),
         response.headers.get("location"),
     )

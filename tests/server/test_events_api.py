@@ -529,11 +529,11 @@ def test_redis_outage_zones_serve_the_fallback_and_beacons_wait_in_the_queue(tmp
             first.__exit__(None, None, None)  # Redis stops
             first = None
             time.sleep(0.4)  # the cached zone set ages out
-            rungs = set()
+            served = []
             for n in range(20):
                 response = http.get("/v1/zones", params=params)
                 assert response.status_code == 200
-                rungs.add(response.json()["zones"]["hero_headline"]["rung"])
+                served.append(response.json()["zones"])
                 sent = http.post(
                     "/v1/events",
                     # 20 views (a view token's view is written once): one token each
@@ -542,7 +542,9 @@ def test_redis_outage_zones_serve_the_fallback_and_beacons_wait_in_the_queue(tmp
                 )
                 assert sent.status_code == 204
                 assert http.get("/v1/zones", params={"campaign": "never-loaded"}).status_code in (200, 404)
-            assert rungs == {"default"}  # the zone set (and so its segment) unreadable: the default copy
+            # The zone set (and so its segment) unreadable: every zone's rung is the default, which
+            # the snippet leaves to the site's own copy (no zones to write).
+            assert served == [{}] * 20
             assert app.state.renderer.events.queued > 0
 
             with temporary_redis(home) as again:  # Redis is back: the queued beacons are written

@@ -115,6 +115,7 @@ def _normalised(response: object) -> tuple[int, list[str], str, str]:
     if nonce:
         body, csp = body.replace(nonce.group(1), "NONCE"), csp.replace(nonce.group(1), "NONCE")
     body = re.sub(r'data-wm-view="[^"]*"', 'data-wm-view="VIEW"', body)
+    body = re.sub(r'href="/r/[^"]*"', 'href="/r/CLICK"', body)  # a click token names its view
     if headers.get("content-type", "").startswith("application/json"):
         data = json.loads(body)
         for field in ("view_id", "view"):

@@ -4,7 +4,6 @@ tokens are remembered; bounded."""
 
 from __future__ import annotations
 
-import re
 import time
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -31,14 +30,12 @@ from tests.server.conftest import (
     renderer_settings,
     tuning_for_tests,
 )
-from tests.server.pagetools import zones
+from tests.server.pagetools import without_per_request_values, zones
 from welcomemat.arms import Arm
 from welcomemat.campaign import Campaign
 from welcomemat.campaign_view import CampaignView
 from welcomemat.store import ZoneSetStore
 from welcomemat.tokens import TokenKind, TokenSigner
-
-_PER_REQUEST = re.compile(r'(nonce="|data-wm-view=")[^"]*"')
 
 
 def cookie(account: str = PERSONAL_ACCOUNT, **kwargs: Any) -> dict[str, str]:
@@ -49,7 +46,7 @@ def page(client: TestClient, headers: dict[str, str], path: str = f"/c/{CAMPAIGN
     client.cookies.clear()
     response = client.get(path, headers=headers)
     assert response.status_code == 200, response.text
-    return _PER_REQUEST.sub(r"\1…", response.text)  # the nonce and view id differ per request
+    return without_per_request_values(response.text)
 
 
 def hero(html: str) -> str:

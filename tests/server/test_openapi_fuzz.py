@@ -52,6 +52,7 @@ from precompute.run import PrecomputeRun
 from tests.example_accounts import write_example_accounts
 from tests.server.conftest import CAMPAIGN, TENANT, example_inputs, renderer_app, renderer_settings, signer
 from tests.server.uvicorn_thread import serve_in_thread
+from welcomemat.arms import Arm
 from welcomemat.theme_rules import ASSET_TYPES
 from welcomemat.tokens import TokenKind
 
@@ -147,12 +148,23 @@ def renderer(tmp_path: Path, redis_client: redis.Redis) -> Iterator[str]:
 
 def _known(operation: Any) -> dict[str, dict[str, Any]]:
     """The ids that exist, for the parameters this operation has."""
-    path = {
-        "campaign": CAMPAIGN,
-        "account": ACCOUNT,
-        "file": THEME_FILE,
-        "token": signer().sign(TokenKind.QR, tenant=TENANT, campaign=CAMPAIGN, account=ACCOUNT, ttl_s=3600),
-    }
+    token = signer().sign(TokenKind.QR, tenant=TENANT, campaign=CAMPAIGN, account=ACCOUNT, ttl_s=3600)
+    if operation.path == "/r/{token}":  # a hosted CTA's click token, as a page links it
+        token = (
+            signer()
+            .click_template(
+                zone="cta",
+                cta="book_ramp_review",
+                tenant=TENANT,
+                campaign=CAMPAIGN,
+                arm=Arm.PERSONAL,
+                rung="personal",
+                account=ACCOUNT,
+                zone_set_version=1,
+            )
+            .sign("fuzz-view-0001")
+        )
+    path = {"campaign": CAMPAIGN, "account": ACCOUNT, "file": THEME_FILE, "token": token}
     query = {
         "campaign": CAMPAIGN,
         "wm": signer().sign(TokenKind.LINK, tenant=TENANT, campaign=CAMPAIGN, account=ACCOUNT, ttl_s=3600),

@@ -19,7 +19,7 @@ from tests.server.conftest import (
     publish_config,
     renderer_app,
 )
-from tests.server.pagetools import body_data, zones
+from tests.server.pagetools import body_data, cta_destination, zones
 from welcomemat import keys
 from welcomemat.arms import Arm
 from welcomemat.campaign import Campaign
@@ -43,7 +43,8 @@ def test_anonymous_visitor_gets_the_campaign_default(client: TestClient, publish
     assert {z.rung for z in found.values()} == {"default"}
     assert found["hero_headline"].text == published.default_copy["hero_headline"].text
     assert found["hero_headline"].tag == "h1"
-    assert found["cta"].href == "https://www.acmerevenue.example/contact" and found["cta"].tag == "a"
+    assert cta_destination(client, found["cta"].href) == "https://www.acmerevenue.example/contact"
+    assert found["cta"].tag == "a"
     assert body_data(html)["data-wm-arm"] == Arm.ANONYMOUS
 
 
@@ -55,7 +56,7 @@ def test_personal_zones_from_the_zone_set_rest_from_its_segment(
     assert found["hero_headline"].rung == "personal"
     assert found["hero_headline"].text == "Congrats on the Series A, Dymaxa"
     assert found["hero_support"].rung == "segment"  # saas-mid copy
-    assert found["cta"].href == "https://meet.acmerevenue.example/ramp-review"
+    assert cta_destination(client, found["cta"].href) == "https://meet.acmerevenue.example/ramp-review"
 
 
 def test_every_zone_element_carries_zone_and_rung_and_a_space_reserving_class(client: TestClient) -> None:
@@ -130,7 +131,7 @@ def test_link_refused_at_render_falls_back_for_that_zone(client: TestClient, sto
     found = zones(landing(client))
     assert found["hero_headline"].rung == "personal"
     assert found["cta"].rung == "segment"
-    assert found["cta"].href == "https://meet.acmerevenue.example/ramp-review"
+    assert cta_destination(client, found["cta"].href) == "https://meet.acmerevenue.example/ramp-review"
 
 
 def test_allowlisted_personal_link_is_rendered_normalised(client: TestClient, store: ZoneSetStore) -> None:
@@ -141,7 +142,7 @@ def test_allowlisted_personal_link_is_rendered_normalised(client: TestClient, st
     )
     found = zones(landing(client))
     assert found["cta"].rung == "personal"
-    assert found["cta"].href == "https://meet.acmerevenue.example/ramp-review"
+    assert cta_destination(client, found["cta"].href) == "https://meet.acmerevenue.example/ramp-review"
 
 
 def test_new_published_version_is_served_after_invalidation(

@@ -30,6 +30,7 @@ from tests.server.conftest import (
     renderer_settings,
     signer,
 )
+from tests.server.pagetools import cta_destination
 from tests.server.pagetools import zones as page_zones
 from welcomemat import keys
 from welcomemat.arms import Arm
@@ -44,7 +45,6 @@ from welcomemat.zones_payload import zones_payload
 from welcomemat.zoneset import Rung, ZoneSet
 
 ORIGIN = "https://www.acmerevenue.example"
-ZONE_IDS = ["hero_headline", "hero_support", "proof", "cta", "continuation_headline"]
 
 
 def get_zones(client: TestClient, **params: str) -> dict:  # type: ignore[type-arg]
@@ -57,19 +57,14 @@ def get_zones(client: TestClient, **params: str) -> dict:  # type: ignore[type-a
     return data
 
 
-def test_anonymous_visitor_gets_the_default_copy_and_a_view_token(
+def test_anonymous_visitor_gets_no_zones_to_write_and_a_view_token(
     client: TestClient, published: Campaign
 ) -> None:
     data = get_zones(client)
     assert set(data) == {"campaign", "arm", "view_id", "view", "zones", "links"}
     assert (data["campaign"], data["arm"]) == (CAMPAIGN, "anonymous")
-    assert list(data["zones"]) == ZONE_IDS
-    assert {z["rung"] for z in data["zones"].values()} == {"default"}
-    assert data["zones"]["hero_headline"] == {
-        "text": published.default_copy["hero_headline"].text,
-        "rung": "default",
-    }
-    assert data["zones"]["cta"]["href"] == "https://www.acmerevenue.example/contact"
+    # Every zone's rung is the default: the site keeps its own copy (tests/server/test_zones_site_copy.py).
+    assert data["zones"] == {}
     assert data["links"] == sorted(published.link_allowlist)
     claims = signer().verify_view(data["view"], tenant=TENANT, campaign=CAMPAIGN)
     assert (claims.view_id, claims.arm, claims.rung, claims.account) == (
@@ -122,11 +117,14 @@ def test_the_json_serves_exactly_what_the_page_shows(
     page = page_zones(client.get(f"/c/{CAMPAIGN}", params=params).text)
     data = get_zones(client, **params)
     for zone_id, element in page.items():
+        if element.rung == "default":  # the snippet leaves the site's own copy there
+            assert zone_id not in data["zones"]
+            continue
         served = data["zones"][zone_id]
         assert (served["text"], served["rung"], served.get("href")) == (
             element.text,
             element.rung,
-            element.href,
+            cta_destination(client, element.href),  # the page's CTA goes through its click redirect
         )
 
 
@@ -296,7 +294,7 @@ def test_no_secret_means_no_view_token_but_still_the_copy(
     with TestClient(app, base_url=BASE_URL) as anonymous_client:
         data = get_zones(anonymous_client)
     assert data["view"] is None and data["arm"] == "anonymous"
-    assert data["zones"]["hero_headline"]["rung"] == "default"
+    assert data["zones"] == {}  # all default rung: the site keeps its copy
 
 
 # -- the serializer, without an app ---------------------------------------------------------------

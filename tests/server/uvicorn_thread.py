@@ -6,16 +6,18 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 
 
 @contextmanager
-def serve_in_thread(app: Starlette) -> Iterator[str]:
-    """Yields the base URL (`http://127.0.0.1:<port>`); stops the server on exit."""
+def serve_in_thread(app: Starlette, **options: Any) -> Iterator[str]:
+    """Yields the base URL (`http://127.0.0.1:<port>`, `https://` when `options` give a
+    certificate); stops the server on exit. `options`: more of uvicorn's `Config`."""
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", proxy_headers=False, lifespan="on"
+        app, host="127.0.0.1", port=0, log_level="warning", proxy_headers=False, lifespan="on", **options
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
@@ -27,7 +29,7 @@ def serve_in_thread(app: Starlette) -> Iterator[str]:
         time.sleep(0.01)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if options.get('ssl_certfile') else 'http'}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(10)

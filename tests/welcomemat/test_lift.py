@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 
 from welcomemat.arms import Arm
 from welcomemat.lift import (
+    MIN_ACCOUNTS_PER_ARM,
     MIN_EVENTS_PER_ARM,
-    MIN_REACHED_PER_ARM,
     AccountOutcome,
     LiftReport,
     Metric,
+    RateBase,
     build_lift_report,
     newcombe_difference,
     wilson_interval,
@@ -186,7 +187,7 @@ def report_for(outcomes: list[AccountOutcome], holdout_fraction: float = 0.5) ->
     )
 
 
-def test_report_counts_each_arm_and_rates_per_reached_account() -> None:
+def test_report_rates_are_per_assigned_account_and_the_visited_view_is_labelled() -> None:
     report = report_for(
         population(Arm.PERSONAL, 400, 100, 20, 10, "p")
         + population(Arm.HOLDOUT, 400, 100, 10, 5, "h")
@@ -194,18 +195,34 @@ def test_report_counts_each_arm_and_rates_per_reached_account() -> None:
     )
     personal, holdout = report.arm(Arm.PERSONAL), report.arm(Arm.HOLDOUT)
     assert (personal.accounts, personal.reached, personal.visits) == (400, 100, 200)
-    assert (personal.cta_clicks, personal.accounts_clicked) == (60, 20)
+    assert (personal.cta_clicks, personal.accounts_clicked, personal.reached_clicked) == (60, 20, 20)
     assert (personal.conversions, personal.accounts_converted) == (10, 10)
     assert (holdout.accounts, holdout.reached, holdout.accounts_clicked) == (400, 100, 10)
     clicks = report.metric(Metric.CTA_CLICK_RATE)
-    # the hand-worked example above: 20/100 vs 10/100
+    assert (clicks.base, clicks.personal.successes, clicks.personal.trials) == (RateBase.ASSIGNED, 20, 400)
+    assert clicks.label == "CTA click rate (accounts that clicked a CTA / accounts assigned)"
+    assert report.question.startswith("Per account assigned to the arm (intent to treat)")
+    # Among visitors the same clicks are the hand-worked example above: 20/100 vs 10/100.
+    visited = report.reached_only.metric(Metric.CTA_CLICK_RATE)
+    assert report.reached_only.label == "Among accounts that visited: descriptive, biased by who visits"
+    assert (visited.base, visited.personal.successes, visited.personal.trials) == (RateBase.REACHED, 20, 100)
+    assert (round(visited.difference_low, 4), round(visited.difference_high, 4)) == (0.0001, 0.1995)
+    assert "descriptive" in visited.conclusion and "higher" not in visited.conclusion
+    reach = report.metric(Metric.REACH)
+    assert (reach.personal.successes, reach.personal.trials, reach.difference) == (100, 400, 0.0)
+    assert "no difference detected" in reach.conclusion
+
+
+def test_a_difference_significant_only_on_a_first_look_says_so() -> None:
+    report = report_for(
+        population(Arm.PERSONAL, 100, 100, 20, 10, "p") + population(Arm.HOLDOUT, 100, 100, 10, 5, "h")
+    )
+    clicks = report.metric(Metric.CTA_CLICK_RATE)
+    # the hand-worked example above: 20/100 vs 10/100, every account assigned visited
     assert (clicks.personal.successes, clicks.personal.trials) == (20, 100)
     assert (round(clicks.personal.low, 4), round(clicks.personal.high, 4)) == (0.1334, 0.2888)
     assert (round(clicks.difference_low, 4), round(clicks.difference_high, 4)) == (0.0001, 0.1995)
     assert clicks.enough_data and "personal is higher by 10.0 points" in clicks.conclusion
-    reach = report.metric(Metric.REACH)
-    assert (reach.personal.successes, reach.personal.trials, reach.difference) == (100, 400, 0.0)
-    assert "no difference detected" in reach.conclusion
     # +0.01 points at the fixed interval's edge: significant on a first look only, and said so.
     assert not report.sample_ratio.mismatch
     (warning,) = report.warnings
@@ -213,12 +230,18 @@ def test_report_counts_each_arm_and_rates_per_reached_account() -> None:
     assert clicks.sequential_low < 0 < clicks.sequential_high
 
 
-def test_conversions_of_accounts_that_never_visited_count_but_not_in_the_rate() -> None:
+def test_an_account_that_converted_without_visiting_counts_in_the_assigned_rate_only() -> None:
     outcomes = population(Arm.PERSONAL, 50, 40, 10, 8, "p") + [
         AccountOutcome("p_cold", Arm.PERSONAL, views=0, conversions=2)
     ]
-    personal = report_for(outcomes + population(Arm.HOLDOUT, 50, 40, 8, 6, "h")).arm(Arm.PERSONAL)
-    assert (personal.conversions, personal.accounts_converted, personal.reached) == (10, 8, 40)
+    report = report_for(outcomes + population(Arm.HOLDOUT, 50, 40, 8, 6, "h"))
+    personal = report.arm(Arm.PERSONAL)
+    assert (personal.conversions, personal.accounts_converted, personal.reached_converted) == (10, 9, 8)
+    assert (personal.accounts, personal.reached) == (51, 40)
+    converted = report.metric(Metric.CONVERSION_RATE).personal
+    assert (converted.successes, converted.trials) == (9, 51)
+    visited = report.reached_only.metric(Metric.CONVERSION_RATE).personal
+    assert (visited.successes, visited.trials) == (8, 40)
 
 
 def test_small_samples_get_a_plain_warning_and_no_verdict() -> None:
@@ -226,8 +249,7 @@ def test_small_samples_get_a_plain_warning_and_no_verdict() -> None:
         population(Arm.PERSONAL, 200, 120, 60, 30, "p") + population(Arm.HOLDOUT, 20, 12, 1, 0, "h")
     )
     assert any(
-        f"holdout arm has 12 reached accounts (fewer than {MIN_REACHED_PER_ARM})" in w
-        for w in report.warnings
+        f"holdout arm has 20 accounts (fewer than {MIN_ACCOUNTS_PER_ARM})" in w for w in report.warnings
     )
     assert any("too small to conclude" in w for w in report.warnings)
     for metric in report.metrics:
@@ -260,4 +282,4 @@ def test_a_worse_personal_arm_is_called_lower() -> None:
     report = report_for(
         population(Arm.PERSONAL, 400, 200, 20, 10, "p") + population(Arm.HOLDOUT, 400, 200, 60, 10, "h")
     )
-    assert "personal is lower by 20.0 points" in report.metric(Metric.CTA_CLICK_RATE).conclusion
+    assert "personal is lower by 10.0 points" in report.metric(Metric.CTA_CLICK_RATE).conclusion

@@ -31,7 +31,7 @@ def bars(svg: str) -> list[ET.Element]:
 def test_one_bar_per_arm_and_metric_with_lengths_in_proportion() -> None:
     chart = render_lift_chart(
         report(
-            population(Arm.PERSONAL, 400, 200, 60, 20, "p") + population(Arm.HOLDOUT, 400, 100, 15, 5, "h")
+            population(Arm.PERSONAL, 400, 200, 60, 20, "p") + population(Arm.HOLDOUT, 400, 100, 30, 10, "h")
         )
     )
     found = bars(chart)
@@ -40,7 +40,8 @@ def test_one_bar_per_arm_and_metric_with_lengths_in_proportion() -> None:
         b.findtext(f"{SVG}title", "").split(":")[0] + str(i // 2): float(b.get("width", "0"))
         for i, b in enumerate(found)
     }
-    # reach 50% vs 25%; CTA 30% vs 15%; conversion 10% vs 5%: personal bars twice the holdout's
+    # per account assigned: reach 50% vs 25%; CTA 15% vs 7.5%; conversion 5% vs 2.5%: personal bars
+    # twice the holdout's
     for i in range(len(Metric)):
         assert abs(widths[f"personal{i}"] - 2 * widths[f"holdout{i}"]) < 0.2
     titles = [b.findtext(f"{SVG}title", "") for b in found]

@@ -10,16 +10,19 @@ Files, in the campaign folder (beside `campaign.yaml`, which precompute reads):
 
 Redis (`welcomemat.guidelines.GuidelineStore`) keeps each version's change record and which
 version is active. `propose` writes a report and a candidate record and publishes nothing;
-`promote` takes a READY report, records its actor as an approver and, once the campaign's
-risk tier has its approvers (`risk_tier: high`: two different people), makes the candidate
-`campaign.yaml`; `rollback` puts the previous version back. Each is audit-logged. Zone sets
-change only when `welcomemat precompute` runs again.
+`signoff` records that one person checked the report's diagnosis; `promote` takes a READY
+report and writes the candidate's guideline bundle into `campaign.yaml`, keeping every other
+field (and line) of it, and refuses a candidate that differs outside the bundle. With
+`risk_tier: high` (either version) these are two steps by two different people: a sign-off,
+then a promotion by someone else. `rollback` puts the previous version back. Each is
+audit-logged. Zone sets change only when `welcomemat precompute` runs again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,6 +32,7 @@ from pydantic import ValidationError
 from precompute.commands import make_provider
 from precompute.guideline_replay import (
     READY,
+    REGRESSION,
     CandidateReport,
     file_sha256,
     read_account_sets,
@@ -42,10 +46,17 @@ from welcomemat.campaign import Campaign
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.connection import connect, resolve_redis
 from welcomemat.errors import InputError
-from welcomemat.guidelines import ActivationState, GuidelineChange, GuidelineStore, guideline_hash
+from welcomemat.guideline_merge import merge_bundle_data, merge_bundle_text
+from welcomemat.guidelines import (
+    ActivationState,
+    GuidelineChange,
+    GuidelineStore,
+    guideline_hash,
+    outside_bundle,
+)
 from welcomemat.settings import Settings
 from welcomemat.validation_errors import dotted
-from welcomemat.yamlfile import line_of_field
+from welcomemat.yamlfile import line_of_field, read_yaml
 
 __all__ = [
     "ARCHIVE_FOLDER",
@@ -58,6 +69,7 @@ __all__ = [
     "run_promote",
     "run_propose",
     "run_rollback",
+    "run_signoff",
     "write_atomically",
 ]
 
@@ -77,8 +89,8 @@ def campaign_file(arg: str) -> Path:
 
 
 def _approvers_required(*campaigns: Campaign) -> int:
-    """Two when the active or the candidate guidelines say `risk_tier: high`: lowering the tier
-    is itself a change two people approve."""
+    """Two (a sign-off, then a promotion by someone else) when the active or the candidate
+    guidelines say `risk_tier: high`: lowering the tier is itself a change two people approve."""
     return 2 if any(c.risk_tier == "high" for c in campaigns) else 1
 
 
@@ -174,13 +186,27 @@ def format_report(report: CandidateReport, path: Path) -> str:
             f"check failures {s.failure_rate_before:.1%} -> {s.failure_rate_after:.1%}; "
             f"{len(s.changes)} zones changed; {len(s.new_blockers)} new blockers",
         ]
+        intended = set(report.intended_changes) if s.name == REGRESSION else set()
         for c in s.changes:
-            lines.append(f"  ~ {c.account_id} {c.zone_id}: {c.rung_before} -> {c.rung_after}")
+            mark = " (intended)" if c.account_id in intended else ""
+            lines.append(f"  ~ {c.account_id} {c.zone_id}: {c.rung_before} -> {c.rung_after}{mark}")
             if c.text_before != c.text_after:
                 lines += [f"      - {c.text_before}", f"      + {c.text_after}"]
         lines += [f"  ! {b.account_id} {b.zone_id or ''} {b.code}: {b.detail}" for b in s.new_blockers]
         if s.broken_accounts:
             lines.append(f"  breaks: {', '.join(s.broken_accounts)}")
+    if report.intended_changes:
+        lines += ["", f"intended regression changes: {', '.join(report.intended_changes)}"]
+    lines += [
+        "",
+        "guideline fields changed: " + (", ".join(d.field for d in report.bundle_changes) or "none"),
+    ]
+    if report.outside_bundle:
+        lines.append(
+            "outside the guideline bundle (promotion refuses these until campaign.yaml has the "
+            "candidate's values; apply them separately, or drop them from the candidate):"
+        )
+        lines += [f"  * {d.describe()}" for d in report.outside_bundle]
     lines += ["", report.recommendation, *(f"  - {r}" for r in report.reasons), f"report: {path}"]
     return "\n".join(lines)
 
@@ -196,6 +222,7 @@ def run_propose(
     provider: str,
     auditor: Auditor,
     as_json: bool = False,
+    intended: list[str] | None = None,
 ) -> int:
     """Replay the candidate, write its report and candidate record; exit 0 READY, 1 NOT READY."""
     recorded_reason = check_reason(reason, AuditAction.GUIDELINES_PROPOSE, source="--reason")
@@ -219,6 +246,7 @@ def run_propose(
         as_of=day,
         files=(campaign_path.resolve(), candidate_path.resolve()),
         created_at=now,
+        intended=intended or (),
     )
     version = candidate.campaign.guideline_version
     report_path = Path(out) if out else campaign_path.parent / ARCHIVE_FOLDER / f"{version}.report.json"
@@ -248,7 +276,8 @@ def run_propose(
             previous_hash=report.active.hash,
             reason=recorded_reason,
             evidence=tuple(evidence or ())
-            + (f"replay set changes: {', '.join(dict.fromkeys(replay_accounts)) or 'none'}",),
+            + (f"replay set changes: {', '.join(dict.fromkeys(replay_accounts)) or 'none'}",)
+            + tuple(f"intended regression change: {case}" for case in report.intended_changes),
             approvers_required=_approvers_required(active.campaign, candidate.campaign),
             validation=report.validation(),
             recommendation=report.recommendation,
@@ -289,11 +318,12 @@ def _read_report(path: Path) -> CandidateReport:
         ) from None
 
 
-def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
-    """Record the actor's approval of a READY candidate; the last approval needed makes it active."""
-    campaign_path, report_path = campaign_file(campaign_arg), Path(report_arg)
+def _read_ready(
+    campaign_path: Path, report_path: Path
+) -> tuple[CandidateReport, CampaignInputs, CampaignInputs]:
+    """A READY report for this campaign, replayed against its current guidelines, and the
+    campaign and candidate as they are now (both unchanged since the replay)."""
     report = _read_report(report_path)
-    where = (report.tenant, report.campaign)
     if report.recommendation != READY:
         raise InputError(
             f"the report says {report.recommendation}: only a READY FOR PROMOTION candidate is promoted "
@@ -322,40 +352,158 @@ def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
     candidate = load_campaign_inputs(
         candidate_path, str(find_zones_folder(campaign_path, None)), active.tenant_file
     )
-    now = datetime.now(UTC)
+    return report, active, candidate
+
+
+def _candidate_record(
+    store: GuidelineStore, report: CandidateReport, report_path: Path, active: Campaign, campaign_path: Path
+) -> GuidelineChange:
+    """The candidate's change record, written by `propose` with this very report."""
+    check_active(store, active, campaign_path)
+    version = report.candidate.version
+    record = store.get(report.tenant, report.campaign, version)
+    if record is None or record.state is not ActivationState.CANDIDATE:
+        state = "never proposed" if record is None else record.state.value
+        raise InputError(f"guideline version {version!r} is {state}, not a candidate", field="REPORT")
+    if record.report_sha256 != file_sha256(report_path):
+        raise InputError(
+            "not the report `propose` wrote for this candidate (changed, or an older one)", file=report_path
+        )
+    return record
+
+
+def run_signoff(campaign_arg: str, report_arg: str, *, auditor: Auditor, now: datetime) -> int:
+    """Record the actor's sign-off of a READY report's diagnosis: a high-risk change's first step."""
+    campaign_path, report_path = campaign_file(campaign_arg), Path(report_arg)
+    report, active, candidate = _read_ready(campaign_path, report_path)
+    version = report.candidate.version
     client = campaign_client(active.campaign)
     try:
         store = GuidelineStore(client)
-        check_active(store, active.campaign, campaign_path)
-        version = report.candidate.version
-        record = store.get(report.tenant, report.campaign, version)
-        if record is None or record.state is not ActivationState.CANDIDATE:
-            state = "never proposed" if record is None else record.state.value
-            raise InputError(f"guideline version {version!r} is {state}, not a candidate", field="REPORT")
-        if record.report_sha256 != file_sha256(report_path):
+        record = _candidate_record(store, report, report_path, active.campaign, campaign_path)
+        if record.signed_off_by is not None:
             raise InputError(
-                "not the report `propose` wrote for this candidate (changed, or an older one)",
-                file=report_path,
-            )
-        if auditor.actor in record.approvers:
-            raise InputError(
-                f"{auditor.actor} already approved {version}: the second approver must be someone else",
+                f"{version} was signed off by {record.signed_off_by} at {record.signed_off_at}: "
+                "promote it (someone else), or propose again for a new report",
                 field="--by",
             )
         required = max(record.approvers_required, _approvers_required(active.campaign, candidate.campaign))
-        approvers = (*record.approvers, auditor.actor)
-        if len(approvers) < required:
-            store.save(record.model_copy(update={"approvers": approvers, "approvers_required": required}))
-            detail = f"{version}: approval {len(approvers)} of {required}; waiting for a different approver"
-            audit_change(client, auditor, AuditAction.GUIDELINES_PROMOTE, where, detail)
-            print(f"guidelines {report.tenant}/{report.campaign} {detail}")
-            return 0
+        store.save(
+            record.model_copy(
+                update={"signed_off_by": auditor.actor, "signed_off_at": now, "approvers_required": required}
+            )
+        )
+        detail = (
+            f"{version}: diagnosis in {report_path.name} (sha256 {(record.report_sha256 or '')[:12]}) "
+            f"signed off; promotion by someone other than {auditor.actor} next"
+        )
+        audit_change(
+            client, auditor, AuditAction.GUIDELINES_SIGNOFF, (report.tenant, report.campaign), detail
+        )
+    finally:
+        client.close()
+    print(
+        f"guidelines {report.tenant}/{report.campaign} {version}: {auditor.actor} signed off the report's "
+        f"diagnosis at {now.isoformat()}; `welcomemat guidelines promote` by someone else makes it active"
+    )
+    return 0
+
+
+def _refuse_outside_bundle(
+    report: CandidateReport, active: Campaign, candidate: Campaign, candidate_path: Path, campaign_path: Path
+) -> None:
+    """Promotion writes only the guideline bundle: a field outside it that the candidate changed
+    (the report lists them) is refused until campaign.yaml has the candidate's value. A field
+    edited in campaign.yaml since the proposal is campaign.yaml's: the merge keeps it."""
+    flagged = {d.field for d in report.outside_bundle}
+    differences = [d for d in outside_bundle(active, candidate) if d.field in flagged]
+    if not differences:
+        return
+    first = differences[0]
+    raise InputError(
+        "the candidate differs from campaign.yaml outside the guideline bundle: "
+        + ", ".join(d.describe() for d in differences)
+        + f". Promotion changes only the guidelines: apply these to {campaign_path} separately (a settings "
+        "edit), or drop them from the candidate and propose again",
+        file=candidate_path,
+        line=None if first.change == "removed" else line_of_field(candidate_path, (first.field,)),
+        field=", ".join(d.field for d in differences),
+    )
+
+
+def _merges(campaign_path: Path, candidate_path: Path) -> Iterator[tuple[str, bool]]:
+    """The text merge (its lines kept: True), then the value merge for a layout the first cannot
+    rewrite (False: written again from its values, without comments)."""
+    merged = merge_bundle_text(campaign_path.read_text("utf-8"), candidate_path.read_text("utf-8"))
+    if merged is not None:
+        yield merged, True
+    yield merge_bundle_data(read_yaml(campaign_path).data, read_yaml(candidate_path).data), False
+
+
+def _bundle_written(
+    campaign_path: Path, candidate_path: Path, active: CampaignInputs, candidate: Campaign
+) -> tuple[bytes, bool]:
+    """campaign.yaml with the candidate's guideline bundle and every other field (and line) its own:
+    loaded as precompute would, and kept only when it holds exactly the candidate's bundle and
+    version and the active file's other fields. The flag: its other lines kept as they were."""
+    zones = str(find_zones_folder(campaign_path, None))
+    for text, lines_kept in _merges(campaign_path, candidate_path):
+        probe = campaign_path.with_name(f".{campaign_path.name}.{os.getpid()}.merge.yaml")
+        probe.write_text(text, encoding="utf-8")
+        try:
+            merged = load_campaign_inputs(probe, zones, active.tenant_file).campaign
+        except InputError:
+            continue
+        finally:
+            probe.unlink(missing_ok=True)
+        if (
+            guideline_hash(merged) == guideline_hash(candidate)
+            and merged.guideline_version == candidate.guideline_version
+            and not outside_bundle(active.campaign, merged)
+        ):
+            return text.encode("utf-8"), lines_kept
+    raise InputError(
+        "could not write the candidate's guidelines into campaign.yaml and keep its other fields: "
+        "copy the guideline fields into it by hand and propose again",
+        file=campaign_path,
+    )
+
+
+def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor, now: datetime) -> int:
+    """Make a READY candidate's guidelines active: its bundle written into campaign.yaml (the rest
+    kept); a high-risk change only after someone else signed off its report."""
+    campaign_path, report_path = campaign_file(campaign_arg), Path(report_arg)
+    report, active, candidate = _read_ready(campaign_path, report_path)
+    candidate_path = Path(report.candidate.file)
+    _refuse_outside_bundle(report, active.campaign, candidate.campaign, candidate_path, campaign_path)
+    where = (report.tenant, report.campaign)
+    version = report.candidate.version
+    client = campaign_client(active.campaign)
+    try:
+        store = GuidelineStore(client)
+        record = _candidate_record(store, report, report_path, active.campaign, campaign_path)
+        required = max(record.approvers_required, _approvers_required(active.campaign, candidate.campaign))
+        signer = record.signed_off_by
+        if required == 2 and signer is None:
+            raise InputError(
+                f"{version} is a high-risk change (risk_tier: high): someone must first sign off the "
+                f"report's diagnosis (`welcomemat guidelines signoff {campaign_path} {report_path} "
+                "--by NAME`), then someone else promotes it",
+                file=report_path,
+                field="--by",
+            )
+        if required == 2 and signer == auditor.actor:
+            raise InputError(
+                f"{auditor.actor} signed off {version}'s report: the promotion must be by someone else",
+                field="--by",
+            )
+        approvers = tuple(dict.fromkeys(a for a in (signer, auditor.actor) if a is not None))
+        written, lines_kept = _bundle_written(campaign_path, candidate_path, active, candidate.campaign)
         archive = campaign_path.parent / ARCHIVE_FOLDER
         previous = active_record(store, active.campaign, now)
         write_atomically(archive / f"{previous.version}.yaml", campaign_path.read_bytes())
-        candidate_bytes = candidate_path.read_bytes()
-        write_atomically(archive / f"{version}.yaml", candidate_bytes)
-        write_atomically(campaign_path, candidate_bytes)
+        write_atomically(archive / f"{version}.yaml", written)
+        write_atomically(campaign_path, written)
         promoted = record.model_copy(
             update={
                 "approvers": approvers,
@@ -368,13 +516,20 @@ def run_promote(campaign_arg: str, report_arg: str, *, auditor: Auditor) -> int:
         store.save(
             promoted, previous.model_copy(update={"state": ActivationState.SUPERSEDED}), active=version
         )
-        detail = f"{previous.version} -> {version} active (approved by {', '.join(approvers)})"
+        steps = (
+            f"signed off by {signer}, promoted by {auditor.actor}"
+            if signer
+            else f"promoted by {auditor.actor}"
+        )
+        detail = f"{previous.version} -> {version} active ({steps})"
         audit_change(client, auditor, AuditAction.GUIDELINES_PROMOTE, where, detail)
     finally:
         client.close()
+    changed = ", ".join(d.field for d in report.bundle_changes) or "none"
+    kept = "every other field and line kept" if lines_kept else "every other field kept, its comments not"
     print(
-        f"guidelines {report.tenant}/{report.campaign}: {detail}; {campaign_path} now holds it "
-        f"(the previous version: {archive / f'{previous.version}.yaml'}). "
+        f"guidelines {report.tenant}/{report.campaign}: {detail}; {campaign_path} now holds its guidelines "
+        f"({changed}; {kept}; the previous version: {archive / f'{previous.version}.yaml'}). "
         "Run `welcomemat precompute` to publish with it."
     )
     return 0

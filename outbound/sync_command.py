@@ -3,6 +3,7 @@
 One stop event (SIGTERM, Ctrl-C) reaches every loop of the run: the fold, both outbox senders
 (their passes, requests and retry waits) and the `--once` passes over the outboxes, so the
 command exits within seconds whatever a receiver answers. Receivers are named by host only.
+`--claim-idle-ms` applies to every stream the command reads: the events and both outboxes.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import redis
@@ -70,6 +72,10 @@ def run_sync(
         raise InputError("consumer name is empty", field="--consumer")
     settings = Settings.from_env()
     config = webhook_config(settings)
+    if config is not None:
+        # The outboxes are streams like the events': a change left pending by a stopped sender
+        # is taken over after the same `--claim-idle-ms`, not after the config's default.
+        config = replace(config, claim_idle_ms=claim_idle_ms)
     channel = alert_channel(settings)
     target = resolve_redis(settings)
     client = connect_for_blocking_reads(target, block_ms)
@@ -88,7 +94,9 @@ def run_sync(
     alerts: AlertSender | None = None
     producer: SellerAlertProducer | None = None
     if channel is not None or config is not None:
-        alerts = AlertSender(client, name=options.name, channel=channel, crm=config, stop=stop)
+        alerts = AlertSender(
+            client, name=options.name, channel=channel, crm=config, claim_idle_ms=claim_idle_ms, stop=stop
+        )
         producer = SellerAlertProducer(
             client,
             destinations=alerts.destinations,

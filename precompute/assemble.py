@@ -27,6 +27,7 @@ from types import MappingProxyType
 from precompute.checks import ApprovedVocabulary, CheckFailure, CheckInput, build_vocabulary, run_checks
 from precompute.context import EffectivePolicy, GovernedContext
 from precompute.context_builder import build_context
+from precompute.provider_faults import FaultCause, fault_cause
 from precompute.providers.base import (
     Decline,
     FactExtractor,
@@ -101,8 +102,10 @@ class AccountOutcome:
     model_calls: int
     tokens: int
     retries: int = 0
-    # The provider could not write (ProviderUnavailable): fallback now, generate on the next run.
+    # The provider could not write (ProviderUnavailable): not a decision. The publisher keeps a
+    # version already published (else publishes this fallback, marked deferred); next run retries.
     deferred: bool = False
+    deferred_cause: FaultCause | None = None  # why, when deferred (`precompute.provider_faults`)
 
 
 # The checks whose failure is doubt, not a broken rule: a person may approve past them. Each
@@ -358,10 +361,11 @@ class Assembler:
         written = self._variants[variant.id] if variant is not None else (self.campaign, self.vocabulary)
         result = GenerationResult(drafts={})
         deferred = False
+        cause: FaultCause | None = None
         try:
             account = self._with_extracted_facts(account)
-        except ProviderUnavailable:
-            deferred = True
+        except ProviderUnavailable as exc:
+            deferred, cause = True, fault_cause(exc)
         ctx = build_context(account, self.campaign, self.policy, self.as_of)
         # Why a zone has no draft, unless the provider said why (its `Decline`).
         if deferred:
@@ -375,8 +379,9 @@ class Assembler:
             no_draft_reason = zone_reason(ZoneReason.NO_ANSWER)
             try:
                 result = self._generate(ctx, written[0])
-            except ProviderUnavailable:
+            except ProviderUnavailable as exc:
                 no_draft_reason, deferred = zone_reason(ZoneReason.PROVIDER_UNAVAILABLE), True
+                cause = fault_cause(exc)
 
         outcomes: list[ZoneOutcome] = []
         valid_until: date | None = None
@@ -468,6 +473,7 @@ class Assembler:
             tokens=result.tokens,
             retries=result.retries,
             deferred=deferred,
+            deferred_cause=cause,
         )
 
 

@@ -4,7 +4,9 @@ QA print `precompute.run_output`.
 
 Imported lazily by `cli.commands`. Each function prints for a person (or JSON with
 `--json`) and returns the exit code: 0 success, 1 the job ran and its verdict is NO GO or
-it failed, 2 bad usage or input (raised as InputError / ContractError / ConfigError).
+it failed (a precompute in which the provider answered for no account and deferred some:
+every model call failed), 2 bad usage or input (raised as InputError / ContractError /
+ConfigError).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from precompute.fact_refusals import FactRefusalTally
 from precompute.findings import CohortCollector
 from precompute.inputs import find_zones_folder, load_campaign_inputs
 from precompute.progress import progress_bar
+from precompute.provider_faults import every_call_failed
 from precompute.providers.base import Provider
 from precompute.publish import PageCheckFactory
 from precompute.qa import run_qa
@@ -40,6 +43,7 @@ from welcomemat.contact_workflow import contact_workflows
 from welcomemat.erasure import suppress
 from welcomemat.errors import CampaignOwnerError, InputError, StoredValueError
 from welcomemat.guidelines import ActivationState, GuidelineStore, guideline_hash
+from welcomemat.model_cost import PRICES_ENV_VAR, RunBudget
 from welcomemat.records import read_account_record
 from welcomemat.review import approve_held, decide, list_queue, roll_back, show
 from welcomemat.settings import Settings
@@ -183,10 +187,12 @@ def run_precompute(
     check_theme: ThemeCheck | None = None,
     auditor: Auditor | None = None,
     page_check: PageCheckFactory | None = None,
+    budget: RunBudget | None = None,
 ) -> int:
     """`check_theme`: the renderer's checks of the campaign's theme (the CLI passes them in);
     `auditor`: who the audit log says published (default: `precompute`); `page_check`: builds
-    the renderer's check of each account's own pages in the theme (`precompute.publish`)."""
+    the renderer's check of each account's own pages in the theme (`precompute.publish`);
+    `budget` (`--budget`): start no account once the run's model tokens or cost reach it."""
     settings = Settings.from_env()
     accounts_path = Path(accounts)
     if not accounts_path.is_file():
@@ -198,6 +204,7 @@ def run_precompute(
     writer = make_provider(
         provider, settings, concurrency=concurrency, deadline_s=deadline_s, self_review=self_review
     )
+    _check_budget(budget, writer, settings, enqueue=enqueue)
     client = _client(settings)
     _refuse_other_tenants_id(client, loaded, Path(campaign))
     _refuse_unapproved_guidelines(client, loaded, Path(campaign))
@@ -214,6 +221,8 @@ def run_precompute(
         progress=advance,
         theme=inputs.theme,
         auditor=auditor,
+        prices=settings.model_prices,
+        budget=budget,
         ip_rules=inputs.tenant.ip_ranges if inputs.tenant is not None else None,
         page_check=(
             page_check(inputs.theme, loaded, zone_contracts)
@@ -238,7 +247,25 @@ def run_precompute(
         print_run_report(report)
         print(f"  QA verdict: {qa.verdict} (details: welcomemat qa {campaign})")
         print_fact_refusals(qa.fact_refusals)
-    return 1 if qa.verdict == "NO GO" or report.failed else 0
+    return 1 if qa.verdict == "NO GO" or report.failed or every_call_failed(report) else 0
+
+
+def _check_budget(budget: RunBudget | None, writer: Provider, settings: Settings, *, enqueue: bool) -> None:
+    """Refuse a `--budget` the run could not keep: on a distributed run (each worker would spend it),
+    or in money for a model without a price (its cost cannot be counted)."""
+    if budget is None:
+        return
+    if enqueue:
+        raise InputError(
+            "--budget applies to a local run; a distributed run (--enqueue) has none", field="--budget"
+        )
+    model = writer.usage().model
+    if budget.usd is not None and model is not None and settings.model_prices.get(model) is None:
+        raise InputError(
+            f"a budget in money needs the model's price: {model!r} has none (set {PRICES_ENV_VAR}, "
+            f"e.g. {model}=0.15/0.60, or give the budget in tokens, e.g. 100000tokens)",
+            field="--budget",
+        )
 
 
 def run_qa_command(campaign: str, *, as_json: bool, zones: str | None, findings: bool = False) -> int:

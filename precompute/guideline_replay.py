@@ -12,7 +12,13 @@ A blocker is what population QA refuses in a published zone set (`precompute.qa`
 zone text that either version's banned phrases, banned openers or prohibited claim classes
 refuse: a candidate that drops a banned line and then writes it is caught by the rules it
 drops. The candidate is READY FOR PROMOTION only when no set gains a blocker, no held-out or
-regression account that passed fails, no set's failure rate rises, and the replay set changes.
+regression account that passed fails, no set's failure rate rises, the replay set changes, and
+every regression case keeps its rung and text unless the proposal names it as an intended
+change (`intended_changes`; each name must be a case of the regression set).
+
+The report also lists the bundle fields the candidate changes and every field outside the
+bundle in which it differs from the active file (`welcomemat.guidelines.outside_bundle`):
+those are not the guidelines' to change, and promotion refuses them.
 """
 
 from __future__ import annotations
@@ -41,13 +47,20 @@ from precompute.qa import recheck_zone_set
 from welcomemat.accounts import Account, read_accounts
 from welcomemat.bounded_time import parse_day
 from welcomemat.errors import InputError
-from welcomemat.guidelines import SetValidation, guideline_hash
+from welcomemat.guidelines import (
+    FieldDifference,
+    SetValidation,
+    bundle_differences,
+    guideline_hash,
+    outside_bundle,
+)
 from welcomemat.reasons import ZoneReason, parse_reason
 from welcomemat.zoneset import Rung, ZoneSet
 
 __all__ = [
     "NOT_READY",
     "READY",
+    "REGRESSION",
     "SETS_FOLDER",
     "SET_NAMES",
     "Blocker",
@@ -55,6 +68,7 @@ __all__ = [
     "GuidelineSide",
     "SetReport",
     "ZoneChange",
+    "check_intended",
     "file_sha256",
     "read_account_sets",
     "replay_candidate",
@@ -63,6 +77,7 @@ __all__ = [
 
 SETS_FOLDER = "guideline_sets"  # beside campaign.yaml
 SET_NAMES = ("replay", "held_out", "regression")
+REGRESSION = "regression"  # the set whose cases keep their copy unless named as intended changes
 READY = "READY FOR PROMOTION"
 NOT_READY = "NOT READY"
 Recommendation = Literal["READY FOR PROMOTION", "NOT READY"]
@@ -150,6 +165,15 @@ class CandidateReport(BaseModel):
     sets: tuple[SetReport, ...]
     recommendation: Recommendation
     reasons: tuple[str, ...] = Field(default=(), description="why NOT READY, one line each")
+    intended_changes: tuple[str, ...] = Field(
+        default=(), description="regression cases (account ids) the proposal names as meant to change"
+    )
+    bundle_changes: tuple[FieldDifference, ...] = Field(
+        default=(), description="the guideline fields the candidate changes: what promotion writes"
+    )
+    outside_bundle: tuple[FieldDifference, ...] = Field(
+        default=(), description="fields outside the bundle that differ: promotion refuses them"
+    )
 
     def validation(self) -> tuple[SetValidation, ...]:
         return tuple(s.validation() for s in self.sets)
@@ -357,9 +381,47 @@ def _set_report(
     )
 
 
-def _reasons(sets: Sequence[SetReport]) -> list[str]:
+def check_intended(intended: Sequence[str], sets: Mapping[str, tuple[Path, Sequence[Account]]]) -> None:
+    """Each name must be a case (an account id) of the regression set: InputError names the first
+    that is not, and the file it is not in."""
+    path, accounts = sets[REGRESSION]
+    cases = {a.account_id for a in accounts}
+    for name in intended:
+        if name not in cases:
+            raise InputError(
+                f"{name!r} is not a case of the regression set (its cases: {', '.join(sorted(cases))})",
+                file=path,
+                field="--intended-change",
+            )
+
+
+def _shown_zone(rung: str | None, text: str | None) -> str:
+    return f"{rung or 'none'} {text!r}" if text is not None else rung or "none"
+
+
+def _unnamed_changes(s: SetReport, intended: frozenset[str]) -> list[str]:
+    """One line per regression case that changed without being named, with old and new copy."""
+    by_case: dict[str, list[ZoneChange]] = {}
+    for c in s.changes:
+        if c.account_id not in intended:
+            by_case.setdefault(c.account_id, []).append(c)
+    return [
+        f"{s.name}: {case} changed without being named as an intended change "
+        f"(--intended-change {case}): "
+        + "; ".join(
+            f"{c.zone_id} {_shown_zone(c.rung_before, c.text_before)} -> "
+            f"{_shown_zone(c.rung_after, c.text_after)}"
+            for c in changes
+        )
+        for case, changes in by_case.items()
+    ]
+
+
+def _reasons(sets: Sequence[SetReport], intended: frozenset[str]) -> list[str]:
     out: list[str] = []
     for s in sets:
+        if s.name == REGRESSION:
+            out += _unnamed_changes(s, intended)
         if s.new_blockers:
             names = ", ".join(dict.fromkeys(b.account_id for b in s.new_blockers))
             codes = ", ".join(dict.fromkeys(b.code for b in s.new_blockers))
@@ -385,15 +447,18 @@ def replay_candidate(
     as_of: date,
     files: tuple[Path, Path],
     created_at: datetime,
+    intended: Sequence[str] = (),
 ) -> CandidateReport:
-    """Replay every set under both versions; `files`: the active campaign.yaml and the candidate's."""
+    """Replay every set under both versions; `files`: the active campaign.yaml and the candidate's;
+    `intended`: the regression cases the proposal names as meant to change (`check_intended`)."""
+    check_intended(intended, sets)
     now = datetime.combine(as_of, time(12), tzinfo=UTC)
     names = frozenset(short_name(a.name).casefold() for _, accounts in sets.values() for a in accounts)
     before, after = _side(active, provider, names, now), _side(candidate, provider, names, now)
     reports = tuple(
         _set_report(name, path, accounts, before, after) for name, (path, accounts) in sets.items()
     )
-    reasons = _reasons(reports)
+    reasons = _reasons(reports, frozenset(intended))
     return CandidateReport(
         tenant=active.campaign.tenant,
         campaign=active.campaign.campaign,
@@ -415,4 +480,7 @@ def replay_candidate(
         sets=reports,
         recommendation=NOT_READY if reasons else READY,
         reasons=tuple(reasons),
+        intended_changes=tuple(dict.fromkeys(intended)),
+        bundle_changes=bundle_differences(active.campaign, candidate.campaign),
+        outside_bundle=outside_bundle(active.campaign, candidate.campaign),
     )

@@ -1,9 +1,12 @@
 """Input hashes: the same inputs always hash the same, so a rerun makes no new model call or version.
 
-An account's input hash covers its record and the campaign fingerprint (campaign contract,
-zone contracts, effective policy, provider configuration, pipeline version). It does not
-cover the day of the run: time is handled by `valid_until`, and a zone set past it is
-rebuilt even when its inputs are unchanged.
+An account's input hash covers exactly what can change its copy: its record, the copy variant
+it is written in, and the campaign fingerprint (the campaign's `copy` fields, classified in
+`welcomemat.copy_inputs`; zone contracts; effective policy; provider and model; pipeline
+version). A settings edit (origins, QA thresholds, alerts, review policy, theme) changes no
+hash: no model call, no new version, approvals kept. It does not cover the day of the run:
+time is handled by `valid_until`, and a zone set past it is rebuilt even when its inputs are
+unchanged.
 """
 
 from __future__ import annotations
@@ -17,9 +20,17 @@ from typing import Any
 from precompute.context import EffectivePolicy
 from welcomemat.accounts import Account
 from welcomemat.campaign import Campaign
+from welcomemat.copy_inputs import CAMPAIGN_INPUTS, copy_material
+from welcomemat.experiment_assignment import variant_for
 from welcomemat.zone_contract import ZoneContract
 
-__all__ = ["PIPELINE_VERSION", "account_input_hash", "campaign_fingerprint", "canonical_json"]
+__all__ = [
+    "PIPELINE_VERSION",
+    "account_input_hash",
+    "account_variant",
+    "campaign_fingerprint",
+    "canonical_json",
+]
 
 # Bump whenever the pipeline's decisions change (trust rules, checks, ladder), so that every
 # zone set is rebuilt on the next run instead of being kept as "unchanged".
@@ -41,53 +52,59 @@ def canonical_json(value: Any) -> bytes:
     ).encode()
 
 
-# Optional campaign fields added after campaigns were first published.
-_FIELDS_ADDED_LATER = (
-    "experiment",
-    "voice_examples",
-    "voice_profile",
-    "fact_types",
-    "checks",
-    "mail_in_home_date",
-)
-
-
 def campaign_fingerprint(
     campaign: Campaign, zones: Mapping[str, ZoneContract], policy: EffectivePolicy, provider_fingerprint: str
 ) -> str:
-    # Python-mode dumps keep sets as sets, which canonical_json sorts: JSON-mode would list
-    # them in iteration order, which changes between processes (string hash seeds).
-    # `seller_alerts` is left out: it changes no page, and editing the seller's next step must
-    # not republish (and send back to review) every account. `snippet` neither: it decides,
-    # at serve time, whether the snippet writes default copy over the site's own.
-    dumped = campaign.model_dump(exclude={"seller_alerts", "snippet"})
-    for name in _FIELDS_ADDED_LATER:
-        if not dumped.get(name):
-            # Unset, it hashes as before the field existed, so upgrading makes no zone set
-            # look changed (and costs no model call).
-            dumped.pop(name, None)
-    if dumped.get("experiment"):
+    """SHA-256 (hex) of everything about the campaign that can change copy.
+
+    The campaign's `copy` fields (`welcomemat.copy_inputs`: a settings edit, such as origins, QA
+    thresholds, alerts, review policy or theme, leaves it as it was), the zone contracts, the
+    effective policy (without `sources`, which names files: moving a file changes no copy), the
+    provider and model, and the pipeline version.
+    """
+    # Python values keep sets as sets, which canonical_json sorts: JSON values would list them
+    # in iteration order, which changes between processes (string hash seeds).
+    material = copy_material(campaign, CAMPAIGN_INPUTS)
+    experiment = material.get("experiment")
+    if experiment is not None:
         # A running experiment hashes as it did before experiments could stop. A stopped one
         # hashes as the running one did, under the version it ran under: an account already on
         # the kept variant is unchanged (same zone set, no model call); the others differ by
         # the variant they are moved to (`account_input_hash`).
-        stopped = dumped["experiment"].pop("stopped", None)
+        stopped = experiment.pop("stopped", None)
         if stopped is not None:
-            dumped["guideline_version"] = stopped["ran_under"]
-    material = {
-        "pipeline": PIPELINE_VERSION,
-        "campaign": dumped,
-        "zones": {k: v.model_dump() for k, v in sorted(zones.items())},
-        "policy": asdict(policy),
-        "provider": provider_fingerprint,
-    }
-    return hashlib.sha256(canonical_json(material)).hexdigest()
+            material["guideline_version"] = stopped["ran_under"]
+    rules = {name: value for name, value in asdict(policy).items() if name != "sources"}
+    return hashlib.sha256(
+        canonical_json(
+            {
+                "pipeline": PIPELINE_VERSION,
+                "campaign": material,
+                "zones": {k: v.model_dump() for k, v in sorted(zones.items())},
+                "policy": rules,
+                "provider": provider_fingerprint,
+            }
+        )
+    ).hexdigest()
 
 
-def account_input_hash(campaign_fp: str, account: Account, reassigned: str | None = None) -> str:
-    """`reassigned`: the kept variant a stopped experiment moves this account to, if it does."""
+def account_variant(campaign: Campaign, account_id: str) -> str | None:
+    """The copy variant the account is written in (None: no experiment, or not in the personal arm)."""
+    variant = variant_for(campaign, account_id)
+    return variant.id if variant is not None else None
+
+
+# Account fields that change no zone set: an account's IP ranges recognise its visitors (the
+# IP-range map is rebuilt every run), they are never written on a page.
+_ACCOUNT_SETTINGS = frozenset({"ip_ranges"})
+
+
+def account_input_hash(campaign_fp: str, account: Account, variant: str | None = None) -> str:
+    """The account's record (IP ranges aside) under the campaign fingerprint, and `variant`: the
+    copy variant it is written in (`account_variant`), so moving the holdout or stopping an
+    experiment rewrites only the accounts whose variant moves."""
     digest = hashlib.sha256(campaign_fp.encode())
-    digest.update(canonical_json(account.model_dump()))
-    if reassigned is not None:
-        digest.update(b"\0reassigned\0" + reassigned.encode())
+    digest.update(canonical_json(account.model_dump(exclude=set(_ACCOUNT_SETTINGS))))
+    if variant is not None:
+        digest.update(b"\0variant\0" + variant.encode())
     return digest.hexdigest()[:32]

@@ -12,6 +12,15 @@ review-queue entries. On `--resume`, accounts journalled `published` with the sa
 hash are skipped too (an account whose zone set was written but whose journal entry was
 not is unchanged, and journalled `published` then).
 
+An account the provider could not answer for (`precompute.provider_faults`: a fault, not a
+decision) is journalled `deferred` with the cause, and retried by the next run. A version it
+already has is kept untouched (no new version, no fallback over good copy); an account
+without one gets the fallback, published with an input hash that never matches.
+
+With a `--budget` (`over_budget`, asked as each account is about to be assembled), an account
+that would start after the budget is reached is not assembled and not published: journalled
+`deferred` (reason `budget`), so the next run does it.
+
 The run (`precompute.run`) owns what lasts across its `process` calls (the assembler, the
 thread pool) and hands them in; the campaign config it publishes first is
 `precompute.published_config`.
@@ -38,7 +47,7 @@ import redis
 
 from precompute.assemble import AccountOutcome, Assembler
 from precompute.explain import explain_record
-from precompute.hashing import account_input_hash
+from precompute.hashing import account_input_hash, account_variant
 from precompute.journal import Journal, JournalState
 from precompute.report import AccountFailure, RunReport
 from precompute.review_sample import SampleCandidate
@@ -46,14 +55,20 @@ from welcomemat import keys
 from welcomemat.accounts import Account
 from welcomemat.audit import AuditAction, Auditor, queue_entry
 from welcomemat.campaign import Campaign
-from welcomemat.experiment_assignment import reassigned_variant
 from welcomemat.records import write_profile
 from welcomemat.store import ZoneSetStore
 from welcomemat.theme import Theme
 from welcomemat.zone_contract import ZoneContract
-from welcomemat.zoneset import Rung, ZoneSet, ZoneSetStatus
+from welcomemat.zoneset import Rung, ZoneSet, ZoneSetMode, ZoneSetStatus
 
-__all__ = ["CHUNK_SIZE", "PUBLISH_BATCH", "AccountPageCheck", "ChunkPublisher", "PageCheckFactory"]
+__all__ = [
+    "CHUNK_SIZE",
+    "PUBLISH_BATCH",
+    "AccountPageCheck",
+    "BudgetReached",
+    "ChunkPublisher",
+    "PageCheckFactory",
+]
 
 
 CHUNK_SIZE = 256  # accounts per MGET: big enough to amortise round trips
@@ -67,6 +82,11 @@ PUBLISH_BATCH = 32
 AccountPageCheck: TypeAlias = tuple[str, Callable[[ZoneSet, datetime], "str | None"]]
 # Builds it for a campaign's theme (`server.render.account_page_check`, passed in by the CLI).
 PageCheckFactory: TypeAlias = Callable[[Theme, Campaign, Mapping[str, ZoneContract]], AccountPageCheck]
+
+
+class BudgetReached(Exception):
+    """The run's `--budget` was reached before this account started: nothing assembled or published;
+    journalled `deferred` (reason `budget`), so the next run does it."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +123,8 @@ class ChunkPublisher:
     resume: bool
     now: datetime
     page_check: AccountPageCheck | None = None
+    # `--budget`: asked as each account is about to be assembled; True: start no more (`BudgetReached`).
+    over_budget: Callable[[], bool] | None = None
 
     def _theme_refused(self, zone_set: ZoneSet) -> tuple[str | None, str | None]:
         """(the digest to publish as `theme_refused`, why), both None when its pages may use the theme."""
@@ -168,7 +190,7 @@ class ChunkPublisher:
         futures: list[Future[AccountOutcome | BaseException]] = []
         for account in chunk:
             input_hash = hashes[account.account_id] = account_input_hash(
-                self.fingerprint, account, reassigned_variant(self.campaign, account.account_id)
+                self.fingerprint, account, account_variant(self.campaign, account.account_id)
             )
             entry = journal.get(account.account_id)
             existing = current.get(account.account_id)
@@ -198,12 +220,17 @@ class ChunkPublisher:
             else:
                 todo.append(account)
                 if pool is not None:
-                    futures.append(pool.submit(_assemble_one, assembler, account, input_hash))
+                    futures.append(
+                        pool.submit(_assemble_one, assembler, account, input_hash, self.over_budget)
+                    )
 
         def outcomes(start: int, stop: int) -> list[AccountOutcome | BaseException]:
             # Without a pool nothing starts until asked for (a serial run assembles, then publishes).
             if pool is None:
-                return [_assemble_one(assembler, a, hashes[a.account_id]) for a in todo[start:stop]]
+                return [
+                    _assemble_one(assembler, a, hashes[a.account_id], self.over_budget)
+                    for a in todo[start:stop]
+                ]
             return [f.result() for f in futures[start:stop]]
 
         return _StartedChunk(len(chunk), todo, hashes, current, outcomes, settle)
@@ -241,12 +268,24 @@ class ChunkPublisher:
             )
         built: list[AccountOutcome] = []
         for account, outcome in zip(todo, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
+            if isinstance(outcome, BudgetReached):  # not started: no fallback written, done next run
+                report.budget_reached = True
+                report.budget_deferred += 1
+                self.journal.record(
+                    pipe,
+                    account.account_id,
+                    JournalState.DEFERRED,
+                    hashes[account.account_id],
+                    reason="budget",
+                )
+            elif isinstance(outcome, BaseException):
                 reason = f"{type(outcome).__name__}: {outcome}"
                 report.failed.append(AccountFailure(account_id=account.account_id, reason=reason))
                 self.journal.record(
                     pipe, account.account_id, JournalState.FAILED, hashes[account.account_id], reason=reason
                 )
+            elif outcome.deferred and (existing := current.get(account.account_id)) is not None:
+                self._keep(pipe, outcome, existing, hashes[account.account_id], report, tally, sampled)
             else:
                 built.append(outcome)
         framed: list[ZoneSet] = []
@@ -258,8 +297,14 @@ class ChunkPublisher:
         results = self.store.publish_many(framed, current=current)
         for outcome, result in zip(built, results, strict=True):
             account = outcome.account
-            report.deferred += int(outcome.deferred)
+            if outcome.deferred:
+                _count_deferred(outcome, report)
+            elif outcome.model_calls:
+                report.provider_answered += 1
             report.published += int(result.changed)
+            report.personal_published += int(
+                result.changed and result.zone_set.mode is not ZoneSetMode.FALLBACK
+            )
             report.unchanged += int(not result.changed)
             if result.zone_set.status is ZoneSetStatus.PENDING_REVIEW:
                 report.pending_review += 1
@@ -300,10 +345,38 @@ class ChunkPublisher:
                 JournalState.DEFERRED if outcome.deferred else JournalState.PUBLISHED,
                 hashes[account.account_id],
                 version=result.version,
-                reason=outcome.zone_set.mode.value,
+                reason=(
+                    outcome.deferred_cause.value
+                    if outcome.deferred and outcome.deferred_cause is not None
+                    else outcome.zone_set.mode.value
+                ),
             )
         self.journal.refresh(pipe)
         pipe.execute()
+
+    def _keep(
+        self,
+        pipe: redis.client.Pipeline,
+        outcome: AccountOutcome,
+        existing: ZoneSet,
+        input_hash: str,
+        report: RunReport,
+        tally: _Tally,
+        sampled: list[SampleCandidate],
+    ) -> None:
+        """A deferred account that has a version: a fault is no decision, so nothing is written
+        but its journal entry (why; the next run asks again). A good version is never replaced
+        by a fallback, and a fallback published while the provider was down is not repeated."""
+        _count_deferred(outcome, report)
+        self._count(existing, tally, sampled, outcome.account)
+        self.journal.record(
+            pipe,
+            existing.account_id,
+            JournalState.DEFERRED,
+            input_hash,
+            version=existing.version,
+            reason=outcome.deferred_cause.value if outcome.deferred_cause is not None else "",
+        )
 
     def _still_good(self, existing: ZoneSet, input_hash: str) -> bool:
         """Same inputs and still inside its validity window: keep it, whatever its review status."""
@@ -322,7 +395,17 @@ class ChunkPublisher:
             sampled.append((f"{account.segment}/{zone_set.mode.value}", account.account_id, zone_set.status))
 
 
-def _assemble_one(assembler: Assembler, account: Account, input_hash: str) -> AccountOutcome | BaseException:
+def _count_deferred(outcome: AccountOutcome, report: RunReport) -> None:
+    report.deferred += 1
+    cause = outcome.deferred_cause.value if outcome.deferred_cause is not None else "unavailable"
+    report.deferred_causes[cause] = report.deferred_causes.get(cause, 0) + 1
+
+
+def _assemble_one(
+    assembler: Assembler, account: Account, input_hash: str, over_budget: Callable[[], bool] | None = None
+) -> AccountOutcome | BaseException:
+    if over_budget is not None and over_budget():  # asked as the account starts, on its thread
+        return BudgetReached()
     try:
         return assembler.assemble(account, input_hash)
     except Exception as exc:  # one broken account must not stop the run: journalled as failed

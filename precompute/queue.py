@@ -74,10 +74,14 @@ COUNTERS = (
     "unchanged",
     "resumed",
     "deferred",
+    "provider_answered",  # accounts the provider answered for (none while deferring: every call failed)
     "failed",
     "pending_review",
     "model_calls",
     "tokens",
+    "input_tokens",  # of `tokens`, the prompts' (the cost prices them apart from the output's)
+    "output_tokens",
+    "personal_published",  # new versions with a personal zone (the results page's cost per account)
     "retries",
     "breaker_openings",
     "entries_done",
@@ -89,6 +93,7 @@ _BREAKDOWNS = {
     "rung": "zones_by_rung",
     "fallback": "fallback_reasons",
     "check": "check_failures",
+    "deferred_cause": "deferred_causes",
 }
 
 
@@ -195,6 +200,7 @@ class RunProgress(BaseModel):
     zones_by_rung: dict[str, int] = Field(default_factory=dict)
     fallback_reasons: dict[str, int] = Field(default_factory=dict)
     check_failures: dict[str, int] = Field(default_factory=dict)
+    deferred_causes: dict[str, int] = Field(default_factory=dict)
     by_worker: dict[str, int] = Field(default_factory=dict)
     failures: list[AccountFailure] = Field(default_factory=list)
     pending_entries: int = 0  # delivered to a worker, not acknowledged yet (any run of the campaign)
@@ -232,10 +238,15 @@ class RunProgress(BaseModel):
             fallback_reasons=self.fallback_reasons,
             check_failures=self.check_failures,
             deferred=self.count("deferred"),
+            deferred_causes=self.deferred_causes,
+            provider_answered=self.count("provider_answered"),
             model_calls=self.count("model_calls"),
             retries=self.count("retries"),
             breaker_openings=self.count("breaker_openings"),
             tokens=self.count("tokens"),
+            input_tokens=self.count("input_tokens"),
+            output_tokens=self.count("output_tokens"),
+            personal_published=self.count("personal_published"),
             accounts_per_second=round(self.count("processed") / seconds, 1) if seconds else 0.0,
         )
 
@@ -348,10 +359,14 @@ def counter_increments(report: RunReport, *, worker: str) -> dict[str, int]:
         "unchanged": report.unchanged,
         "resumed": report.resumed,
         "deferred": report.deferred,
+        "provider_answered": report.provider_answered,
         "failed": len(report.failed),
         "pending_review": report.pending_review,
         "model_calls": report.model_calls,
         "tokens": report.tokens,
+        "input_tokens": report.input_tokens,
+        "output_tokens": report.output_tokens,
+        "personal_published": report.personal_published,
         "retries": report.retries,
         "breaker_openings": report.breaker_openings,
         "suppressed": report.suppressed,

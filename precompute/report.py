@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from welcomemat.model_cost import RunCost
+
 __all__ = ["AccountFailure", "MalformedRow", "RunReport"]
 
 
@@ -47,7 +49,11 @@ class RunReport(BaseModel):
     zones_by_rung: dict[str, int] = Field(default_factory=dict)
     fallback_reasons: dict[str, int] = Field(default_factory=dict)
     check_failures: dict[str, int] = Field(default_factory=dict)
-    deferred: int = 0  # the provider could not write: published as fallback, generated again next run
+    # The provider could not answer (`precompute.provider_faults`): a version already published
+    # is kept as it was (none: the fallback is published, marked deferred); asked again next run.
+    deferred: int = 0
+    deferred_causes: dict[str, int] = Field(default_factory=dict)  # deferred accounts by FaultCause
+    provider_answered: int = 0  # accounts the provider answered for (drafts or declines) in this run
     # Accounts whose own pages failed the campaign theme's rendered-page check: published with
     # `theme_refused`, so their pages use the built-in frame (`server.render.account_page_check`).
     theme_refused: list[AccountFailure] = Field(default_factory=list)
@@ -55,5 +61,16 @@ class RunReport(BaseModel):
     retries: int = 0
     breaker_openings: int = 0
     tokens: int = 0
+    # The model's own counts (each answer's `usage`), and what they cost at the price table's rate
+    # (`welcomemat.model_cost`; the offline composer: 0 calls, cost 0; an unpriced model: cost None).
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: RunCost = Field(default_factory=RunCost)
+    personal_published: int = 0  # new versions with a personal zone: what the results page divides by
+    # `--budget`: the limit, whether the run reached it, and the accounts it then left for the next
+    # run (not assembled, not published, journalled `deferred`).
+    budget: str | None = None
+    budget_reached: bool = False
+    budget_deferred: int = 0
     accounts_per_second: float = 0.0
     verdict: str | None = None

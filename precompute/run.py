@@ -41,6 +41,7 @@ from welcomemat.audit import Auditor, Via
 from welcomemat.campaign import Campaign
 from welcomemat.erasure import suppress
 from welcomemat.ip_ranges import IpRangeRules
+from welcomemat.model_cost import DEFAULT_PRICES, PriceTable, RunBudget, RunCost, run_cost
 from welcomemat.store import ZoneSetStore
 from welcomemat.theme import Theme
 from welcomemat.zone_contract import ZoneContract
@@ -76,6 +77,8 @@ class PrecomputeRun:
         auditor: Auditor | None = None,
         ip_rules: IpRangeRules | None = None,
         page_check: AccountPageCheck | None = None,
+        prices: PriceTable = DEFAULT_PRICES,
+        budget: RunBudget | None = None,
     ) -> None:
         self.client = client
         self.auditor = auditor or Auditor("precompute", Via.PRECOMPUTE, lambda: datetime.now(UTC))
@@ -95,6 +98,11 @@ class PrecomputeRun:
         # The tenant's rules for accounts' `ip_ranges` (tenant.yaml; None: no private ranges).
         self.ip_rules = ip_rules
         self._assembler: Assembler | None = None
+        # The cost: tokens from the provider's own count since now, priced by `prices`; `budget`
+        # (`--budget`) stops the run starting accounts once they reach it (`precompute.publish`).
+        self.prices = prices
+        self.budget = budget
+        self._usage_at_start = provider.usage()
         self._pool: ThreadPoolExecutor | None = None  # see `_assembly_pool`
         self.fingerprint = campaign_fingerprint(campaign, zones, policy, provider.fingerprint())
         self.journal_key = keys.journal_key(campaign.tenant, campaign.campaign)
@@ -110,6 +118,7 @@ class PrecomputeRun:
             now=self.now,
             # Each account's own pages in the theme: the renderer's check, passed in.
             page_check=page_check if theme is not None else None,
+            over_budget=self._over_budget if budget is not None else None,
         )
 
     # -- the run -------------------------------------------------------------------------------
@@ -141,6 +150,7 @@ class PrecomputeRun:
             campaign=self.campaign.campaign,
             provider=self.provider.name,
             started_at=self.now.isoformat(),
+            budget=self.budget.describe() if self.budget is not None else None,
         )
 
     def prepare(self, accounts: Sequence[Account], *, erased: Sequence[str] = ()) -> None:
@@ -193,11 +203,47 @@ class PrecomputeRun:
         report.model_calls += after.model_calls - before.model_calls
         report.retries += after.retries - before.retries
         report.tokens += after.tokens - before.tokens
+        report.input_tokens += after.input_tokens - before.input_tokens
+        report.output_tokens += after.output_tokens - before.output_tokens
         report.breaker_openings += after.breaker_openings - before.breaker_openings
+        report.cost = run_cost(
+            after.model,
+            model_calls=report.model_calls,
+            input_tokens=report.input_tokens,
+            output_tokens=report.output_tokens,
+            prices=self.prices,
+        )
         return sampled
 
+    def spent(self) -> RunCost:
+        """What the provider has spent since this run began (every thread's calls), priced."""
+        now, start = self.provider.usage(), self._usage_at_start
+        return run_cost(
+            now.model,
+            model_calls=now.model_calls - start.model_calls,
+            input_tokens=now.input_tokens - start.input_tokens,
+            output_tokens=now.output_tokens - start.output_tokens,
+            prices=self.prices,
+        )
+
+    def _over_budget(self) -> bool:
+        # Asked before each account starts: accounts already with the model finish, so a run may
+        # pass its budget by what at most `concurrency` accounts spend.
+        return self.budget is not None and self.budget.reached(self.spent())
+
     def finish(self, report: RunReport, *, seconds: float) -> None:
-        """Stamp the timing and store the report as the campaign's last run."""
+        """Stamp the timing and the cost, and store the report as the campaign's last run.
+
+        The cost is figured from the report's token counts (a distributed run's add up every
+        worker's), at the price this run's provider model has in the run's price table.
+        """
+        report.cost = run_cost(
+            self.provider.usage().model,
+            model_calls=report.model_calls,
+            input_tokens=report.input_tokens,
+            output_tokens=report.output_tokens,
+            prices=self.prices,
+        )
         report.seconds = round(seconds, 3)
         report.accounts_per_second = round(report.accounts / report.seconds, 1) if report.seconds else 0.0
         self.client.set(

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 
 from precompute.fact_refusals import FactRefusal
 from precompute.findings import format_findings
+from precompute.provider_faults import deferral_lines, every_call_failed
 from precompute.qa import QaReport
 from precompute.report import RunReport
+from welcomemat.model_cost import cost_line
 
 __all__ = ["FACT_REFUSALS_SHOWN", "print_fact_refusals", "print_qa", "print_run_report"]
 
@@ -55,7 +57,23 @@ def print_run_report(report: RunReport) -> None:
         print(
             f"  model calls {report.model_calls} ({report.retries} retries), tokens {report.tokens}, "
             f"circuit breaker opened {report.breaker_openings} times, {report.deferred} accounts deferred "
-            "(fallback now; generated again on the next run)",
+            "(asked again on the next run)",
+            file=out,
+        )
+    # One line per provider fault, with its fix: a fault is no decision (precompute.provider_faults).
+    for line in deferral_lines(report.deferred_causes):
+        print(f"  {line}", file=out)
+    if every_call_failed(report):
+        print(
+            "  every model call failed: published versions were kept, nothing new was written; "
+            "fix the cause above and run again",
+            file=out,
+        )
+    print(f"  {cost_line(report.cost)}", file=out)
+    if report.budget_reached:
+        print(
+            f"  budget {report.budget} reached: {report.budget_deferred} accounts deferred, not started and "
+            "not published (no fallback written); the next run does them",
             file=out,
         )
     for row in report.malformed[:20]:

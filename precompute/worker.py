@@ -59,6 +59,7 @@ from welcomemat.audit import Auditor, Via
 from welcomemat.campaign_config import decode_campaign_config
 from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.errors import ConfigError
+from welcomemat.model_cost import DEFAULT_PRICES, PriceTable
 from welcomemat.redis_client import REDIS_OUTAGE_ERRORS, run_script
 from welcomemat.stream_handler import (
     ACK,
@@ -158,8 +159,10 @@ class Worker(ConsumerProcess):
         log: Callable[[str], None] | None = None,
         stop: threading.Event | None = None,
         page_check: PageCheckFactory | None = None,
+        prices: PriceTable = DEFAULT_PRICES,
     ) -> None:
         self.client = client
+        self.prices = prices  # the price table a run's cost is figured with (WELCOMEMAT_MODEL_PRICES)
         # The renderer's check of each account's own pages in the campaign's theme (the CLI's).
         self.page_check = page_check
         self.provider_factory = provider_factory
@@ -291,6 +294,7 @@ class Worker(ConsumerProcess):
             other_companies=companies,
             auditor=Auditor(f"worker:{self.name}", Via.PRECOMPUTE, lambda: datetime.now(UTC)),
             theme=theme,
+            prices=self.prices,
             page_check=(
                 self.page_check(theme, campaign_model, zones)
                 if self.page_check is not None and theme is not None

@@ -17,6 +17,7 @@ from pathlib import Path
 import redis
 
 from precompute.commands import make_provider, resolve_campaign
+from precompute.provider_faults import every_call_failed
 from precompute.providers.base import Provider
 from precompute.publish import PageCheckFactory
 from precompute.qa import run_qa
@@ -25,6 +26,7 @@ from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
 from welcomemat.connection import connect, connect_for_blocking_reads, resolve_redis
 from welcomemat.errors import InputError
 from welcomemat.ids import is_valid_id
+from welcomemat.model_cost import read_last_run_cost
 from welcomemat.settings import Settings
 from welcomemat.store import ZoneSetStore
 
@@ -93,6 +95,7 @@ def run_worker(
         options,
         stop=stop,
         page_check=page_check,
+        prices=settings.model_prices,
     )
     scope = f"{options.campaign[0]}/{options.campaign[1]}" if options.campaign else "every active run"
     print(f"worker {options.name}: consuming {scope} on {target.describe()}", file=sys.stderr, flush=True)
@@ -134,6 +137,10 @@ def run_precompute_status(campaign: str, *, run_id: str | None, as_json: bool, z
     report = progress.to_report()
     qa = None
     if progress.complete:
+        # The cost the worker that counted the last account figured and stored with the report.
+        last = read_last_run_cost(client, tenant, campaign_id)
+        if last is not None and last.started_at == report.started_at:
+            report.cost = last.cost
         loaded, zone_contracts = resolve_campaign(ref, client, zones)
         qa = run_qa(ZoneSetStore(client), loaded, zone_contracts)
         report.verdict = qa.verdict
@@ -159,4 +166,4 @@ def run_precompute_status(campaign: str, *, run_id: str | None, as_json: bool, z
             print(f"  QA verdict: {qa.verdict} (details: welcomemat qa {ref})")
     if qa is None:
         return 0
-    return 1 if qa.verdict == "NO GO" or report.failed else 0
+    return 1 if qa.verdict == "NO GO" or report.failed or every_call_failed(report) else 0

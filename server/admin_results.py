@@ -3,7 +3,8 @@
 What a marketer reads: visits, reached accounts, CTA clicks and conversions per arm and copy
 variant, per day; the lift per account assigned with its fixed and always-valid intervals, the
 negative outcomes, and the visitors' rates as a labelled, descriptive second view; the rung mix and the
-fallback reasons of the zones the personal arm is served; the best and worst fact types. The
+fallback reasons of the zones the personal arm is served; the best and worst fact types; what the
+last precompute run cost per personal account it published ("unknown" for an unpriced model). The
 numbers are `welcomemat.results` (the `lift` in it is exactly `welcomemat report lift --json`).
 
 Guarded like every admin route: the bearer token through `admin_auth.require_credential` (404
@@ -26,6 +27,7 @@ from server.admin_endpoint import NO_STORE, html_answer, json_answer
 from server.admin_report import build_report, report_format, report_operation_doc, wants_html_report
 from server.problems import errors_as_html
 from welcomemat.lift_chart import chart_data_uri
+from welcomemat.model_cost import cost_line, format_usd
 from welcomemat.results import campaign_results, results_csv
 from welcomemat.results_chart import DAILY_MEASURES, render_daily_chart
 from welcomemat.svg import svg_data_uri
@@ -49,7 +51,8 @@ async def results_page(request: Request) -> Response:
       (intent to treat) with fixed and always-valid 95% intervals, negative outcomes per arm,
       the rates among accounts that visited under their own label (descriptive, biased by who
       visits), variants against the reference, the rung mix and fallback
-      reasons of the personal arm's zones, and fact types ranked by CTA click rate. HTML with
+      reasons of the personal arm's zones, fact types ranked by CTA click rate, and the last
+      precompute run's cost per personal account it published (`last_run_cost`). HTML with
       server-drawn SVG charts (no script), or the same numbers as `format=json` (its `lift` is
       `welcomemat report lift --json`) or `format=csv` (section, group, day, measure, value).
       Bearer admin token (`adminBearer`).
@@ -82,6 +85,8 @@ async def results_page(request: Request) -> Response:
         charts=charts,
         measures=DAILY_MEASURES,
         problems=problems,
+        money=format_usd,
+        cost_line=cost_line,
     )
 
 

@@ -29,6 +29,9 @@ of `response_format` (`PageDraft`: generation, `PageReview`: self-review,
     rate_limit      429 with Retry-After (`retry_after="1"`, `times=1`), then well
     server_error    500 (`times=N`; default: always)
     client_error    400 (`times=N`; default: always): not worth a retry
+    forbidden       403 permission denied (`times=N` as above)
+    model_not_found the model named is unknown: 404 with code `model_not_found`, as OpenAI
+                    answers (`status=400` for gateways that answer 400; `times=N` as above)
     slow            sleeps `sleep_s` (default 2.0) before answering well
     hang            never answers until `reset()` or shutdown
 
@@ -40,7 +43,9 @@ review answers JSON of the wrong shape), `decline=[zone ids]` (generation answer
 empty text), `omit=[zone ids]` (generation leaves them out), `cta_id` (generation chooses
 this id in link zones), `paraphrase=[source ids]` (extraction rewords that source's
 evidence), `extract_type` (default "expansion").
-`latency_s` delays every answer (benchmarks). Every request is logged with its headers (`requests()`).
+`latency_s` delays every answer (benchmarks). `api_key`, when set, is the one key accepted:
+any other bearer token gets 401 `invalid_api_key`, in every mode (a bad key, then the key fixed).
+Every request is logged with its headers (`requests()`).
 """
 
 from __future__ import annotations
@@ -75,6 +80,8 @@ MODES = (
     "rate_limit",
     "server_error",
     "client_error",
+    "forbidden",
+    "model_not_found",
     "slow",
     "hang",
 )
@@ -129,6 +136,7 @@ class LLMTestServer:
 
     def __init__(self) -> None:
         self.latency_s = 0.0
+        self.api_key: str | None = None  # None: any key is accepted
         self._state = _State()
         self._log: list[LoggedRequest] = []
         self._lock = threading.Lock()
@@ -151,11 +159,12 @@ class LLMTestServer:
             self._state = _State(mode=mode, params=params, epoch=self._state.epoch + 1)
 
     def reset(self) -> None:
-        """Mode `well`, no latency, empty log; hung requests are released."""
+        """Mode `well`, no latency, any key, empty log; hung requests are released."""
         with self._lock:
             self._state = _State(epoch=self._state.epoch + 1)
             self._log.clear()
         self.latency_s = 0.0
+        self.api_key = None
 
     def requests(self, kind: str | None = None) -> list[LoggedRequest]:
         with self._lock:
@@ -270,6 +279,8 @@ class LLMTestServer:
         mode, params = state.mode, state.params
         times = params.get("times")
         faulty = times is None or served <= int(times)
+        if self.api_key is not None and entry.headers.get("authorization") != f"Bearer {self.api_key}":
+            return _error(401, "invalid_api_key", "Incorrect API key provided")
         if mode == "rate_limit" and served <= int(params.get("times", 1)):
             headers = {"retry-after": str(params.get("retry_after", "1"))}
             return _error(429, "rate_limit_exceeded", "Rate limit reached", headers)
@@ -277,6 +288,12 @@ class LLMTestServer:
             return _error(500, "server_error", "The server had an error")
         if mode == "client_error" and faulty:
             return _error(400, "invalid_request_error", "This model does not support that")
+        if mode == "forbidden" and faulty:
+            return _error(403, "permission_denied", "You are not allowed to use this model")
+        if mode == "model_not_found" and faulty:
+            model = entry.body.get("model")
+            status = int(params.get("status", 404))
+            return _error(status, "model_not_found", f"The model `{model}` does not exist")
         if mode == "slow":
             await asyncio.sleep(float(params.get("sleep_s", 2.0)))
         if mode == "hang":

@@ -89,7 +89,8 @@ class AuditAction(enum.StrEnum):
     SUBJECT_EXPORT = "subject_export"  # everything held about a person written out for them
     SECRET_ROTATE = "secret_rotate"  # signing keys or bearer tokens changed (seen at a renderer start)
     GUIDELINES_PROPOSE = "guidelines_propose"  # a guideline version replayed; its candidate report written
-    GUIDELINES_PROMOTE = "guidelines_promote"  # an approval of a candidate; the last one makes it active
+    GUIDELINES_SIGNOFF = "guidelines_signoff"  # a candidate report's diagnosis signed off (high risk: step 1)
+    GUIDELINES_PROMOTE = "guidelines_promote"  # a candidate's guidelines written into campaign.yaml
     GUIDELINES_ROLLBACK = "guidelines_rollback"  # the active guideline version replaced by its previous one
     EXPERIMENT_STOP = "experiment_stop"  # a copy experiment ended, one variant kept (a new guideline version)
 

@@ -111,7 +111,8 @@ class Campaign(BaseModel):
     risk_tier: RiskTier = Field(
         default="standard",
         description="How much a change of the campaign's guidelines (`welcomemat guidelines promote`) needs: "
-        "`standard`, one approver; `high`, two different people.",
+        "`standard`, one approver; `high`, two steps by two different people: a sign-off of the "
+        "candidate report's diagnosis (`welcomemat guidelines signoff`), then the promotion.",
         examples=["high"],
     )
     site_base_url: str = Field(

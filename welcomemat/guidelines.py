@@ -15,6 +15,11 @@ campaign (`keys.guidelines_key`): a hash of version -> record JSON, and `@active
 active version. The bundles themselves live as files in the campaign folder
 (`guidelines/<version>.yaml`, a copy of `campaign.yaml` as it was), so a rollback restores
 the file precompute reads; Redis says which of them is active and who approved it.
+
+A candidate is a whole `campaign.yaml`, but promoting it changes only the bundle (and its
+`guideline_version`): `outside_bundle` lists every other field in which it differs from the
+active file, which `welcomemat guidelines promote` refuses until they are the same (a settings
+edit of `campaign.yaml` is made on its own, not smuggled in with a guideline change).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-from typing import Any
+from typing import Any, Literal
 
 import redis
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
@@ -34,13 +39,17 @@ from welcomemat.replies import reply_text
 
 __all__ = [
     "ACTIVE_FIELD",
+    "BUNDLE_LABEL",
     "GUIDELINE_FIELDS",
     "ActivationState",
+    "FieldDifference",
     "GuidelineChange",
     "GuidelineStore",
     "SetValidation",
+    "bundle_differences",
     "guideline_bundle",
     "guideline_hash",
+    "outside_bundle",
 ]
 
 GUIDELINE_FIELDS = (
@@ -63,6 +72,8 @@ GUIDELINE_FIELDS = (
     "risk_tier",
     "experiment",
 )
+# The bundle's version label: promoted with the bundle, though not part of its hash.
+BUNDLE_LABEL = "guideline_version"
 # The hash field naming the active version; versions are written by people and never start with @.
 ACTIVE_FIELD = "@active"
 
@@ -95,10 +106,66 @@ def guideline_hash(campaign: Campaign) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+_SHOWN_CHARS = 200  # a difference's value as the report shows it: enough to recognise it
+
+
+class FieldDifference(BaseModel):
+    """A top-level `campaign.yaml` field in which a candidate differs from the active file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    field: str
+    change: Literal["added", "removed", "changed"]
+    active: str | None = None  # the value as JSON, clipped; None when the file does not set it
+    candidate: str | None = None
+
+    def describe(self) -> str:
+        if self.change == "changed":
+            return f"{self.field} (changed: {self.active} -> {self.candidate})"
+        return f"{self.field} ({self.change})"
+
+
+def _shown(campaign: Campaign, name: str) -> str | None:
+    if name not in campaign.model_fields_set:
+        return None
+    text = json.dumps(campaign.model_dump(mode="json", include={name}).get(name), ensure_ascii=False)
+    return text if len(text) <= _SHOWN_CHARS else text[: _SHOWN_CHARS - 1] + "…"
+
+
+def _differences(active: Campaign, candidate: Campaign, names: list[str]) -> tuple[FieldDifference, ...]:
+    out: list[FieldDifference] = []
+    for name in names:
+        before = active.model_dump(mode="json", include={name}).get(name)
+        after = candidate.model_dump(mode="json", include={name}).get(name)
+        was, now = name in active.model_fields_set, name in candidate.model_fields_set
+        if before == after:
+            continue  # stated in one file and the default in the other is the same campaign
+        change: Literal["added", "removed", "changed"] = (
+            "removed" if was and not now else "added" if now and not was else "changed"
+        )
+        out.append(
+            FieldDifference(
+                field=name, change=change, active=_shown(active, name), candidate=_shown(candidate, name)
+            )
+        )
+    return tuple(out)
+
+
+def outside_bundle(active: Campaign, candidate: Campaign) -> tuple[FieldDifference, ...]:
+    """Every field outside the guideline bundle (and its label) in which the candidate differs."""
+    inside = {*GUIDELINE_FIELDS, BUNDLE_LABEL}
+    return _differences(active, candidate, [n for n in Campaign.model_fields if n not in inside])
+
+
+def bundle_differences(active: Campaign, candidate: Campaign) -> tuple[FieldDifference, ...]:
+    """The bundle's fields the candidate changes: what promoting it writes into `campaign.yaml`."""
+    return _differences(active, candidate, list(GUIDELINE_FIELDS))
+
+
 class ActivationState(enum.StrEnum):
     """Where a guideline version stands."""
 
-    CANDIDATE = "candidate"  # proposed and validated, waiting for its approvers
+    CANDIDATE = "candidate"  # proposed and validated, waiting for its sign-off and promotion
     ACTIVE = "active"  # what precompute writes with now
     SUPERSEDED = "superseded"  # was active; a later version was promoted over it
     ROLLED_BACK = "rolled_back"  # was active; rolled back to its previous version
@@ -134,6 +201,9 @@ class GuidelineChange(BaseModel):
     evidence: tuple[str, ...] = ()
     approvers: tuple[str, ...] = ()
     approvers_required: int = Field(default=1, ge=1, le=2)
+    # A high-risk change's first step: who signed off the diagnosis in the report, and when.
+    signed_off_by: str | None = None
+    signed_off_at: AwareDatetime | None = None
     validation: tuple[SetValidation, ...] = ()
     recommendation: str = ""
     report_sha256: str | None = None

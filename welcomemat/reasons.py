@@ -101,8 +101,9 @@ REASON_DOCS: Mapping[ZoneReason, str] = MappingProxyType(
             "no fact of the account passed the trust policy, so no provider was asked"
         ),
         ZoneReason.PROVIDER_UNAVAILABLE: (
-            "the provider could not write now (circuit open, deadline passed, retries used up); "
-            "generated again on the next run"
+            "the provider could not write now (a fault: bad key, unknown model, timeout, refused connection, "
+            "circuit open, deadline passed, retries used up); shown only for an account with no earlier "
+            "version, generated again on the next run"
         ),
         ZoneReason.NO_PATTERN_FILLED: (
             "offline composer: no pattern for the zone could be filled from trusted facts within its limits"
@@ -112,7 +113,8 @@ REASON_DOCS: Mapping[ZoneReason, str] = MappingProxyType(
             "or the CTA's label does not fit the zone"
         ),
         ZoneReason.ENDPOINT_ERROR: (
-            "the model endpoint answered with an HTTP error not worth a retry (400, 401, 404 ...)"
+            "the model endpoint refused this request with an HTTP error not worth a retry (a 400 about the "
+            "request; 401, 403, 404 and an unknown model are faults: `provider_unavailable`)"
         ),
         ZoneReason.MALFORMED_OUTPUT: (
             "the model's answer did not match the schema (unreadable, cut off, empty), even after one repair"

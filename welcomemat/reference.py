@@ -24,6 +24,7 @@ from pydantic_core import to_jsonable_python
 
 from welcomemat.accounts import MAX_LINE_BYTES, Account
 from welcomemat.campaign import Campaign
+from welcomemat.copy_inputs import CAMPAIGN_INPUTS, TENANT_INPUTS, FieldInput
 from welcomemat.ids import ID_PATTERN
 from welcomemat.limits import INPUT_LIMITS
 from welcomemat.tenant_policy import TenantPolicy
@@ -188,6 +189,7 @@ def render_markdown() -> str:
         "line and field; `welcomemat validate CAMPAIGN.yaml ACCOUNTS.jsonl` checks them all at once.",
         "",
         *(f"- [{f.file}](#{_anchor(f.file)}) (`welcomemat schema {f.kind}`)" for f in FORMATS.values()),
+        "- [What writes pages again](#what-writes-pages-again)",
         "- [Validate as you type](#validate-as-you-type)",
         "",
         f"An **id** is letters, digits and `_ . -`, starting with a letter or digit, at most 64 "
@@ -201,6 +203,7 @@ def render_markdown() -> str:
     ]
     for fmt in FORMATS.values():
         out += _format_section(fmt)
+    out += _copy_inputs_section()
     out += _editor_section()
     return "\n".join(out)
 
@@ -340,6 +343,37 @@ def _anchor(heading: str) -> str:
     """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to dashes."""
     kept = "".join(c for c in heading.lower() if c.isalnum() or c in " -_")
     return kept.replace(" ", "-")
+
+
+def _copy_inputs_section() -> list[str]:
+    """Which fields are inputs of the input hash (`welcomemat.copy_inputs`), one line of why each."""
+
+    def table(rows: tuple[FieldInput, ...]) -> list[str]:
+        out = ["| field | role | why |", "|---|---|---|"]
+        cells = ((f"`{r.path}`", r.role.value, r.why) for r in rows)
+        out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
+        return [*out, ""]
+
+    return [
+        "## What writes pages again",
+        "",
+        "`welcomemat precompute` writes an account's zone set again (a model call with a model "
+        "provider, a new version, and for a tier the campaign reviews, a page to approve again) only "
+        "when one of its inputs changed: its record (its `ip_ranges` aside), the zone contracts, the "
+        "provider and model, and the fields below marked **copy**, the ones that can change a zone's "
+        "text, link or rung. A field marked **setting** changes nothing published: edit it and rerun, "
+        "and every account is `unchanged`, with no model call and every approval kept (a review "
+        "policy change applies to zone sets written from then on). A field marked **variant** "
+        "rewrites only the accounts whose copy variant it moves. `*` stands for any key or item; a "
+        "**copy** row for a section covers every field in it.",
+        "",
+        "### campaign.yaml",
+        "",
+        *table(CAMPAIGN_INPUTS),
+        "### tenant.yaml",
+        "",
+        *table(TENANT_INPUTS),
+    ]
 
 
 def _editor_section() -> list[str]:

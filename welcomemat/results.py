@@ -4,7 +4,8 @@ One read of the population (`welcomemat.lift_outcomes.collect_outcomes`), from w
 built: the lift report (`lift`: exactly what `welcomemat report lift --json` prints), the
 variants' reports (`variants`: `report lift --by variant --json`, with an experiment), the
 daily series (`welcomemat.lift_daily`), the rung mix and fallback reasons of the zones the
-personal arm is served, and the fact types ranked by their personal CTA click rate.
+personal arm is served, the fact types ranked by their personal CTA click rate, and what the
+last precompute run cost per personal account it published (`welcomemat.model_cost`).
 
 `ResultsReport.model_dump(mode="json")` is the JSON download; `results_csv` the CSV one,
 written from the same model (one row per number), so the two always carry the same numbers.
@@ -26,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign_view import CampaignView
 from welcomemat.conversions import GOAL_TYPES, ConversionType
+from welcomemat.errors import StoredValueError
 from welcomemat.lift import LiftReport, Metric, MetricComparison, RateEstimate, build_lift_report
 from welcomemat.lift_daily import DEFAULT_DAYS, DailyCounts, daily_counts
 from welcomemat.lift_groups import (
@@ -37,6 +39,7 @@ from welcomemat.lift_groups import (
 )
 from welcomemat.lift_negatives import NegativeOutcome
 from welcomemat.lift_outcomes import collect_outcomes, cta_zone_ids
+from welcomemat.model_cost import LastRunCost, read_last_run_cost
 from welcomemat.reasons import parse_reason
 from welcomemat.spreadsheet import spreadsheet_safe
 from welcomemat.zone_resolution import RUNG_ORDER
@@ -90,6 +93,9 @@ class ResultsReport(_Model):
     fact_types: tuple[FactTypeResult, ...]
     top_fact_types: tuple[str, ...]
     bottom_fact_types: tuple[str, ...]
+    # The last precompute run's cost (stored run report); None: no run stored, or one from before
+    # costs were kept. Its per-account figure is None when the model had no price ("unknown").
+    last_run_cost: LastRunCost | None = None
 
 
 def _zone_tallies(
@@ -181,6 +187,11 @@ def campaign_results(
         problems=sink,
     )
     mix, reasons = _zone_tallies(zone_sets, tenant, campaign, holdout)
+    try:
+        last_run = read_last_run_cost(client, tenant, campaign)
+    except StoredValueError as exc:  # left out and named, as every stored value that does not decode
+        sink.append(str(exc))
+        last_run = None
     sink[:] = dict.fromkeys(sink)  # the lift and the daily series read conversions: each bad one once
     return ResultsReport(
         tenant=tenant,
@@ -196,6 +207,7 @@ def campaign_results(
         fact_types=tuple(ranked),
         top_fact_types=tuple(top),
         bottom_fact_types=tuple(bottom),
+        last_run_cost=last_run,
     )
 
 
@@ -270,6 +282,16 @@ def results_rows(report: ResultsReport) -> Iterator[tuple[str, str, str, str, Nu
             yield "fact_types", f.fact_type, "", name, value
         for name, value in _rate("conversion", f.conversion_rate):
             yield "fact_types", f.fact_type, "", name, value
+    if report.last_run_cost is not None:
+        run, cost = report.last_run_cost, report.last_run_cost.cost
+        total, each = cost.cost_usd, run.cost_per_personal_account_usd
+        model = cost.model or ""  # empty: no model wrote (the offline composer)
+        yield "run_cost", model, "", "model_calls", cost.model_calls
+        yield "run_cost", model, "", "input_tokens", cost.input_tokens
+        yield "run_cost", model, "", "output_tokens", cost.output_tokens
+        yield "run_cost", model, "", "cost_usd", None if total is None else float(total)
+        yield "run_cost", model, "", "personal_published", run.personal_published
+        yield "run_cost", model, "", "cost_per_personal_account_usd", None if each is None else float(each)
 
 
 def _cell(value: Number) -> str:

@@ -25,6 +25,7 @@ from welcomemat.credentials import (
     parse_crm_tokens,
 )
 from welcomemat.errors import ConfigError
+from welcomemat.model_cost import DEFAULT_PRICES, PRICES_ENV_VAR, PriceTable, parse_price_table
 from welcomemat.redis_client import URL_SCHEMES, is_cluster_url, parse_cluster_url
 
 __all__ = [
@@ -115,6 +116,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("OPENAI_BASE_URL", None, "Base URL of an OpenAI-compatible endpoint for the `openai` provider."),
     Setting("OPENAI_API_KEY", None, "API key for that endpoint."),
     Setting("WELCOMEMAT_MODEL", None, "Model name the `openai` provider asks for."),
+    Setting(
+        PRICES_ENV_VAR,
+        None,
+        "Model prices for a run's cost line, comma-separated `MODEL=INPUT/OUTPUT` in USD per 1M tokens "
+        "(`gpt-4o-mini=0.15/0.60`); added to the built-in table (`welcomemat.model_cost.DEFAULT_PRICES`), "
+        "replacing a model it names. A model in neither: tokens reported, cost unknown.",
+    ),
     Setting("WELCOMEMAT_LOG_LEVEL", "INFO", "Log level: DEBUG, INFO, WARNING or ERROR."),
     Setting(
         "WELCOMEMAT_PUBLIC_URL",
@@ -340,6 +348,8 @@ class Settings:
     admin_tokens: tuple[Credential, ...] = ()
     # each WELCOMEMAT_CRM_TOKENS entry, scoped to its tenant
     crm_tokens: tuple[Credential, ...] = ()
+    # USD per 1M tokens by model, for a run's cost (WELCOMEMAT_MODEL_PRICES over the built-in table)
+    model_prices: PriceTable = DEFAULT_PRICES
 
     def __post_init__(self) -> None:
         """Refuse a short bearer token or signing key however the settings were built (the
@@ -390,6 +400,7 @@ class Settings:
             "openai_base_url": get("OPENAI_BASE_URL"),
             "openai_api_key": get("OPENAI_API_KEY"),
             "model": get("WELCOMEMAT_MODEL"),
+            "model_prices": parse_price_table(get(PRICES_ENV_VAR)),
             "log_level": log_level,
             "public_url": public_url,
             "allowed_hosts": _allowed_hosts(get("WELCOMEMAT_ALLOWED_HOSTS"), public_url),

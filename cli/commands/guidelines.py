@@ -1,12 +1,13 @@
-"""`welcomemat guidelines propose|promote|rollback`: versioned guidelines (`cli.guidelines`)."""
+"""`welcomemat guidelines propose|signoff|promote|rollback`: versioned guidelines (`cli.guidelines`)."""
 
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 
 from cli.operator import add_by_argument
 
-__all__ = ["register", "run_promote", "run_propose", "run_rollback"]
+__all__ = ["register", "run_promote", "run_propose", "run_rollback", "run_signoff"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,15 +35,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     propose.add_argument(
         "--as-of", default=None, help="replay as of this day (default: after the newest fact)"
     )
+    propose.add_argument(
+        "--intended-change",
+        metavar="CASE",
+        action="append",
+        default=None,
+        help="a regression case (account id) the change is meant to change (repeatable); any other "
+        "regression case that changes makes the report NOT READY",
+    )
     propose.add_argument("--provider", choices=["offline", "openai"], default="offline")
     propose.add_argument("--json", action="store_true", help="print the report as JSON")
     add_by_argument(propose)
     propose.set_defaults(handler=run_propose)
 
+    signoff = actions.add_parser(
+        "signoff",
+        help="sign off a READY report's diagnosis: the first of a high-risk change's two steps "
+        "(risk_tier: high); someone else then promotes it",
+    )
+    signoff.add_argument("campaign", help="the campaign's campaign.yaml")
+    signoff.add_argument("report", help="the report `propose` wrote")
+    add_by_argument(signoff)
+    signoff.set_defaults(handler=run_signoff)
+
     promote = actions.add_parser(
         "promote",
-        help="approve a READY candidate report; with its approvers (two for risk_tier: high) it becomes "
-        "campaign.yaml",
+        help="make a READY candidate's guidelines active: written into campaign.yaml, its other fields "
+        "kept (risk_tier: high: after someone else's signoff)",
     )
     promote.add_argument("campaign", help="the campaign's campaign.yaml")
     promote.add_argument("report", help="the report `propose` wrote")
@@ -70,6 +89,16 @@ def run_propose(args: argparse.Namespace) -> int:
         provider=args.provider,
         auditor=cli_auditor(args.by),
         as_json=args.json,
+        intended=args.intended_change,
+    )
+
+
+def run_signoff(args: argparse.Namespace) -> int:
+    from cli import guidelines
+    from cli.operator import cli_auditor
+
+    return guidelines.run_signoff(
+        args.campaign, args.report, auditor=cli_auditor(args.by), now=datetime.now(UTC)
     )
 
 
@@ -77,7 +106,9 @@ def run_promote(args: argparse.Namespace) -> int:
     from cli import guidelines
     from cli.operator import cli_auditor
 
-    return guidelines.run_promote(args.campaign, args.report, auditor=cli_auditor(args.by))
+    return guidelines.run_promote(
+        args.campaign, args.report, auditor=cli_auditor(args.by), now=datetime.now(UTC)
+    )
 
 
 def run_rollback(args: argparse.Namespace) -> int:

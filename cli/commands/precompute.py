@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from cli.arg_types import positive_float, positive_int
 from cli.operator import add_by_argument
+
+if TYPE_CHECKING:
+    from welcomemat.model_cost import RunBudget
 
 __all__ = ["register", "run"]
 
@@ -30,7 +34,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=positive_float,
         default=None,
         metavar="SECONDS",
-        help="model providers: stop calling the model after this long; the rest get the fallback (deferred)",
+        help="model providers: stop calling the model after this long; the rest are deferred to the next run",
+    )
+    pre.add_argument(
+        "--budget",
+        type=_budget,
+        default=None,
+        metavar="LIMIT",
+        help="model providers: start no more accounts once the run's model tokens (100000tokens) or cost "
+        "($5, 5usd; WELCOMEMAT_MODEL_PRICES) reach LIMIT; the rest are deferred, not published, and done "
+        "by the next run (exit code as without it)",
     )
     pre.add_argument(
         "--zones",
@@ -49,6 +62,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_by_argument(pre)
     pre.set_defaults(handler=run)
+
+
+def _budget(text: str) -> RunBudget:
+    from welcomemat.model_cost import parse_budget  # here: it imports pydantic, which `--help` must not
+
+    try:
+        return parse_budget(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,4 +95,5 @@ def run(args: argparse.Namespace) -> int:
         check_theme=check_campaign_theme,
         auditor=cli_auditor(args.by, via=Via.PRECOMPUTE),
         page_check=account_page_check,
+        budget=args.budget,
     )

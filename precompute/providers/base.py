@@ -123,6 +123,9 @@ class ProviderUsage:
     retries: int = 0
     breaker_openings: int = 0
     tokens: int = 0
+    input_tokens: int = 0  # of `tokens`: the prompts (the answers' `usage`), priced apart from output
+    output_tokens: int = 0
+    model: str | None = None  # the model the tokens were spent on (None: no model, nothing to price)
 
 
 class Provider(Protocol):

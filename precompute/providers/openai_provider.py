@@ -30,9 +30,13 @@ Why it is built this way:
 * Faults: one retry layer, ours. The client is built with `max_retries=0` and every HTTP
   call goes through `ResilientCaller.call` (breaker, backoff with jitter, Retry-After up to
   a cap, per-call timeout capped by the job's deadline). 429, 5xx, timeouts and connection
-  errors are `RetryableError`; any other HTTP error declines the page (`endpoint_error`).
-  `ProviderUnavailable` propagates: the account gets the fallback now and is journalled
-  `deferred`.
+  errors are `RetryableError`. Faults are not decisions (`precompute.provider_faults`): an
+  endpoint that refuses us whoever the account is (401, 403, 404, a 400 naming an unknown
+  model) raises `ProviderFault` at once, and so do retryable faults once the retries are used
+  up (its cause: timeout, connection, 429, 5xx, the deadline; a circuit opened by them keeps
+  their cause). The account is deferred: a version already published is kept, and the next
+  run asks again. Any other HTTP error (a 400 about this request) declines the page
+  (`endpoint_error`), a decision like a bad answer.
 * Research extraction (`OpenAIProvider.extract_facts`): dated facts from an account's raw
   `sources`, kept only when their `evidence` is a verbatim substring of the source text
   (whitespace aside, see `precompute.providers.extraction`); kept facts then face the
@@ -68,6 +72,7 @@ from pydantic import ValidationError
 
 from precompute.claim_support import account_keys, recency_valid_until
 from precompute.context import GovernedContext, TrustedFact
+from precompute.provider_faults import FaultCause, ProviderFault
 from precompute.providers.base import Decline, GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
 from precompute.providers.extraction import MAX_SOURCE_CHARS, MAX_SOURCES, ExtractedFacts, verified_facts
 from precompute.providers.http_transport import ThreadConnectionTransport
@@ -91,7 +96,7 @@ from precompute.providers.openai_prompts import (
 from welcomemat.accounts import Account
 from welcomemat.bounded_json import decode_json
 from welcomemat.breaker import CircuitBreaker
-from welcomemat.errors import ConfigError, InputError
+from welcomemat.errors import ConfigError, InputError, ProviderUnavailable
 from welcomemat.reasons import ZoneReason
 from welcomemat.resilience import Deadline, ResilientCaller, RetryableError
 from welcomemat.settings import Settings
@@ -121,6 +126,10 @@ _REPAIR_QUOTE_CHARS = 4_000  # how much of a malformed answer the repair call sh
 _PROBLEM_CHARS = 600  # how much of a validation error the repair call and the notes quote
 # Bytes of one answer read (a chat completion of a page of zones is a few KB).
 _ANSWER_MAX_BYTES = 4_000_000
+
+# Endpoint answers that say nothing about the account: the same for every request until fixed.
+_ENDPOINT_FAULTS = {401: FaultCause.UNAUTHORIZED, 403: FaultCause.FORBIDDEN, 404: FaultCause.NOT_FOUND}
+_MODEL_NOT_FOUND_RE = re.compile(r"\bmodel\b.*\b(?:not found|does not exist|unknown)\b", re.I | re.S)
 
 _RELATIVE_DAY_WORDS = frozenset({"today", "tonight", "tomorrow", "yesterday"})
 _RELATIVE_WEEK_WORDS = frozenset(
@@ -163,6 +172,54 @@ class _Tally:
 
 class _Declined(Exception):
     """The provider refused the request (a non-retryable HTTP error): decline, do not retry."""
+
+
+def _endpoint_fault(exc: openai.APIStatusError) -> ProviderFault | None:
+    """The fault a non-retryable HTTP answer is, or None when it is about this request (declined)."""
+    what = f"HTTP {exc.status_code} from the model endpoint"
+    message = exc.message if isinstance(exc.message, str) else ""
+    if exc.code == "model_not_found" or (
+        exc.status_code in (400, 404) and _MODEL_NOT_FOUND_RE.search(message) is not None
+    ):
+        return ProviderFault(FaultCause.MODEL_NOT_FOUND, what)
+    cause = _ENDPOINT_FAULTS.get(exc.status_code)
+    return ProviderFault(cause, what) if cause is not None else None
+
+
+def _retryable_cause(exc: BaseException) -> FaultCause | None:
+    """The cause of a retryable fault, from the client's exception it was raised from."""
+    if isinstance(exc, openai.APITimeoutError):  # before APIConnectionError: it is one
+        return FaultCause.TIMEOUT
+    if isinstance(exc, openai.APIConnectionError):
+        return FaultCause.CONNECTION
+    if isinstance(exc, openai.RateLimitError):
+        return FaultCause.RATE_LIMITED
+    if isinstance(exc, openai.InternalServerError):
+        return FaultCause.SERVER_ERROR
+    return None
+
+
+@dataclass(frozen=True)
+class _Usage:
+    """An answer's `usage`: what the provider bills for it."""
+
+    input: int = 0
+    output: int = 0
+    total: int = 0
+
+
+def _count(value: object) -> int:
+    # A count the provider could mean: a whole number in range. Anything else counts 0 rather
+    # than losing an answer that is otherwise good (the cost line then under-counts, never guesses).
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**12 else 0
+
+
+def _usage(value: object) -> _Usage:
+    """`prompt_tokens` in, `completion_tokens` out; `total_tokens` when given, else their sum."""
+    if not isinstance(value, dict):
+        return _Usage()
+    spent_in, spent_out = _count(value.get("prompt_tokens")), _count(value.get("completion_tokens"))
+    return _Usage(spent_in, spent_out, _count(value.get("total_tokens")) or spent_in + spent_out)
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -216,6 +273,10 @@ class OpenAIProvider:
         self._lock = threading.Lock()
         self._calls = 0
         self._tokens = 0
+        self._input_tokens = 0  # the answers' `usage`: prompt and completion tokens, for the cost
+        self._output_tokens = 0
+        # The cause of the last retryable fault: an open circuit defers accounts for that cause.
+        self._last_cause: FaultCause | None = None
 
     @classmethod
     def from_settings(
@@ -282,11 +343,15 @@ class OpenAIProvider:
     def usage(self) -> ProviderUsage:
         with self._lock:
             calls, tokens = self._calls, self._tokens
+            input_tokens, output_tokens = self._input_tokens, self._output_tokens
         return ProviderUsage(
             model_calls=calls,
             retries=self._caller.retries,
             breaker_openings=self._caller.breaker.openings,
             tokens=tokens,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            model=self.model,
         )
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
@@ -377,15 +442,36 @@ class OpenAIProvider:
                     options={"timeout": timeout_s},
                 )
             except openai.RateLimitError as exc:
+                self._last_cause = FaultCause.RATE_LIMITED
                 raise RetryableError(_retry_after(exc.response.headers.get("retry-after"))) from exc
             # APITimeoutError is an APIConnectionError; InternalServerError is every 5xx.
             except (openai.InternalServerError, openai.APIConnectionError) as exc:
+                self._last_cause = _retryable_cause(exc)
                 raise RetryableError() from exc
             except openai.APIStatusError as exc:
+                fault = _endpoint_fault(exc)
+                if fault is not None:  # not retried: the next attempt would get the same answer
+                    raise fault from exc
                 raise _Declined(f"HTTP {exc.status_code} from the model endpoint") from exc
             return self._read(raw, schema, tally)
 
-        return self._caller.call(attempt)
+        try:
+            return self._caller.call(attempt)
+        except ProviderFault:
+            raise
+        except ProviderUnavailable as exc:  # retries used up, circuit open, deadline reached
+            raise ProviderFault(self._unavailable_cause(exc), str(exc)) from exc
+
+    def _unavailable_cause(self, exc: ProviderUnavailable) -> FaultCause:
+        """Why the caller gave up: the last retryable fault's cause, else the deadline's or the circuit's."""
+        retryable = exc.__cause__  # the last RetryableError, raised from the client's exception
+        original = retryable.__cause__ if retryable is not None else None
+        cause = _retryable_cause(original) if original is not None else None
+        if cause is not None:
+            return cause
+        if "deadline" in str(exc):  # `ResilientCaller` gave up before any attempt failed
+            return FaultCause.DEADLINE
+        return self._last_cause or FaultCause.UNAVAILABLE
 
     def _read(self, raw: bytes, schema: type[M], tally: _Tally) -> _Reply[M]:
         """The answer validated against `schema`, or the problem a repair call should name."""
@@ -394,14 +480,16 @@ class OpenAIProvider:
             choice = body["choices"][0]
             message = choice.get("message") or {}
             content = message.get("content")
-            tokens = int((body.get("usage") or {}).get("total_tokens") or 0)
+            usage = _usage(body.get("usage"))
         except InputError as exc:  # a body no decoder should follow (nesting, huge numbers, size)
             return _Reply(None, f"the answer could not be read: {exc.message}", None)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             return _Reply(None, "the answer could not be read: not a chat completion", None)
-        tally.tokens += tokens
+        tally.tokens += usage.total
         with self._lock:
-            self._tokens += tokens
+            self._tokens += usage.total
+            self._input_tokens += usage.input
+            self._output_tokens += usage.output
         finish = choice.get("finish_reason")
         if finish == "length":
             return _Reply(None, "the answer was cut off (finish_reason length): answer more briefly", content)

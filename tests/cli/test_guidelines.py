@@ -139,7 +139,7 @@ def test_a_change_that_lets_a_banned_line_through_is_not_ready_and_names_the_acc
     assert "recommendation" in refused.stderr
 
 
-def test_a_high_risk_campaign_needs_a_second_different_approver(
+def test_a_high_risk_change_is_a_sign_off_then_a_promotion_by_someone_else(
     folder: Path, redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
     for name in ("campaign.yaml", "campaign.candidate.yaml"):
@@ -153,17 +153,32 @@ def test_a_high_risk_campaign_needs_a_second_different_approver(
     )
     assert proposed.returncode == 0, proposed.stderr
     report = str(folder / "guidelines" / "2026-12-01.report.json")
-    first = cli("promote", campaign, report, redis_url=redis_url, tmp_path=tmp_path, by="ana")
-    assert first.returncode == 0 and "approval 1 of 2" in first.stdout
-    assert "2026-11-01" in (folder / "campaign.yaml").read_text()  # not active yet
-    again = cli("promote", campaign, report, redis_url=redis_url, tmp_path=tmp_path, by="ana")
-    assert again.returncode == 2 and "someone else" in again.stderr
+    unsigned = cli("promote", campaign, report, redis_url=redis_url, tmp_path=tmp_path, by="ben")
+    assert unsigned.returncode == 2 and "guidelines signoff" in unsigned.stderr
+    assert "2026-11-01" in (folder / "campaign.yaml").read_text()  # not active
+    signed = cli("signoff", campaign, report, redis_url=redis_url, tmp_path=tmp_path, by="ana")
+    assert signed.returncode == 0, signed.stderr
+    assert "ana signed off" in signed.stdout and "2026-11-01" in (folder / "campaign.yaml").read_text()
+    record = GuidelineStore(redis_client).get(TENANT, CAMPAIGN, "2026-12-01")
+    assert record is not None and record.signed_off_by == "ana" and record.signed_off_at is not None
+    assert record.state is ActivationState.CANDIDATE
+    twice = cli("signoff", campaign, report, redis_url=redis_url, tmp_path=tmp_path, by="carl")
+    assert twice.returncode == 2 and "signed off by ana" in twice.stderr
+    same_person = cli("promote", campaign, report, redis_url=redis_url, tmp_path=tmp_path, by="ana")
+    assert same_person.returncode == 2 and "someone else" in same_person.stderr
     second = cli("promote", campaign, report, redis_url=redis_url, tmp_path=tmp_path, by="ben")
     assert second.returncode == 0, second.stderr
+    assert "signed off by ana, promoted by ben" in second.stdout
     active = GuidelineStore(redis_client).get(TENANT, CAMPAIGN, "2026-12-01")
     assert (
         active is not None and active.approvers == ("ana", "ben") and active.state is ActivationState.ACTIVE
     )
+    entries = [(e.action, e.actor) for e in read_entries(redis_client, TENANT)]
+    assert entries == [
+        (AuditAction.GUIDELINES_PROPOSE, "ana"),
+        (AuditAction.GUIDELINES_SIGNOFF, "ana"),
+        (AuditAction.GUIDELINES_PROMOTE, "ben"),
+    ]
 
 
 def test_bad_input_is_exit_2_with_file_line_and_field(

@@ -19,7 +19,7 @@ from precompute.guideline_replay import (
 from precompute.inputs import CampaignInputs, load_campaign_inputs
 from precompute.providers.offline import OfflineComposer
 from tests.corpora import REPO_ROOT
-from welcomemat.errors import ContractProblems
+from welcomemat.errors import ContractProblems, InputError
 
 EXAMPLES = REPO_ROOT / "examples"
 ZONES = str(REPO_ROOT / "zones")
@@ -113,3 +113,32 @@ def test_a_candidate_pattern_a_shipped_class_always_refuses_is_refused_at_its_li
         ContractProblems, match=r"candidate.yaml:\d+, field 'patterns.funding.hero_headline.0'.*flattery"
     ):
         replay(candidate)
+
+
+def test_a_regression_case_that_changes_is_not_ready_unless_named_as_intended(tmp_path: Path) -> None:
+    # Every funding pattern deleted: Dymaxa (regression set) loses its Series A headline.
+    text = (EXAMPLES / "campaign.candidate.yaml").read_text().replace("  funding: 30\n", "", 1)
+    start = text.index("  funding:\n    hero_headline:")
+    text = text[:start] + text[text.index("  hiring:\n    hero_headline:") :]
+    candidate = tmp_path / "candidate.yaml"
+    candidate.write_text(text)
+    shutil.copytree(EXAMPLES / "theme", tmp_path / "theme")
+    active = EXAMPLES / "campaign.yaml"
+    sets = read_account_sets(active)
+
+    def replayed(intended: tuple[str, ...]) -> CandidateReport:
+        return replay_candidate(
+            inputs(active), inputs(candidate), sets, provider=OfflineComposer(), as_of=replay_day(sets),
+            files=(active, candidate), created_at=datetime(2026, 12, 1, tzinfo=UTC), intended=intended,
+        )  # fmt: skip
+
+    unnamed = replayed(())
+    assert unnamed.recommendation == NOT_READY
+    assert unnamed.sets[2].passed_after == unnamed.sets[2].passed_before  # every case still passes
+    [reason] = unnamed.reasons
+    assert reason.startswith("regression: acct_dymaxa changed without being named")
+    assert "'Congrats on the Series A in November, Dymaxa' -> personal 'Hiring four SDRs" in reason
+    named = replayed(("acct_dymaxa",))
+    assert named.recommendation == READY and named.intended_changes == ("acct_dymaxa",)
+    with pytest.raises(InputError, match="'acct_nobody' is not a case of the regression set"):
+        replayed(("acct_nobody",))

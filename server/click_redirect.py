@@ -39,14 +39,13 @@ from starlette.responses import HTMLResponse, Response
 
 from server.bots import is_obvious_bot, is_preflight
 from server.campaigns import CampaignState
-from server.events import EngagementEvent, EventType
+from server.events import EventType, token_event
 from server.faults import NO_STORE
 from server.identify import token_failure_reason
 from server.qr import see_other
 from server.redis_guard import RedisUnavailable
 from server.renderer_state import RendererState
 from server.scope_headers import header_value
-from welcomemat import keys
 from welcomemat.campaign_view import CampaignView
 from welcomemat.errors import StoredValueError, TokenError
 from welcomemat.tokens import ClickClaims, claimed_scope
@@ -189,26 +188,21 @@ class ClickRedirect:
         if request.scope["method"] != "GET" or is_obvious_bot(agent) or is_preflight(agent):
             self.results.labels("bot").inc()
             return
-        account, contact = claims.account, claims.contact
-        if account is not None and state.revocations.revoked(account, contact, claims.issued_at):
+        revoked = claims.account is not None and state.revocations.revoked(
+            claims.account, claims.contact, claims.issued_at
+        )
+        if revoked:
             # Served before the account (or contact) was erased: the click counts, anonymously.
             renderer.metrics.token_rejections.labels("click", "revoked").inc()
-            account = contact = None
         renderer.events.emit(
-            EngagementEvent(
-                type=EventType.CLICK,
+            token_event(
+                EventType.CLICK,
                 tenant=state.tenant,
                 campaign=state.campaign_id,
-                view_id=claims.view_id,
-                ts_ms=renderer.now_ms(),
-                arm=claims.arm.value,
-                account=account,
-                contact=contact,
+                claims=claims,
                 zone=claims.zone,
-                rung=claims.rung,
-                zone_set_version=claims.zone_set_version,
-                variant=claims.variant,
-                dedup_key=keys.beacon_view_key(state.tenant, claims.view_id, claims.zone),
+                ts_ms=renderer.now_ms(),
+                revoked=revoked,
             )
         )
         self.results.labels("counted").inc()

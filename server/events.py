@@ -38,8 +38,9 @@ from redis.exceptions import RedisError
 
 from server.metrics import RendererMetrics
 from welcomemat import keys
+from welcomemat.tokens import ViewClaims
 
-__all__ = ["EngagementEvent", "EventType", "EventWriter", "new_event_id"]
+__all__ = ["EngagementEvent", "EventType", "EventWriter", "new_event_id", "token_event"]
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +208,42 @@ def _serialise(batch: list[EngagementEvent]) -> dict[str, tuple[int, list[str]]]
             parts.append(json.dumps(entries, separators=(",", ":"))[1:-1])
             by_tenant[tenant] = (count + len(entries), parts)
     return by_tenant
+
+
+def token_event(
+    type: EventType,
+    *,
+    tenant: str,
+    campaign: str,
+    claims: ViewClaims,
+    zone: str | None,
+    ts_ms: int,
+    revoked: bool,
+    event_id: str | None = None,
+) -> EngagementEvent:
+    """The event a view token's beacon or a hosted page's CTA click writes: the token's claims,
+    the account and contact left out when they were erased since (`revoked`: the event still
+    counts, anonymously), and the de-duplication key that counts a view once and a click once
+    per view and zone, whoever replays the token (`keys.beacon_view_key`)."""
+    counted_zone = zone if type is EventType.CLICK else None
+    event = EngagementEvent(
+        type=type,
+        tenant=tenant,
+        campaign=campaign,
+        view_id=claims.view_id,
+        ts_ms=ts_ms,
+        arm=claims.arm.value,
+        account=None if revoked else claims.account,
+        contact=None if revoked else claims.contact,
+        zone=zone,
+        rung=claims.rung,
+        zone_set_version=claims.zone_set_version,
+        variant=claims.variant,
+        dedup_key=keys.beacon_view_key(tenant, claims.view_id, counted_zone),
+    )
+    if event_id is not None:
+        event.event_id = event_id
+    return event
 
 
 class EventWriter:

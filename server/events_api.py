@@ -51,12 +51,11 @@ from starlette.responses import Response
 from server.bodies import BodyRefused, declared_length, read_bounded_body
 from server.bots import is_obvious_bot
 from server.cors import VARY_ORIGIN, allowed_origins, cors_headers, preflight_response, request_origin
-from server.events import EngagementEvent, EventType
+from server.events import EventType, token_event
 from server.identify import client_address, token_failure_reason
 from server.problems import HTTPProblem
 from server.rate_limit import RateLimiter, client_key
 from server.renderer_state import RendererState
-from welcomemat import keys
 from welcomemat.bounded_json import decode_json
 from welcomemat.errors import InputError, TokenError
 from welcomemat.ids import ID_PATTERN
@@ -270,32 +269,25 @@ class EventsApi:
         self._seen[seen_key] = None
         if len(self._seen) > self._seen_max:
             self._seen.popitem(last=False)
-        account, contact = claims.account, claims.contact
-        if (
-            account is not None
+        revoked = (
+            claims.account is not None
             and state is not None
             and state.tenant == tenant
-            and state.revocations.revoked(account, contact, claims.issued_at)
-        ):
+            and state.revocations.revoked(claims.account, claims.contact, claims.issued_at)
+        )
+        if revoked:
             # Served before the account (or contact) was erased: the beacon counts, anonymously.
             renderer.metrics.token_rejections.labels("view", "revoked").inc()
-            account = contact = None
         renderer.events.emit(
-            EngagementEvent(
-                type=EventType(beacon.type),
+            token_event(
+                EventType(beacon.type),
                 tenant=tenant,
                 campaign=beacon.campaign,
-                view_id=claims.view_id,
-                ts_ms=renderer.now_ms(),
-                arm=claims.arm.value,
-                account=account,
-                contact=contact,
+                claims=claims,
                 zone=beacon.zone,
-                rung=claims.rung,
-                zone_set_version=claims.zone_set_version,
-                variant=claims.variant,
+                ts_ms=renderer.now_ms(),
+                revoked=revoked,
                 event_id=beacon.event_id,
-                dedup_key=keys.beacon_view_key(tenant, claims.view_id, counted_zone),
             )
         )
         self.beacons.labels("accepted").inc()

@@ -45,8 +45,8 @@ import redis  # noqa: E402
 from server.app import create_app  # noqa: E402
 from server.redis_guard import renderer_redis_client  # noqa: E402
 from server.tuning import RendererTuning  # noqa: E402
-from welcomemat.embedded_redis import temporary_redis  # noqa: E402
 from welcomemat.settings import Settings  # noqa: E402
+from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
 
 ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 PATHS = ("cookie", "first", "zones", "miss", "link_first", "link_again", "qr", "ip", "anonymous")

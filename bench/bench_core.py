@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 import markupsafe
 
-from welcomemat.markup import clean_inline, escape, render_text
-from welcomemat.tokens import TokenKind, TokenSigner
-from welcomemat.urlgate import LinkAllowlist, gate_link
+from welcomemat.security.markup import clean_inline, escape, render_text
+from welcomemat.security.tokens import TokenKind, TokenSigner
+from welcomemat.security.urlgate import LinkAllowlist, gate_link
 
 TEXT = "Congrats on the <em>Series A</em>, Dymaxa: four new SDRs in Amsterdam is a lot of onboarding & ramp."
 ALLOWED = frozenset({"em", "strong"})

@@ -64,11 +64,11 @@ from precompute.providers.openai_provider import OpenAIProvider
 from precompute.queue import WORK_CHUNK_SIZE, latest_run_id
 from precompute.run import PrecomputeRun
 from welcomemat import keys
-from welcomemat.accounts import read_accounts
-from welcomemat.campaign import Campaign, load_campaign
-from welcomemat.embedded_redis import temporary_redis
+from welcomemat.campaign.contract import Campaign, load_campaign
+from welcomemat.records.accounts import read_accounts
 from welcomemat.settings import Settings
-from welcomemat.zone_contract import ZoneContract, load_zone_contracts
+from welcomemat.storage.embedded_redis import temporary_redis
+from welcomemat.zones.contract import ZoneContract, load_zone_contracts
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]

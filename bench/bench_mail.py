@@ -30,7 +30,7 @@ from pathlib import Path
 
 import httpx
 
-from welcomemat.embedded_redis import temporary_redis
+from welcomemat.storage.embedded_redis import temporary_redis
 
 ROOT = Path(__file__).resolve().parents[1]
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")

@@ -41,10 +41,10 @@ from pathlib import Path
 
 import redis
 
-from server.events import EngagementEvent, EventType, EventWriter
+from server.engagement.events import EngagementEvent, EventType, EventWriter
 from server.metrics import RendererMetrics
 from welcomemat import keys
-from welcomemat.embedded_redis import temporary_redis
+from welcomemat.storage.embedded_redis import temporary_redis
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the tests' example helpers (`tests.example_accounts`)
@@ -269,13 +269,13 @@ def publish_export_campaign(client: redis.Redis, contacts: int) -> None:
 
     from precompute.policy import build_policy
     from precompute.published_config import publish_campaign_config
-    from welcomemat.accounts import Account
-    from welcomemat.campaign import load_campaign
-    from welcomemat.records import write_profile
-    from welcomemat.store import ZoneSetStore
+    from welcomemat.campaign.contract import load_campaign
+    from welcomemat.records.account_records import write_profile
+    from welcomemat.records.accounts import Account
     from welcomemat.surfaces import ALL_SURFACES
-    from welcomemat.zone_contract import load_zone_contracts
-    from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
+    from welcomemat.zones.contract import load_zone_contracts
+    from welcomemat.zones.store import ZoneSetStore
+    from welcomemat.zones.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
 
     zones = dict(load_zone_contracts(ROOT / "zones"))
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml", zones)
@@ -369,9 +369,9 @@ def export_in_process(client: redis.Redis, path: Path) -> tuple[float, int]:
     from datetime import UTC, datetime
 
     from outbound.export import export_rows, write_export
-    from welcomemat.campaign_view import load_campaign_view
-    from welcomemat.links import signed_url
-    from welcomemat.tokens import TokenSigner
+    from welcomemat.campaign.view import load_campaign_view
+    from welcomemat.security.links import signed_url
+    from welcomemat.security.tokens import TokenSigner
 
     signer = TokenSigner([EXPORT_SECRET])
 

@@ -29,10 +29,10 @@ import redis
 from precompute.policy import build_policy
 from precompute.providers.offline import OfflineComposer
 from precompute.run import PrecomputeRun
-from welcomemat.accounts import read_accounts
-from welcomemat.campaign import load_campaign
-from welcomemat.embedded_redis import temporary_redis
-from welcomemat.zone_contract import load_zone_contracts
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.records.accounts import read_accounts
+from welcomemat.storage.embedded_redis import temporary_redis
+from welcomemat.zones.contract import load_zone_contracts
 
 ROOT = Path(__file__).resolve().parents[1]
 

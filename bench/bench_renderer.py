@@ -69,10 +69,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from welcomemat import keys  # noqa: E402
-from welcomemat.campaign import load_campaign  # noqa: E402
-from welcomemat.campaign_config import encode_campaign_config  # noqa: E402
-from welcomemat.embedded_redis import temporary_redis  # noqa: E402
-from welcomemat.zone_contract import load_zone_contracts  # noqa: E402
+from welcomemat.campaign.config import encode_campaign_config  # noqa: E402
+from welcomemat.campaign.contract import load_campaign  # noqa: E402
+from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
+from welcomemat.zones.contract import load_zone_contracts  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from proc_stats import tree_cpu_seconds  # noqa: E402
@@ -134,7 +134,7 @@ def serve_bare(port: int, page_bytes: int, http: str, workers: int) -> None:
     """The bare app under uvicorn with `welcomemat serve`'s settings for `http` and `workers`."""
     import uvicorn
 
-    from server.serve import STACKS
+    from cli.serve import STACKS
 
     os.environ["BENCH_PAGE_BYTES"] = str(page_bytes)
     parser, loop = STACKS[http]
@@ -179,15 +179,15 @@ def publish(client: redis.Redis, accounts: int, links: int, first_clicks: int = 
     from datetime import UTC, date, datetime, timedelta
 
     from welcomemat.arms import Arm, assign_arm
-    from welcomemat.store import ZoneSetStore
-    from welcomemat.tokens import (
+    from welcomemat.security.tokens import (
         DEFAULT_COOKIE_TTL_S,
         DEFAULT_LINK_TTL_S,
         DEFAULT_QR_TTL_S,
         TokenKind,
         TokenSigner,
     )
-    from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
+    from welcomemat.zones.store import ZoneSetStore
+    from welcomemat.zones.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
 
     zones = dict(load_zone_contracts(ROOT / "zones"))
     campaign = load_campaign(ROOT / "examples" / "campaign.yaml", zones)
@@ -281,7 +281,7 @@ def publish(client: redis.Redis, accounts: int, links: int, first_clicks: int = 
 
 
 def _account_of(signer: object, cookie: str) -> str:
-    from welcomemat.tokens import TokenKind, TokenSigner
+    from welcomemat.security.tokens import TokenKind, TokenSigner
 
     assert isinstance(signer, TokenSigner)
     return signer.verify(TokenKind.COOKIE, cookie, tenant=TENANT, campaign=CAMPAIGN).account

@@ -45,14 +45,14 @@ sys.path.insert(0, str(ROOT))
 from server.app import create_app  # noqa: E402
 from welcomemat import keys  # noqa: E402
 from welcomemat.arms import Arm, assign_arm  # noqa: E402
-from welcomemat.campaign import load_campaign  # noqa: E402
-from welcomemat.campaign_config import encode_campaign_config  # noqa: E402
-from welcomemat.embedded_redis import temporary_redis  # noqa: E402
+from welcomemat.campaign.config import encode_campaign_config  # noqa: E402
+from welcomemat.campaign.contract import load_campaign  # noqa: E402
+from welcomemat.security.tokens import TokenKind, TokenSigner  # noqa: E402
 from welcomemat.settings import Settings  # noqa: E402
-from welcomemat.store import ZoneSetStore  # noqa: E402
-from welcomemat.tokens import TokenKind, TokenSigner  # noqa: E402
-from welcomemat.zone_contract import load_zone_contracts  # noqa: E402
-from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode, ZoneSetStatus  # noqa: E402
+from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
+from welcomemat.zones.contract import load_zone_contracts  # noqa: E402
+from welcomemat.zones.store import ZoneSetStore  # noqa: E402
+from welcomemat.zones.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode, ZoneSetStatus  # noqa: E402
 
 SECRET = "bench-secret-0123456789abcdefghijklmnopqrstuvwxyz"
 TENANT, CAMPAIGN = "acme", "q4-pipeline"

@@ -41,10 +41,10 @@ from precompute.providers.offline import OfflineComposer
 from precompute.queue import enqueue_run
 from precompute.run import PrecomputeRun
 from welcomemat import keys
-from welcomemat.accounts import read_accounts
-from welcomemat.campaign import load_campaign
-from welcomemat.embedded_redis import temporary_redis
-from welcomemat.zone_contract import load_zone_contracts
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.records.accounts import read_accounts
+from welcomemat.storage.embedded_redis import temporary_redis
+from welcomemat.zones.contract import load_zone_contracts
 
 ROOT = Path(__file__).resolve().parents[1]
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")

@@ -34,8 +34,8 @@ import bench_renderer as br  # noqa: E402
 from server.app import create_app  # noqa: E402
 from server.redis_guard import renderer_redis_client  # noqa: E402
 from server.tuning import RendererTuning  # noqa: E402
-from welcomemat.embedded_redis import temporary_redis  # noqa: E402
 from welcomemat.settings import Settings  # noqa: E402
+from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
 
 OURS = (str(ROOT / "server") + "/", str(ROOT / "welcomemat") + "/")
 WARM_UP = 16

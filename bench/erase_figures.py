@@ -52,11 +52,11 @@ from tests.test_data_subject_requests import (  # noqa: E402
     sync,
 )
 from welcomemat import keys  # noqa: E402
-from welcomemat.audit import Auditor, Via  # noqa: E402
-from welcomemat.embedded_redis import temporary_redis  # noqa: E402
-from welcomemat.redis_client import redis_from_url  # noqa: E402
-from welcomemat.review import decide  # noqa: E402
-from welcomemat.tokens import TokenKind, TokenSigner  # noqa: E402
+from welcomemat.records.audit import Auditor, Via  # noqa: E402
+from welcomemat.security.tokens import TokenKind, TokenSigner  # noqa: E402
+from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
+from welcomemat.storage.redis_client import redis_from_url  # noqa: E402
+from welcomemat.zones.review import decide  # noqa: E402
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 REPO_ROOT = Path(__file__).resolve().parent.parent

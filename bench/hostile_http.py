@@ -34,7 +34,7 @@ from pathlib import Path
 
 from bench_mail import free_port, wait_ready, write_accounts
 
-from welcomemat.embedded_redis import temporary_redis
+from welcomemat.storage.embedded_redis import temporary_redis
 
 ROOT = Path(__file__).resolve().parents[1]
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")

@@ -7,8 +7,8 @@ Three questions, each on populations drawn with a fixed seed (the same figures o
 
 1. Detection. A campaign of `--accounts` accounts, 10% holdout, two copy variants; the second
    variant's CTA click rate is 20% higher (relative) than the control's. Arms and variants are
-   the real hash assignment (`welcomemat.arms`, `welcomemat.experiments`) of simulated account
-   ids, and the report is the real one (`welcomemat.lift_groups.build_grouped_report`). Figure:
+   the real hash assignment (`welcomemat.arms`, `welcomemat.campaign.experiments`) of simulated account
+   ids, and the report is the real one (`welcomemat.lift.groups.build_grouped_report`). Figure:
    the share of populations where the variant-vs-control always-valid 95% interval excludes
    zero (power), and the same for the fixed interval.
 2. Peeking. No effect; a marketer reads the report every day for `--days` days as accounts
@@ -19,7 +19,7 @@ Three questions, each on populations drawn with a fixed seed (the same figures o
    alarms; nominal 0.1%), and how often it catches a bug that loses 5% of one variant's
    accounts (say, zone sets that failed to publish).
 
-`tests/welcomemat/test_lift_simulation.py` runs small versions of each; the figures in
+`tests/welcomemat/lift/test_lift_simulation.py` runs small versions of each; the figures in
 `bench/README.md` come from this script's defaults.
 """
 
@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.experiments import CopyVariant, Experiment, assign_variant
-from welcomemat.lift import AccountOutcome, Metric, newcombe_difference
-from welcomemat.lift_groups import GroupedLiftReport, LiftDimension, build_grouped_report
-from welcomemat.lift_stats import sample_ratio_mismatch, sequential_difference
+from welcomemat.campaign.experiments import CopyVariant, Experiment, assign_variant
+from welcomemat.lift.comparison import AccountOutcome, Metric, newcombe_difference
+from welcomemat.lift.groups import GroupedLiftReport, LiftDimension, build_grouped_report
+from welcomemat.lift.stats import sample_ratio_mismatch, sequential_difference
 
 TENANT = "sim"
 CAMPAIGN = "sim-campaign"

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING
 import redis
 
 from cli.validate import print_problems
-from welcomemat.accounts import read_accounts
-from welcomemat.connection import connect, resolve_redis
-from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.errors import InputError
+from welcomemat.records.accounts import read_accounts
+from welcomemat.security.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
 from welcomemat.settings import MIN_SECRET_CHARS, Settings
-from welcomemat.store import ZoneSetStore
-from welcomemat.tokens import DEFAULT_TTL_S, TokenKind, TokenSigner
+from welcomemat.storage.connection import connect, resolve_redis
+from welcomemat.storage.embedded_redis import EmbeddedRedis
+from welcomemat.zones.store import ZoneSetStore
 
 if TYPE_CHECKING:
     from cli.demo_serve import DemoLinks
@@ -97,13 +97,13 @@ def _precompute(client: redis.Redis, inputs: CampaignInputs, accounts_path: Path
     `--site-port` moved it off the one examples/campaign.yaml names). Dymaxa is tier 1, so
     it waits for a person: the demo approves it as a reviewer would, and says so.
     """
+    from cli.run_output import print_qa, print_run_report
     from precompute.explain import format_explain
     from precompute.providers.offline import OfflineComposer
     from precompute.qa import run_qa
     from precompute.run import PrecomputeRun
-    from precompute.run_output import print_qa, print_run_report
-    from welcomemat.audit import Auditor, Via
-    from welcomemat.review import decide, show
+    from welcomemat.records.audit import Auditor, Via
+    from welcomemat.zones.review import decide, show
 
     campaign, zones, policy, theme = inputs.campaign, inputs.zones, inputs.policy, inputs.theme
     if site_origin not in campaign.snippet_origins:
@@ -262,7 +262,7 @@ def _links(
     themed: bool,
 ) -> DemoLinks:
     from cli.demo_serve import DemoLinks
-    from welcomemat.links import signed_url
+    from welcomemat.security.links import signed_url
 
     signer = TokenSigner.from_setting(_demo_secret(settings))
 

@@ -22,7 +22,7 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Route
 
-from server.admin_preview import PageZone, read_page_zones
+from server.admin.preview import PageZone, read_page_zones
 from welcomemat.errors import InputError
 
 __all__ = [

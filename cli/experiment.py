@@ -1,6 +1,6 @@
 """`welcomemat experiment stop CAMPAIGN EXP --keep VARIANT`: end a copy experiment, keep the winner.
 
-The stop is a guideline change like any other (`cli.guidelines`): campaign.yaml gets
+The stop is a guideline change like any other (`cli.guideline_versions`): campaign.yaml gets
 `experiment.stopped: {keep, ran_under}` and a new `guideline_version`; the previous file is
 kept as `guidelines/<previous>.yaml` (so `welcomemat guidelines rollback` restarts the
 experiment), the new one as `guidelines/<new>.yaml`; Redis gets the new version's change
@@ -9,7 +9,7 @@ previous record superseded; the audit log gets an `experiment_stop` entry. The e
 lines of the file (comments and layout kept), and the result is loaded and checked like any
 campaign.yaml before anything is written.
 
-What visitors see (`welcomemat.experiments`): accounts the hash gave the kept variant keep
+What visitors see (`welcomemat.campaign.experiments`): accounts the hash gave the kept variant keep
 their zone sets as they are (same input hash: no new version, no model call); personal
 accounts on a stopped variant are rewritten with the kept variant at the next precompute, and
 no account is ever assigned a stopped variant again. Until that run, they are served the zone
@@ -23,7 +23,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cli.guidelines import (
+from cli.guideline_versions import (
     ARCHIVE_FOLDER,
     active_record,
     audit_change,
@@ -33,11 +33,11 @@ from cli.guidelines import (
     write_atomically,
 )
 from precompute.inputs import load_campaign_inputs
-from welcomemat.audit import AuditAction, Auditor, check_reason
-from welcomemat.campaign import Campaign
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.experiments import Experiment
+from welcomemat.campaign.guidelines import ActivationState, GuidelineChange, GuidelineStore, guideline_hash
 from welcomemat.errors import InputError
-from welcomemat.experiments import Experiment
-from welcomemat.guidelines import ActivationState, GuidelineChange, GuidelineStore, guideline_hash
+from welcomemat.records.audit import AuditAction, Auditor, check_reason
 from welcomemat.yamlfile import line_of_field
 
 __all__ = ["VERSION_PATTERN", "run_stop", "stopped_text"]

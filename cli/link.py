@@ -1,6 +1,6 @@
 """`welcomemat link`: print a signed personal link (`?wm=`) or a QR continuation URL (`/q/…`).
 
-URLs start with `WELCOMEMAT_PUBLIC_URL`; they are signed by `welcomemat.links` with the
+URLs start with `WELCOMEMAT_PUBLIC_URL`; they are signed by `welcomemat.security.links` with the
 first key of `WELCOMEMAT_SECRET`. No secret: exit 2 before anything else happens.
 
 `--qr-image FILE` (implies `--qr`) also writes the QR code, SVG or PNG by the file's
@@ -8,7 +8,7 @@ suffix (`outbound.qr_image`, written whole or not at all).
 
 A QR code is printed once and scanned for months, so `--qr` is refused (exit 2) for a
 campaign without a continuation page, where every scan would land on a 404
-(`welcomemat.links.check_qr_continuation`).
+(`welcomemat.security.links.check_qr_continuation`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import sys
 from pathlib import Path
 
 from outbound.qr_image import QR_IMAGE_KINDS, check_qr_image_path, write_qr_image
-from welcomemat.campaign_ref import resolve_campaign_ref
+from welcomemat.campaign.ref import resolve_campaign_ref
 from welcomemat.errors import InputError
-from welcomemat.links import check_qr_continuation, signed_url
+from welcomemat.security.links import check_qr_continuation, signed_url
+from welcomemat.security.tokens import DEFAULT_TTL_S, MAX_TTL_S, TokenKind, TokenSigner
 from welcomemat.settings import Settings
-from welcomemat.tokens import DEFAULT_TTL_S, MAX_TTL_S, TokenKind, TokenSigner
 
 __all__ = [
     "QR_IMAGE_KINDS",

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported when a handler runs: `welcomemat --help` loads no pydantic or redis
-    from welcomemat.audit import Auditor, Via
+    from welcomemat.records.audit import Auditor, Via
     from welcomemat.settings import Settings
 
 __all__ = ["add_by_argument", "cli_auditor"]
@@ -31,7 +31,7 @@ def add_by_argument(parser: argparse.ArgumentParser) -> None:
 def cli_auditor(by: str | None, settings: Settings | None = None, *, via: Via | None = None) -> Auditor:
     """The auditor of this command (`via` default `cli`): its actor named as above, the wall clock
     read at each entry."""
-    from welcomemat.audit import Auditor, Via, check_actor
+    from welcomemat.records.audit import Auditor, Via, check_actor
     from welcomemat.settings import Settings
 
     if by is not None:

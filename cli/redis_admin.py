@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from welcomemat.embedded_redis import EmbeddedRedis
 from welcomemat.settings import Settings
+from welcomemat.storage.embedded_redis import EmbeddedRedis
 
 __all__ = ["run_redis"]
 

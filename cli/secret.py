@@ -2,7 +2,7 @@
 it without breaking a link, QR code or cookie already out, and `--check` of the environment.
 
 Rotation needs no other variable: `WELCOMEMAT_SECRET` is a comma-separated list whose first
-key signs and whose every key verifies (`welcomemat/tokens.py`). So the previous key stays,
+key signs and whose every key verifies (`welcomemat/security/tokens.py`). So the previous key stays,
 second, verify-only, until every token it signed has expired. With several processes (many
 renderers, workers, `export`), the new key is first added *second* everywhere, and only
 then moved first: a token the first restarted renderer signs then verifies on every other.
@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cli.exit_codes import EXIT_BAD_INPUT, EXIT_OK
-from welcomemat.credentials import (
+from welcomemat.errors import ConfigError
+from welcomemat.security.credentials import (
     ADMIN_TOKENS_VAR,
     CRM_TOKENS_VAR,
     Credential,
@@ -27,9 +28,8 @@ from welcomemat.credentials import (
     parse_admin_tokens,
     parse_crm_tokens,
 )
-from welcomemat.errors import ConfigError
+from welcomemat.security.tokens import DEFAULT_TTL_S, MAX_TTL_S, TokenKind
 from welcomemat.settings import BEARER_TOKEN_SETTINGS, MIN_SECRET_CHARS, SECRET_ENV_VAR
-from welcomemat.tokens import DEFAULT_TTL_S, MAX_TTL_S, TokenKind
 
 __all__ = ["Finding", "check_secrets", "new_secret", "print_rotation", "rotation_steps", "secret_findings"]
 

@@ -1,4 +1,5 @@
-"""`welcomemat erase` and `welcomemat subject-export`: data-subject requests (`welcomemat.subject_requests`).
+"""`welcomemat erase` and `welcomemat subject-export`: data-subject requests
+(`welcomemat.records.subject_requests`).
 
 SUBJECT is an account id or a person's e-mail address. Where to look: `--campaign` (its
 tenant) or `--tenant`; without either, an address is looked for in every tenant (a person may
@@ -20,13 +21,11 @@ from typing import Any
 import redis
 
 from welcomemat import keys
-from welcomemat.audit import AuditAction, Auditor, audit_tenants, check_reason
-from welcomemat.campaign_ref import resolve_campaign_ref
-from welcomemat.connection import connect, resolve_redis
+from welcomemat.campaign.ref import resolve_campaign_ref
 from welcomemat.errors import InputError
 from welcomemat.ids import is_valid_id
-from welcomemat.settings import Settings
-from welcomemat.subject_requests import (
+from welcomemat.records.audit import AuditAction, Auditor, audit_tenants, check_reason
+from welcomemat.records.subject_requests import (
     Subject,
     account_known,
     erase,
@@ -34,6 +33,8 @@ from welcomemat.subject_requests import (
     find_subjects,
     readmit,
 )
+from welcomemat.settings import Settings
+from welcomemat.storage.connection import connect, resolve_redis
 
 __all__ = ["run_erase", "run_subject_export", "subject_tenants"]
 

@@ -5,7 +5,7 @@ precompute's own loader (`precompute/inputs.py`), so passing here means `precomp
 will not refuse them; one problem never hides another (a campaign refused for a problem
 between its fields still has its theme, copy and patterns checked). Then every line of the
 accounts file is read, and every account's facts are judged the way a run on `today` would
-judge them (`precompute.fact_problems`: identity, the trust policy, the campaign's patterns
+judge them (`precompute.facts.problems`: identity, the trust policy, the campaign's patterns
 and fact types): bad or future dates, stale facts, wrong subject, another company, a type
 no pattern is written for, a field its patterns need that is missing, a field its type does
 not have.
@@ -35,12 +35,12 @@ from pathlib import Path
 from cli.exit_codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from precompute.check_precedence import zone_check_problems
 from precompute.context import EffectivePolicy
-from precompute.fact_problems import FactProblem, check_account_facts
+from precompute.facts.problems import FactProblem, check_account_facts
 from precompute.inputs import InputsCheck, check_campaign_inputs, find_zones_folder
-from welcomemat.accounts import AccountsReport, iter_account_lines, read_accounts
-from welcomemat.campaign import CONTINUATION_PAGE_ID, Campaign
+from welcomemat.campaign.contract import CONTINUATION_PAGE_ID, Campaign
 from welcomemat.errors import InputError
-from welcomemat.ip_ranges import IpRangeRules
+from welcomemat.records.accounts import AccountsReport, iter_account_lines, read_accounts
+from welcomemat.security.ip_ranges import IpRangeRules
 
 __all__ = [
     "FactFinding",

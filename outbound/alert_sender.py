@@ -3,7 +3,7 @@
 `outbound.seller_alerts` queues each alert on the tenant's alert outbox
 (`keys.seller_alert_outbox_key`) once per destination, so a chat server that is down never
 makes the CRM task wait (nor send twice), and the other way round. An `AlertSender` is a
-handler on the core's one consumer loop (`welcomemat.streams`, group
+handler on the core's one consumer loop (`welcomemat.streams.consumer`, group
 `keys.SELLER_ALERTS_CONSUMER_GROUP`), which reads, claims back entries of stopped senders and
 counts deliveries; per entry it:
 
@@ -13,7 +13,7 @@ counts deliveries; per entry it:
   seller_task.<tenant>.<campaign>.<account>.<day>` and `X-Welcomemat-Event: seller_task`;
 - posts through `outbound.receiver_http` (one deadline per request, the body capped and never
   decompressed, redirects never followed) and retries 408/425/429/5xx and faults through the one
-  retry layer and a circuit breaker per destination (`welcomemat.resilience`); a stop (SIGTERM)
+  retry layer and a circuit breaker per destination (`welcomemat.storage.resilience`); a stop (SIGTERM)
   ends a request or a retry wait at once, and the alert stays queued;
 - posts an owner's alert (destination `owner`, `outbound.seller_alerts`) to the URL the entry
   carries, once the URL gate passes it again (else it is dead-lettered at once, the URL never
@@ -54,11 +54,11 @@ from outbound.seller_alert import SellerAlert, crm_task, slack_message, task_ide
 from outbound.seller_alerts import OWNER_DESTINATION
 from outbound.webhook import WebhookConfig, signed_headers
 from welcomemat import keys
-from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError, ProviderUnavailable
 from welcomemat.replies import reply_text_lossy
-from welcomemat.resilience import ResilientCaller
-from welcomemat.stream_handler import (
+from welcomemat.storage.breaker import CircuitBreaker
+from welcomemat.storage.resilience import ResilientCaller
+from welcomemat.streams.handler import (
     ACK,
     ConsumerOptions,
     Delivery,

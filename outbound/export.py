@@ -1,11 +1,11 @@
 """`welcomemat export CAMPAIGN --format csv|jsonl [--out FILE] [--json]`: the sequencer export.
 
 One row per contact of every account in the campaign: every account with a zone set in it,
-whatever its status (contacts from the account's shared record, `welcomemat.records`).
+whatever its status (contacts from the account's shared record, `welcomemat.records.account_records`).
 Each row carries the copy the account's channel may show on the `email` surface
-(`welcomemat.surfaces`): the zones are resolved by `welcomemat.zone_resolution` (the one
+(`welcomemat.surfaces`): the zones are resolved by `welcomemat.zones.resolution` (the one
 fallback ladder) for the arm `assign_arm` gives the account, and written through
-`welcomemat.zones_payload.public_zone` (the serializer `/v1/zones` uses), so a holdout
+`welcomemat.zones.payload.public_zone` (the serializer `/v1/zones` uses), so a holdout
 account gets its segment copy in the email too and the experiment holds across channels.
 A personal zone whose facts are not all allowed on `email` takes its fallback copy here.
 
@@ -24,8 +24,8 @@ custom variables):
   in this row came from, so a rep knows which line is about the account.
 - `zone_set_version`: the version of the account's zone set the row was resolved from
   (empty when it does not decode).
-- `variant`: the copy variant (`welcomemat.experiments`) the lift report counts the account in,
-  decided by the report's own rule (`welcomemat.counted_variant`): filled for a personal account
+- `variant`: the copy variant (`welcomemat.campaign.experiments`) the lift report counts the account in,
+  decided by the report's own rule (`welcomemat.lift.counted_variant`): filled for a personal account
   of the report's population (zone set `published`) whose zone set was written with a variant of
   the experiment, even when the row holds its fallback today (expired facts, a refused cell);
   empty outside an experiment, in the holdout, and for a zone set pending review or rejected.
@@ -40,7 +40,7 @@ custom variables):
 
 One bad record never stops the file. An account whose zone set waits for review, was
 rejected, has expired or does not decode, and a row with a cell the choke point refuses
-(`welcomemat.export_cells`), gets its **fallback row**: the zones' segment copy (else the
+(`welcomemat.outreach.export_cells`), gets its **fallback row**: the zones' segment copy (else the
 campaign default), empty fact columns, `company` from the domain or id when the name is
 refused, a refused contact field empty, and `status` saying why; each such account (or
 contact) is listed in the summary's `problems`. Empty optional fields (`first_name`,
@@ -70,13 +70,10 @@ from typing import Any, TextIO
 import redis
 
 from outbound.command_output import counts_in_words
-from welcomemat.campaign_view import CampaignView, load_campaign_view
-from welcomemat.contact_workflow import WorkflowRecorder
+from welcomemat.campaign.view import CampaignView, load_campaign_view
 from welcomemat.errors import InputError, StoredValueError
-from welcomemat.export_cells import CellRefusal, export_cell
-from welcomemat.published import PUBLISHED_BATCH, zone_set_batch
-from welcomemat.records import AccountRecord, iter_account_records
-from welcomemat.sequencer_row import (
+from welcomemat.outreach.export_cells import CellRefusal, export_cell
+from welcomemat.outreach.sequencer_row import (
     LEAD_COLUMNS,
     TAIL_COLUMNS,
     ExportError,
@@ -87,9 +84,12 @@ from welcomemat.sequencer_row import (
     column_name,
     export_columns,
 )
+from welcomemat.records.account_records import AccountRecord, iter_account_records
+from welcomemat.records.contact_workflow import WorkflowRecorder
 from welcomemat.spreadsheet import spreadsheet_safe
-from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import ZoneSet
+from welcomemat.zones.published import PUBLISHED_BATCH, zone_set_batch
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import ZoneSet
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -274,16 +274,16 @@ def run_export(
 ) -> int:
     """`welcomemat export`: write the campaign's rows to `out` (atomically) or stdout.
 
-    Each contact whose row is produced is marked `exported` (`welcomemat.contact_workflow`).
+    Each contact whose row is produced is marked `exported` (`welcomemat.records.contact_workflow`).
     Exit 0 when the file was written, whatever records got their fallback (listed on stderr,
     and with `as_json` in the JSON report on stdout); `ExportError` (exit 1) when it could
     not be produced at all, leaving `out` untouched.
     """
-    from welcomemat.campaign_ref import resolve_campaign_ref
-    from welcomemat.connection import connect, resolve_redis
-    from welcomemat.links import contact_links
+    from welcomemat.campaign.ref import resolve_campaign_ref
+    from welcomemat.security.links import contact_links
+    from welcomemat.security.tokens import TokenSigner
     from welcomemat.settings import Settings
-    from welcomemat.tokens import TokenSigner
+    from welcomemat.storage.connection import connect, resolve_redis
 
     if fmt not in EXPORT_FORMATS:
         raise InputError(f"unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}", field="--format")

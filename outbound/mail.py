@@ -24,8 +24,8 @@ from outbound.command_output import counts_in_words
 from outbound.mail_files import PROOF_FILE, VENDOR_FILE, write_mail_folder
 from outbound.mail_plan import QR_FOLDER, MailPlan, Recipient, mail_recipients
 from outbound.mail_preflight import PreflightReport, preflight
-from welcomemat.contact_workflow import record_printed
 from welcomemat.errors import InputError, WelcomematError
+from welcomemat.records.contact_workflow import record_printed
 from welcomemat.settings import Settings
 
 __all__ = ["run_mail"]
@@ -62,12 +62,12 @@ def run_mail(
     """`welcomemat mail`: 0 when the folder was written, 1 when the preflight failed (nothing written)."""
     import json
 
-    from welcomemat.campaign_ref import resolve_campaign_ref
-    from welcomemat.campaign_view import load_campaign_view
-    from welcomemat.connection import connect, resolve_redis
-    from welcomemat.links import contact_links
+    from welcomemat.campaign.ref import resolve_campaign_ref
+    from welcomemat.campaign.view import load_campaign_view
+    from welcomemat.security.links import contact_links
+    from welcomemat.security.tokens import TokenSigner
     from welcomemat.settings import origin_url
-    from welcomemat.tokens import TokenSigner
+    from welcomemat.storage.connection import connect, resolve_redis
 
     target = Path(out)
     _check_out(target)
@@ -123,11 +123,11 @@ def run_mail(
 def _mark_printed(
     settings: Settings, tenant: str, campaign: str, recipients: list[Recipient], out: Path, now: datetime
 ) -> None:
-    """Each piece in the folder is its contact's `printed` mark (`welcomemat.contact_workflow`).
+    """Each piece in the folder is its contact's `printed` mark (`welcomemat.records.contact_workflow`).
 
     The folder is already in place: a Redis failure here costs the marks, not the files, and
     is said on stderr (the exit code stays the folder's)."""
-    from welcomemat.connection import connect, resolve_redis
+    from welcomemat.storage.connection import connect, resolve_redis
 
     marks = (
         (

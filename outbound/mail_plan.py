@@ -5,7 +5,7 @@ copy the `print` surface may show (`welcomemat.surfaces`) of one zone, for the a
 `assign_arm` gives the account: personal only when every fact it cites allows print, else
 its fallback copy; a claim no longer true at the end of the in-home day gets the fallback
 (`status=expires_before_in_home`). Every cell goes through the export's choke point
-(`welcomemat.export_cells`); a recipient with a refused cell gets the fallback line.
+(`welcomemat.outreach.export_cells`); a recipient with a refused cell gets the fallback line.
 """
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ import redis
 
 from outbound.export import ExportSummary, campaign_accounts
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.campaign import CONTINUATION_PAGE_ID
-from welcomemat.campaign_view import CampaignView
+from welcomemat.campaign.contract import CONTINUATION_PAGE_ID
+from welcomemat.campaign.view import CampaignView
 from welcomemat.errors import InputError
-from welcomemat.export_cells import CellRefusal, export_cell
-from welcomemat.records import AccountRecord, ContactProfile
-from welcomemat.sequencer_row import RowStatus, fact_statement, served_fact
+from welcomemat.outreach.export_cells import CellRefusal, export_cell
+from welcomemat.outreach.sequencer_row import RowStatus, fact_statement, served_fact
+from welcomemat.records.account_records import AccountRecord, ContactProfile
+from welcomemat.security.urlgate import source_href
 from welcomemat.surfaces import Surface
-from welcomemat.urlgate import source_href
-from welcomemat.zone_resolution import Variant, choose_variant, resolve_zones, segment_variant
-from welcomemat.zones_payload import public_zone
-from welcomemat.zoneset import Rung, ZoneSet, ZoneSetStatus
+from welcomemat.zones.payload import public_zone
+from welcomemat.zones.resolution import Variant, choose_variant, resolve_zones, segment_variant
+from welcomemat.zones.zoneset import Rung, ZoneSet, ZoneSetStatus
 
 __all__ = [
     "MAIL_COLUMNS",

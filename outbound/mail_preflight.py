@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from outbound.mail_plan import Recipient
-from welcomemat.links import PREFLIGHT_USER_AGENT
+from welcomemat.security.links import PREFLIGHT_USER_AGENT
 
 __all__ = ["PreflightFailure", "PreflightReport", "preflight"]
 

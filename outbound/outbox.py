@@ -1,6 +1,6 @@
 """What every sender of a tenant outbox shares (CRM changes, seller alerts): passes and follow mode.
 
-A sender is a handler on the core's one consumer loop (`welcomemat.streams`) over one outbox
+A sender is a handler on the core's one consumer loop (`welcomemat.streams.consumer`) over one outbox
 stream per tenant; `--once` runs make passes over the tenants' outboxes, a following `sync`
 runs the loop in a thread until it stops. Subclasses say which stream a tenant's outbox is and
 what delivering an entry means (`handle`).
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import redis
 
-from welcomemat.stream_handler import ConsumerOptions, ConsumerReport, Stream, StreamHandler
-from welcomemat.streams import StreamConsumer
+from welcomemat.streams.consumer import StreamConsumer
+from welcomemat.streams.handler import ConsumerOptions, ConsumerReport, Stream, StreamHandler
 
 __all__ = ["OutboxSender", "OutboxStats"]
 

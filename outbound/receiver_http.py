@@ -18,7 +18,7 @@ nowhere else:
 - response headers are bounded by httpcore's h11 limit on an incomplete event (100 KiB).
 
 Faults worth another attempt (deadline, body too long, connection refused or reset, a
-malformed answer) raise `welcomemat.resilience.RetryableError`, whose text never carries the
+malformed answer) raise `welcomemat.storage.resilience.RetryableError`, whose text never carries the
 URL. The event loop runs in one daemon thread per client, so connections are kept alive
 between requests as with a plain `httpx.Client`, and a process that forgets `close` still exits.
 
@@ -46,10 +46,10 @@ from typing import Any, TypeVar, cast
 
 import httpx
 
-from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError
-from welcomemat.resilience import ResilientCaller, RetryableError
-from welcomemat.urlgate import browser_view, webhook_href
+from welcomemat.security.urlgate import browser_view, webhook_href
+from welcomemat.storage.breaker import CircuitBreaker
+from welcomemat.storage.resilience import ResilientCaller, RetryableError
 
 __all__ = [
     "RECEIVER_DEADLINE_S",
@@ -100,7 +100,7 @@ class ReceiverPolicy:
 
 
 def receiver_url(variable: str, raw: str) -> str:
-    """The URL to post to, as the one URL gate normalised it (`welcomemat.urlgate.webhook_href`);
+    """The URL to post to, as the one URL gate normalised it (`welcomemat.security.urlgate.webhook_href`);
     ConfigError naming `variable`, never the value, when the gate refuses it."""
     href = webhook_href(raw)
     if href is None:

@@ -52,16 +52,16 @@ import redis
 
 from outbound.seller_alert import AlertAction, AlertClaim, AlertContact, AlertFact, SellerAlert
 from welcomemat import keys
-from welcomemat.campaign import CONTINUATION_PAGE_ID, LANDING_PAGE_ID, Campaign
-from welcomemat.campaign_config import decode_campaign_config
+from welcomemat.campaign.config import decode_campaign_config
+from welcomemat.campaign.contract import CONTINUATION_PAGE_ID, LANDING_PAGE_ID, Campaign
 from welcomemat.errors import StoredValueError
-from welcomemat.record_fold import EventFold, FoldKind
-from welcomemat.records import AccountRecord, read_account_record
+from welcomemat.records.account_records import AccountRecord, read_account_record
+from welcomemat.records.fold import EventFold, FoldKind
 from welcomemat.replies import reply_text
-from welcomemat.store import ZoneSetStore
+from welcomemat.security.urlgate import safe_href, source_href
 from welcomemat.surfaces import Surface
-from welcomemat.urlgate import safe_href, source_href
-from welcomemat.zoneset import Rung, ZoneSet
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung, ZoneSet
 
 __all__ = [
     "ALERT_MAX_AGE_S",

@@ -29,7 +29,7 @@ def escape_mrkdwn(text: str) -> str:
 def mrkdwn_link(url: str | None, label: str) -> str:
     """`<url|label>` with the label escaped; the escaped label alone when there is no usable URL.
 
-    `url` must come from the URL gate (`welcomemat.urlgate`): this only refuses what would break
+    `url` must come from the URL gate (`welcomemat.security.urlgate`): this only refuses what would break
     Slack's syntax, it does not decide whether a link may be shown.
     """
     if not url or any(c in _LINK_BREAKERS or c.isspace() for c in url):

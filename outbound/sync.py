@@ -3,9 +3,9 @@
 One consumer group (`keys.SYNC_CONSUMER_GROUP`) per tenant events stream; any number of
 `welcomemat sync` processes share it. Reading, claiming back, counting deliveries,
 dead-lettering, waiting out Redis and stopping are the core's one consumer loop
-(`welcomemat.streams`); this module folds. Delivery is at-least-once; what keeps counts exact:
+(`welcomemat.streams.consumer`); this module folds. Delivery is at-least-once; what keeps counts exact:
 
-- a batch of events is folded by one atomic Lua call (`welcomemat.record_fold.fold_events`):
+- a batch of events is folded by one atomic Lua call (`welcomemat.records.fold.fold_events`):
   per event it updates the record, queues the CRM change and sets the event's seen marker,
   or does nothing when the marker is already there. So an event folded twice (a consumer killed between the
   fold and its XACK, a client retrying a beacon with the same `event_id`) counts once;
@@ -22,7 +22,7 @@ With a `SellerAlertProducer`, each folded batch also queues the seller alerts it
 (`outbound.seller_alerts`: tier-1 engagement, one per account, campaign and day).
 
 Events without an account (anonymous visitors), of types the records do not count, from
-before an erasure of their account or contact (`welcomemat.erasure`: a renderer had them
+before an erasure of their account or contact (`welcomemat.records.erasure`: a renderer had them
 queued when the erasure ran), and clicks on a zone that is not one of the campaign's (pages'
 zones in its published config, reread every few seconds; older events written before the
 renderer refused such beacons) are acknowledged without a fold. When the config is gone or
@@ -47,17 +47,17 @@ import redis
 
 from outbound.seller_alerts import SellerAlertProducer
 from welcomemat import keys
-from welcomemat.campaign_config import decode_campaign_config
+from welcomemat.campaign.config import decode_campaign_config
 from welcomemat.errors import StoredValueError
-from welcomemat.event_entries import KINDS, PoisonEvent, parse_event
 from welcomemat.ids import is_valid_id
-from welcomemat.record_fold import FOLD_LUA, EventFold, fold_events
-from welcomemat.records import cited_facts
-from welcomemat.redis_client import REDIS_OUTAGE_ERRORS
+from welcomemat.records.account_records import cited_facts
+from welcomemat.records.event_entries import KINDS, PoisonEvent, parse_event
+from welcomemat.records.fold import FOLD_LUA, EventFold, fold_events
 from welcomemat.replies import reply_text
-from welcomemat.store import ZoneSetStore
-from welcomemat.stream_groups import ensure_group as ensure_stream_group
-from welcomemat.stream_handler import (
+from welcomemat.storage.redis_client import REDIS_OUTAGE_ERRORS
+from welcomemat.streams.consumer import ConsumerProcess, StreamConsumer
+from welcomemat.streams.groups import ensure_group as ensure_stream_group
+from welcomemat.streams.handler import (
     ACK,
     DEFAULT_BLOCK_MS,
     DEFAULT_CLAIM_IDLE_MS,
@@ -69,8 +69,8 @@ from welcomemat.stream_handler import (
     StreamHandler,
     retry,
 )
-from welcomemat.streams import ConsumerProcess, StreamConsumer
-from welcomemat.zoneset import CitedFact
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import CitedFact
 
 __all__ = [
     "DEFAULT_BATCH",

@@ -14,16 +14,16 @@ atomic step as the fold, and at most one queued change per account at a time. A 
   receiver recomputes it (`verify_signature`) and refuses old timestamps (replays);
 - posts through `outbound.receiver_http` (one deadline per request, the response body capped
   and never decompressed, redirects never followed, a stop cancels it) and retries 408/425/429/5xx
-  and network faults through the one retry layer (`welcomemat.resilience.ResilientCaller`:
+  and network faults through the one retry layer (`welcomemat.storage.resilience.ResilientCaller`:
   exponential backoff with full jitter, Retry-After honoured up to a cap; every wait ends at a
-  stop) inside the one circuit breaker (`welcomemat.breaker`);
+  stop) inside the one circuit breaker (`welcomemat.storage.breaker`);
 - acknowledges and deletes the change only after a 2xx. Anything else leaves it pending
   in the outbox: the next pass (or another sender, after `claim_idle_ms`) sends it again,
   so nothing is lost while the receiver is down. A change whose revision was already
   delivered (a newer send covered it) is dropped without a request.
 
 Reading the outbox (own pending changes, those of stopped senders, new ones), following it
-and waiting out Redis outages is the core's one consumer loop (`welcomemat.streams`); a
+and waiting out Redis outages is the core's one consumer loop (`welcomemat.streams.consumer`); a
 change is never dead-lettered: it waits for the receiver.
 
 Its URL is a credential (a path or query may carry a key): admitted and printed (its host
@@ -59,11 +59,11 @@ from outbound.receiver_http import (
     stoppable_sleep,
 )
 from welcomemat import keys
-from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError, ProviderUnavailable, StoredValueError
-from welcomemat.records import AccountRecord, mark_crm_delivered, take_crm_change
-from welcomemat.stream_groups import ensure_group as ensure_stream_group
-from welcomemat.stream_handler import (
+from welcomemat.records.account_records import AccountRecord, mark_crm_delivered, take_crm_change
+from welcomemat.storage.breaker import CircuitBreaker
+from welcomemat.streams.groups import ensure_group as ensure_stream_group
+from welcomemat.streams.handler import (
     ACK,
     ACKED,
     ConsumerOptions,

@@ -11,7 +11,7 @@ facts kept, so they still cap `valid_until` (the line was chosen because of them
 channels it may reach. Every zone records its rung and the reason for it (`welcomemat.reasons`), and a
 zone the provider wrote no draft for keeps the provider's `Decline` (its note is for `explain`).
 
-Doubt holds a draft rather than losing it (`welcomemat.held`): a draft the self-review judged
+Doubt holds a draft rather than losing it (`welcomemat.zones.held`): a draft the self-review judged
 not ok, or whose self-reported confidence is below `min_model_confidence`, falls back like
 any other, but is kept with the layer's note, built as it would be published and with the
 deterministic checks it fails (which make it unapprovable), for a person to approve.
@@ -38,18 +38,18 @@ from precompute.providers.base import (
 )
 from precompute.specific_use import specific_used
 from precompute.zone_scores import ZoneScores, score_draft
-from welcomemat.accounts import Account, Fact
-from welcomemat.campaign import Campaign
-from welcomemat.campaign_sections import ZoneCopy
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.experiment_assignment import variant_campaign, variant_for
+from welcomemat.campaign.guidelines import guideline_hash
+from welcomemat.campaign.sections import ZoneCopy
 from welcomemat.errors import ContractError, ProviderUnavailable
-from welcomemat.experiment_assignment import variant_campaign, variant_for
-from welcomemat.guidelines import guideline_hash
-from welcomemat.held import HeldDraft, HoldLayer
-from welcomemat.markup import CleanedMarkup, clean_inline, markup_to_text
 from welcomemat.reasons import UNKNOWN_SEGMENT, ZoneReason, zone_reason
-from welcomemat.urlgate import LinkAllowlist, gate_link
-from welcomemat.zone_contract import ZoneContract, ZoneFallback
-from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode, ZoneSetStatus
+from welcomemat.records.accounts import Account, Fact
+from welcomemat.security.markup import CleanedMarkup, clean_inline, markup_to_text
+from welcomemat.security.urlgate import LinkAllowlist, gate_link
+from welcomemat.zones.contract import ZoneContract, ZoneFallback
+from welcomemat.zones.held import HeldDraft, HoldLayer
+from welcomemat.zones.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode, ZoneSetStatus
 
 __all__ = [
     "AccountOutcome",
@@ -109,7 +109,7 @@ class AccountOutcome:
 
 
 # The checks whose failure is doubt, not a broken rule: a person may approve past them. Each
-# holds the draft in its own layer, with its own note (`welcomemat.held`).
+# holds the draft in its own layer, with its own note (`welcomemat.zones.held`).
 _DOUBT_CHECKS: Mapping[str, HoldLayer] = MappingProxyType(
     {"confidence": HoldLayer.MODEL_CONFIDENCE, "grounding": HoldLayer.GROUNDING}
 )
@@ -146,7 +146,7 @@ class Assembler:
         self.review_tiers = frozenset(campaign.approval.review_tiers)
         self.guideline_hash = guideline_hash(campaign)
         # Per copy variant: the campaign as the variant writes it and the vocabulary its own
-        # patterns approve; every check is otherwise the campaign's (`welcomemat.experiments`).
+        # patterns approve; every check is otherwise the campaign's (`welcomemat.campaign.experiments`).
         self._variants: dict[str, tuple[Campaign, ApprovedVocabulary]] = {}
         if campaign.experiment is not None:
             for variant in campaign.experiment.variants:

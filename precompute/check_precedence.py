@@ -1,6 +1,6 @@
 """Which checks a zone's drafts go through: built-in ▸ tenant ▸ campaign ▸ zone, add-only.
 
-DESIGN.md, invariant 10: the hard checks (`welcomemat.zone_contract.HARD_CHECKS`: numbers,
+DESIGN.md, invariant 10: the hard checks (`welcomemat.zones.contract.HARD_CHECKS`: numbers,
 names, dates and time words, other companies, the claim classes, grounding, length, links,
 markup, banned phrases, prohibited claims, voice; `cta_allowed` in a link zone) run for every zone
 whatever any file says. Each lower level may add checks (`one_question`, `confidence`),
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from welcomemat.errors import ContractError
 from welcomemat.yamlfile import line_of_field
-from welcomemat.zone_contract import CHECK_ORDER, ZoneContract, omitted_hard_checks
+from welcomemat.zones.contract import CHECK_ORDER, ZoneContract, omitted_hard_checks
 
 __all__ = ["added_checks", "effective_checks", "zone_check_problems"]
 

@@ -5,7 +5,7 @@ pure functions that need no network and give the same answer every time, and a z
 that fails any of them takes the fallback (DESIGN.md, invariant 4). A specific but false
 line is worse than a general one, so every heuristic below errs toward failing.
 
-One function per check name a zone contract may list (`welcomemat.zone_contract.KNOWN_CHECKS`),
+One function per check name a zone contract may list (`welcomemat.zones.contract.KNOWN_CHECKS`),
 each `(CheckInput) -> CheckFailure | None`; `run_checks` runs the hard ones no file can
 switch off (`ALWAYS_RUN` = `HARD_CHECKS`: every check but one_question and confidence, and
 cta_allowed in link zones) plus what the tenant, campaign and zone add
@@ -23,20 +23,20 @@ cta_allowed in link zones) plus what the tenant, campaign and zone add
     other_company          other_company
     cta_allowed            cta_missing, cta_not_allowed
     confidence             low_confidence
-    prohibited_claims      prohibited_claim (catalog: `precompute.claims`)
+    prohibited_claims      prohibited_claim (catalog: `precompute.claims.classes`)
     quotes                 invented_quote             the claim classes (`CLAIM_CHECKS`):
     recency                unsupported_recency        what each means is
     achievements           unsupported_achievement    `welcomemat.reasons.CLAIM_REASON_DOCS`;
-    relationships          unsupported_relationship   how each is found, `precompute.claim_catalog`;
-    intent                 unsupported_intent         what backs each, `precompute.claim_support`
+    relationships          unsupported_relationship   how each is found, `precompute.claims.catalog`;
+    intent                 unsupported_intent         what backs each, `precompute.claims.support`
     tracking               tracking_disclosure
     flattery               flattery
     lifespan               short_lived: a personal draft whose time words end it before its surfaces
                            need (14 days for a page, in-home date + 30 for mail; `date_phrases`)
     grounding              ungrounded: a personal draft with words no cited fact, account field or
-                           approved copy supports (`precompute.grounding`); doubt, held for a person
+                           approved copy supports (`precompute.claims.grounding`); doubt, held for a person
     voice                  off_voice:<dimension>: a personal draft past the campaign's voice
-                           profile (`welcomemat.voice`) on sentence_length, person, opener,
+                           profile (`welcomemat.campaign.voice`) on sentence_length, person, opener,
                            hedging, exclamation, question, dash, colon, comma or reading_level
     (any check)            check_error: the check itself raised; fail closed
 
@@ -66,13 +66,13 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from precompute.check_precedence import effective_checks
-from precompute.claim_support import account_keys, first_unsupported_claim, makes_claim
-from precompute.claim_text import opening_positions
-from precompute.claims import KNOWN_CLAIM_CLASSES, could_claim, find_claim
+from precompute.claims.classes import KNOWN_CLAIM_CLASSES, could_claim, find_claim
+from precompute.claims.grounding import grounding_note, grounding_sources, ungrounded_words
+from precompute.claims.support import account_keys, first_unsupported_claim, makes_claim
+from precompute.claims.text import opening_positions
 from precompute.companies import company_key, find_other_company
 from precompute.context import EffectivePolicy, GovernedContext, TrustedFact
 from precompute.date_phrases import needed_until
-from precompute.grounding import grounding_note, grounding_sources, ungrounded_words
 from precompute.providers.base import ZoneDraft
 from precompute.specifics import (
     ApprovedVocabulary,
@@ -84,14 +84,14 @@ from precompute.specifics import (
     spaced_words,
     uncited_source,
 )
-from welcomemat.campaign import Campaign
-from welcomemat.held import one_line
-from welcomemat.markup_scan import find_markup
-from welcomemat.openers import DEFAULT_BANNED_OPENERS
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.openers import DEFAULT_BANNED_OPENERS
+from welcomemat.campaign.voice import voice_failures
 from welcomemat.reasons import OFF_VOICE, ClaimReason
+from welcomemat.security.markup_scan import find_markup
 from welcomemat.surfaces import Surface
-from welcomemat.voice import voice_failures
-from welcomemat.zone_contract import CHECK_ORDER, HARD_CHECKS, KNOWN_CHECKS, ZoneContract
+from welcomemat.zones.contract import CHECK_ORDER, HARD_CHECKS, KNOWN_CHECKS, ZoneContract
+from welcomemat.zones.held import one_line
 
 __all__ = [
     "ALWAYS_RUN",
@@ -159,7 +159,7 @@ _FORMAT_CHAR_RE = re.compile(
     "[" + "".join(re.escape(chr(c)) for c in range(0x10000) if unicodedata.category(chr(c)) == "Cf") + "]"
 )
 
-# Exactly `<tag>` or `</tag>`: the only shape the cleaner keeps (welcomemat.markup).
+# Exactly `<tag>` or `</tag>`: the only shape the cleaner keeps (welcomemat.security.markup).
 _INLINE_TAG_RE = re.compile(r"</?([A-Za-z]+)>")
 
 
@@ -212,7 +212,7 @@ def _phrase_keys(*lists: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
 def check_banned_phrases(d: CheckInput) -> CheckFailure | None:
     """A banned opener opening the text or a sentence (a greeting before it aside), or a banned
     phrase anywhere; case, spacing and punctuation aside. The openers shipped with Welcomemat
-    are banned whatever the policy says (`welcomemat.openers`)."""
+    are banned whatever the policy says (`welcomemat.campaign.openers`)."""
     text = _visible(d)
     forms = [text]
     if not text.isascii() and _FORMAT_CHAR_RE.search(text):
@@ -381,7 +381,7 @@ def check_lifespan(d: CheckInput) -> CheckFailure | None:
 
 def check_grounding(d: CheckInput) -> CheckFailure | None:
     """A personal draft with words no cited fact, account field or approved copy supports
-    (`precompute.grounding`): doubt, not a broken rule, so the draft is held for a person."""
+    (`precompute.claims.grounding`): doubt, not a broken rule, so the draft is held for a person."""
     if not d.personal or d.contract.link:
         return None
     found = ungrounded_words(_visible(d), d.context, _cited(d), grounding_sources(d.campaign))
@@ -405,7 +405,7 @@ def check_voice(d: CheckInput) -> CheckFailure | None:
     return CheckFailure("voice", f"{OFF_VOICE}:{failures[0].dimension}", _clip(failures[0].detail))
 
 
-# The claim classes (`precompute.claim_catalog`): check name -> the reason code it fails with.
+# The claim classes (`precompute.claims.catalog`): check name -> the reason code it fails with.
 CLAIM_CHECKS: Mapping[str, ClaimReason] = MappingProxyType(
     {
         "quotes": ClaimReason.INVENTED_QUOTE,
@@ -463,7 +463,7 @@ if tuple(CHECKS) != CHECK_ORDER:  # reported in the order the precedence functio
     raise RuntimeError("CHECKS out of CHECK_ORDER's order")
 
 # Hard rules: they run whatever a zone contract, campaign or tenant lists
-# (`welcomemat.zone_contract.HARD_CHECKS`; `cta_allowed` too in link zones).
+# (`welcomemat.zones.contract.HARD_CHECKS`; `cta_allowed` too in link zones).
 ALWAYS_RUN: frozenset[str] = HARD_CHECKS
 
 

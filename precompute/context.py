@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 
-from welcomemat.accounts import Account
-from welcomemat.campaign_sections import Confidence
+from welcomemat.campaign.sections import Confidence
+from welcomemat.records.accounts import Account
 from welcomemat.surfaces import Surface
 
 __all__ = [

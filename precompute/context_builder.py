@@ -3,7 +3,7 @@
 The order matters and is fixed here, once: identity first (if the account is not surely
 who the record says, no fact about it is used), then the trust policy per fact, then the
 campaign's own fact types (a trusted fact of a declared type keeps only the surfaces its
-declaration allows; `welcomemat.declared_fact_types`), then plausible firmographics. Every
+declaration allows; `welcomemat.campaign.declared_fact_types`), then plausible firmographics. Every
 decision is kept, trusted or not, so `explain` can say why an account sees what it sees.
 """
 
@@ -14,12 +14,12 @@ from datetime import date
 
 from precompute.company_names import short_name
 from precompute.context import EffectivePolicy, GovernedContext, TrustedFact
+from precompute.facts.trust import decide_facts
 from precompute.firmographics import plausible_firmographics
 from precompute.identity import resolve_identity
-from precompute.trust import decide_facts
-from welcomemat.accounts import Account
-from welcomemat.campaign import Campaign
-from welcomemat.declared_fact_types import narrow_surfaces
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.declared_fact_types import narrow_surfaces
+from welcomemat.records.accounts import Account
 
 __all__ = ["build_context"]
 

@@ -15,7 +15,7 @@ capped by the earliest expiry of the facts the zone cites: a fact whose own wind
 sooner ends the zone set then, whatever the phrase (`needed_until`).
 
 The candidates, most specific first; the first whose truth lasts until that day wins.
-How long each stays true is `precompute.recency`'s table (`true_until`), the one the checks
+How long each stays true is `precompute.facts.recency`'s table (`true_until`), the one the checks
 judge time words by:
 
     phrase               true of a fact published ...        stays true until (exclusive)
@@ -45,8 +45,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from precompute.claim_patterns import DAY, RECENT, THIS_MONTH, YESTERDAY
-from precompute.recency import MONTH, WEEKDAY, true_until
+from precompute.claims.patterns import DAY, RECENT, THIS_MONTH, YESTERDAY
+from precompute.facts.recency import MONTH, WEEKDAY, true_until
 
 __all__ = [
     "DATED",
@@ -85,7 +85,7 @@ class DatePhrase:
     """The phrase chosen for a fact's date, how long it stays true, and what it was chosen over."""
 
     text: str  # "in November": lowercase, capitalised by the composer when it opens the line
-    kind: str  # its row of `precompute.recency` (`DATED` for the last resort)
+    kind: str  # its row of `precompute.facts.recency` (`DATED` for the last resort)
     true_until: date | None  # the first day it is false; None: never
     needed_until: date  # the first day the page need not be true any more
     # More specific phrases that were true today but not long enough: (text, first day false).
@@ -130,7 +130,7 @@ def _candidates(published: date) -> list[tuple[str, str]]:
 def choose_date_phrase(published: date, as_of: date, needed: date) -> DatePhrase:
     """The most specific phrase for `published` that is true on every day from `as_of` until `needed`.
 
-    `needed` is exclusive (`needed_until`): a phrase qualifies when `precompute.recency`'s
+    `needed` is exclusive (`needed_until`): a phrase qualifies when `precompute.facts.recency`'s
     `true_until` for it, seen from `as_of`, is `needed` or later. When none does, the month
     and year ("in November 2025"), which never changes. Raises ValueError for a date after
     `as_of`: a future publish date has no true phrase.

@@ -4,7 +4,7 @@ The record is written next to the zone set at publish time (internal: never serv
 publicly) so `welcomemat explain` and the admin pages explain what was actually published.
 A zone the provider wrote no draft for carries the provider's `note` (the self-review's
 own words, the malformed answer's problem, ...) beside its reason code; a zone whose draft
-doubt kept off the page carries it as `held` (`welcomemat.held`: the layer, its note, the
+doubt kept off the page carries it as `held` (`welcomemat.zones.held`: the layer, its note, the
 draft, the checks it fails), which a person may approve from the review queue. A draft the
 offline composer filled carries `pattern`: which of the campaign's patterns won, which were
 skipped and why, and how its `{when}` phrase was chosen (`precompute.pattern_choice`).
@@ -20,8 +20,8 @@ from typing import Any
 from precompute.assemble import AccountOutcome
 from precompute.pattern_choice import PatternChoice
 from welcomemat.bounded_time import ms_text
-from welcomemat.held import held_drafts, one_line
 from welcomemat.reasons import CLAIM_REASON_DOCS, ClaimReason, off_voice_doc, parse_reason
+from welcomemat.zones.held import held_drafts, one_line
 
 __all__ = ["decode_explain_record", "explain_record", "format_explain"]
 

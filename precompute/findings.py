@@ -46,10 +46,10 @@ from precompute.layers import (
     attribute,
 )
 from welcomemat import keys
-from welcomemat.campaign import Campaign
+from welcomemat.campaign.contract import Campaign
 from welcomemat.reasons import ZoneReason, parse_reason
-from welcomemat.zone_contract import ZoneContract
-from welcomemat.zoneset import Rung, ZoneSet, ZoneSetMode
+from welcomemat.zones.contract import ZoneContract
+from welcomemat.zones.zoneset import Rung, ZoneSet, ZoneSetMode
 
 __all__ = ["CohortCollector", "CohortFinding", "SegmentRate", "format_findings"]
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from precompute.context import Firmographics
-from welcomemat.accounts import Account
-from welcomemat.campaign import Campaign
+from welcomemat.campaign.contract import Campaign
+from welcomemat.records.accounts import Account
 
 __all__ = [
     "EMPLOYEE_BUCKETS",

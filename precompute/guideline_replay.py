@@ -17,7 +17,7 @@ every regression case keeps its rung and text unless the proposal names it as an
 change (`intended_changes`; each name must be a case of the regression set).
 
 The report also lists the bundle fields the candidate changes and every field outside the
-bundle in which it differs from the active file (`welcomemat.guidelines.outside_bundle`):
+bundle in which it differs from the active file (`welcomemat.campaign.guidelines.outside_bundle`):
 those are not the guidelines' to change, and promotion refuses them.
 """
 
@@ -44,18 +44,18 @@ from precompute.context import GovernedContext
 from precompute.inputs import CampaignInputs
 from precompute.providers.base import Provider, ZoneDraft
 from precompute.qa import recheck_zone_set
-from welcomemat.accounts import Account, read_accounts
 from welcomemat.bounded_time import parse_day
-from welcomemat.errors import InputError
-from welcomemat.guidelines import (
+from welcomemat.campaign.guidelines import (
     FieldDifference,
     SetValidation,
     bundle_differences,
     guideline_hash,
     outside_bundle,
 )
+from welcomemat.errors import InputError
 from welcomemat.reasons import ZoneReason, parse_reason
-from welcomemat.zoneset import Rung, ZoneSet
+from welcomemat.records.accounts import Account, read_accounts
+from welcomemat.zones.zoneset import Rung, ZoneSet
 
 __all__ = [
     "NOT_READY",

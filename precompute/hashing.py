@@ -2,7 +2,7 @@
 
 An account's input hash covers exactly what can change its copy: its record, the copy variant
 it is written in, and the campaign fingerprint (the campaign's `copy` fields, classified in
-`welcomemat.copy_inputs`; zone contracts; effective policy; provider and model; pipeline
+`welcomemat.campaign.copy_inputs`; zone contracts; effective policy; provider and model; pipeline
 version). A settings edit (origins, QA thresholds, alerts, review policy, theme) changes no
 hash: no model call, no new version, approvals kept. It does not cover the day of the run:
 time is handled by `valid_until`, and a zone set past it is rebuilt even when its inputs are
@@ -18,11 +18,11 @@ from dataclasses import asdict
 from typing import Any
 
 from precompute.context import EffectivePolicy
-from welcomemat.accounts import Account
-from welcomemat.campaign import Campaign
-from welcomemat.copy_inputs import CAMPAIGN_INPUTS, copy_material
-from welcomemat.experiment_assignment import variant_for
-from welcomemat.zone_contract import ZoneContract
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.copy_inputs import CAMPAIGN_INPUTS, copy_material
+from welcomemat.campaign.experiment_assignment import variant_for
+from welcomemat.records.accounts import Account
+from welcomemat.zones.contract import ZoneContract
 
 __all__ = [
     "PIPELINE_VERSION",
@@ -57,7 +57,7 @@ def campaign_fingerprint(
 ) -> str:
     """SHA-256 (hex) of everything about the campaign that can change copy.
 
-    The campaign's `copy` fields (`welcomemat.copy_inputs`: a settings edit, such as origins, QA
+    The campaign's `copy` fields (`welcomemat.campaign.copy_inputs`: a settings edit, such as origins, QA
     thresholds, alerts, review policy or theme, leaves it as it was), the zone contracts, the
     effective policy (without `sources`, which names files: moving a file changes no copy), the
     provider and model, and the pipeline version.

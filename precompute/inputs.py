@@ -8,10 +8,10 @@ tenant policy, never loosen it). `check_campaign_inputs` finds every problem in 
 
 One problem never hides another: a campaign refused only for problems between its fields (a
 voice profile to rebuild, a pattern slot, a CTA link) is still read as written
-(`welcomemat.campaign.draft_campaign`), and its theme, tenant precedence, segment copy and
+(`welcomemat.campaign.contract.draft_campaign`), and its theme, tenant precedence, segment copy and
 patterns are checked as they would be, so one `validate` lists them all. The zone contracts a
 run uses take the campaign's own fact types in the zones its patterns name
-(`welcomemat.declared_fact_types.widen_zone_contracts`).
+(`welcomemat.campaign.declared_fact_types.widen_zone_contracts`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from precompute.assemble import fallback_copy_problems, neutral_context
+from precompute.claims.composer_patterns import pattern_claim_problems
+from precompute.claims.grounding import approved_word_problem
 from precompute.context import EffectivePolicy, GovernedContext
-from precompute.grounding import approved_word_problem
-from precompute.pattern_claims import pattern_claim_problems
 from precompute.policy import (
     TenantPolicy,
     check_tenant_policy,
@@ -33,14 +33,14 @@ from precompute.policy import (
 )
 from precompute.providers.offline import OfflineComposer
 from precompute.specifics import build_vocabulary
-from welcomemat.campaign import Campaign, check_campaign, draft_campaign
-from welcomemat.declared_fact_types import widen_zone_contracts
+from welcomemat.campaign.contract import Campaign, check_campaign, draft_campaign
+from welcomemat.campaign.declared_fact_types import widen_zone_contracts
+from welcomemat.campaign.experiment_assignment import variant_campaign
 from welcomemat.errors import ContractError, ContractProblems, InputError
-from welcomemat.experiment_assignment import variant_campaign
-from welcomemat.theme import Theme, ThemeCheck, load_campaign_theme
+from welcomemat.theme.folder import Theme, ThemeCheck, load_campaign_theme
 from welcomemat.validation_errors import dotted
 from welcomemat.yamlfile import line_of_field
-from welcomemat.zone_contract import ZoneContract, check_zone_contracts
+from welcomemat.zones.contract import ZoneContract, check_zone_contracts
 
 __all__ = [
     "TENANT_FILE_NAME",
@@ -194,7 +194,7 @@ def _fallback_copy_problems(
     campaign_path: Path, campaign: Campaign, zones: dict[str, ZoneContract], policy: EffectivePolicy
 ) -> list[InputError]:
     """Segment and default copy through the checks a run puts them through before it starts, and
-    the patterns no fact of their type could let through (`precompute.pattern_claims`).
+    the patterns no fact of their type could let through (`precompute.claims.composer_patterns`).
 
     Human-written copy is what every visitor without a personal line sees: a banned phrase or
     an unsupported claim in it is refused now, with its line, not when a run is under way.

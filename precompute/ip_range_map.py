@@ -9,7 +9,7 @@ file's ranges made every account not in the file anonymous to the renderer. So a
 - keeps the ranges of accounts not in its file, as it keeps their zone sets;
 - removes the ranges of accounts in its file that the erasure list left out of the run
   (`welcomemat erase` removed them already; a run never brings them back);
-- drops stored ranges the current rules refuse (`welcomemat.ip_ranges`: written before the
+- drops stored ranges the current rules refuse (`welcomemat.security.ip_ranges`: written before the
   rules existed, or since disallowed by the tenant), and unreadable entries.
 
 An account leaves the map by `welcomemat erase`, by a row with `"ip_ranges": []`, or when the
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from redis.client import Pipeline
 
 from welcomemat import keys
-from welcomemat.accounts import Account
-from welcomemat.ip_ranges import IpRangeRefused, IpRangeRules, check_ip_range
+from welcomemat.records.accounts import Account
+from welcomemat.security.ip_ranges import IpRangeRefused, IpRangeRules, check_ip_range
 
 __all__ = ["IpRangeUpdate", "plan_ip_range_update", "queue_ip_range_update"]
 

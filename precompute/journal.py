@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import redis
 
 from welcomemat import keys
-from welcomemat.accounts import Account
+from welcomemat.records.accounts import Account
 
 __all__ = ["Journal", "JournalState"]
 

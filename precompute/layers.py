@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from welcomemat.campaign.voice import VOICE_DIMENSIONS
 from welcomemat.reasons import OFF_VOICE, ZoneReason, parse_reason
-from welcomemat.voice import VOICE_DIMENSIONS
 
 __all__ = [
     "DEFAULT_LAYERS",

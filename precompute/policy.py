@@ -18,7 +18,7 @@ use:
   add (`precompute.check_precedence`, the one function that combines them);
 * banned phrases, banned openers, prohibited claims: the union of every level, so no
   lower level can remove one (compared case- and spacing-insensitively). The banned openers
-  shipped with Welcomemat (`welcomemat.openers`) are the hard level of openers; a file that
+  shipped with Welcomemat (`welcomemat.campaign.openers`) are the hard level of openers; a file that
   tries to drop one is refused when it loads.
 
 Zone contracts (the lowest level) only add limits of their own at check time.
@@ -29,16 +29,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from precompute.check_precedence import added_checks
-from precompute.claims import KNOWN_CLAIM_CLASSES
+from precompute.claims.classes import KNOWN_CLAIM_CLASSES
 from precompute.context import EffectivePolicy
-from welcomemat.campaign import Campaign
-from welcomemat.campaign_sections import MAX_SIGNAL_WINDOW_DAYS, Confidence
-from welcomemat.errors import ContractError, ContractProblems
-from welcomemat.openers import DEFAULT_BANNED_OPENERS
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.openers import DEFAULT_BANNED_OPENERS
+from welcomemat.campaign.sections import MAX_SIGNAL_WINDOW_DAYS, Confidence
 
 # The tenant.yaml format is the core's, with the other input formats; re-exported here, where
 # the precedence it takes part in lives.
-from welcomemat.tenant_policy import TenantPolicy, check_tenant_policy, load_tenant_policy
+from welcomemat.campaign.tenant_policy import TenantPolicy, check_tenant_policy, load_tenant_policy
+from welcomemat.errors import ContractError, ContractProblems
 from welcomemat.yamlfile import line_of_field
 
 __all__ = [

@@ -52,14 +52,14 @@ from precompute.journal import Journal, JournalState
 from precompute.report import AccountFailure, RunReport
 from precompute.review_sample import SampleCandidate
 from welcomemat import keys
-from welcomemat.accounts import Account
-from welcomemat.audit import AuditAction, Auditor, queue_entry
-from welcomemat.campaign import Campaign
-from welcomemat.records import write_profile
-from welcomemat.store import ZoneSetStore
-from welcomemat.theme import Theme
-from welcomemat.zone_contract import ZoneContract
-from welcomemat.zoneset import Rung, ZoneSet, ZoneSetMode, ZoneSetStatus
+from welcomemat.campaign.contract import Campaign
+from welcomemat.records.account_records import write_profile
+from welcomemat.records.accounts import Account
+from welcomemat.records.audit import AuditAction, Auditor, queue_entry
+from welcomemat.theme.folder import Theme
+from welcomemat.zones.contract import ZoneContract
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung, ZoneSet, ZoneSetMode, ZoneSetStatus
 
 __all__ = [
     "CHUNK_SIZE",

@@ -4,7 +4,7 @@ Before its first account a run stores what the renderer, QA, review and the dist
 workers read instead of the campaign files: the contracts, the effective policy, the theme
 and the campaign's IP ranges (`publish_campaign_config`). A worker on another machine has
 no campaign files, so it builds its run from that stored value (`load_campaign_config`).
-The value's format is the core's one codec (`welcomemat.campaign_config`); the effective
+The value's format is the core's one codec (`welcomemat.campaign.config`); the effective
 policy inside it is a precompute concept, so its decoder (`policy_from_json`) lives here.
 """
 
@@ -23,16 +23,16 @@ from redis.exceptions import WatchError
 from precompute.context import EffectivePolicy
 from precompute.ip_range_map import plan_ip_range_update, queue_ip_range_update
 from welcomemat import keys
-from welcomemat.accounts import Account
-from welcomemat.campaign import Campaign
-from welcomemat.campaign_config import decode_campaign_config, encode_campaign_config
-from welcomemat.campaign_owner import claim_campaign
-from welcomemat.campaign_sections import Confidence
+from welcomemat.campaign.config import decode_campaign_config, encode_campaign_config
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.owner import claim_campaign
+from welcomemat.campaign.sections import Confidence
 from welcomemat.errors import StoredValueError, StoreError
-from welcomemat.ip_ranges import IpRangeRules
-from welcomemat.store import TRANSACTION_ATTEMPTS_MAX
-from welcomemat.theme import Theme
-from welcomemat.zone_contract import ZoneContract
+from welcomemat.records.accounts import Account
+from welcomemat.security.ip_ranges import IpRangeRules
+from welcomemat.theme.folder import Theme
+from welcomemat.zones.contract import ZoneContract
+from welcomemat.zones.store import TRANSACTION_ATTEMPTS_MAX
 
 __all__ = ["load_campaign_config", "policy_from_json", "publish_campaign_config"]
 
@@ -56,7 +56,7 @@ def publish_campaign_config(
     the renderer reads no campaign files, and one value keeps the theme and the campaign it
     was checked against in step.
 
-    First the campaign id is claimed for its tenant (`welcomemat.campaign_owner`): an id
+    First the campaign id is claimed for its tenant (`welcomemat.campaign.owner`): an id
     another tenant owns is refused (`CampaignOwnerError`) before anything is written.
     With `accounts`, the campaign's IP-range map (account id -> CIDRs, the renderer's IP
     identification index) is merged (`precompute.ip_range_map`: the run's accounts replace their

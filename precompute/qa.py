@@ -26,16 +26,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from precompute.fact_refusals import FactRefusal, FactRefusalTally
+from precompute.facts.refusals import FactRefusal, FactRefusalTally
 from precompute.findings import CohortCollector, CohortFinding
-from welcomemat.campaign import Campaign
+from welcomemat.campaign.contract import Campaign
 from welcomemat.errors import StoredValueError
-from welcomemat.markup import render_text
 from welcomemat.reasons import ZoneReason, parse_reason
-from welcomemat.store import ZoneSetStore
-from welcomemat.urlgate import browser_view, gate_link
-from welcomemat.zone_contract import ZoneContract
-from welcomemat.zoneset import Rung, ZoneSet, ZoneSetStatus
+from welcomemat.security.markup import render_text
+from welcomemat.security.urlgate import browser_view, gate_link
+from welcomemat.zones.contract import ZoneContract
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung, ZoneSet, ZoneSetStatus
 
 __all__ = [
     "GuidelineFigures",

@@ -34,11 +34,11 @@ from precompute.company_names import short_name
 from precompute.report import AccountFailure, MalformedRow, RunReport
 from precompute.run import PrecomputeRun
 from welcomemat import keys
-from welcomemat.accounts import Account
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import OpaqueId, is_valid_id
-from welcomemat.stream_groups import ensure_group as ensure_stream_group
-from welcomemat.stream_handler import Stream
+from welcomemat.records.accounts import Account
+from welcomemat.streams.groups import ensure_group as ensure_stream_group
+from welcomemat.streams.handler import Stream
 
 __all__ = [
     "COUNTERS",
@@ -86,7 +86,7 @@ COUNTERS = (
     "breaker_openings",
     "entries_done",
     "dead_lettered",  # entries moved to the dead-letter stream
-    "suppressed",  # erased accounts left out (`welcomemat.erasure`)
+    "suppressed",  # erased accounts left out (`welcomemat.records.erasure`)
 )
 _BREAKDOWNS = {
     "mode": "by_mode",
@@ -257,7 +257,7 @@ def new_run_id(now: datetime) -> str:
 
 
 def work_stream(tenant: str, campaign: str) -> Stream:
-    """The campaign's work stream as the consumer loop (`welcomemat.streams`) reads it:
+    """The campaign's work stream as the consumer loop (`welcomemat.streams.consumer`) reads it:
     acknowledged entries are deleted, failing ones go to the campaign's dead-letter stream."""
     return Stream(
         key=keys.work_stream_key(tenant, campaign),

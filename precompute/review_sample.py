@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import redis
 
 from welcomemat import keys
-from welcomemat.campaign import Campaign
+from welcomemat.campaign.contract import Campaign
 
 __all__ = ["SampleCandidate", "choose_sample", "replace_review_sample"]
 

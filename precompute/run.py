@@ -36,15 +36,15 @@ from precompute.published_config import publish_campaign_config
 from precompute.report import MalformedRow, RunReport
 from precompute.review_sample import SampleCandidate, replace_review_sample
 from welcomemat import keys
-from welcomemat.accounts import Account, read_accounts
-from welcomemat.audit import Auditor, Via
-from welcomemat.campaign import Campaign
-from welcomemat.erasure import suppress
-from welcomemat.ip_ranges import IpRangeRules
+from welcomemat.campaign.contract import Campaign
 from welcomemat.model_cost import DEFAULT_PRICES, PriceTable, RunBudget, RunCost, run_cost
-from welcomemat.store import ZoneSetStore
-from welcomemat.theme import Theme
-from welcomemat.zone_contract import ZoneContract
+from welcomemat.records.accounts import Account, read_accounts
+from welcomemat.records.audit import Auditor, Via
+from welcomemat.records.erasure import suppress
+from welcomemat.security.ip_ranges import IpRangeRules
+from welcomemat.theme.folder import Theme
+from welcomemat.zones.contract import ZoneContract
+from welcomemat.zones.store import ZoneSetStore
 
 __all__ = ["PrecomputeRun"]
 
@@ -172,7 +172,7 @@ class PrecomputeRun:
         self.journal.accept(accounts, self.now)
 
     def suppress(self, accounts: Sequence[Account], report: RunReport) -> list[Account]:
-        """`accounts` without the erased ones, and without erased contacts (`welcomemat.erasure`):
+        """`accounts` without the erased ones, and without erased contacts (`welcomemat.records.erasure`):
         the erasure list wins over an accounts file that still lists them. Counted in `report`."""
         suppression = suppress(self.client, self.campaign.tenant, accounts)
         report.accounts += len(suppression.accounts)

@@ -41,7 +41,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from precompute.context import GovernedContext, TrustedFact
-from welcomemat.campaign import Campaign
+from welcomemat.campaign.contract import Campaign
 
 __all__ = [
     "UPPERCASE_CLASS",

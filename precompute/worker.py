@@ -2,7 +2,7 @@
 
 Any number of workers, on any machines, join one consumer group per campaign stream
 (`keys.WORK_CONSUMER_GROUP`). Reading, claiming back, counting deliveries, dead-lettering,
-waiting out Redis and stopping are the core's one consumer loop (`welcomemat.streams`);
+waiting out Redis and stopping are the core's one consumer loop (`welcomemat.streams.consumer`);
 this module says what an entry is and what doing it means. Delivery is at-least-once;
 what keeps it correct:
 
@@ -55,13 +55,14 @@ from precompute.report import RunReport
 from precompute.review_sample import SampleCandidate
 from precompute.run import PrecomputeRun
 from welcomemat import keys
-from welcomemat.audit import Auditor, Via
-from welcomemat.campaign_config import decode_campaign_config
-from welcomemat.campaign_owner import read_ownership, refuse_other_tenant
+from welcomemat.campaign.config import decode_campaign_config
+from welcomemat.campaign.owner import read_ownership, refuse_other_tenant
 from welcomemat.errors import ConfigError
 from welcomemat.model_cost import DEFAULT_PRICES, PriceTable
-from welcomemat.redis_client import REDIS_OUTAGE_ERRORS, run_script
-from welcomemat.stream_handler import (
+from welcomemat.records.audit import Auditor, Via
+from welcomemat.storage.redis_client import REDIS_OUTAGE_ERRORS, run_script
+from welcomemat.streams.consumer import ConsumerProcess, StreamConsumer
+from welcomemat.streams.handler import (
     ACK,
     ACKED,
     DEFAULT_BLOCK_MS,
@@ -74,8 +75,7 @@ from welcomemat.stream_handler import (
     StreamHandler,
     retry,
 )
-from welcomemat.streams import ConsumerProcess, StreamConsumer
-from welcomemat.theme import Theme
+from welcomemat.theme.folder import Theme
 
 __all__ = [
     "CLAIM_BATCH",
@@ -115,7 +115,7 @@ if status == 'queued' then redis.call('HSET', KEYS[2], 'status', 'running') end
 return 0
 """
 
-# Builds the provider a run names, with the run's options (e.g. `precompute.commands.make_provider`).
+# Builds the provider a run names, with the run's options (e.g. `cli.precompute_command.make_provider`).
 ProviderFactory = Callable[[str, Mapping[str, object]], Provider]
 
 

@@ -8,7 +8,7 @@ approved label, so it has none) in the explain record beside the checks
 `off_voice` check's measure, the model's own confidence stays `min_model_confidence`'s).
 
 - voice: share of the voice profile's dimensions the text stays within
-  (`welcomemat.voice.voice_score`); None when the campaign has no profile.
+  (`welcomemat.campaign.voice.voice_score`); None when the campaign has no profile.
 - relevance: share of the cited facts the text refers to, by one of the fact's own values
   (round, role, location, person ...) or two words of its statement beyond the account's name;
   0 when no fact is cited.
@@ -27,7 +27,7 @@ from types import MappingProxyType
 
 from precompute.context import GovernedContext, TrustedFact
 from precompute.specifics import analyse, fold, spaced_words
-from welcomemat.voice import VoiceProfile, voice_score
+from welcomemat.campaign.voice import VoiceProfile, voice_score
 
 __all__ = ["ROLE_CONCERNS", "ZoneScores", "reader_role", "score_draft"]
 

@@ -11,7 +11,7 @@ and scheme (`http://<any allowed host>/c/q4-pipeline` for `/c/q4-pipeline/`), an
 redirect under `WELCOMEMAT_ALLOWED_HOSTS=*` and an http downgrade behind a TLS proxy. A
 path that matches no route is 404; the renderer's own redirects are built from configuration
 and published data, never from the request: `/q/{token}` to `WELCOMEMAT_PUBLIC_URL`, a CTA's
-`/r/{token}` to the campaign's allowlisted CTA URL (`server.click_redirect`).
+`/r/{token}` to the campaign's allowlisted CTA URL (`server.engagement.click_redirect`).
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, ExceptionHandler, Lifespan
 
-from server.admin import admin_routes
-from server.admin_lift import LIFT_ROUTE, lift_page
-from server.admin_results import RESULTS_ROUTE, results_page
-from server.click_redirect import CLICK_ROUTE, ClickRedirect
-from server.collector import tune_collector
-from server.conversions_api import CONVERSIONS_ROUTE, post_conversion
+from server.admin.lift import LIFT_ROUTE, lift_page
+from server.admin.results import RESULTS_ROUTE, results_page
+from server.admin.routes import admin_routes
+from server.engagement.click_redirect import CLICK_ROUTE, ClickRedirect
+from server.engagement.collector import tune_collector
+from server.engagement.conversions_api import CONVERSIONS_ROUTE, post_conversion
 from server.health import healthz, metrics, readyz
 from server.hot_routes import HotRoutes
 from server.openapi import openapi_schema
@@ -46,7 +46,7 @@ from server.render import TEMPLATES_DIR
 from server.renderer_state import RendererState
 from server.security import SecurityMiddleware
 from server.snippet import snippet_routes
-from server.theme_assets import THEME_ROUTE, theme_file
+from server.theme.assets import THEME_ROUTE, theme_file
 from server.tuning import RendererTuning
 from welcomemat.settings import Settings
 
@@ -91,7 +91,7 @@ def create_app(
     """
     owns_client = redis_client is None
     if redis_client is None:
-        from welcomemat.connection import resolve_redis
+        from welcomemat.storage.connection import resolve_redis
 
         redis_client = renderer_redis_client(resolve_redis(settings).url)
     renderer = RendererState(settings, redis_client, clock=clock, tuning=tuning, templates_dir=templates_dir)
@@ -142,7 +142,7 @@ def create_app(
 
 def app_from_env() -> Starlette:
     """The app uvicorn's factory mode builds in each worker (`welcomemat serve`), in a process
-    whose garbage collector is tuned for serving (`server.collector`)."""
+    whose garbage collector is tuned for serving (`server.engagement.collector`)."""
     app = create_app(Settings.from_env())
     renderer: RendererState = app.state.renderer
     tune_collector(renderer.tuning.gc_gen0_threshold, renderer.tuning.gc_full_interval_s)

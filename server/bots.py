@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from welcomemat.links import PREFLIGHT_USER_AGENT
+from welcomemat.security.links import PREFLIGHT_USER_AGENT
 
 __all__ = ["MAX_USER_AGENT_CHARS", "is_obvious_bot", "is_preflight"]
 

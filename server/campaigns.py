@@ -1,11 +1,11 @@
 """Campaigns the renderer serves: loaded from Redis on first request, kept fresh by watchers.
 
 precompute publishes each campaign's config as one value (`keys.campaign_config_key`, its
-codec `welcomemat.campaign_config`) and indexes `tenant/campaign` in
+codec `welcomemat.campaign.config`) and indexes `tenant/campaign` in
 `keys.campaigns_index_key`, after claiming the id for its tenant (`keys.campaign_owner_key`).
 The renderer finds a URL's campaign id in that index, then its owner
-(`welcomemat.campaign_owner`), loads the owner's config once as a
-`welcomemat.campaign_view.CampaignView` (everything a page needs that does not depend on the
+(`welcomemat.campaign.owner`), loads the owner's config once as a
+`welcomemat.campaign.view.CampaignView` (everything a page needs that does not depend on the
 visitor), and its IP-range index; its templates are built once per config version by
 `server.render`.
 
@@ -28,10 +28,10 @@ from server.ip_index import IpRangeIndex, parse_ip_ranges
 from server.redis_guard import RedisGuard
 from server.singleflight import SingleFlight
 from welcomemat import keys
-from welcomemat.campaign_owner import CampaignOwnership, parse_campaigns_index
-from welcomemat.campaign_view import CampaignView, build_campaign_view
-from welcomemat.erasure import Revocations, load_revocations
+from welcomemat.campaign.owner import CampaignOwnership, parse_campaigns_index
+from welcomemat.campaign.view import CampaignView, build_campaign_view
 from welcomemat.ids import is_valid_id
+from welcomemat.records.erasure import Revocations, load_revocations
 
 __all__ = ["CampaignRegistry", "CampaignState", "load_ip_index"]
 

@@ -21,7 +21,7 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from server.scope_headers import header_value
-from welcomemat.urlgate import browser_origin
+from welcomemat.security.urlgate import browser_origin
 
 __all__ = [
     "VARY_ORIGIN",

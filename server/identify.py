@@ -3,8 +3,8 @@
 Every step fails closed to the next: a token that is malformed, tampered, expired, from
 the future, signed with a retired key, or issued for another tenant or campaign is
 counted and ignored, never an error page (the visitor still gets a good page, the
-anonymous one). Tokens are verified only by `welcomemat.tokens.TokenSigner`. A genuine
-token issued before its account (or contact) was erased is revoked (`welcomemat.erasure`):
+anonymous one). Tokens are verified only by `welcomemat.security.tokens.TokenSigner`. A genuine
+token issued before its account (or contact) was erased is revoked (`welcomemat.records.erasure`):
 counted as `revoked` and ignored the same way, checked on every request (remembered
 verifications included).
 
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 from server.cookies import identity_cookie_header
 from server.ip_index import IpAddress, IpRangeIndex, normalise_ip
-from welcomemat.erasure import Revocations
 from welcomemat.errors import TokenBadSignature, TokenError, TokenExpired, TokenFromFuture, TokenMalformed
-from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenClaims, TokenKind, TokenSigner
+from welcomemat.records.erasure import Revocations
+from welcomemat.security.tokens import DEFAULT_COOKIE_TTL_S, TokenClaims, TokenKind, TokenSigner
 
 __all__ = [
     "ANONYMOUS",

@@ -4,7 +4,7 @@ Built from the campaign's `ip_ranges_key` hash (account id -> JSON list of CIDRs
 by precompute) and swapped whole when it is reloaded, so lookups never lock.
 
 A stored block no account may claim, whatever its tenant allows (wider than /8 or /32,
-loopback, multicast, reserved: `welcomemat.ip_ranges.hard_rule_problem`), is skipped and
+loopback, multicast, reserved: `welcomemat.security.ip_ranges.hard_rule_problem`), is skipped and
 counted like an unreadable one: a map written before precompute refused them (`0.0.0.0/0`
 made every visitor one account) identifies no one by it.
 
@@ -24,7 +24,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from welcomemat.ip_ranges import hard_rule_problem
+from welcomemat.security.ip_ranges import hard_rule_problem
 
 __all__ = ["IpAddress", "IpRangeIndex", "normalise_ip", "parse_ip_ranges"]
 

@@ -36,8 +36,8 @@ from typing import Generic, TypeVar
 from server.identify import Identifier, IdentityMethod
 from server.visitor import Visit, Visitor
 from server.zone_cache import ZoneSetCache
-from welcomemat.campaign_view import CampaignView
-from welcomemat.tokens import TokenKind
+from welcomemat.campaign.view import CampaignView
+from welcomemat.security.tokens import TokenKind
 
 __all__ = ["Known", "KnownVisitors", "VisitorKey"]
 

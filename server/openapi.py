@@ -7,7 +7,7 @@ What several routes share is declared once here, under `components`:
 - `schemas`: ids, the error body every refusal in JSON carries (`{"error": message, ...}`,
   `server.problems`), the zones payload; the request bodies and the operator payloads are
   generated from the pydantic models that read and write them (`BeaconBody`, `ConversionIn`,
-  `server.admin_payloads`, `welcomemat.lift`), so the document cannot drift from the code;
+  `server.admin.payloads`, `welcomemat.lift.comparison`), so the document cannot drift from the code;
 - `responses`: the refusals routes share (an unknown page, the bearer check, Redis down, the
   rate limit, a JSON refusal with its status's own description).
 
@@ -25,13 +25,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.schemas import SchemaGenerator
 
-from server.admin_payloads import ExplainPayload, ReviewDecisionBody, ReviewQueueEntry, RollbackBody
-from server.events_api import BeaconBody
+from server.admin.payloads import ExplainPayload, ReviewDecisionBody, ReviewQueueEntry, RollbackBody
+from server.engagement.events_api import BeaconBody
 from welcomemat import __version__
-from welcomemat.conversions import ConversionIn, ConversionType
 from welcomemat.ids import ID_PATTERN
-from welcomemat.lift import LiftReport
-from welcomemat.results import ResultsReport
+from welcomemat.lift.comparison import LiftReport
+from welcomemat.lift.results import ResultsReport
+from welcomemat.records.conversions import ConversionIn, ConversionType
 
 __all__ = ["COMPONENTS", "openapi_schema"]
 

@@ -3,9 +3,9 @@
 A request: the steps `/v1/zones` shares (`server.visit`: find the campaign ▸ identify the
 visitor ▸ arm ▸ zone set, or a returning visitor's remembered answer), their answer the
 rendered page (cache, else Jinja2), its CTAs linked to the click redirect with a click token
-signed for this view (`server.click_redirect`; their own URL when no secret is configured) ▸
+signed for this view (`server.engagement.click_redirect`; their own URL when no secret is configured) ▸
 log a `view` event naming the page (queued; not for a HEAD or the mail preflight,
-`welcomemat.links.PREFLIGHT_USER_AGENT`) ▸ set the identification cookie if a link just
+`welcomemat.security.links.PREFLIGHT_USER_AGENT`) ▸ set the identification cookie if a link just
 identified the visitor.
 
 Nothing here can turn a Redis fault into an error: a campaign that cannot be loaded is
@@ -22,7 +22,7 @@ from starlette.responses import Response
 
 from server.bots import is_preflight
 from server.cookies import set_identity_cookie, tracking_refused
-from server.events import EngagementEvent, EventType
+from server.engagement.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
 from server.identify import IdentityMethod
 from server.prepared_response import PreparedResponse
@@ -36,9 +36,9 @@ from server.security import csp_nonce
 from server.visit import CampaignMiss
 from server.visitor import Visit
 from welcomemat.arms import Arm
-from welcomemat.campaign import CONTINUATION_PAGE_ID, LANDING_PAGE_ID
+from welcomemat.campaign.contract import CONTINUATION_PAGE_ID, LANDING_PAGE_ID
 from welcomemat.errors import InputError
-from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.security.tokens import TokenKind, TokenSigner
 
 __all__ = ["PageResponse", "continuation_page", "landing_page", "new_view_id"]
 

@@ -8,20 +8,21 @@ configuration and a verified (or published) campaign id, never from the request,
 cannot be an open redirect.
 
 The path carries only the token, and a token verifies only against its tenant and
-campaign, so `welcomemat.tokens.claimed_scope` reads which campaign the token *claims* — a routing hint,
+campaign, so `welcomemat.security.tokens.claimed_scope`
+reads which campaign the token *claims* — a routing hint,
 never trusted: `TokenSigner.verify` then checks the signature, kind, binding and expiry.
 A mailer that sat on a desk past its token's expiry still deserves the story it
 promised: when the token does not verify but names a published campaign, the visitor
 is sent, anonymous and without a cookie, to that campaign's continuation page. So is the
 holder of a code whose account or contact was erased since it was printed (revoked,
-`welcomemat.erasure`); and when the campaign cannot be loaded to check that, no cookie
+`welcomemat.records.erasure`); and when the campaign cannot be loaded to check that, no cookie
 is set (a cookie made now would outlive the revocation it could not check).
 
-The mail preflight's own requests (`welcomemat.links.PREFLIGHT_USER_AGENT`) get the cookie,
+The mail preflight's own requests (`welcomemat.security.links.PREFLIGHT_USER_AGENT`) get the cookie,
 to see the page the account will see, but log no scan.
 
 A scan is never redirected into a 404: a campaign id that is not the token's tenant's (ids
-are unique per deployment, `welcomemat.campaign_owner`), not published, or without a
+are unique per deployment, `welcomemat.campaign.owner`), not published, or without a
 continuation page answers 404 here, with no cookie and no event.
 """
 
@@ -35,7 +36,7 @@ from starlette.responses import HTMLResponse, Response
 
 from server.bots import is_preflight
 from server.cookies import set_identity_cookie, tracking_refused
-from server.events import EngagementEvent, EventType
+from server.engagement.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
 from server.identify import IdentityMethod
 from server.pages import new_view_id
@@ -44,10 +45,10 @@ from server.redis_guard import RedisUnavailable
 from server.renderer_state import RendererState
 from server.scope_headers import header_value
 from welcomemat.arms import assign_arm
-from welcomemat.campaign import CONTINUATION_PAGE_ID
+from welcomemat.campaign.contract import CONTINUATION_PAGE_ID
 from welcomemat.errors import StoredValueError
-from welcomemat.tokens import TokenKind, claimed_scope
-from welcomemat.zone_resolution import choose_variant
+from welcomemat.security.tokens import TokenKind, claimed_scope
+from welcomemat.zones.resolution import choose_variant
 
 __all__ = ["qr_entry", "see_other"]
 

@@ -1,7 +1,7 @@
 """Redis on the request path: a time budget, a bounded thread pool and a circuit breaker.
 
 Hard invariant 5: a broken Redis must cost a page request a bounded wait and then the
-fallback, never a 5xx. The store (`welcomemat.store`) is synchronous, so each read runs
+fallback, never a 5xx. The store (`welcomemat.zones.store`) is synchronous, so each read runs
 in a worker thread; `RedisGuard.call` waits for it at most `timeout_s` and abandons it
 after that (the thread finishes on its own socket timeout). Threads come from a limiter
 of their own, so a hung Redis holds at most `threads` of them.
@@ -11,7 +11,7 @@ at all and get the fallback at once. After `breaker_reset_s` one request probes;
 closes the breaker. A value that does not decode (`StoredValueError`) is not a Redis
 fault: Redis answered.
 
-The breaker is the shared core's (`welcomemat.breaker`), the same one precompute puts in
+The breaker is the shared core's (`welcomemat.storage.breaker`), the same one precompute puts in
 front of a model provider; here it guards reads that are never retried on the request path.
 """
 
@@ -25,9 +25,9 @@ import anyio.to_thread
 import redis
 from redis.exceptions import RedisClusterException, RedisError
 
-from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import StoredValueError, StoreError
-from welcomemat.redis_client import redis_from_url
+from welcomemat.storage.breaker import CircuitBreaker
+from welcomemat.storage.redis_client import redis_from_url
 
 __all__ = [
     "RedisGuard",

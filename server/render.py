@@ -1,6 +1,6 @@
 """Zones to HTML: Jinja2 templates and a cache of pages.
 
-Which copy a page shows is decided by `welcomemat.zone_resolution` (the fallback ladder at
+Which copy a page shows is decided by `welcomemat.zones.resolution` (the fallback ladder at
 serve time), the same code `/v1/zones` and exports use; this module turns the resolved
 zones into HTML.
 
@@ -10,7 +10,7 @@ zone-set version), so rendered pages are kept in a bounded LRU. Per-request valu
 CSP nonce, the view id) are written into the cached text through placeholders that are
 random per process, so no stored text can contain one.
 
-A campaign with a theme renders in the theme's environment (`server.theme_templates`): built
+A campaign with a theme renders in the theme's environment (`server.theme.templates`): built
 once per campaign config version, after the theme's template rules and a render of each of
 the campaign's pages for each arm have shown every zone in place. A stored theme that fails
 them (a renderer upgrade changed a page, or a config written by hand) is logged and counted,
@@ -23,7 +23,7 @@ checks of the default copy are not the end of it:
 - precompute renders every account's own pages with the theme (`account_page_check`); an
   account whose page fails is published with `theme_refused` (the theme's digest) and its
   pages use the built-in frame while the campaign keeps that theme;
-- at serve time every themed render is bounded (`server.theme_output`: no more than
+- at serve time every themed render is bounded (`server.theme.output`: no more than
   `MAX_THEMED_PAGE_BYTES`, filters included), and one in `THEMED_PAGE_CHECK_EVERY` is read by
   the rendered-page check; a page that fails either, or does not render, is rendered again
   in the built-in frame and counted (`welcomemat_theme_page_fallbacks`).
@@ -44,18 +44,18 @@ import jinja2
 import markupsafe
 
 from server.metrics import RendererMetrics
-from server.theme_output import ThemeOutputTooLarge, render_bounded
-from server.theme_templates import check_rendered_page, check_theme_template, theme_environment
+from server.theme.output import ThemeOutputTooLarge, render_bounded
+from server.theme.templates import check_rendered_page, check_theme_template, theme_environment
 from welcomemat.arms import Arm
-from welcomemat.campaign import Campaign
-from welcomemat.campaign_view import CampaignView, ResolvedZone, campaign_view
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.view import CampaignView, ResolvedZone, campaign_view
 from welcomemat.errors import ContractError
 from welcomemat.surfaces import Surface
-from welcomemat.theme import Theme
-from welcomemat.theme_files import theme_url
-from welcomemat.theme_rules import THEME_TEMPLATE
-from welcomemat.zone_contract import ZoneContract
-from welcomemat.zone_resolution import (
+from welcomemat.theme.files import theme_url
+from welcomemat.theme.folder import Theme
+from welcomemat.theme.rules import THEME_TEMPLATE
+from welcomemat.zones.contract import ZoneContract
+from welcomemat.zones.resolution import (
     PLAIN_RUNG,
     RUNG_ORDER,
     Variant,
@@ -63,7 +63,7 @@ from welcomemat.zone_resolution import (
     choose_variant,
     resolve_zones,
 )
-from welcomemat.zoneset import ZoneSet
+from welcomemat.zones.zoneset import ZoneSet
 
 __all__ = [
     "PLAIN_RUNG",
@@ -127,7 +127,7 @@ class RenderedPage:
 
     def finish(self, nonce: str, view_id: str, click_href: ClickHref | None = None) -> str:
         """The page for one request. `click_href(zone id, CTA id)` is the link a CTA gets (the
-        click redirect, `server.click_redirect`); without one, or when it says None, the CTA
+        click redirect, `server.engagement.click_redirect`); without one, or when it says None, the CTA
         links to its own (gated) href."""
         html = self.html
         if self.nonce_slot in html:

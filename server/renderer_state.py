@@ -19,7 +19,7 @@ from pathlib import Path
 import redis
 
 from server.campaigns import CampaignRegistry, CampaignState
-from server.events import EventWriter
+from server.engagement.events import EventWriter
 from server.identify import Identifier, TrustedProxies
 from server.known_visitors import KnownVisitors
 from server.metrics import RendererMetrics
@@ -31,13 +31,13 @@ from server.visitor import Visitor
 from server.watcher import CampaignWatcher
 from server.zone_cache import ZoneSetCache
 from server.zone_set_reader import ZoneSetReader
-from welcomemat.audit import ACTOR_MAX_CHARS, Auditor, Via
-from welcomemat.breaker import CircuitBreaker
-from welcomemat.campaign_view import CampaignView
-from welcomemat.credential_changes import fingerprints, record_credentials
+from welcomemat.campaign.view import CampaignView
 from welcomemat.errors import AuditError
+from welcomemat.records.audit import ACTOR_MAX_CHARS, Auditor, Via
+from welcomemat.security.credential_changes import fingerprints, record_credentials
+from welcomemat.security.tokens import TokenSigner
 from welcomemat.settings import Settings
-from welcomemat.tokens import TokenSigner
+from welcomemat.storage.breaker import CircuitBreaker
 
 __all__ = ["RendererState"]
 
@@ -118,7 +118,7 @@ class RendererState:
 
     def _record_credentials(self) -> None:
         """Audit-log new signing keys or bearer tokens, once per change across renderers
-        (`welcomemat.credential_changes`). Redis down: logged, and the renderer starts anyway."""
+        (`welcomemat.security.credential_changes`). Redis down: logged, and the renderer starts anyway."""
         tokens = {f"admin {c.actor}": c.token for c in self.settings.admin_credentials()}
         tokens.update({f"CRM {c.actor}": c.token for c in self.settings.crm_credentials()})
         current = fingerprints(self.settings.secret, tokens)

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from server.events_api import EVENTS_ROUTE, EventsApi
+from server.engagement.events_api import EVENTS_ROUTE, EventsApi
 from server.renderer_state import RendererState
 from server.zones_api import ZONES_ROUTE, ZonesApi
 

@@ -42,7 +42,7 @@ class RendererTuning:
     # 20,000 x ~1 KB (a cookie and a link token per visitor: 10,000 visitors a minute).
     # 0: off (every request verifies, every arrival signs; nothing is remembered per visitor).
     token_memo_entries: int = 20_000
-    # A serving process's garbage collector (`server.collector`, applied by `app_from_env`):
+    # A serving process's garbage collector (`server.engagement.collector`, applied by `app_from_env`):
     # a young-generation pass every this many net allocations (CPython's default: 700), after
     # start-up's objects are frozen; older generations only in a full collection every
     # `gc_full_interval_s` (a stall of tens of ms, once per interval). 0: CPython's defaults.

@@ -28,7 +28,7 @@ from server.metrics import RendererMetrics
 from server.redis_guard import RedisUnavailable
 from server.visitor import Visit, Visitor, VisitorSources, identify_visitor
 from server.zone_cache import ZoneSetCache
-from welcomemat.campaign_view import CampaignView
+from welcomemat.campaign.view import CampaignView
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 

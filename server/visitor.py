@@ -22,9 +22,9 @@ from server.identify import Identifier, Identity, TrustedProxies
 from server.ip_index import IpAddress
 from server.zone_set_reader import ZoneSetReader
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.campaign_view import CampaignView
-from welcomemat.tokens import TokenClaims
-from welcomemat.zoneset import ZoneSet
+from welcomemat.campaign.view import CampaignView
+from welcomemat.security.tokens import TokenClaims
+from welcomemat.zones.zoneset import ZoneSet
 
 __all__ = ["Visit", "Visitor", "VisitorSources", "identify_visitor"]
 

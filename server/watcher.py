@@ -6,7 +6,7 @@ clears the whole campaign from the cache: messages published while it was not li
 are lost (pub/sub has no memory), and the TTL would otherwise be the only safety net.
 
 Between messages it re-reads the campaign config (rebuilding the view only when the
-stored bytes changed) and the IP ranges and the tenant's revocations (`welcomemat.erasure`):
+stored bytes changed) and the IP ranges and the tenant's revocations (`welcomemat.records.erasure`):
 on a timer, and soon after change messages (precompute writes ranges in the runs that
 publish zone sets). An erasure's change message (version 0) reloads the ranges and the
 revocations at once, before the account is dropped from the cache, so the very next request
@@ -36,10 +36,10 @@ from server.metrics import RendererMetrics
 from server.tuning import RendererTuning
 from server.zone_cache import ZoneSetCache
 from welcomemat import keys
-from welcomemat.campaign_view import build_campaign_view
-from welcomemat.erasure import load_revocations
+from welcomemat.campaign.view import build_campaign_view
 from welcomemat.errors import StoredValueError, StoreError
-from welcomemat.store import ZoneSetChange, ZoneSetStore
+from welcomemat.records.erasure import load_revocations
+from welcomemat.zones.store import ZoneSetChange, ZoneSetStore
 
 __all__ = ["CampaignWatcher"]
 

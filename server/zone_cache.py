@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from welcomemat.zoneset import ZoneSet
+from welcomemat.zones.zoneset import ZoneSet
 
 __all__ = ["CacheKey", "ZoneSetCache"]
 

@@ -16,8 +16,8 @@ from server.redis_guard import RedisGuard, RedisUnavailable
 from server.singleflight import SingleFlight
 from server.zone_cache import CacheKey, ZoneSetCache
 from welcomemat.errors import StoredValueError
-from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import ZoneSet
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import ZoneSet
 
 __all__ = ["ZoneSetLookup", "ZoneSetReader"]
 

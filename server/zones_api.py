@@ -43,13 +43,13 @@ from server.renderer_state import RendererState
 from server.visit import CampaignMiss, VisitResolver
 from server.visitor import Visitor
 from welcomemat.arms import Arm
-from welcomemat.campaign_view import CampaignView
+from welcomemat.campaign.view import CampaignView
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
+from welcomemat.security.tokens import ViewTokenTemplate
 from welcomemat.surfaces import Surface
-from welcomemat.tokens import ViewTokenTemplate
-from welcomemat.zone_resolution import PLAIN_RUNG, choose_variant, resolve_zones
-from welcomemat.zones_payload import ZonesPayload, zones_payload
+from welcomemat.zones.payload import ZonesPayload, zones_payload
+from welcomemat.zones.resolution import PLAIN_RUNG, choose_variant, resolve_zones
 
 __all__ = ["ZONES_ROUTE", "ZonesApi", "ZonesResponse"]
 

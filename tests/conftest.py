@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import pytest
 import redis
 
-from welcomemat.embedded_redis import temporary_redis
-from welcomemat.redis_client import redis_from_url
+from welcomemat.storage.embedded_redis import temporary_redis
+from welcomemat.storage.redis_client import redis_from_url
 
 if TYPE_CHECKING:
     from tests.llm_server import LLMTestServer

@@ -12,7 +12,7 @@ from types import ModuleType
 import redis
 
 from tests.corpora import REPO_ROOT
-from welcomemat.campaign import Campaign
+from welcomemat.campaign.contract import Campaign
 
 
 @cache

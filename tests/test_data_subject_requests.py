@@ -40,12 +40,12 @@ from tests.server.conftest import (
 )
 from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.audit import AuditAction, Auditor, Via, read_entries
-from welcomemat.records import read_account_record
-from welcomemat.review import decide
-from welcomemat.store import ZoneSetStore
-from welcomemat.subject_requests import EVENT_ACCOUNT_FIELD, EVENT_CONTACT_FIELD
-from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.records.account_records import read_account_record
+from welcomemat.records.audit import AuditAction, Auditor, Via, read_entries
+from welcomemat.records.subject_requests import EVENT_ACCOUNT_FIELD, EVENT_CONTACT_FIELD
+from welcomemat.security.tokens import TokenKind, TokenSigner
+from welcomemat.zones.review import decide
+from welcomemat.zones.store import ZoneSetStore
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 TENANT, CAMPAIGN, ACCOUNT, CONTACT, EMAIL = (
@@ -307,6 +307,6 @@ def print_figures(
 
 
 def test_erase_reads_the_event_fields_the_renderer_writes() -> None:
-    from server.events import _FIELDS  # the writer's field list: one place, read here on purpose
+    from server.engagement.events import _FIELDS  # the writer's field list: one place, read here on purpose
 
     assert {EVENT_ACCOUNT_FIELD, EVENT_CONTACT_FIELD} <= set(_FIELDS)

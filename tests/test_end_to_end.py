@@ -14,7 +14,7 @@ from precompute.run import PrecomputeRun
 from tests.precompute.test_pipeline import NOW, dymaxa
 from tests.server.conftest import BASE_URL, example_inputs, renderer_app, renderer_settings, signer
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.tokens import TokenKind
+from welcomemat.security.tokens import TokenKind
 
 
 def test_a_precomputed_account_is_served_by_ip_and_by_link(tmp_path: Path, redis_client: redis.Redis) -> None:

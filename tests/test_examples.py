@@ -7,9 +7,9 @@ from datetime import date
 
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today, generator
-from welcomemat.accounts import read_accounts
-from welcomemat.campaign import load_campaign
-from welcomemat.urlgate import browser_view
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.records.accounts import read_accounts
+from welcomemat.security.urlgate import browser_view
 
 ACCOUNTS = REPO_ROOT / "examples" / "accounts.jsonl"
 

@@ -19,12 +19,12 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
+from cli.delivered_import import import_delivered
 from cli.main import main
-from outbound.delivered_import import import_delivered
 from precompute.context import FactReason
 from tests.cli.test_validate import EXAMPLE_CAMPAIGN, line_of, replace, write_inputs
 from tests.hostile_dates import HOSTILE_DAYS, HOSTILE_INSTANTS
-from tests.precompute.test_trust import account, decide, fact
+from tests.precompute.facts.test_trust import account, decide, fact
 from tests.server.conftest import (
     BASE_URL,
     CAMPAIGN,
@@ -36,8 +36,8 @@ from tests.server.conftest import (
     renderer_settings,
 )
 from welcomemat import keys
-from welcomemat.conversions import import_conversions, iter_conversions
 from welcomemat.limits import CSV_LINE_MAX_BYTES
+from welcomemat.records.conversions import import_conversions, iter_conversions
 
 CRM = "crm-token-for-hostile-dates-0123456789"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -202,7 +202,7 @@ def test_every_hostile_mail_in_home_date_is_refused_at_its_line_or_kept(
     assert "Traceback" not in err
     if want is not None:
         assert "mail_in_home_date" not in err, err  # (other inputs' problems are not this test's)
-        from welcomemat.campaign import load_campaign
+        from welcomemat.campaign.contract import load_campaign
 
         loaded = load_campaign(inputs.campaign)
         assert str(loaded.mail_in_home_date) == want
@@ -234,7 +234,7 @@ def test_every_hostile_as_of_day_is_exit_2_naming_it(
 
 @pytest.mark.parametrize("value", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:00:00-14:00", "1999-12-31"])
 def test_audit_since_outside_the_years_is_exit_2(capsys: pytest.CaptureFixture[str], value: str) -> None:
-    from cli.audit import parse_since
+    from cli.audit_table import parse_since
     from welcomemat.errors import InputError
 
     with pytest.raises(InputError, match="2000-01-01T00:00:00Z") as caught:

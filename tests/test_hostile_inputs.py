@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from outbound.delivered_import import import_delivered
+from cli.delivered_import import import_delivered
 from tests.corpora import REPO_ROOT
 from tests.hostile import (
     corpus_strings,
@@ -46,15 +46,15 @@ from tests.server.conftest import (
     renderer_app,
     renderer_settings,
 )
-from tests.welcomemat.test_accounts import GOOD
-from welcomemat.accounts import read_accounts
+from tests.welcomemat.records.test_accounts import GOOD
 from welcomemat.arms import Arm
-from welcomemat.campaign import load_campaign
-from welcomemat.conversions import import_conversions, parse_conversion
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.campaign.tenant_policy import load_tenant_policy
 from welcomemat.errors import ContractError, InputError
-from welcomemat.tenant_policy import load_tenant_policy
-from welcomemat.tokens import TokenSigner
-from welcomemat.zone_contract import load_zone_contract, load_zone_contracts
+from welcomemat.records.accounts import read_accounts
+from welcomemat.records.conversions import import_conversions, parse_conversion
+from welcomemat.security.tokens import TokenSigner
+from welcomemat.zones.contract import load_zone_contract, load_zone_contracts
 
 EXAMPLES = {
     "accounts.jsonl": 500,

@@ -27,11 +27,11 @@ from tests.precompute.test_pipeline import NOW, dymaxa
 from tests.server.conftest import BASE_URL, example_inputs, renderer_app, renderer_settings, tuning_for_tests
 from tests.server.pagetools import body_data
 from welcomemat import keys
-from welcomemat.accounts import Account
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.audit import Auditor, Via
-from welcomemat.ip_ranges import IpRangeRules
-from welcomemat.subject_requests import Subject, erase
+from welcomemat.records.accounts import Account
+from welcomemat.records.audit import Auditor, Via
+from welcomemat.records.subject_requests import Subject, erase
+from welcomemat.security.ip_ranges import IpRangeRules
 
 TENANT, CAMPAIGN = "acme", "q4-pipeline"
 CANDIDATES = ("Borvana", "Celqua", "Dravix", "Elmora", "Fintra", "Gavelo", "Harvix", "Isolda", "Jorvik")

@@ -28,11 +28,11 @@ from tests.outbound.test_export import link_for
 from tests.precompute.test_pipeline import NOW, dymaxa
 from tests.server.conftest import BASE_URL, CAMPAIGN, TENANT, example_inputs, renderer_app, renderer_settings
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.campaign_view import load_campaign_view
-from welcomemat.lift_groups import LiftDimension, campaign_grouped_report
-from welcomemat.review import show
-from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import Rung, ZoneSet, ZoneSetMode
+from welcomemat.campaign.view import load_campaign_view
+from welcomemat.lift.groups import LiftDimension, campaign_grouped_report
+from welcomemat.zones.review import show
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung, ZoneSet, ZoneSetMode
 
 ADMIN = "admin-token-for-specific-0123456789"
 PELTO = "acct_pelto"

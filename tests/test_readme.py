@@ -11,9 +11,9 @@ import pytest
 
 from precompute.layers import DEFAULT_LAYERS, shift_conditions
 from tests.corpora import REPO_ROOT
+from welcomemat.campaign.voice import VOICE_DIMENSIONS
 from welcomemat.limits import INPUT_LIMITS
 from welcomemat.reasons import CLAIM_REASON_DOCS, OFF_VOICE_DOCS, REASON_DOCS
-from welcomemat.voice import VOICE_DIMENSIONS
 
 README = (REPO_ROOT / "README.md").read_text()
 
@@ -39,7 +39,8 @@ def test_readme_links_exist() -> None:
 
 
 def test_readme_lists_every_core_module() -> None:
-    modules = {p.name for p in (REPO_ROOT / "welcomemat").glob("*.py") if p.name != "__init__.py"}
+    core = REPO_ROOT / "welcomemat"
+    modules = {p.relative_to(core).as_posix() for p in core.rglob("*.py") if p.name != "__init__.py"}
     for name in modules:
         assert f"`{name}`" in README, f"README's core table misses {name}"
 

@@ -17,9 +17,9 @@ from precompute.hashing import campaign_fingerprint
 from precompute.policy import build_policy
 from tests.cli.test_validate import EXAMPLE_CAMPAIGN, line_of, replace, write_inputs
 from tests.corpora import REPO_ROOT
-from welcomemat.campaign import load_campaign
-from welcomemat.campaign_sections import SnippetOptions
-from welcomemat.zone_contract import load_zone_contracts
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.campaign.sections import SnippetOptions
+from welcomemat.zones.contract import load_zone_contracts
 
 ANCHOR = "holdout_fraction: 0.10\n"
 

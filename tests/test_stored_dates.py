@@ -20,21 +20,21 @@ import pytest
 import redis
 from starlette.testclient import TestClient
 
-from outbound.delivered_import import import_delivered
+from cli.delivered_import import import_delivered
 from outbound.export import export_rows
 from outbound.sync import Syncer, SyncOptions
 from tests.example_accounts import precompute_offline, write_example_accounts
 from tests.outbound.test_export import link_for
 from tests.outbound.test_export import run as run_cli
+from tests.server.admin.results_data import NOW, Population, publish_results_campaign
 from tests.server.conftest import BASE_URL, CAMPAIGN, TENANT, renderer_app, renderer_settings
-from tests.server.results_data import NOW, Population, publish_results_campaign
 from welcomemat import keys
-from welcomemat.campaign_view import load_campaign_view
-from welcomemat.contact_workflow import ContactState, contact_workflows, mark_field
-from welcomemat.conversions import iter_conversions
+from welcomemat.campaign.view import load_campaign_view
 from welcomemat.errors import StoredValueError
-from welcomemat.records import read_account_record
-from welcomemat.store import ZoneSetStore
+from welcomemat.records.account_records import read_account_record
+from welcomemat.records.contact_workflow import ContactState, contact_workflows, mark_field
+from welcomemat.records.conversions import iter_conversions
+from welcomemat.zones.store import ZoneSetStore
 
 ADMIN = "admin-token-for-stored-dates-0123456789"
 CRM = "crm-token-for-stored-dates-0123456789ab"
@@ -302,7 +302,7 @@ def test_seller_alerts_go_out_past_bad_stored_dates(redis_client: redis.Redis, t
     """Dymaxa's record holds what an older version stored (conversions and marks outside the
     years, a cited fact dated year 1) and the stream an event in year 10000: the visit an hour
     ago is still alerted, the year-10000 one is stale, nothing raises."""
-    from server.events import EventType
+    from server.engagement.events import EventType
     from tests.outbound import test_seller_alerts as alerts
 
     alerts.precompute(

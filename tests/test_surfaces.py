@@ -19,7 +19,7 @@ from outbound.export import export_rows
 from outbound.sync import Syncer, SyncOptions
 from outbound.webhook import crm_change
 from precompute.explain import format_explain
-from server.events import EngagementEvent, EventType
+from server.engagement.events import EngagementEvent, EventType
 from tests.example_accounts import precompute_offline, write_example_accounts
 from tests.outbound.sync_helpers import emit
 from tests.outbound.test_export import link_for
@@ -31,13 +31,13 @@ from tests.server.conftest import (
     renderer_settings,
 )
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.campaign_view import load_campaign_view
-from welcomemat.published import iter_published
-from welcomemat.records import ShownFact, read_account_record
-from welcomemat.review import show
+from welcomemat.campaign.view import load_campaign_view
+from welcomemat.records.account_records import ShownFact, read_account_record
 from welcomemat.surfaces import ALL_SURFACES, Surface, allowed_surfaces
-from welcomemat.zone_resolution import choose_variant, resolve_zones
-from welcomemat.zoneset import Rung, ZoneSet
+from welcomemat.zones.published import iter_published
+from welcomemat.zones.resolution import choose_variant, resolve_zones
+from welcomemat.zones.review import show
+from welcomemat.zones.zoneset import Rung, ZoneSet
 
 ACCOUNTS = 24
 ZONES = ("hero_headline", "hero_support", "proof", "cta", "continuation_headline")

@@ -36,11 +36,11 @@ from tests.example_accounts import write_example_accounts
 from tests.server.conftest import BASE_URL, PUBLIC_URL, SECRET, renderer_app, renderer_settings
 from welcomemat import keys
 from welcomemat.arms import Arm
-from welcomemat.audit import read_entries
-from welcomemat.credentials import parse_admin_tokens, parse_crm_tokens
-from welcomemat.records import read_account_record
-from welcomemat.store import ZoneSetStore
-from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.records.account_records import read_account_record
+from welcomemat.records.audit import read_entries
+from welcomemat.security.credentials import parse_admin_tokens, parse_crm_tokens
+from welcomemat.security.tokens import TokenKind, TokenSigner
+from welcomemat.zones.store import ZoneSetStore
 
 ACCOUNTS = 60
 DYMAXA = "acct_dymaxa"

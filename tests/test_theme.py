@@ -17,8 +17,8 @@ from precompute.inputs import load_campaign_inputs
 from server.render import check_campaign_theme
 from tests.corpora import REPO_ROOT
 from welcomemat.errors import ContractError, InputError
-from welcomemat.theme import Theme, load_theme
-from welcomemat.theme_rules import MAX_ASSET_BYTES, MAX_THEME_BYTES, MAX_THEME_FILES, ThemeProblem
+from welcomemat.theme.folder import Theme, load_theme
+from welcomemat.theme.rules import MAX_ASSET_BYTES, MAX_THEME_BYTES, MAX_THEME_FILES, ThemeProblem
 
 EXAMPLES = REPO_ROOT / "examples"
 ZONES = str(REPO_ROOT / "zones")

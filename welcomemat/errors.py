@@ -176,7 +176,7 @@ class StoredValueError(StoreError):
 
 
 class AuditError(StoreError):
-    """An action was done, but its audit entry could not be written (`welcomemat.audit`).
+    """An action was done, but its audit entry could not be written (`welcomemat.records.audit`).
 
     The action stands; whoever ran it is told it is missing from the log. Carries the entry.
     """

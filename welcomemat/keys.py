@@ -120,7 +120,7 @@ CAMPAIGN_TTL_S = 90 * _DAY_S
 # 456 days, refreshed on every publish by the owner: a campaign id stays its tenant's while
 # anything may still point at it: the campaign stays published 90 days after its last publish
 # (`CAMPAIGN_TTL_S`), and a link or QR code signed in that time lives up to 366 days
-# (`welcomemat.tokens.MAX_TTL_S`); conversions are kept 365 days.
+# (`welcomemat.security.tokens.MAX_TTL_S`); conversions are kept 365 days.
 CAMPAIGN_OWNER_TTL_S = (90 + 366) * _DAY_S
 # 30 days without a new event: the stream is idle and its events are folded long ago.
 EVENTS_STREAM_TTL_S = 30 * _DAY_S
@@ -240,7 +240,7 @@ def journal_key(tenant: str, campaign: str) -> str:
 
 def guidelines_key(tenant: str, campaign: str) -> str:
     """The campaign's guideline versions: a hash, version -> JSON of its change record
-    (`welcomemat.guidelines.GuidelineChange`), and `@active` -> the active version.
+    (`welcomemat.campaign.guidelines.GuidelineChange`), and `@active` -> the active version.
 
     TTL `GUIDELINES_TTL_S`, refreshed on write.
     """
@@ -272,7 +272,7 @@ def campaigns_index_key() -> str:
 
 
 def campaign_owner_key(campaign: str) -> str:
-    """The tenant that owns a campaign id in this deployment (`welcomemat.campaign_owner`).
+    """The tenant that owns a campaign id in this deployment (`welcomemat.campaign.owner`).
 
     Claimed at the id's first publish, refreshed by each publish of its owner, never handed
     to another tenant while it lives. One small key outside any tenant's slot (single-key
@@ -309,7 +309,7 @@ def review_queue_key(tenant: str, campaign: str) -> str:
 
 
 def review_held_key(tenant: str, campaign: str) -> str:
-    """Sorted set of account ids with a held draft (`welcomemat.held`) a person may approve.
+    """Sorted set of account ids with a held draft (`welcomemat.zones.held`) a person may approve.
 
     Score: queued at, Unix seconds. The drafts themselves are in the explain records.
     TTL `CAMPAIGN_TTL_S`.
@@ -361,7 +361,7 @@ def account_record_scan_pattern(tenant: str) -> str:
 
 
 def audit_stream_key(tenant: str) -> str:
-    """The tenant's audit log: a stream, one entry per admin or review action (`welcomemat.audit`).
+    """The tenant's audit log: a stream, one entry per admin or review action (`welcomemat.records.audit`).
 
     Never trimmed. TTL `AUDIT_TTL_S`, refreshed on every entry.
     """
@@ -376,7 +376,7 @@ def audit_stream_scan_pattern() -> str:
 
 def credential_fingerprints_key() -> str:
     """The fingerprints of the signing keys and bearer tokens renderers last started with
-    (`welcomemat.credential_changes`): JSON, one key outside any tenant's slot. TTL
+    (`welcomemat.security.credential_changes`): JSON, one key outside any tenant's slot. TTL
     `AUDIT_TTL_S`, refreshed at every renderer start."""
     return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:credentials"
 
@@ -391,7 +391,7 @@ def global_audit_stream_key() -> str:
 
 def erasures_key(tenant: str) -> str:
     """The tenant's erasure list: a hash, one field per erased account, contact or e-mail address
-    (`welcomemat.erasure`): when its tokens stop counting and whether precompute skips it.
+    (`welcomemat.records.erasure`): when its tokens stop counting and whether precompute skips it.
 
     Read by the renderer (revocation), the engagement fold (events older than an erasure are
     not folded) and precompute (suppression). TTL `ERASURES_TTL_S`, refreshed on every write.

@@ -206,7 +206,7 @@ CLAIM_REASON_DOCS: Mapping[ClaimReason, str] = MappingProxyType(
 )
 
 # A personal draft past the campaign's voice profile fails `check:off_voice:<dimension>`
-# (`welcomemat.voice`); each dimension's line, as README.md's off_voice table repeats it.
+# (`welcomemat.campaign.voice`); each dimension's line, as README.md's off_voice table repeats it.
 OFF_VOICE = "off_voice"
 OFF_VOICE_DOCS: Mapping[str, str] = MappingProxyType(
     {

@@ -22,13 +22,13 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-from welcomemat.accounts import MAX_LINE_BYTES, Account
-from welcomemat.campaign import Campaign
-from welcomemat.copy_inputs import CAMPAIGN_INPUTS, TENANT_INPUTS, FieldInput
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.copy_inputs import CAMPAIGN_INPUTS, TENANT_INPUTS, FieldInput
+from welcomemat.campaign.tenant_policy import TenantPolicy
 from welcomemat.ids import ID_PATTERN
 from welcomemat.limits import INPUT_LIMITS
-from welcomemat.tenant_policy import TenantPolicy
-from welcomemat.zone_contract import ZoneContract
+from welcomemat.records.accounts import MAX_LINE_BYTES, Account
+from welcomemat.zones.contract import ZoneContract
 
 __all__ = [
     "FORMATS",
@@ -346,7 +346,7 @@ def _anchor(heading: str) -> str:
 
 
 def _copy_inputs_section() -> list[str]:
-    """Which fields are inputs of the input hash (`welcomemat.copy_inputs`), one line of why each."""
+    """Which fields are inputs of the input hash (`welcomemat.campaign.copy_inputs`), one line of why each."""
 
     def table(rows: tuple[FieldInput, ...]) -> list[str]:
         out = ["| field | role | why |", "|---|---|---|"]

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from welcomemat.credentials import (
+from welcomemat.errors import ConfigError
+from welcomemat.model_cost import DEFAULT_PRICES, PRICES_ENV_VAR, PriceTable, parse_price_table
+from welcomemat.security.credentials import (
     ADMIN_TOKENS_VAR,
     CRM_TOKENS_VAR,
     SHARED_ADMIN_NAME,
@@ -24,9 +26,7 @@ from welcomemat.credentials import (
     parse_admin_tokens,
     parse_crm_tokens,
 )
-from welcomemat.errors import ConfigError
-from welcomemat.model_cost import DEFAULT_PRICES, PRICES_ENV_VAR, PriceTable, parse_price_table
-from welcomemat.redis_client import URL_SCHEMES, is_cluster_url, parse_cluster_url
+from welcomemat.storage.redis_client import URL_SCHEMES, is_cluster_url, parse_cluster_url
 
 __all__ = [
     "BEARER_TOKEN_SETTINGS",

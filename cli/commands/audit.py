@@ -1,4 +1,4 @@
-"""`welcomemat audit`: list the audit log (`cli.audit`)."""
+"""`welcomemat audit`: list the audit log (`cli.audit_table`)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.audit import run_audit
+    from cli.audit_table import run_audit
 
     return run_audit(
         tenant=args.tenant, campaign=args.campaign, account=args.account, since=args.since, as_json=args.json

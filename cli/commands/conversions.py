@@ -18,6 +18,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from outbound.conversions_import import run_conversions_import
+    from cli.conversions_import import run_conversions_import
 
     return run_conversions_import(args.file)

@@ -23,6 +23,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from outbound.delivered_import import run_delivered_import
+    from cli.delivered_import import run_delivered_import
 
     return run_delivered_import(args.campaign, args.file, now=datetime.now(UTC))

@@ -1,4 +1,4 @@
-"""`welcomemat explain`: why an account sees what it sees (`precompute.commands`)."""
+"""`welcomemat explain`: why an account sees what it sees (`cli.precompute_command`)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precompute.commands import run_explain
+    from cli.precompute_command import run_explain
 
     return run_explain(args.campaign, args.account, as_json=args.json, zones=args.zones)

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from outbound.export import run_export
-    from welcomemat.sequencer_row import parse_fill
+    from welcomemat.outreach.sequencer_row import parse_fill
 
     fill = dict(parse_fill(spec) for spec in args.fill_empty)
     return run_export(args.campaign, args.format, args.out, as_json=args.json, fill=fill)

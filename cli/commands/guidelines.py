@@ -1,4 +1,5 @@
-"""`welcomemat guidelines propose|signoff|promote|rollback`: versioned guidelines (`cli.guidelines`)."""
+"""`welcomemat guidelines propose|signoff|promote|rollback`: versioned guidelines
+(`cli.guideline_versions`)."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_propose(args: argparse.Namespace) -> int:
-    from cli import guidelines
+    from cli import guideline_versions as guidelines
     from cli.operator import cli_auditor
 
     return guidelines.run_propose(
@@ -94,7 +95,7 @@ def run_propose(args: argparse.Namespace) -> int:
 
 
 def run_signoff(args: argparse.Namespace) -> int:
-    from cli import guidelines
+    from cli import guideline_versions as guidelines
     from cli.operator import cli_auditor
 
     return guidelines.run_signoff(
@@ -103,7 +104,7 @@ def run_signoff(args: argparse.Namespace) -> int:
 
 
 def run_promote(args: argparse.Namespace) -> int:
-    from cli import guidelines
+    from cli import guideline_versions as guidelines
     from cli.operator import cli_auditor
 
     return guidelines.run_promote(
@@ -112,7 +113,7 @@ def run_promote(args: argparse.Namespace) -> int:
 
 
 def run_rollback(args: argparse.Namespace) -> int:
-    from cli import guidelines
+    from cli import guideline_versions as guidelines
     from cli.operator import cli_auditor
 
     return guidelines.run_rollback(args.campaign, reason=args.reason, auditor=cli_auditor(args.by))

@@ -1,4 +1,4 @@
-"""`welcomemat precompute`: build, check and publish every account's zone set (`precompute.commands`)."""
+"""`welcomemat precompute`: build, check and publish every account's zone set (`cli.precompute_command`)."""
 
 from __future__ import annotations
 
@@ -75,9 +75,9 @@ def _budget(text: str) -> RunBudget:
 
 def run(args: argparse.Namespace) -> int:
     from cli.operator import cli_auditor
-    from precompute.commands import run_precompute
+    from cli.precompute_command import run_precompute
     from server.render import account_page_check, check_campaign_theme
-    from welcomemat.audit import Via
+    from welcomemat.records.audit import Via
 
     # The renderer's theme checks, handed to precompute: a theme it publishes is one the renderer serves.
     return run_precompute(

@@ -1,4 +1,4 @@
-"""`welcomemat precompute-status`: progress of an enqueued run (`precompute.worker_commands`)."""
+"""`welcomemat precompute-status`: progress of an enqueued run (`cli.worker_command`)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precompute.worker_commands import run_precompute_status
+    from cli.worker_command import run_precompute_status
 
     return run_precompute_status(args.campaign, run_id=args.run, as_json=args.json, zones=args.zones)

@@ -1,4 +1,5 @@
-"""`welcomemat preview email`: a sequencer template filled for each branch (`welcomemat.email_preview`)."""
+"""`welcomemat preview email`: a sequencer template filled for each branch
+(`welcomemat.outreach.email_preview`)."""
 
 from __future__ import annotations
 
@@ -36,15 +37,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from welcomemat.campaign_ref import resolve_campaign_ref
-    from welcomemat.campaign_view import load_campaign_view
-    from welcomemat.connection import connect, resolve_redis
-    from welcomemat.email_preview import branch_previews, preview_email
-    from welcomemat.email_template import read_template
-    from welcomemat.links import contact_links
-    from welcomemat.sequencer_row import parse_fill
+    from welcomemat.campaign.ref import resolve_campaign_ref
+    from welcomemat.campaign.view import load_campaign_view
+    from welcomemat.outreach.email_preview import branch_previews, preview_email
+    from welcomemat.outreach.email_template import read_template
+    from welcomemat.outreach.sequencer_row import parse_fill
+    from welcomemat.security.links import contact_links
+    from welcomemat.security.tokens import TokenSigner
     from welcomemat.settings import Settings
-    from welcomemat.tokens import TokenSigner
+    from welcomemat.storage.connection import connect, resolve_redis
 
     fill = dict(parse_fill(spec) for spec in args.fill_empty)
     template = read_template(Path(args.template))

@@ -1,4 +1,4 @@
-"""`welcomemat qa`: population QA of what is published (`precompute.commands`)."""
+"""`welcomemat qa`: population QA of what is published (`cli.precompute_command`)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precompute.commands import run_qa_command
+    from cli.precompute_command import run_qa_command
 
     return run_qa_command(args.campaign, as_json=args.json, zones=args.zones, findings=args.findings)

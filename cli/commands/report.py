@@ -1,4 +1,4 @@
-"""`welcomemat report lift`: personal vs holdout with intervals (`outbound.lift_report`)."""
+"""`welcomemat report lift`: personal vs holdout with intervals (`cli.lift_report`)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="append",
         default=None,
         metavar="TYPE",
-        # Checked by `welcomemat.conversions.goal_types` (exit 2 naming --type): a negative outcome
+        # Checked by `welcomemat.records.conversions.goal_types` (exit 2 naming --type): a negative outcome
         # is refused with its own reason, which argparse's choices could not say.
         help="count only these conversion types: positive_reply, meeting_booked, opportunity, "
         "closed_won (repeatable; default: every one). Unsubscribes and spam complaints are shown on "
@@ -38,6 +38,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_lift(args: argparse.Namespace) -> int:
-    from outbound.lift_report import run_report_lift
+    from cli.lift_report import run_report_lift
 
     return run_report_lift(args.campaign, as_json=args.json, types=args.type, by=args.by)

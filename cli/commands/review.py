@@ -1,4 +1,4 @@
-"""`welcomemat review`: approve or reject zone sets waiting for a person (`precompute.commands`)."""
+"""`welcomemat review`: approve or reject zone sets waiting for a person (`cli.precompute_command`)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from cli.operator import cli_auditor
-    from precompute.commands import run_review
+    from cli.precompute_command import run_review
 
     return run_review(
         args.action,

@@ -1,4 +1,4 @@
-"""`welcomemat serve`: the renderer (`server.serve`)."""
+"""`welcomemat serve`: the renderer (`cli.serve`)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from server.serve import run_serve
+    from cli.serve import run_serve
 
     return run_serve(
         host=args.host, port=args.port, workers=args.workers, http=args.http, access_log=args.access_log

@@ -1,4 +1,4 @@
-"""`welcomemat sync`: fold engagement events into the shared account records (`outbound.sync_command`)."""
+"""`welcomemat sync`: fold engagement events into the shared account records (`cli.sync_command`)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from outbound.sync_command import run_sync
+    from cli.sync_command import run_sync
 
     return run_sync(
         once=args.once,

@@ -1,4 +1,4 @@
-"""`welcomemat voice build`: a voice profile from the campaign's example lines (`cli.voice`)."""
+"""`welcomemat voice build`: a voice profile from the campaign's example lines (`cli.voice_profile`)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from cli import voice
+    from cli import voice_profile as voice
 
     return voice.run_build(args.campaign, check=args.check, as_json=args.json)

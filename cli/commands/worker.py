@@ -1,4 +1,4 @@
-"""`welcomemat worker`: process enqueued precompute runs from Redis (`precompute.worker_commands`)."""
+"""`welcomemat worker`: process enqueued precompute runs from Redis (`cli.worker_command`)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from precompute.worker_commands import run_worker
+    from cli.worker_command import run_worker
     from server.render import account_page_check
 
     # The renderer's check of each account's own pages in the theme, as a local run has it.

@@ -19,10 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from precompute.context import EffectivePolicy, GovernedContext
 from precompute.pattern_choice import PatternChoice
-from welcomemat.accounts import Account
-from welcomemat.campaign import Campaign
+from welcomemat.campaign.contract import Campaign
 from welcomemat.reasons import PROVIDER_DECLINES, ZoneReason
-from welcomemat.zone_contract import ZoneContract
+from welcomemat.records.accounts import Account
+from welcomemat.zones.contract import ZoneContract
 
 __all__ = [
     "NOTE_CHARS",
@@ -62,7 +62,7 @@ class Decline(BaseModel):
     The note may quote the model (the self-review's own words): it is made one printable
     line here, so no control character reaches a terminal through `welcomemat explain`.
     `draft`: the draft a self-review judged not ok, kept so a person may approve it
-    (`welcomemat.held`); it still faces every deterministic check.
+    (`welcomemat.zones.held`); it still faces every deterministic check.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

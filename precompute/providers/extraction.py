@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from welcomemat.accounts import Source
+from welcomemat.records.accounts import Source
 
 __all__ = [
     "MAX_SOURCES",

@@ -31,17 +31,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from precompute.claim_support import account_keys, recency_valid_until
+from precompute.claims.support import account_keys, recency_valid_until
 from precompute.context import GovernedContext, TrustedFact
 from precompute.date_phrases import DatePhrase, choose_date_phrase, needed_until
 from precompute.pattern_choice import PatternChoice, SkippedPattern, number_problem
 from precompute.providers.base import Decline, GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
-from welcomemat.campaign import Campaign
-from welcomemat.fact_types import COMPUTED_SLOTS
-from welcomemat.patterns import parse_pattern
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.fact_types import COMPUTED_SLOTS
+from welcomemat.campaign.patterns import parse_pattern
 from welcomemat.reasons import ZoneReason
 from welcomemat.surfaces import Surface
-from welcomemat.zone_contract import ZoneContract
+from welcomemat.zones.contract import ZoneContract
 
 __all__ = [
     "COMPOSER_VERSION",
@@ -126,7 +126,7 @@ def _unit(
     slots: dict[str, str] = {}
     # Only fields every fact of the unit agrees on: a group's slot must be true of each member.
     for key, value in ordered[0].fields.items():
-        # COMPUTED_SLOTS (welcomemat/fact_types.py, per fact type there): never shadowed by a field.
+        # COMPUTED_SLOTS (welcomemat/campaign/fact_types.py, per fact type there): never shadowed by a field.
         if key in COMPUTED_SLOTS or not key.isidentifier():
             continue
         if others and any(f.fields.get(key) != value for f in others):
@@ -205,7 +205,7 @@ def _ordered_types(units: Mapping[str, list[_Unit]], types: Iterable[str], used:
 
 def _pattern_shape(pattern: str) -> tuple[frozenset[str], bool] | None:
     """The slot names a pattern uses and whether it opens with a sentence-opener slot, or None if unusable."""
-    # Only plain `{name}` slots (welcomemat/patterns.py, the parser the campaign loader uses):
+    # Only plain `{name}` slots (welcomemat/campaign/patterns.py, the parser the campaign loader uses):
     # a campaign loaded from a file never gets here with another; a hand-built one is skipped.
     try:
         shape = parse_pattern(pattern)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from openai.lib._pydantic import to_strict_json_schema  # what `.parse()` itself uses
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from welcomemat.voice import Spread, VoiceProfile, longest_sentence_allowed
+from welcomemat.campaign.voice import Spread, VoiceProfile, longest_sentence_allowed
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam

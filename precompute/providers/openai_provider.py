@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, Any, Generic
 import openai
 from pydantic import ValidationError
 
-from precompute.claim_support import account_keys, recency_valid_until
+from precompute.claims.support import account_keys, recency_valid_until
 from precompute.context import GovernedContext, TrustedFact
 from precompute.provider_faults import FaultCause, ProviderFault
 from precompute.providers.base import Decline, GenerationRequest, GenerationResult, ProviderUsage, ZoneDraft
@@ -93,14 +93,14 @@ from precompute.providers.openai_prompts import (
     validation_problem,
     voice_profile_prompt,
 )
-from welcomemat.accounts import Account
 from welcomemat.bounded_json import decode_json
-from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import ConfigError, InputError, ProviderUnavailable
 from welcomemat.reasons import ZoneReason
-from welcomemat.resilience import Deadline, ResilientCaller, RetryableError
+from welcomemat.records.accounts import Account
 from welcomemat.settings import Settings
-from welcomemat.zone_contract import ZoneContract
+from welcomemat.storage.breaker import CircuitBreaker
+from welcomemat.storage.resilience import Deadline, ResilientCaller, RetryableError
+from welcomemat.zones.contract import ZoneContract
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -233,7 +233,7 @@ def _retry_after(value: str | None) -> float | None:
 
 def _valid_until(text: str, cited: Sequence[TrustedFact], ctx: GovernedContext) -> date | None:
     """When a time-relative draft stops being true: "yesterday" tomorrow, "on Thursday" a week on,
-    "this week" on Monday, "recently" a month after its fact (`precompute.recency`)."""
+    "this week" on Monday, "recently" a month after its fact (`precompute.facts.recency`)."""
     as_of = ctx.as_of
     ends = []
     recency = recency_valid_until(text, account_keys(ctx), cited, as_of)
@@ -673,7 +673,7 @@ class OpenAIProvider:
             if verdict is not None and verdict.ok:
                 kept[zone_id] = draft
             elif verdict is not None:
-                # Held, not lost: the pipeline keeps the draft for a person (`welcomemat.held`).
+                # Held, not lost: the pipeline keeps the draft for a person (`welcomemat.zones.held`).
                 tally.decline([zone_id], ZoneReason.SELF_REVIEW_REJECTED, verdict.reason, draft)
             else:
                 tally.decline([zone_id], ZoneReason.SELF_REVIEW_NO_VERDICT)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from tests.server.conftest import OTHER_SECRET, SECRET, TENANT, link_token
-from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.security.tokens import TokenKind, TokenSigner
 
 __all__ = ["BAD_TOKEN_NAMES", "OTHER_CAMPAIGN", "OTHER_TENANT", "bad_token"]
 

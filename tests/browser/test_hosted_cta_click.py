@@ -41,7 +41,7 @@ from tests.server.conftest import (
 )
 from tests.server.uvicorn_thread import serve_in_thread
 from welcomemat import keys
-from welcomemat.store import ZoneSetStore
+from welcomemat.zones.store import ZoneSetStore
 
 pytestmark = pytest.mark.browser
 

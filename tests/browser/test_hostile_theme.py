@@ -19,8 +19,8 @@ from tests.browser.conftest import PageWatch
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import CAMPAIGN, example_inputs, link_token, make_zone_set, publish_config
 from welcomemat.errors import ContractError
-from welcomemat.store import ZoneSetStore
-from welcomemat.theme import Theme, load_theme
+from welcomemat.theme.folder import Theme, load_theme
+from welcomemat.zones.store import ZoneSetStore
 
 pytestmark = pytest.mark.browser
 

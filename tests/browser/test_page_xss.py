@@ -34,7 +34,7 @@ from tests.browser.campaigns import (
 from tests.browser.conftest import PageWatch
 from tests.browser.dom import element_skeleton, expected_text, zones_in
 from tests.server.conftest import link_token, make_zone_set, publish_config
-from welcomemat.store import ZoneSetStore
+from welcomemat.zones.store import ZoneSetStore
 
 pytestmark = pytest.mark.browser
 

@@ -17,8 +17,8 @@ import redis
 from server.tuning import RendererTuning
 from tests.browser.conftest import PageWatch
 from tests.corpora import REPO_ROOT
+from tests.server.admin.results_data import NOW, publish_results_campaign
 from tests.server.conftest import CAMPAIGN, renderer_app, renderer_settings
-from tests.server.results_data import NOW, publish_results_campaign
 from tests.server.uvicorn_thread import serve_in_thread
 
 pytestmark = pytest.mark.browser

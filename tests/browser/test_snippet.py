@@ -42,7 +42,7 @@ from tests.browser.sites import ApiMode, SiteConfig, SiteZone, api_stand_in, cus
 from tests.server.conftest import TENANT, link_token, make_zone_set, publish_config
 from tests.server.uvicorn_thread import serve_in_thread
 from welcomemat import keys
-from welcomemat.store import ZoneSetStore
+from welcomemat.zones.store import ZoneSetStore
 
 pytestmark = pytest.mark.browser
 

@@ -38,7 +38,7 @@ from tests.site_copy_campaign import (
     site_copy_zone_contracts,
 )
 from welcomemat import keys
-from welcomemat.store import ZoneSetStore
+from welcomemat.zones.store import ZoneSetStore
 
 pytestmark = pytest.mark.browser
 

@@ -3,7 +3,7 @@ theme stylesheet that tries to take a zone's reserved space (or the zone) away c
 
 The stylesheet below passes every theme rule (no `!important`, nothing that hides a zone: a
 `display: none` or `visibility: hidden` here is refused by `welcomemat validate`, see
-tests/welcomemat/test_theme_css.py), so it is published; what keeps the zones' reserved space
+tests/welcomemat/theme/test_theme_css.py), so it is published; what keeps the zones' reserved space
 is the cascade: the renderer's unlayered rules outrank the theme's `@layer theme`, whatever
 its selectors' specificity.
 """
@@ -19,7 +19,7 @@ from server.render import check_campaign_theme
 from tests.browser.conftest import PageWatch
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import CAMPAIGN, example_inputs, publish_config
-from welcomemat.theme import Theme, load_theme
+from welcomemat.theme.folder import Theme, load_theme
 
 pytestmark = pytest.mark.browser
 

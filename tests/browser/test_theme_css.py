@@ -19,8 +19,8 @@ from server.render import check_campaign_theme
 from tests.browser.conftest import PageWatch
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import example_inputs, publish_config
-from tests.welcomemat.test_theme_css import ACCEPTED, EXAMPLE_FILES, themed_base
-from welcomemat.theme import Theme
+from tests.welcomemat.theme.test_theme_css import ACCEPTED, EXAMPLE_FILES, themed_base
+from welcomemat.theme.folder import Theme
 
 pytestmark = pytest.mark.browser
 

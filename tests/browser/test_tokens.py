@@ -23,7 +23,7 @@ from tests.server.conftest import (
     make_zone_set,
     publish_config,
 )
-from welcomemat.store import ZoneSetStore
+from welcomemat.zones.store import ZoneSetStore
 
 pytestmark = pytest.mark.browser
 

@@ -13,7 +13,7 @@ import redis
 
 from tests.corpora import REPO_ROOT
 from welcomemat import keys
-from welcomemat.audit import AuditAction, Auditor, Via, append_entry
+from welcomemat.records.audit import AuditAction, Auditor, Via, append_entry
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 

@@ -17,8 +17,8 @@ import pytest
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today
 from tests.ports import free_port
-from welcomemat.embedded_redis import EmbeddedRedis
-from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.security.tokens import TokenKind, TokenSigner
+from welcomemat.storage.embedded_redis import EmbeddedRedis
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 SECRET = "s" * 40

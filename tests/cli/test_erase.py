@@ -21,8 +21,8 @@ from tests.server.conftest import (
     publish_config,
 )
 from welcomemat import keys
-from welcomemat.erasure import account_field
-from welcomemat.store import ZoneSetStore
+from welcomemat.records.erasure import account_field
+from welcomemat.zones.store import ZoneSetStore
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 # Ids an operator might type for PERSONAL_ACCOUNT, or ids of nothing at all.

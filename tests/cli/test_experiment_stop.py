@@ -24,11 +24,11 @@ from tests.precompute.test_pipeline import dymaxa, write
 from tests.server.conftest import BASE_URL, link_token, renderer_app, renderer_settings
 from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.audit import AuditAction, read_entries
-from welcomemat.experiments import Experiment, assign_variant, drawn_variant
-from welcomemat.guidelines import ActivationState, GuidelineStore
-from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import Rung, ZoneSet
+from welcomemat.campaign.experiments import Experiment, assign_variant, drawn_variant
+from welcomemat.campaign.guidelines import ActivationState, GuidelineStore
+from welcomemat.records.audit import AuditAction, read_entries
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung, ZoneSet
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 TENANT, CAMPAIGN, EXP = "acme", "q4-pipeline", "headline-angle"

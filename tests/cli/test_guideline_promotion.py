@@ -16,7 +16,7 @@ import yaml
 
 from tests.cli.test_guidelines import cli
 from tests.corpora import REPO_ROOT
-from welcomemat.guidelines import GuidelineStore
+from welcomemat.campaign.guidelines import GuidelineStore
 
 TENANT, CAMPAIGN = "acme", "q4-pipeline"
 REPORT = Path("guidelines") / "2026-12-01.report.json"

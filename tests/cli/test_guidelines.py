@@ -13,8 +13,8 @@ import pytest
 import redis
 
 from tests.corpora import REPO_ROOT
-from welcomemat.audit import AuditAction, read_entries
-from welcomemat.guidelines import ActivationState, GuidelineStore
+from welcomemat.campaign.guidelines import ActivationState, GuidelineStore
+from welcomemat.records.audit import AuditAction, read_entries
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 TENANT, CAMPAIGN = "acme", "q4-pipeline"

@@ -36,11 +36,11 @@ from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from tests.ports import free_port
 from tests.precompute.test_date_phrases import expected_phrase
-from welcomemat.campaign import Campaign
-from welcomemat.campaign_sections import ApprovalPolicy, QaThresholds
-from welcomemat.embedded_redis import EmbeddedRedis
-from welcomemat.review import show
-from welcomemat.store import ZoneSetStore
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.sections import ApprovalPolicy, QaThresholds
+from welcomemat.storage.embedded_redis import EmbeddedRedis
+from welcomemat.zones.review import show
+from welcomemat.zones.store import ZoneSetStore
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 SCAFFOLD = REPO_ROOT / "cli" / "scaffold"

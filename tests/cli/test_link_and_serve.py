@@ -18,7 +18,7 @@ from PIL import Image
 from cli.link import write_qr_image
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import CAMPAIGN, SECRET, TENANT, example_inputs, publish_config
-from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.security.tokens import TokenKind, TokenSigner
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 

@@ -11,7 +11,7 @@ from tests.cli.test_link_and_serve import run
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import CAMPAIGN, SECRET, TENANT, example_inputs, publish_config
 from welcomemat.errors import ContractError, InputError
-from welcomemat.links import check_qr_continuation, published_pages
+from welcomemat.security.links import check_qr_continuation, published_pages
 from welcomemat.settings import Settings
 
 CONTINUATION = (

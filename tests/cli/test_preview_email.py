@@ -13,7 +13,7 @@ from outbound.export import export_rows
 from tests.example_accounts import precompute_offline, write_example_accounts
 from tests.outbound.test_export import link_for, run
 from tests.server.conftest import CAMPAIGN, TENANT
-from welcomemat.campaign_view import load_campaign_view
+from welcomemat.campaign.view import load_campaign_view
 
 TEMPLATE = (
     'Hi {{ first_name | default: "there" }},\n'

@@ -12,8 +12,8 @@ import pytest
 
 from tests.corpora import REPO_ROOT
 from welcomemat.errors import TokenBadSignature
+from welcomemat.security.tokens import TokenKind, TokenSigner
 from welcomemat.settings import MIN_SECRET_CHARS
-from welcomemat.tokens import TokenKind, TokenSigner
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 OLD = "the-key-in-use-before-the-rotation-0123456789"

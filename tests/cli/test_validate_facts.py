@@ -19,8 +19,8 @@ from precompute.providers.offline import OfflineComposer
 from precompute.run import PrecomputeRun
 from tests.acquisition_campaign import with_acquisition
 from tests.corpora import REPO_ROOT
-from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import Rung
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung
 
 AS_OF = date(2026, 11, 29)  # every date below is relative to it: the tests hold on any day
 

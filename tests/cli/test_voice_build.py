@@ -16,11 +16,11 @@ import pytest
 import yaml
 
 from cli.main import main
-from cli.voice import PROFILE_COMMENT, replace_profile_block
+from cli.voice_profile import PROFILE_COMMENT, replace_profile_block
 from tests.cli.test_validate import EXAMPLE_CAMPAIGN, line_of, write_inputs
-from welcomemat.campaign import load_campaign
-from welcomemat.guidelines import guideline_bundle, guideline_hash
-from welcomemat.voice import derive_profile
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.campaign.guidelines import guideline_bundle, guideline_hash
+from welcomemat.campaign.voice import derive_profile
 
 NEW_LINE = '  - "Your new reps, on your best rep\'s calls from week one."\n'
 

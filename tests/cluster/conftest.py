@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from tests.cluster.local_cluster import INSTALL_HINT, REDIS_CLI, REDIS_SERVER, LocalCluster
-from welcomemat.redis_client import redis_from_url
+from welcomemat.storage.redis_client import redis_from_url
 
 
 @pytest.fixture(scope="session")

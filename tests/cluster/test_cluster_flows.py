@@ -37,8 +37,8 @@ from tests.precompute.test_worker import (
 )
 from tests.server.conftest import BASE_URL, PUBLIC_URL, SECRET, renderer_app, renderer_settings
 from welcomemat import keys
-from welcomemat.records import iter_account_records
-from welcomemat.store import ZoneSetStore
+from welcomemat.records.account_records import iter_account_records
+from welcomemat.zones.store import ZoneSetStore
 
 ACCOUNTS = 200
 ZONE_COLUMNS = ["hero_headline", "hero_support", "proof", "cta", "continuation_headline"]

@@ -42,10 +42,10 @@ from tests.server.conftest import (
     tuning_for_tests,
 )
 from welcomemat import keys
-from welcomemat.records import iter_account_records
-from welcomemat.redis_client import redis_from_url
-from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import ZoneSetStatus
+from welcomemat.records.account_records import iter_account_records
+from welcomemat.storage.redis_client import redis_from_url
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import ZoneSetStatus
 
 ACCOUNTS = 300
 PROMOTION_TIMEOUT_S = 30.0

@@ -17,7 +17,7 @@ from tests.cluster.local_cluster import LocalCluster
 from tests.conftest import TEST_REDIS_URL_VARIABLE
 from tests.corpora import REPO_ROOT
 
-_STORE = "tests/welcomemat/test_store.py::"
+_STORE = "tests/welcomemat/zones/test_store.py::"
 SUITES = (
     # zone sets: WATCH + MULTI/EXEC (publish, rollback, status), the batch script, concurrency
     _STORE + "test_new_input_hash_is_a_new_version_and_rollback_restores_the_old",
@@ -27,8 +27,8 @@ SUITES = (
     _STORE + "test_publish_many_matches_publish_one_by_one",
     _STORE + "test_publish_many_falls_back_when_an_account_changed_meanwhile",
     # review decisions and a held draft's approval (store revision + audit entry)
-    "tests/welcomemat/test_review.py",
-    "tests/welcomemat/test_guidelines.py::test_change_records_round_trip_in_one_key_with_a_ttl",
+    "tests/welcomemat/zones/test_review.py",
+    "tests/welcomemat/campaign/test_guidelines.py::test_change_records_round_trip_in_one_key_with_a_ttl",
     "tests/outbound/test_conversions.py::test_conversions_import_command",
     "tests/outbound/test_webhook.py::test_cli_once_folds_and_delivers_then_exits",
     "tests/test_data_subject_requests.py::test_erasing_a_person_keeps_their_account_and_exports_what_was_held",

@@ -3,8 +3,8 @@
 2,000 accounts (by default) get their arm from the real stable hash (`welcomemat.arms`, a 50%
 holdout so both arms are large), a published zone set each (`ZoneSetStore.publish_many`, as
 precompute publishes), page views and CTA clicks folded into their records as `welcomemat sync` folds them
-(`welcomemat.record_fold`), and goals and negative outcomes imported from a JSONL file by
-`welcomemat.conversions.import_conversions` (what `welcomemat conversions import` runs). Who
+(`welcomemat.records.fold`), and goals and negative outcomes imported from a JSONL file by
+`welcomemat.records.conversions.import_conversions` (what `welcomemat conversions import` runs). Who
 visits, converts or unsubscribes is drawn from a seeded RNG, per arm, so each test plants one
 effect and nothing else.
 """
@@ -22,9 +22,9 @@ import redis
 
 from tests.server.conftest import CAMPAIGN, TENANT, example_inputs, make_zone_set, publish_config
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.conversions import import_conversions
-from welcomemat.record_fold import FOLD_LUA, EventFold, fold_events
-from welcomemat.store import ZoneSetStore
+from welcomemat.records.conversions import import_conversions
+from welcomemat.records.fold import FOLD_LUA, EventFold, fold_events
+from welcomemat.zones.store import ZoneSetStore
 
 HOLDOUT_FRACTION = 0.5
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

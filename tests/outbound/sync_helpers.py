@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable
 
 import redis
 
-from server.events import EngagementEvent, EventType, EventWriter
+from server.engagement.events import EngagementEvent, EventType, EventWriter
 from server.metrics import RendererMetrics
-from welcomemat.records import AccountRecord, iter_account_records
+from welcomemat.records.account_records import AccountRecord, iter_account_records
 
 TENANT = "acme"
 CAMPAIGN = "q4-expansion"

@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 import redis
 
-from outbound.delivered_import import import_delivered
+from cli.delivered_import import import_delivered
 from outbound.export import export_rows
 from tests.example_accounts import precompute_offline, write_example_accounts
 from tests.outbound.test_export import link_for, run
 from tests.server.conftest import CAMPAIGN, TENANT
 from welcomemat import keys
-from welcomemat.campaign_view import load_campaign_view
-from welcomemat.contact_workflow import (
+from welcomemat.campaign.view import load_campaign_view
+from welcomemat.records.account_records import contact_erasure, read_account_record
+from welcomemat.records.contact_workflow import (
     MARK_BATCH,
     ContactState,
     ContactWorkflow,
@@ -25,10 +26,9 @@ from welcomemat.contact_workflow import (
     contact_workflows,
     record_printed,
 )
-from welcomemat.conversions import ConversionIn, ConversionType, record_conversion
-from welcomemat.record_fold import FOLD_LUA, EventFold, fold_events
-from welcomemat.records import contact_erasure, read_account_record
-from welcomemat.store import ZoneSetStore
+from welcomemat.records.conversions import ConversionIn, ConversionType, record_conversion
+from welcomemat.records.fold import FOLD_LUA, EventFold, fold_events
+from welcomemat.zones.store import ZoneSetStore
 
 ACCOUNTS = 24
 # The clock of every mark, as a parameter: never today's date.

@@ -30,7 +30,8 @@ from tests.server.conftest import (
 )
 from welcomemat import keys
 from welcomemat.arms import Arm
-from welcomemat.conversions import (
+from welcomemat.errors import InputError
+from welcomemat.records.conversions import (
     CONVERSION_BODY_MAX_BYTES,
     ConversionConflict,
     ConversionType,
@@ -40,8 +41,7 @@ from welcomemat.conversions import (
     parse_conversion,
     record_conversion,
 )
-from welcomemat.embedded_redis import temporary_redis
-from welcomemat.errors import InputError
+from welcomemat.storage.embedded_redis import temporary_redis
 
 CRM_TOKEN = "crm-token-for-tests-0123456789abcdef"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -34,16 +34,16 @@ from tests.server.conftest import (
     renderer_settings,
     signer,
 )
-from welcomemat.accounts import Account
-from welcomemat.campaign_view import load_campaign_view
+from welcomemat.campaign.view import load_campaign_view
 from welcomemat.errors import InputError
-from welcomemat.export_cells import export_cell
-from welcomemat.links import signed_url
-from welcomemat.markup_scan import find_template_marker
-from welcomemat.records import iter_account_records, write_profile
-from welcomemat.sequencer_row import FILLABLE_COLUMNS, parse_fill
+from welcomemat.outreach.export_cells import export_cell
+from welcomemat.outreach.sequencer_row import FILLABLE_COLUMNS, parse_fill
+from welcomemat.records.account_records import iter_account_records, write_profile
+from welcomemat.records.accounts import Account
+from welcomemat.security.links import signed_url
+from welcomemat.security.markup_scan import find_template_marker
 from welcomemat.spreadsheet import spreadsheet_safe
-from welcomemat.store import ZoneSetStore
+from welcomemat.zones.store import ZoneSetStore
 
 EXAMPLE_ACCOUNTS = 150
 HEADER = (
@@ -380,7 +380,7 @@ def test_the_fact_column_holds_the_cited_facts_statement_from_publish(
     precomputed: redis.Redis, tmp_path: Path
 ) -> None:
     """The rep reads the research answer itself, not the page's wording, before any visit."""
-    from welcomemat.records import cited_facts
+    from welcomemat.records.account_records import cited_facts
 
     statements = {
         json.loads(line)["account_id"]: {f["id"]: f for f in json.loads(line)["facts"]}

@@ -20,9 +20,9 @@ from outbound.export import ExportSummary, export_rows, write_export
 from tests.example_accounts import generator, precompute_offline
 from tests.outbound.test_export_cells import assert_clean
 from tests.server.conftest import CAMPAIGN, TENANT
-from welcomemat.campaign_view import load_campaign_view
-from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import Rung
+from welcomemat.campaign.view import load_campaign_view
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung
 
 CLEAN = 40
 NOW = datetime.now(UTC)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from outbound.export import write_export
 from tests.corpora import corpus_lines
-from welcomemat.export_cells import CellRefusal, export_cell
+from welcomemat.outreach.export_cells import CellRefusal, export_cell
 from welcomemat.spreadsheet import spreadsheet_safe
 
 ATTACKS = (
@@ -124,7 +124,7 @@ GATE_TOKENS = [
 @given(st.lists(st.sampled_from(GATE_TOKENS), max_size=12).map("".join))
 def test_the_quick_gate_never_hides_what_the_full_scan_finds(text: str) -> None:
     """Cells skip the full scan when the gate says nothing can be there: it must be right."""
-    from welcomemat import markup_scan
+    from welcomemat.security import markup_scan
 
     if not markup_scan._may_be_active(text):
         assert markup_scan._html_at(text) < 0, text

@@ -21,13 +21,13 @@ from tests.corpora import REPO_ROOT
 from tests.precompute.test_experiments import TOO_LONG, accounts
 from tests.precompute.test_pipeline import NOW, dymaxa, run, write
 from welcomemat.arms import Arm
-from welcomemat.campaign import Campaign, load_campaign
-from welcomemat.campaign_view import load_campaign_view
-from welcomemat.experiments import CopyVariant, Experiment
-from welcomemat.lift_groups import LiftDimension, campaign_grouped_report
-from welcomemat.lift_outcomes import collect_outcomes
-from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import load_zone_contracts
+from welcomemat.campaign.contract import Campaign, load_campaign
+from welcomemat.campaign.experiments import CopyVariant, Experiment
+from welcomemat.campaign.view import load_campaign_view
+from welcomemat.lift.groups import LiftDimension, campaign_grouped_report
+from welcomemat.lift.outcomes import collect_outcomes
+from welcomemat.zones.contract import load_zone_contracts
+from welcomemat.zones.store import ZoneSetStore
 
 TENANT, CAMPAIGN = "acme", "q4-pipeline"
 ZONES = ("hero_headline", "hero_support", "proof", "cta", "continuation_headline")

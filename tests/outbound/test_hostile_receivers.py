@@ -28,11 +28,11 @@ import redis
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cli.sync_command import webhook_config
 from outbound.alert_sender import AlertChannel, AlertSender
 from outbound.receiver_http import RESPONSE_BODY_MAX_BYTES
 from outbound.seller_alert import SellerAlert
 from outbound.sync import Syncer, SyncOptions
-from outbound.sync_command import webhook_config
 from outbound.webhook import WebhookConfig, WebhookSender
 from tests.corpora import REPO_ROOT
 from tests.outbound.hostile_receiver import (

@@ -35,9 +35,9 @@ from tests.corpora import REPO_ROOT
 from tests.outbound.simulated_campaign import NOW, CampaignPlan, SimulatedCampaign, simulate_campaign
 from tests.server.conftest import BASE_URL, CAMPAIGN, TENANT, renderer_app, renderer_settings
 from welcomemat.arms import Arm
-from welcomemat.campaign_view import load_campaign_view
-from welcomemat.lift import REACHED_ONLY_LABEL, LiftReport, Metric, RateBase
-from welcomemat.lift_outcomes import campaign_lift_report
+from welcomemat.campaign.view import load_campaign_view
+from welcomemat.lift.comparison import REACHED_ONLY_LABEL, LiftReport, Metric, RateBase
+from welcomemat.lift.outcomes import campaign_lift_report
 
 ADMIN = "admin-token-for-itt-0123456789abcdef"
 AUTH = {"authorization": f"Bearer {ADMIN}"}

@@ -37,10 +37,10 @@ from tests.server.conftest import (
     renderer_settings,
 )
 from tests.server.uvicorn_thread import serve_in_thread
-from welcomemat.accounts import PostalAddress
 from welcomemat.keys import events_stream_key
-from welcomemat.records import iter_account_records
-from welcomemat.store import ZoneSetStore
+from welcomemat.records.account_records import iter_account_records
+from welcomemat.records.accounts import PostalAddress
+from welcomemat.zones.store import ZoneSetStore
 
 ACCOUNTS = 40
 BROWSER = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148"

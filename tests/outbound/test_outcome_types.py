@@ -29,15 +29,15 @@ from tests.server.conftest import (
     renderer_settings,
 )
 from tests.server.uvicorn_thread import serve_in_thread
-from welcomemat.conversions import (
+from welcomemat.lift.negatives import WARN_THRESHOLD_POINTS, compare_negative, negative_warning
+from welcomemat.records.conversions import (
     GOAL_TYPES,
     NEGATIVE_OUTCOMES,
     ConversionType,
     goal_types,
     iter_conversions,
 )
-from welcomemat.lift_negatives import WARN_THRESHOLD_POINTS, compare_negative, negative_warning
-from welcomemat.store import ZoneSetStore
+from welcomemat.zones.store import ZoneSetStore
 
 CRM_TOKEN = "crm-token-for-outcomes-0123456789abc"
 ADMIN = "admin-token-for-outcomes-0123456789a"

@@ -10,16 +10,16 @@ from outbound.sync import Syncer, SyncOptions
 from precompute.policy import build_policy
 from precompute.providers.offline import OfflineComposer
 from precompute.run import PrecomputeRun
-from server.events import EngagementEvent, EventType
+from server.engagement.events import EngagementEvent, EventType
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
 from tests.outbound.sync_helpers import emit
-from welcomemat.accounts import read_accounts
-from welcomemat.campaign import load_campaign
-from welcomemat.records import iter_account_records, read_account_record
-from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import load_zone_contracts
-from welcomemat.zoneset import Rung
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.records.account_records import iter_account_records, read_account_record
+from welcomemat.records.accounts import read_accounts
+from welcomemat.zones.contract import load_zone_contracts
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung
 
 
 def test_published_accounts_have_records_and_a_personal_view_names_its_facts(

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from outbound.alert_sender import AlertSender
 from outbound.seller_alerts import SellerAlertProducer
 from outbound.sync import Syncer, SyncOptions
-from server.events import EventType
+from server.engagement.events import EventType
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
 from tests.outbound.sync_helpers import emit
@@ -42,12 +42,12 @@ from tests.outbound.test_seller_alerts import (
     serve,
 )
 from welcomemat import keys
-from welcomemat.audit import Auditor, Via
-from welcomemat.campaign import load_campaign
-from welcomemat.campaign_sections import SellerAlerts
-from welcomemat.review import decide
-from welcomemat.urlgate import webhook_href
-from welcomemat.zone_contract import load_zone_contracts
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.campaign.sections import SellerAlerts
+from welcomemat.records.audit import Auditor, Via
+from welcomemat.security.urlgate import webhook_href
+from welcomemat.zones.contract import load_zone_contracts
+from welcomemat.zones.review import decide
 
 SAM = "sam@acmerevenue.example"  # Dymaxa's owner in the example accounts: mapped below
 LEE, LEES_ACCOUNT = "lee@acmerevenue.example", "acct_00003"  # an owner the campaign does not map

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import redis
 
+from cli.sync_command import alert_channel
 from outbound.alert_sender import EVENT_HEADER, AlertChannel, AlertSender
 from outbound.seller_alerts import SellerAlertProducer, alert_day
 from outbound.sync import Syncer, SyncOptions
-from outbound.sync_command import alert_channel
 from outbound.webhook import (
     IDEMPOTENCY_HEADER,
     SIGNATURE_HEADER,
@@ -28,23 +28,23 @@ from outbound.webhook import (
     WebhookConfig,
     verify_signature,
 )
-from server.events import EngagementEvent, EventType
+from server.engagement.events import EngagementEvent, EventType
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import precompute_offline, write_example_accounts
 from tests.outbound.http_receiver import serve_http
 from tests.outbound.sync_helpers import emit
 from welcomemat import keys
-from welcomemat.audit import Auditor, Via
-from welcomemat.campaign import Campaign, load_campaign
-from welcomemat.campaign_sections import SellerAlerts
+from welcomemat.campaign.contract import Campaign, load_campaign
+from welcomemat.campaign.sections import SellerAlerts
 from welcomemat.errors import ConfigError
-from welcomemat.review import decide
+from welcomemat.records.audit import Auditor, Via
+from welcomemat.records.subject_requests import Subject, erase, export_subject
 from welcomemat.settings import Settings
-from welcomemat.store import ZoneSetStore
-from welcomemat.subject_requests import Subject, erase, export_subject
 from welcomemat.surfaces import Surface
-from welcomemat.zone_contract import load_zone_contracts
-from welcomemat.zoneset import Rung, ZoneSet
+from welcomemat.zones.contract import load_zone_contracts
+from welcomemat.zones.review import decide
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung, ZoneSet
 
 SECRET = "k" * 40
 TENANT, CAMPAIGN = "acme", "q4-pipeline"

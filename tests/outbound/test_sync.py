@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from outbound.sync import PoisonEvent, Syncer, SyncOptions, discover_tenants, ensure_group, parse_event
-from server.events import EngagementEvent, EventType
+from server.engagement.events import EngagementEvent, EventType
 from tests.corpora import REPO_ROOT
 from tests.outbound.sync_helpers import (
     CAMPAIGN,
@@ -30,12 +30,12 @@ from tests.outbound.sync_helpers import (
 from tests.server.conftest import CAMPAIGN as SERVED_CAMPAIGN
 from tests.server.conftest import example_inputs, publish_config
 from welcomemat import keys
-from welcomemat.accounts import Account
-from welcomemat.embedded_redis import temporary_redis
-from welcomemat.record_fold import FOLD_LUA, fold_events
-from welcomemat.records import read_account_record, write_profile
-from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
+from welcomemat.records.account_records import read_account_record, write_profile
+from welcomemat.records.accounts import Account
+from welcomemat.records.fold import FOLD_LUA, fold_events
+from welcomemat.storage.embedded_redis import temporary_redis
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
 
 WELCOMEMAT = str(Path(sys.executable).with_name("welcomemat"))
 F1 = CitedFact(fact_id="f1", source_url="https://dymaxa.com/press/series-a", published_at=date(2026, 11, 26))

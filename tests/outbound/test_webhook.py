@@ -20,8 +20,8 @@ import redis
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cli.sync_command import webhook_config
 from outbound.sync import Syncer, SyncOptions
-from outbound.sync_command import webhook_config
 from outbound.webhook import (
     IDEMPOTENCY_HEADER,
     SIGNATURE_HEADER,
@@ -36,9 +36,9 @@ from tests.corpora import REPO_ROOT
 from tests.outbound.http_receiver import serve_http
 from tests.outbound.sync_helpers import TENANT, emit, make_events, wait_for
 from welcomemat import keys
-from welcomemat.accounts import Account
 from welcomemat.errors import ConfigError
-from welcomemat.records import iter_account_records, read_account_record, write_profile
+from welcomemat.records.account_records import iter_account_records, read_account_record, write_profile
+from welcomemat.records.accounts import Account
 from welcomemat.settings import Settings
 
 SECRET = "s" * 40

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.corpora import REPO_ROOT
-from welcomemat.campaign import Campaign, load_campaign
-from welcomemat.zone_contract import ZoneContract, load_zone_contracts
+from welcomemat.campaign.contract import Campaign, load_campaign
+from welcomemat.zones.contract import ZoneContract, load_zone_contracts
 
 
 @pytest.fixture(scope="module")

@@ -24,10 +24,10 @@ from precompute.specifics import build_vocabulary
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import generator
 from tests.precompute.test_date_phrases import expected_phrase, reads_true
-from welcomemat.accounts import Account
-from welcomemat.campaign import load_campaign
-from welcomemat.zone_contract import load_zone_contracts
-from welcomemat.zoneset import Rung, ZoneSet
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.records.accounts import Account
+from welcomemat.zones.contract import load_zone_contracts
+from welcomemat.zones.zoneset import Rung, ZoneSet
 
 ZONES = load_zone_contracts(REPO_ROOT / "zones")
 CAMPAIGN = load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones=ZONES)

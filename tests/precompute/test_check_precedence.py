@@ -23,11 +23,10 @@ from tests.corpora import REPO_ROOT
 from tests.llm_server import LLMTestServer
 from tests.precompute.test_openai_provider import TODAY, example_rows, provider_for, run
 from tests.server.conftest import example_inputs
-from welcomemat.campaign import load_campaign
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.campaign.tenant_policy import load_tenant_policy
 from welcomemat.errors import ContractProblems
-from welcomemat.store import ZoneSetStore
-from welcomemat.tenant_policy import load_tenant_policy
-from welcomemat.zone_contract import (
+from welcomemat.zones.contract import (
     CHECK_ORDER,
     HARD_CHECKS,
     KNOWN_CHECKS,
@@ -37,7 +36,8 @@ from welcomemat.zone_contract import (
     load_zone_contracts,
     omitted_hard_checks,
 )
-from welcomemat.zoneset import Rung
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 INVENTED = "Dymaxa raised $40 million from Sequoia Capital in 2019"
@@ -159,7 +159,7 @@ def test_the_shipped_contracts_drop_nothing() -> None:
 def test_a_contract_listing_only_empty_still_refuses_an_invented_figure() -> None:
     campaign, zones = example_inputs()
     policy = build_policy(campaign, None)
-    from tests.precompute.claim_corpus import CONTEXT, FACTS
+    from tests.precompute.claims.claim_corpus import CONTEXT, FACTS
 
     bare = zones["hero_headline"].model_copy(update={"checks": ("empty",)})
     draft = ZoneDraft(zone_id="hero_headline", text=INVENTED, fact_ids=(FACTS[0].id,), confidence=1.0)
@@ -208,7 +208,7 @@ def test_a_model_line_whose_weekday_would_end_the_page_within_two_weeks_is_refus
     from datetime import date
 
     from precompute.checks import check_lifespan
-    from tests.precompute.claim_corpus import CONTEXT, FACTS
+    from tests.precompute.claims.claim_corpus import CONTEXT, FACTS
 
     campaign, zones = example_inputs()
     contract = zones["hero_headline"]

@@ -24,7 +24,7 @@ from precompute.checks import (
     company_key,
     run_checks,
 )
-from precompute.claims import CLAIM_CLASSES, KNOWN_CLAIM_CLASSES, find_claim
+from precompute.claims.classes import CLAIM_CLASSES, KNOWN_CLAIM_CLASSES, find_claim
 from precompute.context import (
     EffectivePolicy,
     FactDecision,
@@ -38,10 +38,10 @@ from precompute.context import (
 )
 from precompute.providers.base import ZoneDraft
 from tests.corpora import REPO_ROOT, corpus_lines
-from welcomemat.accounts import Account
-from welcomemat.campaign import load_campaign
-from welcomemat.campaign_sections import Confidence
-from welcomemat.zone_contract import KNOWN_CHECKS, ZoneContract, load_zone_contracts
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.campaign.sections import Confidence
+from welcomemat.records.accounts import Account
+from welcomemat.zones.contract import KNOWN_CHECKS, ZoneContract, load_zone_contracts
 
 ZONES = load_zone_contracts(REPO_ROOT / "zones")
 CAMPAIGN = load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones=ZONES)

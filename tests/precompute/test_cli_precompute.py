@@ -14,7 +14,7 @@ import redis
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
 from welcomemat import keys
-from welcomemat.audit import AuditAction, Via, read_entries
+from welcomemat.records.audit import AuditAction, Via, read_entries
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 

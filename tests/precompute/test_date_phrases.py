@@ -19,7 +19,7 @@ from precompute.date_phrases import (
     choose_date_phrase,
     needed_until,
 )
-from precompute.recency import true_until
+from precompute.facts.recency import true_until
 
 SUNDAY = date(2026, 11, 29)
 THURSDAY = date(2026, 11, 26)

@@ -17,12 +17,12 @@ from tests.precompute.test_openai_provider import provider_for
 from tests.precompute.test_openai_provider import run as run_with_provider
 from tests.precompute.test_pipeline import NOW, dymaxa, run, write
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.campaign import Campaign
-from welcomemat.campaign_view import load_campaign_view
-from welcomemat.experiments import CopyVariant, Experiment, assign_variant
-from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import ZoneContract
-from welcomemat.zoneset import Rung
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.experiments import CopyVariant, Experiment, assign_variant
+from welcomemat.campaign.view import load_campaign_view
+from welcomemat.zones.contract import ZoneContract
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung
 
 DIRECT = "{account} closed a {round} {when}: ramp the sellers fast"
 # Fit the slot rules, but filled they run past the headline's 80 characters: no draft can pass.

@@ -16,9 +16,9 @@ from precompute.providers.offline import OfflineComposer
 from precompute.specifics import build_vocabulary
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import generator
-from welcomemat.accounts import Account
-from welcomemat.campaign import Campaign, load_campaign
-from welcomemat.zone_contract import load_zone_contracts
+from welcomemat.campaign.contract import Campaign, load_campaign
+from welcomemat.records.accounts import Account
+from welcomemat.zones.contract import load_zone_contracts
 
 ZONES = load_zone_contracts(REPO_ROOT / "zones")
 CAMPAIGN = load_campaign(REPO_ROOT / "examples" / "campaign.yaml", zones=ZONES)

@@ -16,8 +16,8 @@ from precompute.firmographics import (
     plausible_firmographics,
 )
 from tests.corpora import REPO_ROOT
-from welcomemat.accounts import Account
-from welcomemat.campaign import Campaign, load_campaign
+from welcomemat.campaign.contract import Campaign, load_campaign
+from welcomemat.records.accounts import Account
 
 
 @cache

@@ -11,18 +11,18 @@ from collections.abc import Callable
 from precompute.hashing import account_input_hash, account_variant, campaign_fingerprint
 from precompute.policy import TenantPolicy, build_policy
 from tests.corpora import REPO_ROOT
-from welcomemat.accounts import Account
-from welcomemat.campaign import Campaign
-from welcomemat.copy_inputs import CAMPAIGN_INPUTS, InputRole
-from welcomemat.experiments import CopyVariant, Experiment, ExperimentStop
-from welcomemat.zone_contract import ZoneContract
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.copy_inputs import CAMPAIGN_INPUTS, InputRole
+from welcomemat.campaign.experiments import CopyVariant, Experiment, ExperimentStop
+from welcomemat.records.accounts import Account
+from welcomemat.zones.contract import ZoneContract
 
 SCRIPT = """
 from precompute.hashing import account_input_hash, campaign_fingerprint
 from precompute.policy import build_policy
-from welcomemat.accounts import read_accounts
-from welcomemat.campaign import load_campaign
-from welcomemat.zone_contract import load_zone_contracts
+from welcomemat.records.accounts import read_accounts
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.zones.contract import load_zone_contracts
 zones = dict(load_zone_contracts("zones"))
 campaign = load_campaign("examples/campaign.yaml", zones)
 fp = campaign_fingerprint(campaign, zones, build_policy(campaign, None), "offline")

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from precompute.context import IdentityConfidence, IdentityReason
 from precompute.identity import FREEMAIL_DOMAINS, is_freemail, resolve_identity
-from welcomemat.accounts import Account
+from welcomemat.records.accounts import Account
 
 
 def account(domain: str, *emails: str | None) -> Account:

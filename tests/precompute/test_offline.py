@@ -34,12 +34,12 @@ from precompute.providers.base import (
 )
 from precompute.providers.offline import OfflineComposer, count_word
 from tests.corpora import REPO_ROOT
-from welcomemat.accounts import Account
-from welcomemat.campaign import Campaign, load_campaign
-from welcomemat.campaign_sections import Confidence
+from welcomemat.campaign.contract import Campaign, load_campaign
+from welcomemat.campaign.sections import Confidence
 from welcomemat.reasons import ZoneReason
+from welcomemat.records.accounts import Account
 from welcomemat.surfaces import Surface
-from welcomemat.zone_contract import load_zone_contracts
+from welcomemat.zones.contract import load_zone_contracts
 
 ZONES = load_zone_contracts(REPO_ROOT / "zones")
 CAMPAIGN = load_campaign(REPO_ROOT / "examples/campaign.yaml", zones=ZONES)

@@ -27,8 +27,8 @@ from openai._utils._json import openapi_dumps  # what `post(body=...)` would sen
 from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel
 
+from cli.precompute_command import PROVIDERS, make_provider
 from precompute.checks import CheckInput, build_vocabulary, run_checks
-from precompute.commands import PROVIDERS, make_provider
 from precompute.company_names import short_name
 from precompute.context_builder import build_context
 from precompute.explain import format_explain
@@ -51,15 +51,15 @@ from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today
 from tests.llm_server import BROKEN_MODES, HOSTILE_STRINGS, LLMTestServer
 from welcomemat import keys
-from welcomemat.accounts import Account, Fact, Source
-from welcomemat.audit import AuditAction, Via, read_entries
-from welcomemat.campaign import Campaign
+from welcomemat.campaign.contract import Campaign
 from welcomemat.errors import ConfigError
 from welcomemat.reasons import ZoneReason
+from welcomemat.records.accounts import Account, Fact, Source
+from welcomemat.records.audit import AuditAction, Via, read_entries
 from welcomemat.settings import Settings
-from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import ZoneContract
-from welcomemat.zoneset import Rung
+from welcomemat.zones.contract import ZoneContract
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # as in test_pipeline: the Series A was on Thursday
 TODAY = NOW.date()

@@ -12,9 +12,9 @@ from precompute.context_builder import build_context
 from precompute.providers.base import GenerationRequest
 from precompute.providers.offline import OfflineComposer
 from tests.precompute.test_offline import AS_OF, CAMPAIGN, POLICY, ZONES, dymaxa_record
-from welcomemat.accounts import Account
-from welcomemat.fact_types import FACT_TYPES
-from welcomemat.patterns import pattern_problems
+from welcomemat.campaign.fact_types import FACT_TYPES
+from welcomemat.campaign.patterns import pattern_problems
+from welcomemat.records.accounts import Account
 
 
 def fact(fact_type: str, n: int) -> dict[str, Any]:

@@ -18,14 +18,14 @@ from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today
 from welcomemat import keys
-from welcomemat.audit import AuditAction, Auditor, Via, read_entries
-from welcomemat.campaign import Campaign
-from welcomemat.markup import render_text
+from welcomemat.campaign.contract import Campaign
 from welcomemat.reasons import ZoneReason
-from welcomemat.review import decide, list_queue
-from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import ZoneContract
-from welcomemat.zoneset import Rung, ZoneSetMode, ZoneSetStatus
+from welcomemat.records.audit import AuditAction, Auditor, Via, read_entries
+from welcomemat.security.markup import render_text
+from welcomemat.zones.contract import ZoneContract
+from welcomemat.zones.review import decide, list_queue
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung, ZoneSetMode, ZoneSetStatus
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)  # a Sunday; the Series A was "last Thursday"
 LANDING = ("hero_headline", "hero_support", "proof", "cta")
@@ -397,7 +397,7 @@ def test_allowed_inline_markup_is_published_beside_plain_text_and_renders(
 def test_zone_sets_record_the_guideline_version_and_hash_and_qa_breaks_them_down(
     tmp_path: Path, redis_client: redis.Redis, campaign: Campaign, zones: dict[str, ZoneContract]
 ) -> None:
-    from welcomemat.guidelines import guideline_hash
+    from welcomemat.campaign.guidelines import guideline_hash
 
     run(redis_client, campaign, zones, write(tmp_path, [dymaxa(tier=2)]))
     zs = ZoneSetStore(redis_client).get("acme", "q4-pipeline", "acct_dymaxa")

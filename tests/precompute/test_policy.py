@@ -17,10 +17,10 @@ from precompute.policy import (
     load_tenant_policy,
 )
 from tests.corpora import REPO_ROOT
-from welcomemat.campaign import Campaign, load_campaign
-from welcomemat.campaign_sections import MAX_SIGNAL_WINDOW_DAYS, Confidence
+from welcomemat.campaign.contract import Campaign, load_campaign
+from welcomemat.campaign.openers import DEFAULT_BANNED_OPENERS
+from welcomemat.campaign.sections import MAX_SIGNAL_WINDOW_DAYS, Confidence
 from welcomemat.errors import ContractError
-from welcomemat.openers import DEFAULT_BANNED_OPENERS
 
 EXAMPLE_CAMPAIGN = REPO_ROOT / "examples" / "campaign.yaml"
 

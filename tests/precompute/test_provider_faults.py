@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 import redis
 
+from cli.run_output import print_run_report
 from precompute.journal import JournalState
 from precompute.providers.openai_provider import OpenAIProvider
-from precompute.run_output import print_run_report
 from tests.corpora import REPO_ROOT
 from tests.llm_server import LLMTestServer
 from tests.precompute.test_openai_provider import (
@@ -34,11 +34,11 @@ from tests.precompute.test_openai_provider import (
     run,
 )
 from welcomemat import keys
-from welcomemat.campaign import Campaign
+from welcomemat.campaign.contract import Campaign
 from welcomemat.settings import Settings
-from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import ZoneContract
-from welcomemat.zoneset import Rung, ZoneSet
+from welcomemat.zones.contract import ZoneContract
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung, ZoneSet
 
 GOOD_KEY = "sk-good"
 CALLS_PER_ACCOUNT = 2  # generation + self-review

@@ -26,10 +26,10 @@ from precompute.qa import run_qa
 from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from welcomemat import keys
-from welcomemat.campaign import Campaign, load_campaign
-from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import ZoneContract
-from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
+from welcomemat.campaign.contract import Campaign, load_campaign
+from welcomemat.zones.contract import ZoneContract
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 ZONES = ("hero_headline", "hero_support", "proof", "cta", "continuation_headline")

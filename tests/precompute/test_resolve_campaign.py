@@ -8,7 +8,7 @@ import json
 import pytest
 import redis
 
-from precompute.commands import resolve_campaign
+from cli.precompute_command import resolve_campaign
 from welcomemat import keys
 from welcomemat.errors import InputError, StoredValueError
 

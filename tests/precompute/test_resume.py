@@ -19,9 +19,9 @@ from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
 from welcomemat import keys
-from welcomemat.campaign import load_campaign
-from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import load_zone_contracts
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.zones.contract import load_zone_contracts
+from welcomemat.zones.store import ZoneSetStore
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 COUNT = 3000

@@ -30,11 +30,11 @@ from tests.corpora import REPO_ROOT
 from tests.llm_server import LLMTestServer
 from tests.precompute.test_openai_provider import NOW, example_rows, provider_for
 from welcomemat import keys
-from welcomemat.campaign import Campaign
+from welcomemat.campaign.contract import Campaign
 from welcomemat.model_cost import PRICES_ENV_VAR, parse_price_table
 from welcomemat.settings import Settings
-from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import ZoneContract
+from welcomemat.zones.contract import ZoneContract
+from welcomemat.zones.store import ZoneSetStore
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 PRICES = "test-model=1/2"

@@ -23,11 +23,11 @@ from precompute.report import RunReport
 from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import write_example_accounts
-from welcomemat.accounts import Account, read_accounts
-from welcomemat.campaign import Campaign, load_campaign
-from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import ZoneContract, load_zone_contracts
-from welcomemat.zoneset import Rung
+from welcomemat.campaign.contract import Campaign, load_campaign
+from welcomemat.records.accounts import Account, read_accounts
+from welcomemat.zones.contract import ZoneContract, load_zone_contracts
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 GATE_TIMEOUT_S = 20.0  # only reached when the next chunk never starts: the test then fails

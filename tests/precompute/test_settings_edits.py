@@ -25,10 +25,10 @@ import yaml
 from tests.corpora import REPO_ROOT
 from tests.llm_server import LLMTestServer
 from tests.precompute.test_openai_provider import ACCOUNT_IDS, WORKER, example_rows
-from welcomemat.audit import Auditor, Via
-from welcomemat.review import decide
-from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import ZoneSetStatus
+from welcomemat.records.audit import Auditor, Via
+from welcomemat.zones.review import decide
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import ZoneSetStatus
 
 TIER_ONE = ACCOUNT_IDS[:2]  # a person approves these accounts' pages before they go live
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from precompute.context import TrustedFact
 from precompute.specific_use import SpecificUse, specific_used
-from welcomemat.campaign_sections import Confidence
+from welcomemat.campaign.sections import Confidence
 
 AS_OF = date(2026, 11, 30)  # a Monday
 NAMES = ("Dymaxa B.V.", "Dymaxa", "Dymaxa Labs")

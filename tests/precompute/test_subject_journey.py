@@ -13,14 +13,14 @@ from typing import Any
 
 import redis
 
-from precompute.fact_refusals import FactRefusalTally
+from precompute.facts.refusals import FactRefusalTally
 from precompute.qa import run_qa
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import precompute_offline
 from tests.server.conftest import example_inputs
 from welcomemat import keys
-from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import Rung
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 

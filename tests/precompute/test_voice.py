@@ -28,17 +28,17 @@ from precompute.run import PrecomputeRun
 from precompute.zone_scores import reader_role
 from tests.llm_server import LLMTestServer
 from tests.precompute import voice_corpus
-from tests.precompute.test_claim_sources import CAMPAIGN, ZONES, assemble, model, with_headline_pattern
+from tests.precompute.claims.test_claim_sources import CAMPAIGN, ZONES, assemble, model, with_headline_pattern
 from tests.precompute.test_qa_findings import NOW, account, by_reason, findings_of
-from welcomemat.reasons import OFF_VOICE_DOCS
-from welcomemat.voice import (
+from welcomemat.campaign.voice import (
     MAX_VOICE_EXAMPLES,
     MIN_VOICE_EXAMPLES,
     VOICE_DIMENSIONS,
     derive_profile,
     voice_failures,
 )
-from welcomemat.zoneset import Rung
+from welcomemat.reasons import OFF_VOICE_DOCS
+from welcomemat.zones.zoneset import Rung
 
 __all__ = ["model"]  # the fixture, shared with test_claim_sources
 

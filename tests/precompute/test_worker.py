@@ -32,11 +32,11 @@ from precompute.run import PrecomputeRun
 from precompute.worker import Worker, WorkerOptions
 from tests.corpora import REPO_ROOT
 from welcomemat import keys
-from welcomemat.accounts import read_accounts
-from welcomemat.audit import read_entries
-from welcomemat.campaign import load_campaign
-from welcomemat.store import ZoneSetStore
-from welcomemat.zone_contract import load_zone_contracts
+from welcomemat.campaign.contract import load_campaign
+from welcomemat.records.accounts import read_accounts
+from welcomemat.records.audit import read_entries
+from welcomemat.zones.contract import load_zone_contracts
+from welcomemat.zones.store import ZoneSetStore
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 TENANT, CAMPAIGN = "acme", "q4-pipeline"

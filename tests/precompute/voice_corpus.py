@@ -22,7 +22,7 @@ from precompute.checks import CheckInput, check_voice
 from precompute.context_builder import build_context
 from tests.corpora import REPO_ROOT
 from tests.example_accounts import committed_today
-from tests.precompute.claim_corpus import (
+from tests.precompute.claims.claim_corpus import (
     CAMPAIGN,
     OTHERS,
     POLICY,
@@ -32,9 +32,9 @@ from tests.precompute.claim_corpus import (
     example_assembler,
     exit_for,
 )
-from welcomemat.accounts import read_accounts
+from welcomemat.campaign.voice import VOICE_DIMENSIONS, VoiceProfile, voice_failures
 from welcomemat.reasons import OFF_VOICE
-from welcomemat.voice import VOICE_DIMENSIONS, VoiceProfile, voice_failures
+from welcomemat.records.accounts import read_accounts
 
 __all__ = ["OFF_VOICE_LINES", "VoiceMeasured", "main", "measure", "off_voice_lines", "profile"]
 

@@ -25,14 +25,14 @@ from server.tuning import RendererTuning
 from tests.corpora import REPO_ROOT
 from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
-from welcomemat.campaign import Campaign, load_campaign
+from welcomemat.campaign.contract import Campaign, load_campaign
+from welcomemat.security.tokens import TokenKind, TokenSigner
 from welcomemat.settings import Settings
-from welcomemat.store import ZoneSetStore
 from welcomemat.surfaces import ALL_SURFACES
-from welcomemat.theme import Theme
-from welcomemat.tokens import TokenKind, TokenSigner
-from welcomemat.zone_contract import ZoneContract, load_zone_contracts
-from welcomemat.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode, ZoneSetStatus
+from welcomemat.theme.folder import Theme
+from welcomemat.zones.contract import ZoneContract, load_zone_contracts
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode, ZoneSetStatus
 
 SECRET = "renderer-test-secret-0123456789abcdef"
 OTHER_SECRET = "another-secret-nobody-configured-0123456789"

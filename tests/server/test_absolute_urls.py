@@ -26,8 +26,8 @@ from tests.server.conftest import (
     signer,
 )
 from tests.server.uvicorn_thread import serve_in_thread
-from welcomemat.campaign import Campaign
-from welcomemat.tokens import TokenKind
+from welcomemat.campaign.contract import Campaign
+from welcomemat.security.tokens import TokenKind
 
 EVIL = "evil.example"
 HOSTILE_HEADERS = [
@@ -110,7 +110,7 @@ _FROM_REQUEST = re.compile(r"\burl_for\(|\bbase_url\b|\brequest\.url(?!\.path\b)
 
 def test_no_server_module_builds_a_url_from_the_request() -> None:
     offenders = []
-    for path in sorted((REPO_ROOT / "server").glob("*.py")):
+    for path in sorted((REPO_ROOT / "server").rglob("*.py")):
         text = path.read_text()
         for number, line in enumerate(text.splitlines(), start=1):
             if _FROM_REQUEST.search(line):

@@ -38,11 +38,11 @@ from tests.server.conftest import (
 from tests.server.conftest import link_token as conftest_link_token
 from tests.server.pagetools import without_per_request_values, zones
 from welcomemat import keys
-from welcomemat.audit import Auditor, Via
-from welcomemat.campaign import Campaign
-from welcomemat.store import ZoneSetStore
-from welcomemat.subject_requests import Subject, erase
-from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenKind, TokenSigner
+from welcomemat.campaign.contract import Campaign
+from welcomemat.records.audit import Auditor, Via
+from welcomemat.records.subject_requests import Subject, erase
+from welcomemat.security.tokens import DEFAULT_COOKIE_TTL_S, TokenKind, TokenSigner
+from welcomemat.zones.store import ZoneSetStore
 
 # Both apps' clocks: fixed, so a cookie signed now is the same string in either.
 NOW = float(int(time.time()))

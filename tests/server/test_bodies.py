@@ -17,14 +17,14 @@ import redis
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from server.admin import MAX_TEMPLATE_BYTES
-from server.admin_review import MAX_BODY_BYTES as ADMIN_MAX_BYTES
+from server.admin.review_queue import MAX_BODY_BYTES as ADMIN_MAX_BYTES
+from server.admin.routes import MAX_TEMPLATE_BYTES
 from server.bodies import BodyRefused, declared_length
-from server.events_api import MAX_BODY_BYTES as BEACON_MAX_BYTES
+from server.engagement.events_api import MAX_BODY_BYTES as BEACON_MAX_BYTES
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import BASE_URL, CAMPAIGN, renderer_app, renderer_settings, tuning_for_tests
 from tests.server.uvicorn_thread import serve_in_thread
-from welcomemat.conversions import CONVERSION_BODY_MAX_BYTES
+from welcomemat.records.conversions import CONVERSION_BODY_MAX_BYTES
 
 ADMIN_TOKEN = "admin-token-for-body-tests-0123456789"
 CRM_TOKEN = "crm-token-for-body-tests-0123456789"
@@ -230,7 +230,7 @@ def test_every_body_is_read_by_the_one_reader() -> None:
     readers = re.compile(r"\.(body|json|form|stream)\(\)")
     offenders = [
         f"{path.name}:{number}"
-        for path in sorted((REPO_ROOT / "server").glob("*.py"))
+        for path in sorted((REPO_ROOT / "server").rglob("*.py"))
         if path.name != "bodies.py"
         for number, line in enumerate(path.read_text().splitlines(), start=1)
         if readers.search(line)

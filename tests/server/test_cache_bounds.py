@@ -18,9 +18,9 @@ from tests.server.conftest import (
     tuning_for_tests,
 )
 from welcomemat.arms import Arm
-from welcomemat.campaign import Campaign
-from welcomemat.store import ZoneSetStore
-from welcomemat.tokens import TokenKind
+from welcomemat.campaign.contract import Campaign
+from welcomemat.security.tokens import TokenKind
+from welcomemat.zones.store import ZoneSetStore
 
 VISITORS = 120
 LIMITS = {

@@ -17,7 +17,7 @@ from tests.server.conftest import (
 )
 from tests.server.pagetools import zones
 from tests.server.uvicorn_thread import serve_in_thread
-from welcomemat.embedded_redis import temporary_redis
+from welcomemat.storage.embedded_redis import temporary_redis
 
 PERSONAL_TEXT = "Congrats on the Series A, Dymaxa"
 # A page must come back well within this, also while Redis is down (budget 0.25 s + margin).

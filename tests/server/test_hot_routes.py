@@ -27,9 +27,9 @@ from tests.server.conftest import (
     renderer_settings,
     tuning_for_tests,
 )
-from welcomemat.campaign import Campaign
-from welcomemat.store import ZoneSetStore
-from welcomemat.tokens import TokenKind
+from welcomemat.campaign.contract import Campaign
+from welcomemat.security.tokens import TokenKind
+from welcomemat.zones.store import ZoneSetStore
 
 # The real app's route table (building it connects to nothing).
 ROUTES = create_app(renderer_settings(), redis_client=redis.Redis(port=1)).routes

@@ -33,9 +33,9 @@ from tests.server.conftest import (
 )
 from tests.server.pagetools import body_data, zones
 from welcomemat.arms import Arm
-from welcomemat.campaign import Campaign
-from welcomemat.store import ZoneSetStore
-from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.campaign.contract import Campaign
+from welcomemat.security.tokens import TokenKind, TokenSigner
+from welcomemat.zones.store import ZoneSetStore
 
 IP_ACCOUNT = account_in(Arm.PERSONAL, prefix="ip")
 OTHER_ACCOUNT = account_in(Arm.PERSONAL, prefix="other")

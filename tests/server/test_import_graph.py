@@ -23,7 +23,11 @@ def server_imports(path: Path) -> set[str]:
 
 
 def import_graph() -> dict[str, set[str]]:
-    return {f"server.{p.stem}": server_imports(p) for p in SERVER.glob("*.py")}
+    return {
+        ".".join(p.relative_to(SERVER.parent).with_suffix("").parts): server_imports(p)
+        for p in SERVER.rglob("*.py")
+        if p.name != "__init__.py"
+    }
 
 
 def test_identifying_a_visitor_needs_no_app_state() -> None:

@@ -19,9 +19,9 @@ from tests.server.conftest import (
     renderer_settings,
 )
 from tests.server.pagetools import zones
-from welcomemat.campaign import Campaign
-from welcomemat.store import ZoneSetStore
-from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.campaign.contract import Campaign
+from welcomemat.security.tokens import TokenKind, TokenSigner
+from welcomemat.zones.store import ZoneSetStore
 
 OLD = SECRET
 NEW = "the-new-key-after-rotation-0123456789abcdef"

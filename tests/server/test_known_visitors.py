@@ -32,10 +32,10 @@ from tests.server.conftest import (
 )
 from tests.server.pagetools import without_per_request_values, zones
 from welcomemat.arms import Arm
-from welcomemat.campaign import Campaign
-from welcomemat.campaign_view import CampaignView
-from welcomemat.store import ZoneSetStore
-from welcomemat.tokens import TokenKind, TokenSigner
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.view import CampaignView
+from welcomemat.security.tokens import TokenKind, TokenSigner
+from welcomemat.zones.store import ZoneSetStore
 
 
 def cookie(account: str = PERSONAL_ACCOUNT, **kwargs: Any) -> dict[str, str]:

@@ -53,8 +53,8 @@ from tests.example_accounts import write_example_accounts
 from tests.server.conftest import CAMPAIGN, TENANT, example_inputs, renderer_app, renderer_settings, signer
 from tests.server.uvicorn_thread import serve_in_thread
 from welcomemat.arms import Arm
-from welcomemat.theme_rules import ASSET_TYPES
-from welcomemat.tokens import TokenKind
+from welcomemat.security.tokens import TokenKind
+from welcomemat.theme.rules import ASSET_TYPES
 
 #: Cases per operation and kind of case (generated, negative, pinned, identified).
 MAX_EXAMPLES = 20

@@ -19,8 +19,8 @@ from tests.server.conftest import (
     renderer_app,
     renderer_settings,
 )
-from welcomemat.campaign import Campaign
-from welcomemat.store import ZoneSetStore
+from welcomemat.campaign.contract import Campaign
+from welcomemat.zones.store import ZoneSetStore
 
 
 def dead_redis() -> redis.Redis:

@@ -22,9 +22,9 @@ from tests.server.conftest import (
 from tests.server.pagetools import body_data, cta_destination, zones
 from welcomemat import keys
 from welcomemat.arms import Arm
-from welcomemat.campaign import Campaign
-from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import ZoneSetStatus
+from welcomemat.campaign.contract import Campaign
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import ZoneSetStatus
 
 LANDING_ZONES = ["hero_headline", "hero_support", "proof", "cta"]
 
@@ -250,8 +250,8 @@ def test_each_view_gets_its_own_view_id(client: TestClient) -> None:
 def test_stamped_inline_markup_renders_and_a_forged_stamp_is_escaped(
     client: TestClient, store: ZoneSetStore
 ) -> None:
-    from welcomemat.markup import CleanedMarkup, clean_inline, markup_to_text
-    from welcomemat.zoneset import ZoneSet
+    from welcomemat.security.markup import CleanedMarkup, clean_inline, markup_to_text
+    from welcomemat.zones.zoneset import ZoneSet
 
     source = "Ramp <em>every</em> new seller"
     good = clean_inline(source, frozenset({"em", "strong"}))  # hero_support allows em, strong

@@ -35,10 +35,10 @@ from tests.server.conftest import (
 from tests.server.pagetools import zones
 from welcomemat import keys
 from welcomemat.arms import Arm
-from welcomemat.record_fold import FOLD_LUA, fold_events
-from welcomemat.records import read_account_record
-from welcomemat.store import ZoneSetStore
-from welcomemat.tokens import TokenKind, TokenSigner, claimed_scope
+from welcomemat.records.account_records import read_account_record
+from welcomemat.records.fold import FOLD_LUA, fold_events
+from welcomemat.security.tokens import TokenKind, TokenSigner, claimed_scope
+from welcomemat.zones.store import ZoneSetStore
 
 CONTINUATION = f"{PUBLIC_URL}/c/{CAMPAIGN}/continue"
 

@@ -9,8 +9,8 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from server.redis_guard import RedisGuard, RedisUnavailable
-from welcomemat.breaker import CircuitBreaker
 from welcomemat.errors import StoredValueError
+from welcomemat.storage.breaker import CircuitBreaker
 
 
 class Clock:

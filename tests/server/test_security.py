@@ -10,9 +10,9 @@ from starlette.testclient import TestClient
 
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import BASE_URL, CAMPAIGN, renderer_app, renderer_settings
-from welcomemat.campaign import Campaign
-from welcomemat.theme import Theme
-from welcomemat.theme_rules import ThemeProblem
+from welcomemat.campaign.contract import Campaign
+from welcomemat.theme.folder import Theme
+from welcomemat.theme.rules import ThemeProblem
 
 
 def csp(response_headers: object) -> dict[str, str]:

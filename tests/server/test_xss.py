@@ -27,9 +27,9 @@ from tests.server.conftest import (
     renderer_settings,
 )
 from tests.server.pagetools import cta_destination, parse, text_of, zones
-from welcomemat.markup import clean_inline
-from welcomemat.store import ZoneSetStore
-from welcomemat.zoneset import ZoneSetStatus
+from welcomemat.security.markup import clean_inline
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import ZoneSetStatus
 
 CAMPAIGN = "xss-check"
 ZONES_PER_PAGE = 8

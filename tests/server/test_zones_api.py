@@ -34,15 +34,15 @@ from tests.server.pagetools import cta_destination
 from tests.server.pagetools import zones as page_zones
 from welcomemat import keys
 from welcomemat.arms import Arm
-from welcomemat.campaign import Campaign
-from welcomemat.campaign_view import CampaignView, ResolvedZone, build_campaign_view
-from welcomemat.markup import clean_inline, markup_to_text
-from welcomemat.store import ZoneSetStore
+from welcomemat.campaign.contract import Campaign
+from welcomemat.campaign.view import CampaignView, ResolvedZone, build_campaign_view
+from welcomemat.security.markup import clean_inline, markup_to_text
+from welcomemat.security.tokens import DEFAULT_COOKIE_TTL_S, TokenKind
 from welcomemat.surfaces import Surface
-from welcomemat.tokens import DEFAULT_COOKIE_TTL_S, TokenKind
-from welcomemat.zone_resolution import choose_variant, resolve_zones
-from welcomemat.zones_payload import zones_payload
-from welcomemat.zoneset import Rung, ZoneSet
+from welcomemat.zones.payload import zones_payload
+from welcomemat.zones.resolution import choose_variant, resolve_zones
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung, ZoneSet
 
 ORIGIN = "https://www.acmerevenue.example"
 

@@ -35,11 +35,11 @@ from tests.site_copy_campaign import (
     site_copy_zone_contracts,
 )
 from welcomemat.arms import Arm
-from welcomemat.campaign_view import ResolvedZone
-from welcomemat.store import ZoneSetStore
-from welcomemat.zone_resolution import best_rung
-from welcomemat.zones_payload import public_zone, zones_payload
-from welcomemat.zoneset import Rung
+from welcomemat.campaign.view import ResolvedZone
+from welcomemat.zones.payload import public_zone, zones_payload
+from welcomemat.zones.resolution import best_rung
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import Rung
 
 HEADLINE = "Congrats on the Series A, Dymaxa: ramp your new SDRs in weeks"
 # `None`: the campaign leaves `snippet` out, which must behave as `false`.

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from welcomemat import keys
-from welcomemat.tokens import MAX_TTL_S
+from welcomemat.security.tokens import MAX_TTL_S
 
 BUILDERS_WITH_ACCOUNT = [keys.zone_set_key, keys.previous_zone_set_key, keys.zone_set_version_key]
 BUILDERS_OF_CAMPAIGN = [

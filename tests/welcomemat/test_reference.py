@@ -21,14 +21,14 @@ from pydantic import BaseModel, ValidationError
 
 from cli import main as cli
 from precompute.checks import ALWAYS_RUN
-from precompute.claims import KNOWN_CLAIM_CLASSES
+from precompute.claims.classes import KNOWN_CLAIM_CLASSES
 from tests.corpora import REPO_ROOT
-from welcomemat.accounts import Account, parse_account_line
-from welcomemat.campaign import Campaign, load_campaign
+from welcomemat.campaign.contract import Campaign, load_campaign
+from welcomemat.campaign.tenant_policy import TenantPolicy, load_tenant_policy
 from welcomemat.errors import InputError
+from welcomemat.records.accounts import Account, parse_account_line
 from welcomemat.reference import FORMATS, JSON_SCHEMA_DIALECT, REGENERATE, format_models, json_schema
-from welcomemat.tenant_policy import TenantPolicy, load_tenant_policy
-from welcomemat.zone_contract import ZoneContract, load_zone_contract
+from welcomemat.zones.contract import ZoneContract, load_zone_contract
 
 DOC = REPO_ROOT / "docs" / "campaign.md"
 EXAMPLES = REPO_ROOT / "examples"

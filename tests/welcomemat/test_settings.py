@@ -9,8 +9,8 @@ import pytest
 
 from cli.main import main
 from tests.corpora import REPO_ROOT
-from welcomemat.credentials import Credential
 from welcomemat.errors import ConfigError
+from welcomemat.security.credentials import Credential
 from welcomemat.settings import SETTINGS, Settings
 
 

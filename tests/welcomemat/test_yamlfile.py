@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.corpora import REPO_ROOT
-from welcomemat.campaign import load_campaign
+from welcomemat.campaign.contract import load_campaign
 from welcomemat.errors import ContractError, ContractProblems
 from welcomemat.limits import YAML_MAX_BYTES
 from welcomemat.yamlfile import UniqueKeyLoader, read_yaml
-from welcomemat.zone_contract import load_zone_contract, load_zone_contracts
+from welcomemat.zones.contract import load_zone_contract, load_zone_contracts
 
 # A mapping as written: (key, value) pairs in order, repeats allowed; a value is a scalar
 # or a nested mapping.

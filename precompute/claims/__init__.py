@@ -1,0 +1,1 @@
+"""Claims a draft makes, and whether a cited fact backs each one."""

@@ -1,0 +1,1 @@
+"""Which facts are trusted: recency, subject, refusals, problems."""

@@ -1,0 +1,1 @@
+"""`/admin/...`: the operator's routes, their credential check and payloads."""

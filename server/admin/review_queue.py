@@ -1,0 +1,327 @@
+"""`/admin/review/...`: the campaign's review queue, and the decisions on one account.
+
+Approve, reject and rollback are `welcomemat.zones.review`'s, the same implementation as
+`welcomemat review`, audit-logged (`welcomemat.records.audit`) as the name of the token that made
+them (`NAME@TENANT` for a scoped one), through `http`. A rejection or a rollback without a
+`reason` is 400 before anything is done. A decision whose audit entry could not be written
+stands, and the answer says so: 503 with `"applied": true, "audited": false`.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from server.admin.endpoint import (
+    admin_endpoint,
+    campaign_not_found_doc,
+    guarded_read,
+    html_answer,
+    json_answer,
+    path_campaign,
+    path_id,
+)
+from server.admin.payloads import ReviewDecisionBody, RollbackBody, review_entry
+from server.bodies import declared_length, read_bounded_body
+from server.problems import HTTPProblem
+from server.renderer_state import RendererState
+from welcomemat.bounded_json import decode_json
+from welcomemat.errors import AuditError, InputError
+from welcomemat.limits import ADMIN_BODY_MAX_BYTES
+from welcomemat.records.audit import AuditAction, Auditor, Via, check_reason
+from welcomemat.validation_errors import dotted, first_problem
+from welcomemat.zones.review import ReviewOutcome, approve_held, decide, list_queue, roll_back
+from welcomemat.zones.store import ZoneSetStore
+from welcomemat.zones.zoneset import ZoneSet
+
+__all__ = [
+    "ADMIN_WRITE_TIMEOUT_S",
+    "MAX_BODY_BYTES",
+    "review_approve",
+    "review_queue",
+    "review_reject",
+    "review_rollback",
+]
+
+log = logging.getLogger(__name__)
+
+_B = TypeVar("_B", bound=BaseModel)
+# A decision writes, then appends its audit entry with up to `audit.APPEND_ATTEMPTS` tries on
+# the renderer's client (1 s socket timeout each): the budget covers them all.
+ADMIN_WRITE_TIMEOUT_S = 6.0
+MAX_BODY_BYTES = ADMIN_BODY_MAX_BYTES  # bytes (welcomemat.limits): {"version": N, "reason": ...}
+
+
+# -- review queue ----------------------------------------------------------------------------
+
+
+def _wants_html(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return "text/html" in accept and "application/json" not in accept.split("text/html")[0]
+
+
+@admin_endpoint()
+async def review_queue(request: Request, renderer: RendererState) -> Response:
+    """
+    summary: The campaign's review queue (admin).
+    description: >
+      Accounts waiting for a person (`approval`: served the fallback until approved) and the
+      sample of live accounts to read (`sample`). JSON, or HTML when the request accepts
+      `text/html`. Bearer admin token (`adminBearer`).
+    security: [{adminBearer: []}]
+    parameters:
+      - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
+    responses:
+      200:
+        description: "The queue: account, queue, queued_at, version, status, mode, segment."
+        content:
+          application/json: {schema: {$ref: "#/components/schemas/ReviewQueue"}}
+          text/html: {schema: {type: string}}
+      401: {$ref: "#/components/responses/BearerRefused"}
+    """
+    state = await path_campaign(request, renderer)
+    tenant, campaign = state.tenant, state.campaign_id
+    client = renderer.client
+    items = await guarded_read(renderer, "admin_review", lambda: list_queue(client, tenant, campaign))
+    entries = [review_entry(i.account_id, i.queue, i.queued_at, i.zone_set, i.held) for i in items]
+    if _wants_html(request):
+        return html_answer(
+            "admin/review.html",
+            admin_stylesheet="/static/admin.css",
+            tenant=tenant,
+            campaign=campaign,
+            entries=entries,
+        )
+    return json_answer(
+        {"tenant": tenant, "campaign": campaign, "items": [e.model_dump(mode="json") for e in entries]}
+    )
+
+
+review_queue.__doc__ = (
+    (review_queue.__doc__ or "").rstrip()
+    + campaign_not_found_doc()
+    + """
+      503: {$ref: "#/components/responses/RedisUnavailable"}
+"""
+)
+
+
+def _auditor(request: Request, renderer: RendererState) -> Auditor:
+    clock = renderer.clock
+    return Auditor(request.state.credential.actor, Via.HTTP, lambda: datetime.fromtimestamp(clock(), UTC))
+
+
+async def _body(request: Request, renderer: RendererState, model: type[_B], shape: str) -> _B:
+    """The body as `model`, read by the one bounded reader (413 past `MAX_BODY_BYTES`, declared
+    or not; 408 when it stops arriving) and decoded within `welcomemat.bounded_json`'s limits;
+    400 naming the field."""
+    body = await read_bounded_body(request, MAX_BODY_BYTES, renderer.tuning.body_read_timeout_s)
+    try:
+        return model.model_validate(decode_json(body or b"{}", max_bytes=MAX_BODY_BYTES))
+    except InputError as exc:
+        raise HTTPProblem(400, f"body must be JSON {shape}: {exc.field or 'body'}: {exc.message}") from None
+    except ValidationError as exc:
+        loc, message = first_problem(exc)
+        raise HTTPProblem(400, f"body must be JSON {shape}: {dotted(loc) or 'body'}: {message}") from None
+
+
+def _reason(text: str | None, action: AuditAction) -> str | None:
+    try:
+        return check_reason(text, action, source="reason")
+    except InputError as exc:
+        raise HTTPProblem(400, f"reason: {exc.message}") from None
+
+
+def _not_audited(what: str, exc: AuditError) -> HTTPProblem:
+    log.error("%s", exc)
+    return HTTPProblem(
+        503,
+        f"{what}; the decision stands, but its audit entry could not be written (see the renderer's log)",
+        fields={"applied": True, "audited": False},
+    )
+
+
+async def _decide(request: Request, renderer: RendererState, *, approve: bool) -> Response:
+    declared_length(request.headers.get("content-length"), MAX_BODY_BYTES)  # 413 before anything
+    state = await path_campaign(request, renderer)
+    account = path_id(request, "account")
+    tenant, campaign = state.tenant, state.campaign_id
+    decision = await _body(
+        request, renderer, ReviewDecisionBody, '{"version": N, "reason": "why"}, the version you reviewed'
+    )
+    reason = _reason(decision.reason, AuditAction.APPROVE if approve else AuditAction.REJECT)
+    if decision.held is not None and not approve:
+        raise HTTPProblem(400, "`held` names a held draft to approve; a rejection leaves it held")
+    auditor = _auditor(request, renderer)
+
+    def act() -> tuple[ZoneSet | None, ReviewOutcome | AuditError | None]:
+        current = ZoneSetStore(renderer.client).get(tenant, campaign, account)
+        if current is None:
+            return None, None
+        try:
+            if decision.held is not None:
+                return current, approve_held(
+                    renderer.client,
+                    tenant,
+                    campaign,
+                    account,
+                    decision.held,
+                    auditor=auditor,
+                    reason=reason,
+                    expected_version=decision.version,
+                )
+            return current, decide(
+                renderer.client,
+                tenant,
+                campaign,
+                account,
+                approve=approve,
+                auditor=auditor,
+                reason=reason,
+                expected_version=decision.version,
+            )
+        except AuditError as exc:  # done, not logged: said below, not a Redis fault to count
+            return current, exc
+
+    current, outcome = await renderer.guard.call("admin_review_decide", act, timeout_s=ADMIN_WRITE_TIMEOUT_S)
+    if current is None or outcome is None:
+        raise HTTPProblem(404, f"no zone set is published for account {account!r} in {tenant}/{campaign}")
+    if isinstance(outcome, AuditError):
+        raise _not_audited(
+            f"{'approved' if approve else 'rejected'} v{decision.version} of {account}", outcome
+        )
+    if not outcome.applied or outcome.result is None:
+        raise HTTPProblem(409, outcome.detail, fields={"current_version": current.version})
+    result = outcome.result
+    return json_answer(
+        {
+            "account_id": account,
+            "changed": result.changed,
+            "version": result.version,
+            "status": result.zone_set.status.value,
+            "detail": outcome.detail,
+        }
+    )
+
+
+def _account_write_doc(*, body: str, ok: str, bad_body: str, not_found: str, conflict: str, kept: str) -> str:
+    """The OpenAPI text of a review write on one account (approve, reject, rollback): the same
+    parameters and refusals, with what differs passed in."""
+    conflict_doc = (
+        f"""
+      409:
+        $ref: "#/components/responses/Problem"
+        description: >-
+          {conflict}"""
+        if conflict
+        else ""
+    )
+    return f"""
+    security: [{{adminBearer: []}}]
+    parameters:
+      - {{name: campaign, in: path, required: true, schema: {{$ref: "#/components/schemas/Id"}}}}
+      - {{name: account, in: path, required: true, schema: {{$ref: "#/components/schemas/Id"}}}}
+    requestBody:
+      required: true
+      content:
+        application/json: {{schema: {{$ref: "#/components/schemas/{body}"}}}}
+    responses:
+      200:
+        description: "{ok}"
+        content: {{application/json: {{schema: {{$ref: "#/components/schemas/ReviewDecision"}}}}}}
+      400:
+        $ref: "#/components/responses/Problem"
+        description: "{bad_body}"
+      401: {{$ref: "#/components/responses/BearerRefused"}}{campaign_not_found_doc(not_found)}{conflict_doc}
+      408: {{$ref: "#/components/responses/Problem", description: "The body did not arrive in time."}}
+      413: {{$ref: "#/components/responses/Problem", description: "The body is over 1024 bytes."}}
+      503:
+        $ref: "#/components/responses/RedisUnavailable"
+        description: "Redis is unavailable, or the {kept} stands but was not audit-logged."
+"""
+
+
+_DECIDE_DOC = _account_write_doc(
+    body="ReviewDecisionBody",
+    ok="Applied (or already so): the current version and status.",
+    bad_body='Not {\\"version\\": N, \\"reason\\": ...}; a rejection without a reason.',
+    not_found=" or zone set",
+    conflict="The version is no longer current (`current_version`): review the current version; or "
+    "the `held` draft cannot be approved (it fails a deterministic check, its facts expired, or "
+    "the zone holds no draft).",
+    kept="decision",
+)
+
+
+@admin_endpoint()
+async def review_approve(request: Request, renderer: RendererState) -> Response:
+    return await _decide(request, renderer, approve=True)
+
+
+@admin_endpoint()
+async def review_reject(request: Request, renderer: RendererState) -> Response:
+    return await _decide(request, renderer, approve=False)
+
+
+review_approve.__doc__ = (
+    "\n    summary: Approve the version you reviewed; it is served as personal (admin).\n" + _DECIDE_DOC
+)
+
+
+@admin_endpoint()
+async def review_rollback(request: Request, renderer: RendererState) -> Response:
+    """
+    summary: Serve the account's previous zone set again, under a new version (admin).
+    description: >
+      What `welcomemat review rollback` does: the previous version becomes current under the
+      next version number (a second rollback in a row has nothing to go back to). The reason
+      is required and audit-logged. Bearer admin token (`adminBearer`).
+    """
+    declared_length(request.headers.get("content-length"), MAX_BODY_BYTES)  # 413 before anything
+    state = await path_campaign(request, renderer)
+    account = path_id(request, "account")
+    tenant, campaign = state.tenant, state.campaign_id
+    body = await _body(request, renderer, RollbackBody, '{"reason": "why"}')
+    reason = _reason(body.reason, AuditAction.ROLLBACK)
+    auditor = _auditor(request, renderer)
+
+    def act() -> ZoneSet | AuditError | None:
+        try:
+            return roll_back(renderer.client, tenant, campaign, account, auditor=auditor, reason=reason)
+        except AuditError as exc:
+            return exc
+
+    restored = await renderer.guard.call("admin_review_rollback", act, timeout_s=ADMIN_WRITE_TIMEOUT_S)
+    if restored is None:
+        raise HTTPProblem(
+            404, f"account {account!r} in {tenant}/{campaign} has no previous version to go back to"
+        )
+    if isinstance(restored, AuditError):
+        raise _not_audited(f"rolled back {account}", restored)
+    return json_answer(
+        {
+            "account_id": account,
+            "changed": True,
+            "version": restored.version,
+            "status": restored.status.value,
+            "detail": f"v{restored.version} serves what was published before",
+        }
+    )
+
+
+review_rollback.__doc__ = (review_rollback.__doc__ or "").rstrip() + _account_write_doc(
+    body="RollbackBody",
+    ok="Rolled back: the new version and its status.",
+    bad_body='The body is not {\\"reason\\": ...}, or the reason is blank.',
+    not_found=", or no previous version to go back to",
+    conflict="",
+    kept="rollback",
+)
+review_reject.__doc__ = (
+    "\n    summary: Reject the version you reviewed; the account keeps the fallback (admin).\n" + _DECIDE_DOC
+)

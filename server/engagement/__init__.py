@@ -1,0 +1,1 @@
+"""Engagement in: events, the beacon, the CTA redirect, conversions, the collector."""

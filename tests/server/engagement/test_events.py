@@ -1,0 +1,254 @@
+"""The event writer: non-blocking emit, batched XADD with MAXLEN ~, re-queue on failure, drops counted,
+an event id on every event, beacons written once however often they are sent."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from server.engagement.events import EngagementEvent, EventType, EventWriter, new_event_id
+from server.metrics import RendererMetrics
+from welcomemat import keys
+from welcomemat.ids import is_valid_id
+
+
+def event(n: int, tenant: str = "acme") -> EngagementEvent:
+    return EngagementEvent(
+        type=EventType.VIEW,
+        tenant=tenant,
+        campaign="q4",
+        view_id=f"v{n}",
+        ts_ms=n,
+        arm="personal",
+        account="a1",
+    )
+
+
+def writer(client: redis.Redis, *, autostart: bool = True, **kwargs: int) -> EventWriter:
+    options = {"queue_max": 100, "batch_max": 10, "flush_interval_s": 0.01, "stream_maxlen": 1000} | kwargs
+    return EventWriter(client, RendererMetrics(), autostart=autostart, **options)  # type: ignore[arg-type]
+
+
+def test_events_are_written_in_order_with_a_ttl(redis_client: redis.Redis) -> None:
+    w = writer(redis_client)
+    for n in range(25):
+        assert w.emit(event(n))
+    deadline = time.monotonic() + 5
+    while redis_client.xlen(keys.events_stream_key("acme")) < 25:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    w.close()
+    entries = redis_client.xrange(keys.events_stream_key("acme"))
+    assert [fields[b"view_id"] for _, fields in entries] == [f"v{n}".encode() for n in range(25)]
+    assert b"contact" not in entries[0][1]  # unknown values are left out
+    assert 0 < redis_client.ttl(keys.events_stream_key("acme")) <= keys.EVENTS_STREAM_TTL_S
+
+
+def test_full_queue_drops_and_counts(redis_client: redis.Redis) -> None:
+    w = writer(redis_client, queue_max=3, autostart=False)  # no writer thread: the queue only fills
+    results = [w.emit(event(n)) for n in range(5)]
+    assert results == [True, True, True, False, False]
+    assert w.dropped == 2
+
+
+def test_failed_write_keeps_the_batch_for_later() -> None:
+    dead = redis.Redis.from_url("unix:///nonexistent/wm.sock")
+    w = writer(dead, autostart=False)
+    for n in range(5):
+        w.emit(event(n))
+    try:
+        w.flush_once()
+    except redis.RedisError:
+        pass
+    else:
+        raise AssertionError("expected a Redis error")
+    assert w.queued == 5 and w.dropped == 0
+    dead.close()
+
+
+def test_a_batch_being_written_still_counts_as_queued(redis_client: redis.Redis) -> None:
+    """Health and shutdown read `queued` while the writer holds a batch: those events are not
+    written yet, so they count (a Redis that hangs must not look like an empty queue)."""
+    w = writer(redis_client, autostart=False)
+    for n in range(5):
+        w.emit(event(n))
+    seen: list[int] = []
+    script = w._write_batch
+
+    def watching(**kwargs: object) -> object:
+        seen.append(w.queued)
+        return script(**kwargs)
+
+    w._write_batch = watching  # type: ignore[method-assign]
+    assert w.flush_once() == 5
+    assert seen == [5] and w.queued == 0
+
+
+def test_stream_is_trimmed_approximately(redis_client: redis.Redis) -> None:
+    w = writer(redis_client, queue_max=5000, batch_max=500, stream_maxlen=100, autostart=False)
+    for n in range(3000):
+        w.emit(event(n))
+    while w.flush_once():
+        pass
+    assert redis_client.xlen(keys.events_stream_key("acme")) < 1000
+
+
+def test_events_of_several_tenants_go_to_their_own_streams(redis_client: redis.Redis) -> None:
+    w = writer(redis_client, autostart=False)
+    for n in range(6):
+        w.emit(event(n, tenant="acme" if n % 2 else "globex"))
+    assert w.flush_once() == 6
+    acme = redis_client.xrange(keys.events_stream_key("acme"))
+    globex = redis_client.xrange(keys.events_stream_key("globex"))
+    assert [f[b"view_id"] for _, f in acme] == [b"v1", b"v3", b"v5"]
+    assert [f[b"view_id"] for _, f in globex] == [b"v0", b"v2", b"v4"]
+    event_id = acme[0][1][b"event_id"]
+    assert is_valid_id(event_id.decode())
+    assert acme[0][1] == {
+        b"event_id": event_id,
+        b"type": b"view",
+        b"tenant": b"acme",
+        b"campaign": b"q4",
+        b"view_id": b"v1",
+        b"ts": b"1",
+        b"arm": b"personal",
+        b"account": b"a1",
+    }
+
+
+def test_a_large_batch_of_several_tenants_is_written_whole_and_in_order(redis_client: redis.Redis) -> None:
+    """A batch is serialised in chunks (the event loop gets the GIL in between): every
+    event of every chunk reaches its tenant's stream, in emit order, once."""
+    w = writer(redis_client, autostart=False, queue_max=1000, batch_max=500)
+    tenants = ("acme", "globex", "initech")
+    for n in range(333):
+        w.emit(event(n, tenant=tenants[(n + n // 7) % 3]))
+    assert w.flush_once() == 333
+    for tenant in tenants:
+        entries = redis_client.xrange(keys.events_stream_key(tenant))
+        expected = [f"v{n}".encode() for n in range(333) if tenants[(n + n // 7) % 3] == tenant]
+        assert [f[b"view_id"] for _, f in entries] == expected
+
+
+def beacon(event_id: str, n: int = 0, tenant: str = "acme", view_id: str | None = None) -> EngagementEvent:
+    """A click beacon on `cta`, of the view `view_id` (one view per event id unless given)."""
+    view = view_id or f"view-{event_id}"
+    return EngagementEvent(
+        type=EventType.CLICK,
+        tenant=tenant,
+        campaign="q4",
+        view_id=view,
+        ts_ms=n,
+        zone="cta",
+        event_id=event_id,
+        dedup_key=keys.beacon_view_key(tenant, view, "cta"),
+    )
+
+
+def test_server_made_events_get_distinct_opaque_ids() -> None:
+    ids = {event(n).event_id for n in range(1000)} | {new_event_id() for _ in range(1000)}
+    assert len(ids) == 2000
+    assert all(is_valid_id(i) for i in ids)
+
+
+def test_a_beacon_sent_twice_to_two_renderers_is_written_once(redis_client: redis.Redis) -> None:
+    first, second = writer(redis_client, autostart=False), writer(redis_client, autostart=False)
+    first.emit(beacon("e-1"))
+    first.emit(beacon("e-1"))  # the same batch
+    first.emit(beacon("e-2"))
+    assert first.flush_once() == 3
+    second.emit(beacon("e-2", n=9))  # another process, later
+    second.emit(beacon("e-3"))
+    assert second.flush_once() == 2
+    entries = redis_client.xrange(keys.events_stream_key("acme"))
+    assert [f[b"event_id"] for _, f in entries] == [b"e-1", b"e-2", b"e-3"]
+    assert (first.written, first.duplicates, second.written, second.duplicates) == (2, 1, 1, 1)
+    ttl = redis_client.ttl(keys.beacon_view_key("acme", "view-e-1", "cta"))
+    assert 0 < ttl <= keys.BEACON_EVENT_TTL_S
+
+
+def test_a_views_click_on_a_zone_is_written_once_whatever_its_event_id(redis_client: redis.Redis) -> None:
+    w = writer(redis_client, autostart=False, queue_max=200)
+    for n in range(120):  # one view token's click, replayed with fresh event ids
+        w.emit(beacon(f"r-{n}", n=n, view_id="-replayed_view"))
+    while w.flush_once():
+        pass
+    assert (w.written, w.duplicates) == (1, 119)
+    assert [f[b"event_id"] for _, f in redis_client.xrange(keys.events_stream_key("acme"))] == [b"r-0"]
+
+
+def test_server_made_events_are_never_taken_for_duplicates(redis_client: redis.Redis) -> None:
+    w = writer(redis_client, autostart=False)
+    same = event(1)
+    w.emit(same)
+    w.emit(same)  # not a beacon: no dedup key, written as given
+    w.flush_once()
+    assert redis_client.xlen(keys.events_stream_key("acme")) == 2
+    assert not redis_client.keys(keys.tenant_prefix("acme") + ":beacon:*")
+
+
+def test_beacon_keys_live_under_the_tenant_hash_tag() -> None:
+    assert keys.beacon_view_key("acme", "-v_1", None) == "wm:1:{acme}:beacon:-v_1:v"
+    assert keys.beacon_view_key("acme", "-v_1", "cta") == "wm:1:{acme}:beacon:-v_1:c:cta"
+    assert keys.view_seen_key("acme", "-v_1", "cta") == "wm:1:{acme}:vseen:-v_1:c:cta"
+    for bad in ("a:b", "{x}", "", "x*", "a.b", "v" * 65):
+        with pytest.raises(ValueError):
+            keys.beacon_view_key("acme", bad, None)
+        with pytest.raises(ValueError):
+            keys.view_seen_key("acme", bad, "cta")
+    with pytest.raises(ValueError):
+        keys.beacon_view_key("acme", "v1", "x:y")
+
+
+_ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,20}", fullmatch=True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    kind=st.sampled_from(list(EventType)),
+    ts_ms=st.integers(0, 2**53),
+    optional=st.fixed_dictionaries(
+        {},
+        optional={
+            "arm": _ids,
+            "account": _ids,
+            "contact": _ids,
+            "zone": _ids,
+            "rung": _ids,
+            "zone_set_version": st.integers(1, 2**53),
+            "identified_by": _ids,
+            "variant": _ids,
+            "page": _ids,
+        },
+    ),
+)
+def test_the_stream_entry_holds_exactly_the_known_fields(
+    redis_client: redis.Redis, kind: EventType, ts_ms: int, optional: dict[str, object]
+) -> None:
+    """Entries travel positionally (the write script names the fields): whatever subset of
+    the optional fields an event has, the stream holds exactly those, under their names, and
+    numbers as the decimal digits Python writes (the script never formats one)."""
+    redis_client.delete(keys.events_stream_key("acme"))
+    w = writer(redis_client, autostart=False)
+    sent = EngagementEvent(
+        type=kind,
+        tenant="acme",
+        campaign="q4",
+        view_id="v1",
+        ts_ms=ts_ms,
+        **optional,  # type: ignore[arg-type]
+    )
+    w.emit(sent)
+    assert w.flush_once() == 1
+    [(_, stored)] = redis_client.xrange(keys.events_stream_key("acme"))
+    expected = {"event_id": sent.event_id, "type": kind.value, "tenant": "acme", "campaign": "q4"}
+    expected |= {"view_id": "v1", "ts": str(ts_ms)}
+    names = {"zone_set_version": "version"}
+    expected |= {names.get(name, name): str(value) for name, value in optional.items()}
+    assert {k.decode(): v.decode() for k, v in stored.items()} == expected
+    pairs = sent.stream_entry()
+    assert dict(zip(pairs[::2], pairs[1::2], strict=True)) == expected

@@ -1,0 +1,845 @@
+"""Invariant 6: signed, bound, expiring, rotatable tokens (welcomemat.security.tokens)."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+import string
+import time
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from itsdangerous import URLSafeSerializer
+from itsdangerous.encoding import base64_decode, base64_encode
+from pydantic import ValidationError
+
+from welcomemat.arms import Arm
+from welcomemat.errors import (
+    ConfigError,
+    InputError,
+    TokenBadSignature,
+    TokenError,
+    TokenExpired,
+    TokenFromFuture,
+    TokenMalformed,
+)
+from welcomemat.security.tokens import (
+    CLOCK_SKEW_S,
+    DEFAULT_COOKIE_TTL_S,
+    DEFAULT_LINK_TTL_S,
+    DEFAULT_QR_TTL_S,
+    DEFAULT_TTL_S,
+    DEFAULT_VIEW_TTL_S,
+    MAX_TOKEN_CHARS,
+    MAX_TTL_S,
+    MIN_SECRET_CHARS,
+    TokenClaims,
+    TokenKind,
+    TokenSigner,
+    ViewClaims,
+    claimed_scope,
+)
+
+KEY_OLD = "old-secret-" + "o" * 40
+KEY_NEW = "new-secret-" + "n" * 40
+KEY_GONE = "retired-secret-" + "r" * 40
+T0 = 1_767_225_600  # 2026-01-01T00:00:00Z
+TENANT, CAMPAIGN, ACCOUNT, CONTACT = "acme", "q4-expansion", "acct_dymaxa", "c_joram"
+TOKEN_CHARS = re.compile(r"[A-Za-z0-9_.-]+")
+B64 = string.ascii_uppercase + string.ascii_lowercase + string.digits + "-_"
+
+
+class Clock:
+    """A settable clock (Unix seconds)."""
+
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def signer(clock: Clock) -> TokenSigner:
+    return TokenSigner([KEY_NEW], clock=clock)
+
+
+def sign(signer: TokenSigner, kind: TokenKind = TokenKind.LINK, **overrides: Any) -> str:
+    args: dict[str, Any] = {
+        "tenant": TENANT,
+        "campaign": CAMPAIGN,
+        "account": ACCOUNT,
+        "contact": CONTACT,
+        "ttl_s": DEFAULT_TTL_S[kind],
+    }
+    args.update(overrides)
+    return signer.sign(kind, **args)
+
+
+def verify(signer: TokenSigner, token: str, kind: TokenKind = TokenKind.LINK) -> TokenClaims:
+    return signer.verify(kind, token, tenant=TENANT, campaign=CAMPAIGN)
+
+
+def forge_reader(kind: TokenKind = TokenKind.LINK, key: str = KEY_NEW) -> URLSafeSerializer:
+    """itsdangerous' own serializer for our tokens of `kind` under `key`."""
+    return URLSafeSerializer(
+        key, salt=f"welcomemat.{kind.value}", signer_kwargs={"digest_method": hashlib.sha256}
+    )
+
+
+def forge(payload: Any, *, kind: TokenKind = TokenKind.LINK, key: str = KEY_NEW) -> str:
+    """A correctly signed token around an arbitrary payload (as if our key had signed it)."""
+    return forge_reader(kind, key).dumps(payload)
+
+
+# -- round trip ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", list(TokenKind))
+def test_round_trip_each_kind(signer: TokenSigner, kind: TokenKind) -> None:
+    token = sign(signer, kind)
+    claims = verify(signer, token, kind)
+    assert claims == TokenClaims(
+        kind=kind,
+        tenant=TENANT,
+        campaign=CAMPAIGN,
+        account=ACCOUNT,
+        contact=CONTACT,
+        issued_at=T0,
+        expires_at=T0 + DEFAULT_TTL_S[kind],
+    )
+    assert TOKEN_CHARS.fullmatch(token)
+    assert len(token) <= MAX_TOKEN_CHARS
+
+
+def test_contact_is_optional(signer: TokenSigner) -> None:
+    without = sign(signer, contact=None)
+    assert verify(signer, without).contact is None
+    with_contact = sign(signer)
+    assert verify(signer, with_contact).contact == CONTACT
+    assert len(without) < len(with_contact)
+
+
+def test_typical_link_token_is_compact(signer: TokenSigner) -> None:
+    token = sign(signer)
+    assert len(token) <= 170, len(token)  # 161 characters today; QR codes must stay small
+
+
+def test_default_ttls() -> None:
+    assert DEFAULT_TTL_S == {
+        TokenKind.LINK: DEFAULT_LINK_TTL_S,
+        TokenKind.QR: DEFAULT_QR_TTL_S,
+        TokenKind.COOKIE: DEFAULT_COOKIE_TTL_S,
+    }
+    assert DEFAULT_QR_TTL_S == 120 * 86_400
+    assert DEFAULT_COOKIE_TTL_S == 90 * 86_400
+    assert CLOCK_SKEW_S == 60
+
+
+def test_payload_carries_only_ids_and_times(signer: TokenSigner) -> None:
+    """No kind, no names, no e-mail: exactly the opaque ids and two integers."""
+    token = sign(signer)
+    payload = URLSafeSerializer(
+        KEY_NEW, salt="welcomemat.link", signer_kwargs={"digest_method": hashlib.sha256}
+    ).loads(token)
+    assert payload == {
+        "t": TENANT,
+        "c": CAMPAIGN,
+        "a": ACCOUNT,
+        "p": CONTACT,
+        "i": T0,
+        "e": T0 + DEFAULT_LINK_TTL_S,
+    }
+
+
+# -- tampering, truncation, garbage --------------------------------------------------------
+
+
+def _replace(token: str, index: int) -> str:
+    original = token[index]
+    replacement = "A" if original != "A" else "B"
+    return token[:index] + replacement + token[index + 1 :]
+
+
+def test_every_single_character_change_is_refused(signer: TokenSigner) -> None:
+    token = sign(signer)
+    payload_end = token.rindex(".")
+    for index in range(len(token)):
+        tampered = _replace(token, index)
+        if index < payload_end and token[index] != ".":
+            # A payload character changed: the signature no longer matches.
+            with pytest.raises(TokenBadSignature):
+                verify(signer, tampered)
+        else:
+            with pytest.raises(TokenError):
+                verify(signer, tampered)
+
+
+def test_flipped_signature_character_is_refused(signer: TokenSigner) -> None:
+    token = sign(signer)
+    body, _, sig = token.rpartition(".")
+    flipped = sig[:5] + ("x" if sig[5] != "x" else "y") + sig[6:]
+    with pytest.raises(TokenBadSignature):
+        verify(signer, f"{body}.{flipped}")
+
+
+def test_non_canonical_signature_encoding_is_refused(signer: TokenSigner) -> None:
+    """The last base64 character of a 32-byte MAC has 2 spare bits that Python's decoder
+    ignores; a variant differing only there decodes to the same MAC and must still fail."""
+    token = sign(signer)
+    last = token[-1]
+    variant = token[:-1] + B64[B64.index(last) + 1]  # same top 4 bits, spare bit set
+    with pytest.raises(TokenMalformed):
+        verify(signer, variant)
+
+
+def test_every_prefix_is_refused(signer: TokenSigner) -> None:
+    for kind in TokenKind:
+        token = sign(signer, kind)
+        for length in range(len(token)):
+            with pytest.raises((TokenMalformed, TokenBadSignature)):
+                verify(signer, token[:length], kind)
+
+
+def test_appended_or_wrapped_token_is_refused(signer: TokenSigner) -> None:
+    token = sign(signer)
+    for bad in (token + "A", token + ".", "." + token, token + "\n", " " + token, token + "=", token * 2):
+        with pytest.raises(TokenError):
+            verify(signer, bad)
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    ["", ".", "..", "...", "a", "a.b", "abc.def", "☃.☃", "\x00", "%2e", "a" * 43, "." + "A" * 43],
+)
+def test_garbage_is_malformed(signer: TokenSigner, garbage: str) -> None:
+    with pytest.raises(TokenMalformed):
+        verify(signer, garbage)
+
+
+def test_well_formed_garbage_has_bad_signature(signer: TokenSigner) -> None:
+    with pytest.raises(TokenBadSignature):
+        verify(signer, "eyJ0IjoiYWNtZSJ9." + "A" * 43)
+
+
+def test_huge_input_is_refused_before_any_work(signer: TokenSigner) -> None:
+    token = sign(signer)
+    with pytest.raises(TokenMalformed, match="512"):
+        verify(signer, token + "A" * (MAX_TOKEN_CHARS - len(token) + 1))
+    started = time.perf_counter()
+    with pytest.raises(TokenMalformed):
+        verify(signer, "A" * 50_000_000)
+    assert time.perf_counter() - started < 0.5
+
+
+def test_non_text_is_malformed(signer: TokenSigner) -> None:
+    token = sign(signer)
+    for bad in (None, token.encode(), 42):
+        with pytest.raises(TokenMalformed):
+            signer.verify(TokenKind.LINK, bad, tenant=TENANT, campaign=CAMPAIGN)  # type: ignore[arg-type]
+
+
+# -- kind, tenant, campaign binding --------------------------------------------------------
+
+
+@pytest.mark.parametrize("signed_as, verified_as", list(itertools.permutations(TokenKind, 2)))
+def test_token_of_one_kind_never_verifies_as_another(
+    signer: TokenSigner, signed_as: TokenKind, verified_as: TokenKind
+) -> None:
+    token = sign(signer, signed_as)
+    with pytest.raises(TokenBadSignature):
+        verify(signer, token, verified_as)
+
+
+def test_other_tenant_refused(signer: TokenSigner) -> None:
+    token = sign(signer)
+    with pytest.raises(TokenBadSignature, match="tenant 'acme', not 'globex'"):
+        signer.verify(TokenKind.LINK, token, tenant="globex", campaign=CAMPAIGN)
+
+
+def test_other_campaign_refused(signer: TokenSigner) -> None:
+    token = sign(signer)
+    with pytest.raises(TokenBadSignature, match="campaign 'q4-expansion', not 'q1-renewal'"):
+        signer.verify(TokenKind.LINK, token, tenant=TENANT, campaign="q1-renewal")
+
+
+def test_expected_ids_are_compared_exactly(signer: TokenSigner) -> None:
+    token = sign(signer)
+    for tenant, campaign in [("ACME", CAMPAIGN), (TENANT + " ", CAMPAIGN), (TENANT, CAMPAIGN + "\n")]:
+        with pytest.raises(TokenBadSignature):
+            signer.verify(TokenKind.LINK, token, tenant=tenant, campaign=campaign)
+
+
+# -- time ----------------------------------------------------------------------------------
+
+
+def test_expiry(signer: TokenSigner, clock: Clock) -> None:
+    token = sign(signer, ttl_s=3_600)
+    clock.now = T0 + 3_599.999
+    assert verify(signer, token).expires_at == T0 + 3_600
+    clock.now = T0 + 3_600
+    with pytest.raises(TokenExpired):
+        verify(signer, token)
+    clock.now = T0 + 10 * 365 * 86_400
+    with pytest.raises(TokenExpired):
+        verify(signer, token)
+
+
+def test_per_token_ttl(signer: TokenSigner, clock: Clock) -> None:
+    short = sign(signer, ttl_s=60)
+    long = sign(signer, ttl_s=DEFAULT_QR_TTL_S)
+    clock.now = T0 + 61
+    with pytest.raises(TokenExpired):
+        verify(signer, short)
+    assert verify(signer, long).issued_at == T0
+
+
+def test_future_dated_beyond_skew_refused(clock: Clock) -> None:
+    ahead = Clock(T0 + CLOCK_SKEW_S + 1)
+    token = sign(TokenSigner([KEY_NEW], clock=ahead))
+    with pytest.raises(TokenFromFuture):
+        verify(TokenSigner([KEY_NEW], clock=clock), token)
+
+
+def test_future_dated_within_skew_accepted(clock: Clock) -> None:
+    ahead = Clock(T0 + CLOCK_SKEW_S)
+    token = sign(TokenSigner([KEY_NEW], clock=ahead))
+    assert verify(TokenSigner([KEY_NEW], clock=clock), token).issued_at == T0 + CLOCK_SKEW_S
+
+
+def test_issued_at_is_whole_seconds(clock: Clock) -> None:
+    clock.now = T0 + 0.9
+    signer = TokenSigner([KEY_NEW], clock=clock)
+    assert verify(signer, sign(signer, ttl_s=10)).issued_at == T0
+
+
+@pytest.mark.parametrize("ttl", [0, -1, MAX_TTL_S + 1, True, 1.5, "60"])
+def test_bad_ttl_refused_at_sign(signer: TokenSigner, ttl: Any) -> None:
+    with pytest.raises(InputError) as info:
+        sign(signer, ttl_s=ttl)
+    assert info.value.field == "ttl_s"
+
+
+# -- key rotation --------------------------------------------------------------------------
+
+
+def test_old_token_verifies_after_new_key_is_prepended(clock: Clock) -> None:
+    token = sign(TokenSigner([KEY_OLD], clock=clock))
+    rotated = TokenSigner([KEY_NEW, KEY_OLD], clock=clock)
+    assert verify(rotated, token).account == ACCOUNT
+
+
+def test_new_tokens_are_signed_by_the_first_key(clock: Clock) -> None:
+    rotated = TokenSigner([KEY_NEW, KEY_OLD], clock=clock)
+    token = sign(rotated)
+    assert verify(TokenSigner([KEY_NEW], clock=clock), token).account == ACCOUNT
+    with pytest.raises(TokenBadSignature):
+        verify(TokenSigner([KEY_OLD], clock=clock), token)
+
+
+def test_token_from_a_retired_key_is_refused(clock: Clock) -> None:
+    token = sign(TokenSigner([KEY_GONE], clock=clock))
+    with pytest.raises(TokenBadSignature):
+        verify(TokenSigner([KEY_NEW, KEY_OLD], clock=clock), token)
+
+
+def test_from_setting_first_signs_all_verify(clock: Clock) -> None:
+    old_token = sign(TokenSigner([KEY_OLD], clock=clock))
+    signer = TokenSigner.from_setting(f" {KEY_NEW} ,, {KEY_OLD},\n", clock=clock)
+    assert verify(signer, old_token).account == ACCOUNT
+    new_token = sign(signer)
+    assert verify(TokenSigner([KEY_NEW], clock=clock), new_token).account == ACCOUNT
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [None, "", " ", " , ,", ","])
+def test_from_setting_without_a_secret(value: str | None) -> None:
+    with pytest.raises(ConfigError, match="WELCOMEMAT_SECRET"):
+        TokenSigner.from_setting(value)
+
+
+def test_short_secret_refused_and_not_echoed() -> None:
+    short = "s3cr3t-" + "x" * (MIN_SECRET_CHARS - 8)
+    assert len(short) == 31
+    with pytest.raises(ConfigError, match="at least 32 characters") as info:
+        TokenSigner([KEY_NEW, short])
+    assert short not in str(info.value)
+    assert "#2" in str(info.value)
+    with pytest.raises(ConfigError, match="at least 32 characters"):
+        TokenSigner.from_setting(f"{KEY_NEW},{short}")
+    TokenSigner(["x" * MIN_SECRET_CHARS])  # exactly 32 is enough
+
+
+def test_empty_secret_list_refused() -> None:
+    with pytest.raises(ConfigError):
+        TokenSigner([])
+    with pytest.raises(ConfigError):
+        TokenSigner([""])
+
+
+def test_a_bare_string_is_not_a_list_of_secrets() -> None:
+    with pytest.raises(ConfigError, match="from_setting"):
+        TokenSigner(KEY_NEW)
+
+
+# -- opaque ids ----------------------------------------------------------------------------
+
+BAD_IDS = [
+    "joram@dymaxa.com",
+    "Joram Smit",
+    "",
+    " acme",
+    "-acme",
+    ".acme",
+    "a" * 65,
+    "jöram",
+    "acct_1\n",
+    "acct/1",
+    "acct%40x",
+    "<b>",
+]
+
+
+@pytest.mark.parametrize("field", ["tenant", "campaign", "account", "contact"])
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_non_opaque_ids_refused_at_sign(signer: TokenSigner, field: str, bad: str) -> None:
+    overrides: dict[str, Any] = {field: bad}
+    with pytest.raises(InputError) as info:
+        sign(signer, **overrides)
+    assert info.value.field == field
+
+
+def test_longest_id_accepted(signer: TokenSigner) -> None:
+    longest = "a" * 64
+    token = sign(signer, account=longest, contact=longest)
+    assert verify(signer, token).account == longest
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"t": TENANT, "c": CAMPAIGN, "a": "joram@dymaxa.com", "i": T0, "e": T0 + 60},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "p": "Joram Smit", "i": T0, "e": T0 + 60},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": T0},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": T0, "e": T0 + 60, "email": "x@y.z"},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": True, "e": T0 + 60},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": T0, "e": "1769817600"},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": T0, "e": 1.5e9},
+        {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": T0, "e": T0},
+        {"t": TENANT, "c": CAMPAIGN, "a": 7, "i": T0, "e": T0 + 60},
+        [TENANT, CAMPAIGN, ACCOUNT, T0, T0 + 60],
+        "acme",
+        None,
+    ],
+)
+def test_signed_but_invalid_payload_is_malformed(signer: TokenSigner, payload: Any) -> None:
+    """Even a payload under our own key is checked at verify (ids, fields, types)."""
+    with pytest.raises(TokenMalformed):
+        verify(signer, forge(payload))
+
+
+def test_forged_payload_under_unknown_key_is_bad_signature(signer: TokenSigner) -> None:
+    payload = {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "i": T0, "e": T0 + 60}
+    assert verify(signer, forge(payload)).account == ACCOUNT  # control: our key works
+    with pytest.raises(TokenBadSignature):
+        verify(signer, forge(payload, key=KEY_GONE))
+
+
+def test_a_payload_read_for_its_claimed_scope_does_not_vouch_for_a_forged_signature(
+    signer: TokenSigner,
+) -> None:
+    """The payloads read last are remembered (a QR scan reads its token's scope, then verifies
+    it): the same payload under a signature of an unknown key is still refused, and the
+    genuine one still accepted, whichever was read first."""
+    payload = {"t": TENANT, "c": CAMPAIGN, "a": ACCOUNT, "p": CONTACT, "i": T0, "e": T0 + 60}
+    genuine, forged = forge(payload), forge(payload, key=KEY_GONE)
+    assert genuine.rpartition(".")[0] == forged.rpartition(".")[0]  # the same payload part
+    for first, second in ((forged, genuine), (genuine, forged)):
+        assert claimed_scope(first) == (TENANT, CAMPAIGN)
+        assert verify(signer, genuine).contact == CONTACT
+        with pytest.raises(TokenBadSignature):
+            verify(signer, forged)
+        assert claimed_scope(second) == (TENANT, CAMPAIGN)
+
+
+def test_claims_are_frozen_and_strict() -> None:
+    claims = TokenClaims(
+        kind=TokenKind.QR,
+        tenant=TENANT,
+        campaign=CAMPAIGN,
+        account=ACCOUNT,
+        contact=None,
+        issued_at=T0,
+        expires_at=T0 + 1,
+    )
+    with pytest.raises(ValidationError):
+        claims.account = "other"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        TokenClaims(**claims.model_dump(), email="x@y.z")  # type: ignore[call-arg]
+    with pytest.raises(ValidationError):
+        TokenClaims(**{**claims.model_dump(), "account": "x@y.z"})
+
+
+# -- properties ----------------------------------------------------------------------------
+
+ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", fullmatch=True)
+
+
+@given(
+    kind=st.sampled_from(TokenKind),
+    tenant=ids,
+    campaign=ids,
+    account=ids | st.from_regex(r"a{20,64}", fullmatch=True),  # long runs: itsdangerous compresses
+    contact=st.none() | ids,
+    ttl_s=st.integers(min_value=1, max_value=MAX_TTL_S),
+    now=st.integers(min_value=0, max_value=4_000_000_000),
+)
+def test_round_trip_preserves_claims(
+    kind: TokenKind,
+    tenant: str,
+    campaign: str,
+    account: str,
+    contact: str | None,
+    ttl_s: int,
+    now: int,
+) -> None:
+    signer = TokenSigner([KEY_NEW, KEY_OLD], clock=Clock(now))
+    token = signer.sign(kind, tenant=tenant, campaign=campaign, account=account, contact=contact, ttl_s=ttl_s)
+    assert TOKEN_CHARS.fullmatch(token)
+    assert len(token) <= MAX_TOKEN_CHARS
+    claims = signer.verify(kind, token, tenant=tenant, campaign=campaign)
+    assert (claims.kind, claims.tenant, claims.campaign, claims.account, claims.contact) == (
+        kind,
+        tenant,
+        campaign,
+        account,
+        contact,
+    )
+    assert (claims.issued_at, claims.expires_at) == (now, now + ttl_s)
+    # Signed and read with keys derived once: the format itsdangerous writes, byte for byte
+    # (compressed payloads too, as tokens issued before this default were), so they keep working.
+    payload: dict[str, Any] = {"t": tenant, "c": campaign, "a": account}
+    if contact is not None:
+        payload["p"] = contact
+    payload.update({"i": now, "e": now + ttl_s})
+    if kind is TokenKind.QR:  # printed: compressed by default when that is shorter
+        assert token == forge(payload, kind=kind)
+    else:  # links and cookies: plain by default, never a zlib stream to read
+        assert not token.startswith(".") and forge_reader(kind).loads(token) == payload
+    for compress in (True, False):  # either form on request, read by the same verifier
+        either = signer.sign(
+            kind,
+            tenant=tenant,
+            campaign=campaign,
+            account=account,
+            contact=contact,
+            ttl_s=ttl_s,
+            compress=compress,
+        )
+        if compress:
+            assert either == forge(payload, kind=kind)
+        else:
+            assert not either.startswith(".") and forge_reader(kind).loads(either) == payload
+        assert signer.verify(kind, either, tenant=tenant, campaign=campaign) == claims
+    older = forge(payload, kind=kind, key=KEY_OLD)  # signed by the previous key
+    assert signer.verify(kind, older, tenant=tenant, campaign=campaign).account == account
+
+
+def test_a_qr_token_is_compressed_and_a_link_token_is_not() -> None:
+    """Long ids: the QR token (printed) is the shorter, zlib form, the link token the plain one."""
+    signer = TokenSigner([KEY_NEW], clock=Clock())
+    qr, link = (
+        signer.sign(
+            kind,
+            tenant=TENANT,
+            campaign=CAMPAIGN,
+            account="acct_00000123456",
+            contact="contact_0000001234567890",
+            ttl_s=3600,
+        )
+        for kind in (TokenKind.QR, TokenKind.LINK)
+    )
+    assert qr.startswith(".") and not link.startswith(".")
+    assert len(qr) < len(link) - 20
+
+
+def _check_only_token_errors(token: str, kind: TokenKind) -> TokenClaims | None:
+    signer = TokenSigner([KEY_NEW, KEY_OLD], clock=Clock())
+    try:
+        return signer.verify(kind, token, tenant=TENANT, campaign=CAMPAIGN)
+    except TokenError:
+        return None
+
+
+@given(token=st.text(max_size=700), kind=st.sampled_from(TokenKind))
+def test_verify_arbitrary_text_raises_only_token_errors(token: str, kind: TokenKind) -> None:
+    assert _check_only_token_errors(token, kind) is None
+
+
+@given(
+    token=st.text(alphabet=B64 + ".", max_size=300)
+    | st.from_regex(r"\.?[A-Za-z0-9_-]{1,200}\.[A-Za-z0-9_-]{43}", fullmatch=True),
+    kind=st.sampled_from(TokenKind),
+)
+def test_verify_token_shaped_text_raises_only_token_errors(token: str, kind: TokenKind) -> None:
+    assert _check_only_token_errors(token, kind) is None
+
+
+@given(data=st.data(), kind=st.sampled_from(TokenKind))
+def test_mutated_tokens_are_refused(data: st.DataObject, kind: TokenKind) -> None:
+    signer = TokenSigner([KEY_NEW], clock=Clock())
+    token = sign(signer, kind)
+    start = data.draw(st.integers(min_value=0, max_value=len(token)))
+    end = data.draw(st.integers(min_value=start, max_value=len(token)))
+    insert = data.draw(st.text(alphabet=B64 + ".", max_size=8))
+    mutated = token[:start] + insert + token[end:]
+    if mutated == token:
+        assert verify(signer, mutated, kind).account == ACCOUNT
+    else:
+        with pytest.raises(TokenError):
+            verify(signer, mutated, kind)
+
+
+# -- view tokens (the snippet's beacons) ------------------------------------------------------
+
+
+def sign_view(signer: TokenSigner, **overrides: Any) -> str:
+    args: dict[str, Any] = {
+        "tenant": TENANT,
+        "campaign": CAMPAIGN,
+        "view_id": "Vw_-123abc",
+        "arm": Arm.PERSONAL,
+        "rung": "personal",
+        "account": ACCOUNT,
+        "contact": CONTACT,
+        "zone_set_version": 7,
+    }
+    args.update(overrides)
+    return signer.sign_view(**args)
+
+
+def test_view_token_round_trip_binds_what_was_served(signer: TokenSigner) -> None:
+    claims = signer.verify_view(sign_view(signer), tenant=TENANT, campaign=CAMPAIGN)
+    assert claims == ViewClaims(
+        tenant=TENANT,
+        campaign=CAMPAIGN,
+        view_id="Vw_-123abc",
+        arm=Arm.PERSONAL,
+        rung="personal",
+        account=ACCOUNT,
+        contact=CONTACT,
+        zone_set_version=7,
+        issued_at=T0,
+        expires_at=T0 + DEFAULT_VIEW_TTL_S,
+    )
+
+
+def test_anonymous_view_token_names_no_account(signer: TokenSigner) -> None:
+    token = sign_view(
+        signer, arm=Arm.ANONYMOUS, rung="default", account=None, contact=None, zone_set_version=None
+    )
+    claims = signer.verify_view(token, tenant=TENANT, campaign=CAMPAIGN)
+    assert (claims.arm, claims.account, claims.contact, claims.zone_set_version) == (
+        Arm.ANONYMOUS,
+        None,
+        None,
+        None,
+    )
+
+
+def test_view_and_identity_tokens_never_cross(signer: TokenSigner) -> None:
+    view = sign_view(signer)
+    for kind in TokenKind:
+        with pytest.raises(TokenBadSignature):
+            signer.verify(kind, view, tenant=TENANT, campaign=CAMPAIGN)
+        with pytest.raises(TokenBadSignature):
+            signer.verify_view(sign(signer, kind), tenant=TENANT, campaign=CAMPAIGN)
+
+
+def test_view_token_is_bound_to_tenant_and_campaign_and_expires(signer: TokenSigner, clock: Clock) -> None:
+    token = sign_view(signer)
+    with pytest.raises(TokenBadSignature, match="tenant"):
+        signer.verify_view(token, tenant="globex", campaign=CAMPAIGN)
+    with pytest.raises(TokenBadSignature, match="campaign"):
+        signer.verify_view(token, tenant=TENANT, campaign="other")
+    clock.now = T0 + DEFAULT_VIEW_TTL_S
+    with pytest.raises(TokenExpired):
+        signer.verify_view(token, tenant=TENANT, campaign=CAMPAIGN)
+
+
+def test_view_token_from_the_future_is_refused(clock: Clock) -> None:
+    future = TokenSigner([KEY_NEW], clock=Clock(T0 + CLOCK_SKEW_S + 5))
+    with pytest.raises(TokenFromFuture):
+        TokenSigner([KEY_NEW], clock=clock).verify_view(sign_view(future), tenant=TENANT, campaign=CAMPAIGN)
+
+
+def test_view_token_survives_key_rotation(clock: Clock) -> None:
+    token = sign_view(TokenSigner([KEY_OLD], clock=clock))
+    rotated = TokenSigner([KEY_NEW, KEY_OLD], clock=clock)
+    assert rotated.verify_view(token, tenant=TENANT, campaign=CAMPAIGN).account == ACCOUNT
+    with pytest.raises(TokenBadSignature):
+        TokenSigner([KEY_NEW], clock=clock).verify_view(token, tenant=TENANT, campaign=CAMPAIGN)
+    # The first key signs: a token of the rotated signer verifies once the old key is retired.
+    fresh = sign_view(rotated)
+    assert (
+        TokenSigner([KEY_NEW], clock=clock).verify_view(fresh, tenant=TENANT, campaign=CAMPAIGN).account
+        == ACCOUNT
+    )
+
+
+def test_a_view_template_signs_each_view_when_it_is_served(signer: TokenSigner, clock: Clock) -> None:
+    """A template (kept for a returning visitor) makes the token `sign_view` makes for the
+    same view at the same moment, and issues each one at the time it is signed."""
+    template = signer.view_template(
+        tenant=TENANT,
+        campaign=CAMPAIGN,
+        arm=Arm.PERSONAL,
+        rung="personal",
+        account=ACCOUNT,
+        zone_set_version=4,
+    )
+    first = template.sign("view-1")
+    assert first == signer.sign_view(
+        tenant=TENANT,
+        campaign=CAMPAIGN,
+        view_id="view-1",
+        arm=Arm.PERSONAL,
+        rung="personal",
+        account=ACCOUNT,
+        zone_set_version=4,
+    )
+    clock.now = T0 + DEFAULT_VIEW_TTL_S  # the first token has just expired
+    later = signer.verify_view(template.sign("view-2"), tenant=TENANT, campaign=CAMPAIGN)
+    assert (later.view_id, later.issued_at, later.expires_at) == (
+        "view-2",
+        T0 + DEFAULT_VIEW_TTL_S,
+        T0 + 2 * DEFAULT_VIEW_TTL_S,
+    )
+    assert (later.account, later.arm, later.rung, later.zone_set_version) == (
+        ACCOUNT,
+        Arm.PERSONAL,
+        "personal",
+        4,
+    )
+    with pytest.raises(TokenExpired):
+        signer.verify_view(first, tenant=TENANT, campaign=CAMPAIGN)
+    with pytest.raises(InputError) as caught:
+        template.sign("not a view id")
+    assert caught.value.field == "view_id"
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("view_id", "has space"),
+        ("view_id", ""),
+        ("arm", "winner"),
+        ("rung", "bespoke"),
+        ("account", "x@y.z"),
+        ("zone_set_version", 0),
+        ("zone_set_version", True),
+        ("ttl_s", MAX_TTL_S + 1),
+    ],
+)
+def test_sign_view_refuses_bad_values_naming_the_field(signer: TokenSigner, field: str, value: Any) -> None:
+    with pytest.raises(InputError) as caught:
+        sign_view(signer, **{field: value})
+    assert caught.value.field == field
+
+
+FORGER = URLSafeSerializer(KEY_NEW, salt="welcomemat.view", signer_kwargs={"digest_method": hashlib.sha256})
+
+
+def test_forged_view_payloads_are_malformed() -> None:
+    forger = FORGER
+    signer = TokenSigner([KEY_NEW], clock=Clock())
+    base = {"t": TENANT, "c": CAMPAIGN, "w": "v1", "m": "personal", "r": "personal", "i": T0, "e": T0 + 60}
+    # The format is itsdangerous' own: its serializer's token for a good payload verifies.
+    assert signer.verify_view(forger.dumps(base), tenant=TENANT, campaign=CAMPAIGN).view_id == "v1"
+    for payload in (
+        {**base, "x": 1},
+        {k: v for k, v in base.items() if k != "m"},
+        {**base, "m": "winner"},
+        {**base, "r": "bespoke"},
+        {**base, "e": T0},
+        {**base, "v": "7"},
+        [base],
+    ):
+        with pytest.raises(TokenMalformed):
+            signer.verify_view(forger.dumps(payload), tenant=TENANT, campaign=CAMPAIGN)
+
+
+@settings(deadline=None)
+@given(
+    tenant=ids,
+    campaign=ids,
+    account=st.none() | ids,
+    contact=st.none() | ids,
+    view_id=st.from_regex(r"[A-Za-z0-9_-]{1,64}", fullmatch=True),
+    arm=st.sampled_from(Arm),
+    rung=st.sampled_from(["personal", "segment", "default", "plain"]),
+    version=st.none() | st.integers(min_value=1, max_value=2**53),
+)
+def test_view_round_trip_property(
+    tenant: str,
+    campaign: str,
+    account: str | None,
+    contact: str | None,
+    view_id: str,
+    arm: Arm,
+    rung: str,
+    version: int | None,
+) -> None:
+    signer = TokenSigner([KEY_NEW], clock=Clock())
+    token = signer.sign_view(
+        tenant=tenant,
+        campaign=campaign,
+        view_id=view_id,
+        arm=arm,
+        rung=rung,
+        account=account,
+        contact=contact,
+        zone_set_version=version,
+    )
+    assert TOKEN_CHARS.fullmatch(token) and len(token) <= MAX_TOKEN_CHARS
+    # Byte for byte what itsdangerous makes of the same payload, uncompressed (compact JSON,
+    # base64url, its signer), and what its serializer reads back.
+    payload = json.loads(base64_decode(token.split(".")[0]))
+    assert list(payload)[:5] == ["t", "c", "w", "m", "r"] and list(payload)[-2:] == ["i", "e"]
+    compact = json.dumps(payload, separators=(",", ":")).encode()
+    assert token == FORGER.make_signer().sign(base64_encode(compact)).decode()
+    assert FORGER.loads(token) == payload
+    claims = signer.verify_view(token, tenant=tenant, campaign=campaign)
+    assert (
+        claims.view_id,
+        claims.arm,
+        claims.rung,
+        claims.account,
+        claims.contact,
+        claims.zone_set_version,
+    ) == (
+        view_id,
+        arm,
+        rung,
+        account,
+        contact,
+        version,
+    )
+
+
+@settings(deadline=None)
+@given(token=st.text(max_size=700))
+def test_verify_view_on_arbitrary_text_raises_only_token_errors(token: str) -> None:
+    with pytest.raises(TokenError):
+        TokenSigner([KEY_NEW], clock=Clock()).verify_view(token, tenant=TENANT, campaign=CAMPAIGN)

@@ -1,0 +1,1 @@
+"""The campaign contract: `campaign.yaml` and its sections, checks, view, guidelines, voice, experiments."""

@@ -1,0 +1,1 @@
+"""The shared records: accounts, what they did, conversions, erasure, the audit log."""

@@ -1,0 +1,732 @@
+"""The one signer of Welcomemat tokens: email links (`?wm=`), direct-mail QR codes, cookies,
+and the view tokens the snippet's beacons carry.
+
+Invariant 6 (DESIGN.md): a token is HMAC-signed, bound to tenant + campaign + account
+(+ optional contact), expires, and survives key rotation. A token for one tenant or
+campaign never authorises another's content.
+
+How a token is built
+--------------------
+* ``itsdangerous.URLSafeSerializer`` with HMAC-SHA256 over compact JSON, base64url-encoded:
+  ``<payload>.<signature>``, characters ``[A-Za-z0-9_.-]`` only (safe in URLs, cookies, QR).
+* One salt per kind (``welcomemat.link``, ``welcomemat.qr``, ``welcomemat.cookie``): the
+  kind is bound by the key derivation, so a token of one kind never verifies as another.
+  The kind is therefore not repeated in the payload (shorter QR codes).
+* Payload keys are one letter: ``t`` tenant, ``c`` campaign, ``a`` account, ``p`` contact
+  (person; left out when there is none), ``i`` issued-at and ``e`` expires-at (integer Unix
+  seconds). Times are checked here, against an injectable clock, so every token carries
+  its own TTL.
+* Ids are opaque: every id must match :data:`ID_PATTERN` when signing AND when verifying,
+  which keeps e-mail addresses and free-text names out (no ``@``, no spaces). The payload
+  is signed, not encrypted: anyone holding a token can read its ids.
+* Key rotation: ``WELCOMEMAT_SECRET`` is a comma-separated list; the FIRST key signs and
+  ALL keys verify (`welcomemat secret rotate` walks an operator through it). itsdangerous
+  signs with the LAST key of its list, so the list is handed to it reversed.
+
+View tokens
+-----------
+``/v1/zones`` hands the snippet a view token (:meth:`TokenSigner.sign_view`) and every
+beacon sends it back, so an event is attributed only to what the renderer served: the
+tenant, campaign, view id, arm and best rung, and the account, contact, zone-set version
+and copy variant when there were any. Its own salt (``welcomemat.view``), so it never verifies as
+an identity token nor one of those as a view token; its own payload keys (``w`` view id,
+``m`` arm, ``r`` rung, ``v`` zone-set version, ``x`` copy variant, besides ``t c a p i e``; ``a`` is absent
+for an anonymous visitor); a short lifetime (:data:`DEFAULT_VIEW_TTL_S`).
+
+Click tokens
+------------
+A hosted page's CTA links to ``/r/<click token>`` (`server.engagement.click_redirect`): a view token's
+claims plus the zone (``z``) and the CTA id (``k``) the link is for, under a salt of its own
+(``welcomemat.click``: never a view or identity token, nor one of those a click token). The
+redirect takes the URL from the published zone set or the campaign's copy by those ids,
+never from the token or the request; the token only says which one, and for whom the click
+counts. Same lifetime as the view token it stands beside (the beacons' de-duplication window,
+`keys.BEACON_EVENT_TTL_S`, outlives both).
+
+Nothing here returns claims without verifying them first: there is no "peek".
+"""
+
+from __future__ import annotations
+
+import binascii
+import enum
+import functools
+import hashlib
+import hmac
+import json
+import re
+import time
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, Final, NotRequired, TypedDict, TypeVar, Unpack
+
+from itsdangerous import URLSafeSerializer
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, ValidationError
+
+from welcomemat.arms import Arm
+from welcomemat.errors import (
+    ConfigError,
+    InputError,
+    TokenBadSignature,
+    TokenExpired,
+    TokenFromFuture,
+    TokenMalformed,
+)
+from welcomemat.ids import ID_PATTERN, is_valid_id
+from welcomemat.settings import MIN_SECRET_CHARS, SECRET_ENV_VAR, check_secret_keys, secret_keys
+
+__all__ = [
+    "CLOCK_SKEW_S",
+    "DEFAULT_CLICK_TTL_S",
+    "DEFAULT_COOKIE_TTL_S",
+    "DEFAULT_LINK_TTL_S",
+    "DEFAULT_QR_TTL_S",
+    "DEFAULT_TTL_S",
+    "DEFAULT_VIEW_TTL_S",
+    "ID_PATTERN",
+    "MAX_TOKEN_CHARS",
+    "MAX_TTL_S",
+    "MIN_SECRET_CHARS",
+    "SECRET_ENV_VAR",
+    "VIEW_RUNGS",
+    "ClickClaims",
+    "TokenClaims",
+    "TokenKind",
+    "TokenSigner",
+    "ViewClaims",
+    "ViewTokenFields",
+    "ViewTokenTemplate",
+    "claimed_scope",
+]
+
+_DAY_S: Final = 24 * 60 * 60
+
+#: Tolerated clock difference between the machine that signed and the one that verifies,
+#: in seconds. A token issued further in the future than this is refused (TokenFromFuture).
+CLOCK_SKEW_S: Final = 60
+#: Email link (`?wm=`) lifetime, in seconds: 30 days, long enough for a sequence.
+DEFAULT_LINK_TTL_S: Final = 30 * _DAY_S
+#: Direct-mail QR lifetime, in seconds: 120 days (mailers sit on desks for months).
+DEFAULT_QR_TTL_S: Final = 120 * _DAY_S
+#: First-party cookie lifetime, in seconds: 90 days.
+DEFAULT_COOKIE_TTL_S: Final = 90 * _DAY_S
+#: View token lifetime, in seconds: 6 hours. Beacons (a view, a click) come within a visit;
+#: a tab left open longer than this sends beacons that are refused (and counted).
+DEFAULT_VIEW_TTL_S: Final = 6 * 60 * 60
+#: Click token lifetime, in seconds: the view token's. A CTA clicked later still lands (on the
+#: campaign's default CTA) but is not counted, as a beacon of an expired view is not.
+DEFAULT_CLICK_TTL_S: Final = DEFAULT_VIEW_TTL_S
+#: Longest lifetime any token may be signed with, in seconds: 366 days.
+MAX_TTL_S: Final = 366 * _DAY_S
+#: Longest token text accepted, in characters; longer input is refused before any work.
+MAX_TOKEN_CHARS: Final = 512
+_B64_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
+_TOKEN_CHARS: Final = re.compile(r"[A-Za-z0-9_.-]+")
+#: A view id: URL-safe base64 characters (what `secrets.token_urlsafe` makes).
+_VIEW_ID_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: The rungs a view token may name: the ladder's, and `plain` (fail closed, no copy).
+VIEW_RUNGS: Final = frozenset({"personal", "segment", "default", "plain"})
+_VIEW_SALT: Final = "welcomemat.view"
+_CLICK_SALT: Final = "welcomemat.click"
+#: HMAC-SHA256 is 32 bytes: 43 base64url characters without padding.
+_SIGNATURE_CHARS: Final = 43
+
+_Id = Annotated[str, StringConstraints(strict=True, pattern=ID_PATTERN)]
+
+
+class TokenKind(enum.StrEnum):
+    """What a token is for. Each kind has its own salt: tokens never cross kinds."""
+
+    LINK = "link"
+    QR = "qr"
+    COOKIE = "cookie"
+
+
+DEFAULT_TTL_S: Final[Mapping[TokenKind, int]] = {
+    TokenKind.LINK: DEFAULT_LINK_TTL_S,
+    TokenKind.QR: DEFAULT_QR_TTL_S,
+    TokenKind.COOKIE: DEFAULT_COOKIE_TTL_S,
+}
+
+
+class TokenClaims(BaseModel):
+    """What a verified token says. Only :meth:`TokenSigner.verify` hands these out."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: TokenKind
+    tenant: _Id
+    campaign: _Id
+    account: _Id
+    contact: _Id | None = None
+    #: Unix seconds.
+    issued_at: StrictInt = Field(ge=0)
+    #: Unix seconds; the token is refused from this instant on.
+    expires_at: StrictInt = Field(ge=0)
+
+
+class ViewClaims(BaseModel):
+    """What a verified view token says. Only :meth:`TokenSigner.verify_view` hands these out."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant: _Id
+    campaign: _Id
+    view_id: Annotated[str, StringConstraints(strict=True, pattern=_VIEW_ID_RE.pattern)]
+    arm: Arm
+    #: The most personal rung among the zones served with this view.
+    rung: str
+    account: _Id | None = None
+    contact: _Id | None = None
+    zone_set_version: StrictInt | None = Field(default=None, ge=1)
+    #: The copy variant of that zone set (`welcomemat.campaign.experiments`), when it has one.
+    variant: _Id | None = None
+    #: Unix seconds.
+    issued_at: StrictInt = Field(ge=0)
+    #: Unix seconds; the token is refused from this instant on.
+    expires_at: StrictInt = Field(ge=0)
+
+
+class ClickClaims(ViewClaims):
+    """What a verified click token says: its view's claims, and the zone and CTA clicked.
+    Only :meth:`TokenSigner.verify_click` hands these out."""
+
+    zone: _Id
+    cta: _Id
+
+
+_V = TypeVar("_V", bound=ViewClaims)
+
+
+_URLSAFE_B64: Final = bytes.maketrans(b"+/", b"-_")
+
+
+def _b64url(data: bytes) -> bytes:
+    """base64url without padding (`base64.urlsafe_b64encode(data).rstrip(b"=")`, one C call each)."""
+    return binascii.b2a_base64(data, newline=False).translate(_URLSAFE_B64, b"=")
+
+
+def _check_id(field: str, value: object) -> str:
+    if not is_valid_id(value):
+        raise InputError(
+            f"{value!r} is not an opaque id: 1-64 characters of A-Z a-z 0-9 _ . -, "
+            "starting with a letter or digit (no e-mail addresses or names)",
+            field=field,
+        )
+    return value
+
+
+def _check_ttl(ttl_s: object) -> None:
+    if isinstance(ttl_s, bool) or not isinstance(ttl_s, int) or not 0 < ttl_s <= MAX_TTL_S:
+        raise InputError(
+            f"TTL {ttl_s!r} must be a whole number of seconds from 1 to {MAX_TTL_S} (366 days)",
+            field="ttl_s",
+        )
+
+
+_FROM_URLSAFE: Final = bytes.maketrans(b"-_", b"+/")
+
+
+def _b64url_decode(data: bytes) -> bytes:
+    """itsdangerous' `base64_decode` of base64url text without padding (one C call; the
+    callers have checked the characters); ValueError (binascii.Error) when it does not decode."""
+    return binascii.a2b_base64((data + b"=" * (-len(data) % 4)).translate(_FROM_URLSAFE))
+
+
+def _canonical_signature(signature: str) -> bytes | None:
+    """The signature's bytes, if `signature` is base64url that decodes and re-encodes to itself.
+
+    Python's decoder ignores the spare low bits of the last character, so several strings
+    decode to the same signature; only the canonical one is accepted, which makes exactly
+    one token string valid for a given payload.
+    """
+    encoded = signature.encode("ascii")
+    try:
+        raw = _b64url_decode(encoded)
+    except ValueError:
+        return None
+    return raw if _b64url(raw) == encoded else None
+
+
+_JSON: Final = json.JSONDecoder()
+#: Payloads parsed lately, by their encoded form: a QR scan's or a beacon's token is read
+#: for its claimed scope (`claimed_scope`) and then, after its signature, by the verifier.
+_PAYLOADS_REMEMBERED: Final = 64
+
+
+@functools.lru_cache(maxsize=_PAYLOADS_REMEMBERED)
+def _load_payload(body: bytes) -> Any:
+    """The JSON of a token's payload part (`.`-prefixed: zlib-compressed), as itsdangerous'
+    `load_payload` reads it, bounded; ValueError or zlib.error when it does not decode.
+
+    Remembered for the last few bodies (an error is not): the second reading of a token costs
+    no inflating and no parsing. Callers only read the object returned; they never change it.
+    JSON text is read as UTF-8, the one encoding a signed payload (ASCII) is ever in.
+    """
+    compressed = body.startswith(b".")
+    raw = _b64url_decode(body[1:] if compressed else body)
+    if compressed:  # no token payload is this long (MAX_TOKEN_CHARS): a bomb stops here
+        raw = zlib.decompressobj().decompress(raw, MAX_TOKEN_CHARS * 8)
+    return _JSON.decode(raw.decode("utf-8"))
+
+
+def claimed_scope(token: str) -> tuple[str, str] | None:
+    """The (tenant, campaign) a token CLAIMS, unverified: a routing hint, never a credential.
+
+    A QR code's path carries only the token, and `TokenSigner.verify` needs the tenant and
+    campaign to check it against; this says which ones to try. None when unreadable.
+    """
+    if not isinstance(token, str) or len(token) > MAX_TOKEN_CHARS:
+        return None
+    body, sep, _ = token.rpartition(".")
+    if not sep or not body or _TOKEN_CHARS.fullmatch(token) is None:
+        return None
+    try:
+        payload = _load_payload(body.encode("ascii"))
+    except (ValueError, zlib.error):  # UnicodeDecodeError is a ValueError
+        return None
+    if not isinstance(payload, dict):
+        return None
+    tenant, campaign = payload.get("t"), payload.get("c")
+    return (tenant, campaign) if is_valid_id(tenant) and is_valid_id(campaign) else None
+
+
+class ViewTokenFields(TypedDict):
+    """What a view token says besides its view id and times (`TokenSigner.view_template`)."""
+
+    tenant: str
+    campaign: str
+    arm: Arm
+    rung: str
+    account: NotRequired[str | None]
+    contact: NotRequired[str | None]
+    zone_set_version: NotRequired[int | None]
+    variant: NotRequired[str | None]
+    ttl_s: NotRequired[int]
+
+
+class ViewTokenTemplate:
+    """A view token with its view id and times left open (`TokenSigner.view_template`);
+    `sign(view_id)` completes and signs it, issued now."""
+
+    __slots__ = ("_clock", "_head", "_mac", "_tail", "_ttl_s")
+
+    def __init__(
+        self, *, head: str, tail: str, ttl_s: int, mac: hmac.HMAC, clock: Callable[[], float]
+    ) -> None:
+        self._head, self._tail, self._ttl_s, self._mac, self._clock = head, tail, ttl_s, mac, clock
+
+    def sign(self, view_id: str) -> str:
+        """The token for `view_id` (1-64 URL-safe characters, else InputError), issued now."""
+        if not isinstance(view_id, str) or _VIEW_ID_RE.fullmatch(view_id) is None:
+            raise InputError(f"view id {view_id!r} is not 1-64 URL-safe characters", field="view_id")
+        issued_at = int(self._clock())
+        payload = f'{self._head}{view_id}{self._tail}{issued_at},"e":{issued_at + self._ttl_s}}}'
+        # Compact JSON, base64url, "." and the HMAC-SHA256 under the derived key: exactly
+        # what the view serializer's dumps makes for an uncompressed payload.
+        body = _b64url(payload.encode("ascii"))
+        mac = self._mac.copy()  # the key's prepared state, copied
+        mac.update(body)
+        token = (body + b"." + _b64url(mac.digest())).decode("ascii")
+        if len(token) > MAX_TOKEN_CHARS:  # pragma: no cover - the longest ids still fit (tested)
+            raise AssertionError(f"signed token is {len(token)} characters, over {MAX_TOKEN_CHARS}")
+        return token
+
+
+class TokenSigner:
+    """Signs and verifies link, QR and cookie tokens.
+
+    ``secrets``: newest first. The first signs; every one verifies (key rotation: prepend
+    the new key, keep the old ones until the tokens they signed have expired).
+    ``clock``: returns Unix seconds; injectable for tests.
+    """
+
+    def __init__(self, secrets: Sequence[str], *, clock: Callable[[], float] = time.time) -> None:
+        if isinstance(secrets, str | bytes):
+            raise ConfigError(
+                f"{SECRET_ENV_VAR}: pass the secrets as a list (newest first); "
+                "use TokenSigner.from_setting() for a comma-separated value"
+            )
+        keys = list(secrets)
+        check_secret_keys(keys)  # names a key by position and length, never its value
+        self._clock = clock
+        # itsdangerous signs with the LAST key and verifies with all: hand it newest-last.
+        verify_order = list(reversed(keys))
+        self._serializers: dict[TokenKind, URLSafeSerializer] = {
+            kind: URLSafeSerializer(
+                verify_order,
+                salt=f"welcomemat.{kind.value}",
+                signer_kwargs={"digest_method": hashlib.sha256},
+                fallback_signers=[],
+            )
+            for kind in TokenKind
+        }
+        self._view_serializer = URLSafeSerializer(
+            verify_order,
+            salt=_VIEW_SALT,
+            signer_kwargs={"digest_method": hashlib.sha256},
+            fallback_signers=[],
+        )
+        # View tokens are signed on every /v1/zones request and checked on every beacon: the
+        # HMAC state of each key is keyed once (itsdangerous' key derivation for this salt),
+        # newest first, instead of being derived per call. See sign_view and _unsign_view.
+        view_signer = self._view_serializer.make_signer()
+        self._view_macs = [hmac.new(view_signer.derive_key(key), digestmod=hashlib.sha256) for key in keys]
+        # Click tokens: the same format under their own salt (signed per CTA on every page view).
+        click_signer = URLSafeSerializer(
+            verify_order, salt=_CLICK_SALT, signer_kwargs={"digest_method": hashlib.sha256}
+        ).make_signer()
+        self._click_macs = [hmac.new(click_signer.derive_key(key), digestmod=hashlib.sha256) for key in keys]
+        # The same for links, QR codes and cookies: a first click verifies a link and signs a
+        # cookie, and itsdangerous would derive the key (a SHA-256) per key per call. (A
+        # prepared state copied costs about half of `hmac.digest`, which sets up OpenSSL 3's
+        # HMAC afresh each call.)
+        self._macs: dict[TokenKind, list[hmac.HMAC]] = {
+            kind: [
+                hmac.new(serializer.make_signer().derive_key(key), digestmod=hashlib.sha256) for key in keys
+            ]
+            for kind, serializer in self._serializers.items()
+        }
+
+    @classmethod
+    def from_setting(cls, value: str | None, *, clock: Callable[[], float] = time.time) -> TokenSigner:
+        """Build from the ``WELCOMEMAT_SECRET`` value: comma-separated, newest first.
+
+        Blank entries and surrounding whitespace are ignored. Unset or blank: ConfigError.
+        """
+        if value is None:
+            raise ConfigError(
+                f"{SECRET_ENV_VAR} is not set: set it to a secret of {MIN_SECRET_CHARS}+ "
+                "characters (comma-separated for rotation, first signs)"
+            )
+        return cls(list(secret_keys(value)), clock=clock)
+
+    def _lifetime(self, ttl_s: int) -> tuple[int, int]:
+        """(issued at, expires at) for a token living `ttl_s`; InputError on a bad TTL."""
+        _check_ttl(ttl_s)
+        issued_at = int(self._clock())
+        return issued_at, issued_at + ttl_s
+
+    def sign(
+        self,
+        kind: TokenKind,
+        *,
+        tenant: str,
+        campaign: str,
+        account: str,
+        contact: str | None = None,
+        ttl_s: int,
+        compress: bool | None = None,
+    ) -> str:
+        """A URL-safe token for this kind, bound to tenant + campaign + account (+ contact).
+
+        `compress`: itsdangerous' rule, the zlib form when it is shorter; None (the default)
+        decides by kind. A QR token is compressed: it is printed, and for long ids the
+        characters saved (up to ~30 of ~200) keep its code a version smaller (57 modules a
+        side, not 61), easier to scan. Links and cookies are not: a link's length does not
+        matter in an e-mail, and reading a compressed token costs the renderer a zlib stream
+        on every first click (~15-35 µs of the event loop's CPU, and the stream lets go of the
+        interpreter lock mid-request; bench/README.md, "Figures behind choices in the code").
+        Both forms are the same format, and every verifier reads both.
+        Bad ids or TTL: InputError naming the field.
+        """
+        kind = TokenKind(kind)
+        if compress is None:
+            compress = kind is TokenKind.QR
+        payload: dict[str, str | int] = {
+            "t": _check_id("tenant", tenant),
+            "c": _check_id("campaign", campaign),
+            "a": _check_id("account", account),
+        }
+        if contact is not None:
+            payload["p"] = _check_id("contact", contact)
+        payload["i"], payload["e"] = self._lifetime(ttl_s)
+        # The compact JSON itsdangerous writes, written directly: every string was just
+        # checked to be an id (nothing JSON escapes), the times are ints; tests compare.
+        person = "" if contact is None else f',"p":"{contact}"'
+        raw = (
+            f'{{"t":"{tenant}","c":"{campaign}","a":"{account}"{person},"i":{payload["i"]},"e":{payload["e"]}}}'
+        ).encode("ascii")
+        # itsdangerous' rule: the zlib form, marked by a leading ".", when it is shorter.
+        compressed = zlib.compress(raw) if compress else raw
+        body = b"." + _b64url(compressed) if len(compressed) < len(raw) - 1 else _b64url(raw)
+        mac = self._macs[kind][0].copy()  # the newest key's prepared state
+        mac.update(body)
+        token = (body + b"." + _b64url(mac.digest())).decode("ascii")
+        if len(token) > MAX_TOKEN_CHARS:  # pragma: no cover - 4 ids of <= 64 chars fit
+            raise AssertionError(f"signed token is {len(token)} characters, over {MAX_TOKEN_CHARS}")
+        return token
+
+    def verify(self, kind: TokenKind, token: str, *, tenant: str, campaign: str) -> TokenClaims:
+        """The claims of a token that is genuine, of this kind, for this tenant and campaign,
+        issued not later than now + CLOCK_SKEW_S and not yet expired.
+
+        Raises TokenMalformed, TokenBadSignature (also: wrong kind, wrong key, other
+        tenant or campaign), TokenExpired or TokenFromFuture; never anything else for any
+        token text.
+        """
+        kind = TokenKind(kind)
+        payload = self._unsign(kind, token)
+        claims = self._claims(kind, payload)
+        if claims.tenant != tenant:
+            raise TokenBadSignature(
+                f"{kind.value} token was issued for tenant {claims.tenant!r}, not {tenant!r}"
+            )
+        if claims.campaign != campaign:
+            raise TokenBadSignature(
+                f"{kind.value} token was issued for campaign {claims.campaign!r}, not {campaign!r}"
+            )
+        self._check_times(kind.value, claims.issued_at, claims.expires_at)
+        return claims
+
+    def sign_view(self, *, view_id: str, **fields: Unpack[ViewTokenFields]) -> str:
+        """A view token: what the renderer served for one view (see "View tokens" above); the
+        fields are `view_template`'s.
+
+        Bad ids, arm, rung, version or TTL: InputError naming the field.
+        """
+        return self.view_template(**fields).sign(view_id)
+
+    def view_template(
+        self,
+        *,
+        tenant: str,
+        campaign: str,
+        arm: Arm,
+        rung: str,
+        account: str | None = None,
+        contact: str | None = None,
+        zone_set_version: int | None = None,
+        variant: str | None = None,
+        ttl_s: int = DEFAULT_VIEW_TTL_S,
+    ) -> ViewTokenTemplate:
+        """Everything of a view token but the view id and the times, checked once: a returning
+        visitor's answers (`server.known_visitors`) differ only in those. `sign_view` is
+        `view_template(...).sign(view_id)`.
+
+        Bad ids, arm, rung, version or TTL: InputError naming the field.
+        """
+        return self._view_like_template(
+            self._view_macs[0],
+            tenant=tenant,
+            campaign=campaign,
+            arm=arm,
+            rung=rung,
+            account=account,
+            contact=contact,
+            zone_set_version=zone_set_version,
+            variant=variant,
+            ttl_s=ttl_s,
+        )
+
+    def click_template(self, *, zone: str, cta: str, **fields: Unpack[ViewTokenFields]) -> ViewTokenTemplate:
+        """A click token with its view id and times left open: the view token's fields (as
+        `view_template` takes them) and the zone and CTA id of the link; `sign(view_id)`
+        completes it. The TTL defaults to `DEFAULT_CLICK_TTL_S`.
+
+        Bad ids, arm, rung, version or TTL: InputError naming the field.
+        """
+        extra = f',"z":"{_check_id("zone", zone)}","k":"{_check_id("cta", cta)}"'
+        fields.setdefault("ttl_s", DEFAULT_CLICK_TTL_S)
+        return self._view_like_template(self._click_macs[0], extra=extra, **fields)
+
+    def _view_like_template(
+        self,
+        mac: hmac.HMAC,
+        *,
+        tenant: str,
+        campaign: str,
+        arm: Arm,
+        rung: str,
+        account: str | None = None,
+        contact: str | None = None,
+        zone_set_version: int | None = None,
+        variant: str | None = None,
+        ttl_s: int = DEFAULT_VIEW_TTL_S,
+        extra: str = "",
+    ) -> ViewTokenTemplate:
+        """`view_template`'s work, for view tokens and (with `extra` keys) click tokens."""
+        tenant, campaign = _check_id("tenant", tenant), _check_id("campaign", campaign)
+        try:
+            arm_value = arm.value if isinstance(arm, Arm) else Arm(arm).value
+        except ValueError:
+            raise InputError(f"{arm!r} is not an arm", field="arm") from None
+        if rung not in VIEW_RUNGS:
+            raise InputError(f"{rung!r} is not a rung ({', '.join(sorted(VIEW_RUNGS))})", field="rung")
+        _check_ttl(ttl_s)
+        # Every string below was just checked to be an id, an arm or a rung (the view id is
+        # checked by `sign`): letters, digits and `_ . -` only, nothing JSON escapes. So the
+        # compact JSON is written directly, in the key order and form
+        # `json.dumps(separators=(",", ":"))` gives (itsdangerous' format, what verify_view
+        # parses; tests compare the two), at a fraction of the encoder's cost: this runs for
+        # every /v1/zones answer.
+        rest = [f'","m":"{arm_value}","r":"{rung}"']
+        if account is not None:
+            rest.append(f',"a":"{_check_id("account", account)}"')
+        if contact is not None:
+            rest.append(f',"p":"{_check_id("contact", contact)}"')
+        if zone_set_version is not None:
+            if (
+                isinstance(zone_set_version, bool)
+                or not isinstance(zone_set_version, int)
+                or zone_set_version < 1
+            ):
+                raise InputError(
+                    f"zone-set version {zone_set_version!r} is not a positive integer",
+                    field="zone_set_version",
+                )
+            rest.append(f',"v":{int(zone_set_version)}')
+        if variant is not None:
+            rest.append(f',"x":"{_check_id("variant", variant)}"')
+        rest.append(extra)
+        rest.append(',"i":')
+        return ViewTokenTemplate(
+            head=f'{{"t":"{tenant}","c":"{campaign}","w":"',
+            tail="".join(rest),
+            ttl_s=ttl_s,
+            mac=mac,  # the newest key's prepared state
+            clock=self._clock,
+        )
+
+    def verify_view(self, token: str, *, tenant: str, campaign: str) -> ViewClaims:
+        """The claims of a genuine view token for this tenant and campaign, issued not later
+        than now + CLOCK_SKEW_S and not yet expired.
+
+        Raises TokenMalformed, TokenBadSignature (also: an identity token, wrong key, other
+        tenant or campaign), TokenExpired or TokenFromFuture; never anything else.
+        """
+        payload = self._unsign_view(token)
+        claims = self._view_claims("view", ViewClaims, payload, {})
+        self._check_scope("view", claims, tenant, campaign)
+        return claims
+
+    def verify_click(self, token: str, *, tenant: str, campaign: str) -> ClickClaims:
+        """The claims of a genuine click token for this tenant and campaign, issued not later
+        than now + CLOCK_SKEW_S and not yet expired.
+
+        Raises TokenMalformed, TokenBadSignature (also: a view or identity token, wrong key,
+        other tenant or campaign), TokenExpired or TokenFromFuture; never anything else.
+        """
+        payload = self._unsign_keyed("click", self._click_macs, token)
+        claims = self._view_claims("click", ClickClaims, payload, {"z": "zone", "k": "cta"})
+        self._check_scope("click", claims, tenant, campaign)
+        return claims
+
+    # -- internals -------------------------------------------------------------------------
+
+    @staticmethod
+    def _view_claims(label: str, model: type[_V], payload: Any, extra: Mapping[str, str]) -> _V:
+        """A view (or click: `extra` payload keys -> fields) token's payload as its claims."""
+        required = {"t", "c", "w", "m", "r", "i", "e", *extra}
+        optional = {"a", "p", "v", "x"}
+        if not isinstance(payload, dict) or not required <= payload.keys() <= required | optional:
+            raise TokenMalformed(f"{label} token payload has unexpected fields")
+        try:
+            claims = model(
+                **{field: payload[key] for key, field in extra.items()},
+                tenant=payload["t"],
+                campaign=payload["c"],
+                view_id=payload["w"],
+                arm=payload["m"],
+                rung=payload["r"],
+                account=payload.get("a"),
+                contact=payload.get("p"),
+                zone_set_version=payload.get("v"),
+                variant=payload.get("x"),
+                issued_at=payload["i"],
+                expires_at=payload["e"],
+            )
+        except ValidationError as exc:
+            raise TokenMalformed(
+                f"{label} token payload is invalid: {exc.error_count()} bad field(s)"
+            ) from exc
+        if claims.rung not in VIEW_RUNGS or claims.expires_at <= claims.issued_at:
+            raise TokenMalformed(f"{label} token payload is invalid")
+        return claims
+
+    def _check_scope(self, label: str, claims: ViewClaims, tenant: str, campaign: str) -> None:
+        if claims.tenant != tenant:
+            raise TokenBadSignature(f"{label} token was issued for tenant {claims.tenant!r}, not {tenant!r}")
+        if claims.campaign != campaign:
+            raise TokenBadSignature(
+                f"{label} token was issued for campaign {claims.campaign!r}, not {campaign!r}"
+            )
+        self._check_times(label, claims.issued_at, claims.expires_at)
+
+    def _check_times(self, label: str, issued_at: int, expires_at: int) -> None:
+        now = self._clock()
+        if issued_at > now + CLOCK_SKEW_S:
+            raise TokenFromFuture(
+                f"{label} token issued at {issued_at}, more than {CLOCK_SKEW_S} s after now ({int(now)})"
+            )
+        if now >= expires_at:
+            raise TokenExpired(f"{label} token expired at {expires_at} (now {int(now)})")
+
+    def _unsign_view(self, token: object) -> Any:
+        return self._unsign_keyed("view", self._view_macs, token)
+
+    def _unsign(self, kind: TokenKind, token: object) -> Any:
+        return self._unsign_keyed(kind.value, self._macs[kind], token)
+
+    @staticmethod
+    def _unsign_keyed(label: str, macs: Sequence[hmac.HMAC], token: object) -> Any:
+        """What a serializer's `loads` does, with keys derived once: the shape checks, the HMAC
+        under each key (`macs`: prepared states, newest first), then the payload."""
+        if not isinstance(token, str):
+            raise TokenMalformed(f"{label} token is not text ({type(token).__name__})")
+        if len(token) > MAX_TOKEN_CHARS:
+            raise TokenMalformed(
+                f"{label} token is {len(token)} characters; at most {MAX_TOKEN_CHARS} accepted"
+            )
+        body, sep, signature = token.rpartition(".")
+        # A leading "." marks a zlib-compressed payload (itsdangerous' format); nothing else may.
+        compressed = body.startswith(".")
+        given = None
+        if (
+            sep
+            and _B64_RE.fullmatch(body[1:] if compressed else body) is not None
+            and len(signature) == _SIGNATURE_CHARS
+            and _B64_RE.fullmatch(signature) is not None
+        ):
+            given = _canonical_signature(signature)
+        if given is None:
+            raise TokenMalformed(
+                f"{label} token is not of the form <payload>.<signature> (truncated or badly encoded)"
+            )
+        encoded = body.encode("ascii")
+        for state in macs:
+            mac = state.copy()
+            mac.update(encoded)
+            if hmac.compare_digest(mac.digest(), given):
+                break
+        else:
+            raise TokenBadSignature(
+                f"{label} token signature does not verify (tampered, unknown key, or a token of another kind)"
+            )
+        try:
+            return _load_payload(encoded)
+        except (ValueError, zlib.error) as exc:  # UnicodeDecodeError is a ValueError
+            raise TokenMalformed(f"{label} token payload does not decode") from exc
+
+    @staticmethod
+    def _claims(kind: TokenKind, payload: Any) -> TokenClaims:
+        fields = {"t", "c", "a", "i", "e"}
+        if not isinstance(payload, dict) or not fields <= payload.keys() <= fields | {"p"}:
+            raise TokenMalformed(f"{kind.value} token payload has unexpected fields")
+        try:
+            claims = TokenClaims(
+                kind=kind,
+                tenant=payload["t"],
+                campaign=payload["c"],
+                account=payload["a"],
+                contact=payload.get("p"),
+                issued_at=payload["i"],
+                expires_at=payload["e"],
+            )
+        except ValidationError as exc:
+            raise TokenMalformed(
+                f"{kind.value} token payload is invalid: {exc.error_count()} bad field(s)"
+            ) from exc
+        if claims.expires_at <= claims.issued_at:
+            raise TokenMalformed(f"{kind.value} token expires before it is issued")
+        return claims

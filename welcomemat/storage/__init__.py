@@ -1,0 +1,1 @@
+"""Redis connections: the client, the embedded server, the circuit breaker."""

@@ -1,0 +1,1 @@
+"""The one Redis Streams consumer loop, its groups and handlers."""

@@ -1,0 +1,1 @@
+"""A campaign's theme folder: loaded, its HTML frame and stylesheets checked."""

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import markupsafe
 
+from welcomemat.arms import Arm
 from welcomemat.security.markup import clean_inline, escape, render_text
 from welcomemat.security.tokens import TokenKind, TokenSigner
 from welcomemat.security.urlgate import LinkAllowlist, gate_link
@@ -38,14 +39,13 @@ def main() -> None:
     allowlist = LinkAllowlist.from_hosts(["www.acmerevenue.example", "meet.acmerevenue.example"])
     cleaned = clean_inline(TEXT, ALLOWED)
     signer = TokenSigner(["k" * 40, "old" * 12])
-    token = signer.sign(
-        TokenKind.LINK,
-        tenant="acme",
-        campaign="q4-pipeline",
-        account="acct_dymaxa",
-        contact="c_joram",
-        ttl_s=3600,
-    )
+    ids = {"tenant": "acme", "campaign": "q4-pipeline", "account": "acct_dymaxa", "contact": "c_joram"}
+    token = signer.sign(TokenKind.LINK, **ids, ttl_s=3600)
+    qr_token = signer.sign(TokenKind.QR, **ids, ttl_s=3600)
+    old_key_token = TokenSigner(["old" * 12]).sign(TokenKind.LINK, **ids, ttl_s=3600)
+    scope = {"tenant": "acme", "campaign": "q4-pipeline"}
+    view = signer.view_template(**scope, arm=Arm.PERSONAL, rung="personal", account="acct_dymaxa")
+    view_token = view.sign("v_3f9a2c")
     rows: list[tuple[str, Callable[[], object]]] = [
         ("baseline: markupsafe.escape", lambda: markupsafe.escape(TEXT)),
         ("markup.escape", lambda: escape(TEXT)),
@@ -59,10 +59,14 @@ def main() -> None:
             "urlgate.gate_link (refused)",
             lambda: gate_link("https://evil.example\\@meet.acmerevenue.example/", allowlist),
         ),
-        (
-            "tokens.verify (link)",
-            lambda: signer.verify(TokenKind.LINK, token, tenant="acme", campaign="q4-pipeline"),
-        ),
+        ("tokens.sign (link)", lambda: signer.sign(TokenKind.LINK, **ids, ttl_s=3600)),
+        ("tokens.sign (qr, compressed)", lambda: signer.sign(TokenKind.QR, **ids, ttl_s=3600)),
+        ("tokens.verify (link)", lambda: signer.verify(TokenKind.LINK, token, **scope)),
+        ("tokens.verify (link, second key)", lambda: signer.verify(TokenKind.LINK, old_key_token, **scope)),
+        ("tokens.verify (qr, compressed)", lambda: signer.verify(TokenKind.QR, qr_token, **scope)),
+        ("tokens.view_template(...).sign", lambda: view.sign("v_3f9a2c")),
+        ("tokens.verify_view", lambda: signer.verify_view(view_token, **scope)),
+        ("tokens.TokenSigner (two keys)", lambda: TokenSigner(["k" * 40, "old" * 12])),
     ]
     timings = [(name, best_us(fn, args.repeat)) for name, fn in rows]
     base = timings[0][1]

@@ -12,7 +12,7 @@ import functools
 from datetime import UTC, datetime
 from pathlib import Path
 
-from outbound.command_output import finish_import
+from cli.command_output import finish_import
 from welcomemat.campaign.ref import resolve_campaign_ref
 from welcomemat.campaign.view import load_campaign_view
 from welcomemat.errors import InputError

@@ -24,7 +24,7 @@ from typing import IO
 
 import redis
 
-from outbound.command_output import finish_import
+from cli.command_output import finish_import
 from welcomemat.bounded_json import iter_lines
 from welcomemat.bounded_time import parse_instant
 from welcomemat.errors import InputError

@@ -6,9 +6,17 @@
 
 from __future__ import annotations
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_CODE_MEANINGS", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+
+#: What each code tells a script that runs a command (docs/reference/cli.md is generated from it).
+EXIT_CODE_MEANINGS: dict[int, str] = {
+    EXIT_OK: "success",
+    EXIT_FAILED: "the job ran and its verdict is NO GO, or it failed",
+    EXIT_BAD_INPUT: "bad usage or bad input; the message names the file, line and field",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}

@@ -17,10 +17,11 @@ from datetime import UTC, datetime
 from welcomemat.campaign.ref import resolve_campaign_ref
 from welcomemat.campaign.view import load_campaign_view
 from welcomemat.errors import InputError
-from welcomemat.lift.comparison import LiftReport, MetricComparison, RateEstimate
-from welcomemat.lift.groups import GroupedLiftReport, LiftDimension, VariantContrast, campaign_grouped_report
+from welcomemat.lift.comparison import LiftReport, RateEstimate
+from welcomemat.lift.groups import GroupedLiftReport, LiftDimension, campaign_grouped_report
 from welcomemat.lift.negatives import NegativeOutcome
 from welcomemat.lift.outcomes import campaign_lift_report
+from welcomemat.lift.rate_comparison import RateComparison
 from welcomemat.records.conversions import ConversionType, goal_types
 from welcomemat.settings import Settings
 from welcomemat.storage.connection import connect, resolve_redis
@@ -84,8 +85,8 @@ def format_lift_report(report: LiftReport) -> str:
     return "\n".join(lines)
 
 
-def _metric_row(m: MetricComparison) -> str:
-    return f"{m.metric.value:<18}{_pct(m.personal):<34}{_pct(m.holdout):<34}{_difference_cells(m)}"
+def _metric_row(m: RateComparison) -> str:
+    return f"{m.metric.value:<18}{_pct(m.variant_rate):<34}{_pct(m.reference_rate):<34}{_difference_cells(m)}"
 
 
 def _negative_row(n: NegativeOutcome) -> str:
@@ -100,7 +101,7 @@ def _span(low: float, high: float) -> str:
     return f"[{low * 100:+.1f}, {high * 100:+.1f}]"
 
 
-def _difference_cells(c: MetricComparison | VariantContrast) -> str:
+def _difference_cells(c: RateComparison) -> str:
     """The difference with its fixed interval, the always-valid interval and the MDE, as table cells."""
     diff = seq = "n/a"
     if c.difference is not None:

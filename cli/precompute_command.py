@@ -18,12 +18,12 @@ from pathlib import Path
 
 import redis
 
+from cli.progress_bar import progress_bar
 from cli.run_output import print_fact_refusals, print_qa, print_run_report
 from precompute.check_precedence import zone_check_problems
 from precompute.facts.refusals import FactRefusalTally
 from precompute.findings import CohortCollector
 from precompute.inputs import find_zones_folder, load_campaign_inputs
-from precompute.progress import progress_bar
 from precompute.provider_faults import every_call_failed
 from precompute.providers.base import Provider
 from precompute.publish import PageCheckFactory

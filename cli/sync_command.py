@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 import redis
 
+from cli.stderr_log import stderr_log
 from outbound.alert_sender import AlertChannel, AlertSender
 from outbound.seller_alerts import SellerAlertProducer
 from outbound.sync import Syncer, SyncOptions, SyncStats, default_consumer_name, discover_tenants
@@ -95,16 +96,34 @@ def run_sync(
     producer: SellerAlertProducer | None = None
     if channel is not None or config is not None:
         alerts = AlertSender(
-            client, name=options.name, channel=channel, crm=config, claim_idle_ms=claim_idle_ms, stop=stop
+            client,
+            name=options.name,
+            channel=channel,
+            crm=config,
+            claim_idle_ms=claim_idle_ms,
+            log=stderr_log(f"alerts {options.name}"),
+            stop=stop,
         )
         producer = SellerAlertProducer(
             client,
             destinations=alerts.destinations,
             public_url=settings.public_url,
             clock=lambda: datetime.now(UTC),
+            log=stderr_log("alerts"),
         )
-    syncer = Syncer(client, options, progress=_progress_line if tty else None, stop=stop, alerts=producer)
-    sender = WebhookSender(client, config, name=options.name, stop=stop) if config is not None else None
+    syncer = Syncer(
+        client,
+        options,
+        log=stderr_log(f"sync {options.name}"),
+        progress=_progress_line if tty else None,
+        stop=stop,
+        alerts=producer,
+    )
+    sender = (
+        WebhookSender(client, config, name=options.name, log=stderr_log(f"webhook {options.name}"), stop=stop)
+        if config is not None
+        else None
+    )
     scope = ", ".join(options.tenants) if options.tenants else "every tenant with a published campaign"
     hook = f"; CRM webhook to {config.describe()}" if config is not None else ""
     if channel is not None:

@@ -18,6 +18,7 @@ import redis
 
 from cli.precompute_command import make_provider, resolve_campaign
 from cli.run_output import print_run_report
+from cli.stderr_log import stderr_log
 from precompute.provider_faults import every_call_failed
 from precompute.providers.base import Provider
 from precompute.publish import PageCheckFactory
@@ -93,6 +94,7 @@ def run_worker(
         client,
         lambda name, opts: _provider_from_options(name, opts, settings),
         options,
+        log=stderr_log(f"worker {options.name}"),
         stop=stop,
         page_check=page_check,
         prices=settings.model_prices,

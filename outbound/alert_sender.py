@@ -29,8 +29,8 @@ counts deliveries; per entry it:
 from __future__ import annotations
 
 import json
+import logging
 import random
-import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -74,6 +74,9 @@ __all__ = [
     "AlertSender",
     "alert_outbox_stream",
 ]
+
+# Where the lines go when the caller passes no `log` (the commands pass their own, on stderr).
+_logger = logging.getLogger(__name__)
 
 EVENT_HEADER = "X-Welcomemat-Event"
 _BATCH = 50
@@ -172,7 +175,7 @@ class AlertSender(OutboxSender):
             max_deliveries=max_deliveries,
             retry_after_s=retry_after_s,
         )
-        log = log or (lambda line: print(f"alerts {name}: {line}", file=sys.stderr, flush=True))
+        log = log or (lambda line: _logger.info("alerts %s: %s", name, line))
         super().__init__(client, options, log, OutboxStats(), stop=self._stop)
 
     @property

@@ -1,4 +1,4 @@
-"""`welcomemat export CAMPAIGN --format csv|jsonl [--out FILE] [--json]`: the sequencer export.
+"""The sequencer export: the rows `welcomemat export` writes (`cli.export_command` runs it).
 
 One row per contact of every account in the campaign: every account with a zone set in it,
 whatever its status (contacts from the account's shared record, `welcomemat.records.account_records`).
@@ -45,7 +45,7 @@ campaign default), empty fact columns, `company` from the domain or id when the 
 refused, a refused contact field empty, and `status` saying why; each such account (or
 contact) is listed in the summary's `problems`. Empty optional fields (`first_name`,
 `last_name`, `title`, the fact columns) are empty cells, for the sequencer's own fallback
-(README: per sequencer), unless `fill` (`--fill-empty`) names text for the contact columns.
+(docs/outbound.md: per sequencer), unless `fill` (`--fill-empty`) names text for the contact columns.
 The zone columns are never empty unless the campaign has no copy for a zone at all
 (`no_copy`).
 
@@ -59,18 +59,16 @@ from __future__ import annotations
 import csv
 import json
 import os
-import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 import redis
 
-from outbound.command_output import counts_in_words
-from welcomemat.campaign.view import CampaignView, load_campaign_view
+from welcomemat.campaign.view import CampaignView
 from welcomemat.errors import InputError, StoredValueError
 from welcomemat.outreach.export_cells import CellRefusal, export_cell
 from welcomemat.outreach.sequencer_row import (
@@ -102,9 +100,9 @@ __all__ = [
     "RowStatus",
     "campaign_accounts",
     "column_name",
+    "export_campaign",
     "export_columns",
     "export_rows",
-    "run_export",
     "write_export",
 ]
 
@@ -264,89 +262,35 @@ def _write_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
         raise
 
 
-def run_export(
-    campaign_ref: str,
+def export_campaign(
+    client: redis.Redis,
+    view: CampaignView,
+    link_for: LinkMaker,
     fmt: str,
-    out: str | None,
+    out: TextIO | Path,
     *,
-    as_json: bool = False,
+    now: datetime,
     fill: Mapping[str, str] | None = None,
-) -> int:
-    """`welcomemat export`: write the campaign's rows to `out` (atomically) or stdout.
+    on_account: Callable[[], object] = lambda: None,
+) -> ExportSummary:
+    """Every row of the campaign, written to `out`; what was written and every fallback, counted.
 
-    Each contact whose row is produced is marked `exported` (`welcomemat.records.contact_workflow`).
-    Exit 0 when the file was written, whatever records got their fallback (listed on stderr,
-    and with `as_json` in the JSON report on stdout); `ExportError` (exit 1) when it could
-    not be produced at all, leaving `out` untouched.
+    `out` is the stream the command chose (written as the rows come, then flushed) or a file
+    path, written atomically: all or nothing. Each contact whose row is produced is marked
+    `exported` (`welcomemat.records.contact_workflow`). A Redis failure while the rows are read
+    is raised as it is (`redis.RedisError`): a file is then left untouched, a stream holds the
+    rows written before it.
     """
-    from welcomemat.campaign.ref import resolve_campaign_ref
-    from welcomemat.security.links import contact_links
-    from welcomemat.security.tokens import TokenSigner
-    from welcomemat.settings import Settings
-    from welcomemat.storage.connection import connect, resolve_redis
-
     if fmt not in EXPORT_FORMATS:
         raise InputError(f"unknown format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}", field="--format")
-    if as_json and out is None:
-        raise InputError(
-            "--json prints the report on stdout, where the rows go without --out", field="--json"
-        )
-    settings = Settings.from_env()
-    signer = TokenSigner.from_setting(settings.require_secret())
-    client = connect(resolve_redis(settings))
-    try:
-        tenant, campaign = resolve_campaign_ref(campaign_ref, client=client)
-        view = load_campaign_view(client, tenant, campaign)
-
-        link_for = contact_links(signer, settings.public_url, tenant=tenant, campaign=campaign)
-
-        summary = ExportSummary()
-        now = datetime.now(UTC)
-        recorder = WorkflowRecorder(client, tenant, campaign, int(now.timestamp() * 1000))
-        from tqdm import tqdm
-
-        bar = tqdm(unit="acct", disable=not sys.stderr.isatty(), file=sys.stderr, dynamic_ncols=True)
-        try:
-            header, rows = export_rows(
-                client,
-                view,
-                link_for,
-                now=now,
-                summary=summary,
-                on_account=lambda: bar.update(1),
-                recorder=recorder,
-                fill=fill,
-            )
-            if out is None:
-                write_export(header, rows, sys.stdout, fmt)
-                sys.stdout.flush()
-            else:
-                _write_atomically(Path(out), lambda handle: write_export(header, rows, handle, fmt))
-        except redis.RedisError as exc:
-            raise ExportError(
-                f"export {tenant}/{campaign}: Redis failed while reading the campaign ({exc}); "
-                + ("nothing was written" if out is not None else "stdout holds a partial file")
-            ) from exc
-        finally:
-            bar.close()
-    finally:
-        client.close()
-    _report(summary, f"{tenant}/{campaign}", out)
-    if as_json:
-        print(json.dumps({"campaign": f"{tenant}/{campaign}", "out": out, **summary.as_json()}, indent=2))
-    return 0
-
-
-def _report(summary: ExportSummary, campaign: str, out: str | None) -> None:
-    arms, rungs = counts_in_words(summary.by_arm), counts_in_words(summary.by_rung)
-    statuses = counts_in_words(summary.by_status)
-    print(
-        f"export {campaign}: {summary.rows} rows from {summary.accounts} accounts "
-        f"({summary.accounts_without_contacts} without contacts) to {out or 'stdout'}; "
-        f"rows by arm: {arms}; by rung: {rungs}; by status: {statuses}",
-        file=sys.stderr,
+    summary = ExportSummary()
+    recorder = WorkflowRecorder(client, view.tenant, view.campaign_id, int(now.timestamp() * 1000))
+    header, rows = export_rows(
+        client, view, link_for, now=now, summary=summary, on_account=on_account, recorder=recorder, fill=fill
     )
-    for problem in summary.problems:
-        print(f"welcomemat: fallback: {problem}", file=sys.stderr)
-    for unreadable in summary.unreadable_records:
-        print(f"welcomemat: no rows (record does not decode): {unreadable}", file=sys.stderr)
+    if isinstance(out, Path):
+        _write_atomically(out, lambda handle: write_export(header, rows, handle, fmt))
+    else:
+        write_export(header, rows, out, fmt)
+        out.flush()
+    return summary

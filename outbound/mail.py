@@ -1,36 +1,66 @@
-"""`welcomemat mail CAMPAIGN --out DIR`: the print vendor's file, a QR code each, a proof sheet.
+"""The folder `welcomemat mail CAMPAIGN --out DIR` writes: the print vendor's file, a QR code each, a proof.
 
 Who gets a piece and what it says is `outbound.mail_plan` (one recipient per contact with a
 postal address, the line the `print` surface may show, true on the in-home date), the files
 are `outbound.mail_files`, and the blocking check that every QR code decodes and lands on
-its account's page is `outbound.mail_preflight`; this module runs them in order. Nothing
-reaches DIR unless every recipient passes: the files are written in a temporary folder
-beside it and renamed into place; a failure lists each recipient and why, and leaves DIR as
-it was. Each piece written is its contact's `printed` mark.
+its account's page is `outbound.mail_preflight`; this module runs them in order and returns
+what happened (`MailResult`; `cli.mail_command` says it). Nothing reaches DIR unless every
+recipient passes: the files are written in a temporary folder beside it and renamed into
+place; a failure names each recipient and why, and leaves DIR as it was. Each piece written
+is its contact's `printed` mark.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
+from typing import Any
 
 import redis
 
-from outbound.command_output import counts_in_words
-from outbound.mail_files import PROOF_FILE, VENDOR_FILE, write_mail_folder
-from outbound.mail_plan import QR_FOLDER, MailPlan, Recipient, mail_recipients
+from outbound.mail_files import write_mail_folder
+from outbound.mail_plan import MailPlan, Recipient, mail_recipients
 from outbound.mail_preflight import PreflightReport, preflight
 from welcomemat.errors import InputError, WelcomematError
 from welcomemat.records.contact_workflow import record_printed
 from welcomemat.settings import Settings
 
-__all__ = ["run_mail"]
+__all__ = ["MailResult", "write_mail"]
 
-# -- the command -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MailResult:
+    """What one `write_mail` did: the recipients, the preflight, whether DIR was written and marked."""
+
+    campaign: str  # tenant/campaign
+    out: Path
+    in_home: date
+    plan: MailPlan
+    preflight: PreflightReport
+    # Why the written pieces are not marked `printed` (Redis failed after the folder was in place).
+    not_marked: str | None = None
+
+    @property
+    def written(self) -> bool:
+        return not self.preflight.failures
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "campaign": self.campaign,
+            "out": str(self.out),
+            "written": self.written,
+            "in_home_date": self.in_home.isoformat(),
+            "recipients": len(self.plan.recipients),
+            "accounts": self.plan.accounts,
+            "contacts_without_address": self.plan.contacts_without_address,
+            "by_status": dict(sorted(self.plan.by_status.items())),
+            "unreadable_records": self.plan.unreadable_records,
+            "preflight": self.preflight.as_json(),
+        }
 
 
 def _check_out(out: Path) -> None:
@@ -48,7 +78,7 @@ def _publish(folder: Path, out: Path) -> None:
     os.replace(folder, out)
 
 
-def run_mail(
+def write_mail(
     campaign_ref: str,
     out: str,
     *,
@@ -57,11 +87,8 @@ def run_mail(
     renderer_url: str | None,
     zone: str | None,
     now: datetime,
-    as_json: bool = False,
-) -> int:
-    """`welcomemat mail`: 0 when the folder was written, 1 when the preflight failed (nothing written)."""
-    import json
-
+) -> MailResult:
+    """The folder written to `out` when every recipient passes the preflight, else nothing written."""
     from welcomemat.campaign.ref import resolve_campaign_ref
     from welcomemat.campaign.view import load_campaign_view
     from welcomemat.security.links import contact_links
@@ -99,34 +126,19 @@ def run_mail(
             _publish(folder, target)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    not_marked = None
     if not report.failures:
-        _mark_printed(settings, tenant, campaign, plan.recipients, target, now)
-    name = f"{tenant}/{campaign}"
-    _report(name, target, day, plan, report)
-    if as_json:
-        summary = {
-            "campaign": name,
-            "out": str(target),
-            "written": not report.failures,
-            "in_home_date": day.isoformat(),
-            "recipients": len(plan.recipients),
-            "accounts": plan.accounts,
-            "contacts_without_address": plan.contacts_without_address,
-            "by_status": dict(sorted(plan.by_status.items())),
-            "unreadable_records": plan.unreadable_records,
-            "preflight": report.as_json(),
-        }
-        print(json.dumps(summary, indent=2))
-    return 1 if report.failures else 0
+        not_marked = _mark_printed(settings, tenant, campaign, plan.recipients, target, now)
+    return MailResult(f"{tenant}/{campaign}", target, day, plan, report, not_marked)
 
 
 def _mark_printed(
     settings: Settings, tenant: str, campaign: str, recipients: list[Recipient], out: Path, now: datetime
-) -> None:
+) -> str | None:
     """Each piece in the folder is its contact's `printed` mark (`welcomemat.records.contact_workflow`).
 
-    The folder is already in place: a Redis failure here costs the marks, not the files, and
-    is said on stderr (the exit code stays the folder's)."""
+    The folder is already in place: a Redis failure here costs the marks, not the files; it
+    is returned (None when every piece is marked), and the command's exit code stays the folder's."""
     from welcomemat.storage.connection import connect, resolve_redis
 
     marks = (
@@ -141,32 +153,7 @@ def _mark_printed(
     try:
         record_printed(client, tenant, campaign, marks, now_ms=int(now.timestamp() * 1000))
     except redis.RedisError as exc:
-        print(
-            f"welcomemat: the pieces were written but not marked printed (Redis failed: {exc})",
-            file=sys.stderr,
-        )
+        return f"Redis failed: {exc}"
     finally:
         client.close()
-
-
-def _report(name: str, out: Path, day: date, plan: MailPlan, report: PreflightReport) -> None:
-    statuses = counts_in_words(plan.by_status)
-    per_1000 = report.seconds * 1000 / report.checked if report.checked else 0.0
-    print(
-        f"mail {name}: {len(plan.recipients)} recipients from {plan.accounts} accounts "
-        f"({plan.contacts_without_address} contacts without an address), in home {day.isoformat()}; "
-        f"by status: {statuses}; preflight: {report.decoded}/{report.checked} QR codes decoded, "
-        f"{report.resolved} landed on their page, {report.seconds:.2f} s ({per_1000:.1f} s per 1,000)",
-        file=sys.stderr,
-    )
-    for unreadable in plan.unreadable_records:
-        print(f"welcomemat: no recipients (record does not decode): {unreadable}", file=sys.stderr)
-    for failure in report.failures:
-        print(f"welcomemat: preflight failed: {failure}", file=sys.stderr)
-    if report.failures:
-        print(
-            f"welcomemat: preflight failed for {len(report.failures)} recipient(s); nothing written to {out}",
-            file=sys.stderr,
-        )
-    else:
-        print(f"written to {out}: {VENDOR_FILE}, {PROOF_FILE}, {QR_FOLDER}/", file=sys.stderr)
+    return None

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -72,6 +72,9 @@ __all__ = [
     "alert_day",
     "page_url",
 ]
+
+# Where the lines go when the caller passes no `log` (the commands pass their own, on stderr).
+_logger = logging.getLogger(__name__)
 
 # Events older than this (by the producer's clock) raise no alert: 24 hours.
 ALERT_MAX_AGE_S = 24 * 3600
@@ -168,7 +171,7 @@ class SellerAlertProducer:
         self.public_url = public_url.rstrip("/")
         self.stats = AlertStats()
         self._clock = clock
-        self._log = log or (lambda line: print(f"alerts: {line}", file=sys.stderr, flush=True))
+        self._log = log or (lambda line: _logger.info("alerts: %s", line))
         self._queue = client.register_script(_QUEUE_LUA)
         self._store = ZoneSetStore(client)
         # (tenant, campaign) -> (read at, config digest, campaign or None when it has no alerts)

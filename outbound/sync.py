@@ -34,9 +34,9 @@ neither has that version any more the version is recorded without facts.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -88,6 +88,9 @@ __all__ = [
     "events_stream",
     "parse_event",
 ]
+
+# Where the lines go when the caller passes no `log` (the commands pass their own, on stderr).
+_logger = logging.getLogger(__name__)
 
 DEFAULT_BATCH = 200  # entries per read: one pipelined fold per batch
 DEFAULT_MAX_DELIVERIES = 5
@@ -183,7 +186,7 @@ class Syncer(ConsumerProcess, StreamHandler):
         self.alerts = alerts
         self.options = options
         self.name = options.name
-        self._log = log or (lambda line: print(f"sync {options.name}: {line}", file=sys.stderr, flush=True))
+        self._log = log or (lambda line: _logger.info("sync %s: %s", options.name, line))
         report = progress
         self._consumer = StreamConsumer(
             client,

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import random
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -95,6 +95,9 @@ __all__ = [
     "signed_headers",
     "verify_signature",
 ]
+
+# Where the lines go when the caller passes no `log` (the commands pass their own, on stderr).
+_logger = logging.getLogger(__name__)
 
 SIGNATURE_HEADER = "X-Welcomemat-Signature"
 TIMESTAMP_HEADER = "X-Welcomemat-Timestamp"
@@ -328,7 +331,7 @@ class WebhookSender(OutboxSender):
             max_deliveries=None,  # a change waits for its receiver however long it is down
             retry_after_s=_RETRY_AFTER_S,
         )
-        log = log or (lambda line: print(f"webhook {name}: {line}", file=sys.stderr, flush=True))
+        log = log or (lambda line: _logger.info("webhook %s: %s", name, line))
         super().__init__(client, options, log, WebhookStats(), stop=self._stop)
 
     def close(self) -> None:

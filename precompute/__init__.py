@@ -3,5 +3,5 @@
 Identity, trust, firmographics, the providers that write drafts, the deterministic checks,
 the fallback ladder, publishing, QA and the distributed worker. It imports only the core
 (`welcomemat`), never `server` or `outbound`: what the renderer needs from a run is in Redis.
-The package itself exports nothing; see the module table in README.md.
+The package itself exports nothing; docs/reference/layout.md lists its modules.
 """

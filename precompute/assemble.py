@@ -40,6 +40,7 @@ from precompute.specific_use import specific_used
 from precompute.zone_scores import ZoneScores, score_draft
 from welcomemat.campaign.contract import Campaign
 from welcomemat.campaign.experiment_assignment import variant_campaign, variant_for
+from welcomemat.campaign.experiments import CopyVariant
 from welcomemat.campaign.guidelines import guideline_hash
 from welcomemat.campaign.sections import ZoneCopy
 from welcomemat.errors import ContractError, ProviderUnavailable
@@ -117,6 +118,35 @@ _DOUBT_CHECKS: Mapping[str, HoldLayer] = MappingProxyType(
 
 def _day_start(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+def _draft_ends(draft: ZoneDraft, ctx: GovernedContext) -> list[date]:
+    """The days a draft stops being true: each fact it cites expires, and it may say when itself."""
+    ends = [f.expires_at for f in ctx.facts if f.id in draft.fact_ids]
+    return [*ends, draft.valid_until] if draft.valid_until is not None else ends
+
+
+def _zone_set_mode(contents: Sequence[ZoneContent]) -> ZoneSetMode:
+    """Full when every zone is personal, fallback when none is, degraded in between."""
+    personal = sum(1 for c in contents if c.rung is Rung.PERSONAL)
+    if personal == len(contents):
+        return ZoneSetMode.FULL
+    return ZoneSetMode.FALLBACK if personal == 0 else ZoneSetMode.DEGRADED
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """What asking the provider gave one account: drafts, or why its zones have none."""
+
+    result: GenerationResult
+    # The reason a zone without a draft falls back, unless the provider said why (its `Decline`).
+    no_draft_reason: str
+    # Set when the provider could not write: the account is deferred (`precompute.provider_faults`).
+    cause: FaultCause | None = None
+
+    @property
+    def deferred(self) -> bool:
+        return self.cause is not None
 
 
 class Assembler:
@@ -302,8 +332,7 @@ class Assembler:
         content = None if blocking else self._written(draft, contract, ctx)
         if content is None and not blocking:
             blocking.append(zone_reason(ZoneReason.CTA_LINK_REFUSED))
-        ends = [f.expires_at for f in ctx.facts if f.id in draft.fact_ids]
-        ends += [draft.valid_until] if draft.valid_until is not None else []
+        ends = _draft_ends(draft, ctx)
         return HeldDraft(
             zone_id=contract.id,
             layer=layer,
@@ -355,99 +384,143 @@ class Assembler:
         extra = [Fact.model_validate(f) for f in found]
         return account.model_copy(update={"facts": [*account.facts, *extra]})
 
-    def assemble(self, account: Account, input_hash: str) -> AccountOutcome:
-        variant = variant_for(self.campaign, account.account_id)
-        experiment_id = self.campaign.experiment.id if self.campaign.experiment is not None else None
-        written = self._variants[variant.id] if variant is not None else (self.campaign, self.vocabulary)
-        result = GenerationResult(drafts={})
-        deferred = False
-        cause: FaultCause | None = None
+    def _extract_facts_or_defer(self, account: Account) -> tuple[Account, FaultCause | None]:
+        """Extraction is a provider call too: when it cannot be made, the account is deferred, not failed."""
         try:
-            account = self._with_extracted_facts(account)
+            return self._with_extracted_facts(account), None
         except ProviderUnavailable as exc:
-            deferred, cause = True, fault_cause(exc)
-        ctx = build_context(account, self.campaign, self.policy, self.as_of)
-        # Why a zone has no draft, unless the provider said why (its `Decline`).
-        if deferred:
-            no_draft_reason = zone_reason(ZoneReason.PROVIDER_UNAVAILABLE)
-        elif not ctx.identity.claims_allowed:
-            no_draft_reason = zone_reason(ZoneReason.IDENTITY, ctx.identity.reason.value)
-        elif not ctx.facts:
-            no_draft_reason = zone_reason(ZoneReason.NO_TRUSTED_FACT)
-        else:
-            # A provider that drops a zone without a word has given no answer for it.
-            no_draft_reason = zone_reason(ZoneReason.NO_ANSWER)
-            try:
-                result = self._generate(ctx, written[0])
-            except ProviderUnavailable as exc:
-                no_draft_reason, deferred = zone_reason(ZoneReason.PROVIDER_UNAVAILABLE), True
-                cause = fault_cause(exc)
+            return account, fault_cause(exc)
 
-        outcomes: list[ZoneOutcome] = []
-        valid_until: date | None = None
-        for zone_id in self.zone_ids:
-            contract = self.zones[zone_id]
-            draft = result.drafts.get(zone_id)
-            decline = result.declined.get(zone_id) if draft is None else None
-            failures: tuple[CheckFailure, ...] = ()
-            content: ZoneContent | None = None
-            held: HeldDraft | None = None
-            reason = zone_reason(decline.reason) if decline is not None else no_draft_reason
-            if decline is not None and decline.draft is not None:
-                rejected = decline.draft  # judged not ok by the self-review: held with its note
-                checked = run_checks(
-                    self._check_input(rejected, contract, ctx, personal=True, written=written)
-                )
-                held = self._hold(rejected, contract, ctx, HoldLayer.SELF_REVIEW, decline.note, checked)
-            if draft is not None:
-                failures = run_checks(self._check_input(draft, contract, ctx, personal=True, written=written))
-                doubt = [f for f in failures if f.check in _DOUBT_CHECKS]
-                if doubt:
-                    layer = _DOUBT_CHECKS[doubt[0].check]
-                    note = (
-                        f"model confidence {doubt[0].detail}"
-                        if layer is HoldLayer.MODEL_CONFIDENCE
-                        else doubt[0].detail
-                    )
-                    held = self._hold(draft, contract, ctx, layer, note, failures)
-                if failures:
-                    reason = zone_reason(ZoneReason.CHECK, failures[0].reason)
-                else:
-                    content = self._written(draft, contract, ctx)
-                    reason = zone_reason(ZoneReason.CTA_LINK_REFUSED) if content is None else reason
-            if content is None:
-                content = self._fallback(account, zone_id, reason)
-            else:
-                ends = [f.expires_at for f in ctx.facts if f.id in draft.fact_ids] if draft else []
-                if draft is not None and draft.valid_until is not None:
-                    ends.append(draft.valid_until)
-                for end in ends:
-                    valid_until = end if valid_until is None or end < valid_until else valid_until
-            wrote = draft if draft is not None else decline.draft if decline is not None else None
-            # A link zone shows its CTA's approved label, not words anyone wrote for the account.
-            scores = (
-                None
-                if wrote is None or contract.link
-                else score_draft(wrote.text, ctx, wrote.fact_ids, self.campaign.voice_profile)
-            )
-            outcomes.append(
-                ZoneOutcome(
-                    content=content, draft=draft, failures=failures, decline=decline, held=held, scores=scores
-                )
-            )
+    def _ask_provider(self, ctx: GovernedContext, campaign: Campaign, cause: FaultCause | None) -> _Answer:
+        """A call only when it can yield a personal line; otherwise why no zone has a draft."""
+        empty = GenerationResult(drafts={})
+        if cause is not None:
+            return _Answer(empty, zone_reason(ZoneReason.PROVIDER_UNAVAILABLE), cause)
+        if not ctx.identity.claims_allowed:
+            return _Answer(empty, zone_reason(ZoneReason.IDENTITY, ctx.identity.reason.value))
+        if not ctx.facts:
+            return _Answer(empty, zone_reason(ZoneReason.NO_TRUSTED_FACT))
+        try:
+            result = self._generate(ctx, campaign)
+        except ProviderUnavailable as exc:
+            return _Answer(empty, zone_reason(ZoneReason.PROVIDER_UNAVAILABLE), fault_cause(exc))
+        # A provider that drops a zone without a word has given no answer for it.
+        return _Answer(result, zone_reason(ZoneReason.NO_ANSWER))
 
-        personal = sum(1 for o in outcomes if o.content.rung is Rung.PERSONAL)
-        mode = (
-            ZoneSetMode.FULL
-            if personal == len(outcomes)
-            else ZoneSetMode.FALLBACK
-            if personal == 0
-            else ZoneSetMode.DEGRADED
+    def _fill_zone(
+        self,
+        account: Account,
+        contract: ZoneContract,
+        ctx: GovernedContext,
+        answer: _Answer,
+        written: tuple[Campaign, ApprovedVocabulary],
+    ) -> tuple[ZoneOutcome, list[date]]:
+        """One zone's rung, and the days its published draft stops being true (none on a fallback)."""
+        draft = answer.result.drafts.get(contract.id)
+        if draft is None:
+            return self._fall_back_undrafted(account, contract, ctx, answer, written), []
+        return self._try_draft(account, draft, contract, ctx, written)
+
+    def _fall_back_undrafted(
+        self,
+        account: Account,
+        contract: ZoneContract,
+        ctx: GovernedContext,
+        answer: _Answer,
+        written: tuple[Campaign, ApprovedVocabulary],
+    ) -> ZoneOutcome:
+        """No draft: the fallback, with the provider's own reason when it gave one (its `Decline`)."""
+        decline = answer.result.declined.get(contract.id)
+        reason = zone_reason(decline.reason) if decline is not None else answer.no_draft_reason
+        rejected = decline.draft if decline is not None else None
+        return ZoneOutcome(
+            content=self._fallback(account, contract.id, reason),
+            draft=None,
+            failures=(),
+            decline=decline,
+            held=self._hold_rejected(decline, contract, ctx, written),
+            scores=self._score(rejected, contract, ctx),
         )
+
+    def _hold_rejected(
+        self,
+        decline: Decline | None,
+        contract: ZoneContract,
+        ctx: GovernedContext,
+        written: tuple[Campaign, ApprovedVocabulary],
+    ) -> HeldDraft | None:
+        """A draft the self-review judged not ok is doubt, not a broken rule: held with the review's note."""
+        if decline is None or decline.draft is None:
+            return None
+        rejected = decline.draft
+        checked = run_checks(self._check_input(rejected, contract, ctx, personal=True, written=written))
+        return self._hold(rejected, contract, ctx, HoldLayer.SELF_REVIEW, decline.note, checked)
+
+    def _try_draft(
+        self,
+        account: Account,
+        draft: ZoneDraft,
+        contract: ZoneContract,
+        ctx: GovernedContext,
+        written: tuple[Campaign, ApprovedVocabulary],
+    ) -> tuple[ZoneOutcome, list[date]]:
+        """A draft is published only if every check passes and its link survives the URL gate."""
+        failures = run_checks(self._check_input(draft, contract, ctx, personal=True, written=written))
+        content = None if failures else self._written(draft, contract, ctx)
+        ends = _draft_ends(draft, ctx) if content is not None else []
+        if content is None:
+            reason = (
+                zone_reason(ZoneReason.CHECK, failures[0].reason)
+                if failures
+                else zone_reason(ZoneReason.CTA_LINK_REFUSED)
+            )
+            content = self._fallback(account, contract.id, reason)
+        outcome = ZoneOutcome(
+            content=content,
+            draft=draft,
+            failures=failures,
+            held=self._hold_doubted(draft, contract, ctx, failures),
+            scores=self._score(draft, contract, ctx),
+        )
+        return outcome, ends
+
+    def _hold_doubted(
+        self, draft: ZoneDraft, contract: ZoneContract, ctx: GovernedContext, failures: Sequence[CheckFailure]
+    ) -> HeldDraft | None:
+        """Low confidence or weak grounding is doubt a person may overrule: the draft is kept for them."""
+        doubt = [f for f in failures if f.check in _DOUBT_CHECKS]
+        if not doubt:
+            return None
+        layer = _DOUBT_CHECKS[doubt[0].check]
+        note = (
+            f"model confidence {doubt[0].detail}" if layer is HoldLayer.MODEL_CONFIDENCE else doubt[0].detail
+        )
+        return self._hold(draft, contract, ctx, layer, note, failures)
+
+    def _score(
+        self, wrote: ZoneDraft | None, contract: ZoneContract, ctx: GovernedContext
+    ) -> ZoneScores | None:
+        """Scores show how written words read; a link zone shows its CTA's approved label, not such words."""
+        if wrote is None or contract.link:
+            return None
+        return score_draft(wrote.text, ctx, wrote.fact_ids, self.campaign.voice_profile)
+
+    def _build_zone_set(
+        self,
+        account: Account,
+        input_hash: str,
+        contents: Sequence[ZoneContent],
+        valid_until: date | None,
+        variant: CopyVariant | None,
+        *,
+        deferred: bool,
+    ) -> ZoneSet:
+        """The record published: mode and status follow from the zones' rungs, expiry from their facts."""
+        experiment_id = self.campaign.experiment.id if self.campaign.experiment is not None else None
         # A person reads every page written from the account's facts, personal or not specific.
-        from_facts = any(o.content.rung is Rung.PERSONAL or o.content.facts for o in outcomes)
+        from_facts = any(c.rung is Rung.PERSONAL or c.facts for c in contents)
         needs_review = account.tier in self.review_tiers and from_facts
-        zone_set = ZoneSet(
+        return ZoneSet(
             tenant=self.campaign.tenant,
             campaign=self.campaign.campaign,
             account_id=account.account_id,
@@ -461,19 +534,38 @@ class Assembler:
             experiment=experiment_id if variant is not None else None,
             variant=variant.id if variant is not None else None,
             status=ZoneSetStatus.PENDING_REVIEW if needs_review else ZoneSetStatus.PUBLISHED,
-            mode=mode,
-            zones=tuple(o.content for o in outcomes),
+            mode=_zone_set_mode(contents),
+            zones=tuple(contents),
+        )
+
+    def assemble(self, account: Account, input_hash: str) -> AccountOutcome:
+        """The account's zone set: facts, context, one provider call, then every zone down its ladder."""
+        variant = variant_for(self.campaign, account.account_id)
+        written = self._variants[variant.id] if variant is not None else (self.campaign, self.vocabulary)
+        account, cause = self._extract_facts_or_defer(account)
+        ctx = build_context(account, self.campaign, self.policy, self.as_of)
+        answer = self._ask_provider(ctx, written[0], cause)
+        filled = [self._fill_zone(account, self.zones[z], ctx, answer, written) for z in self.zone_ids]
+        outcomes = tuple(outcome for outcome, _ in filled)
+        valid_until = min((end for _, ends in filled for end in ends), default=None)
+        zone_set = self._build_zone_set(
+            account,
+            input_hash,
+            [o.content for o in outcomes],
+            valid_until,
+            variant,
+            deferred=answer.deferred,
         )
         return AccountOutcome(
             account=account,
             context=ctx,
             zone_set=zone_set,
-            zones=tuple(outcomes),
-            model_calls=result.model_calls,
-            tokens=result.tokens,
-            retries=result.retries,
-            deferred=deferred,
-            deferred_cause=cause,
+            zones=outcomes,
+            model_calls=answer.result.model_calls,
+            tokens=answer.result.tokens,
+            retries=answer.result.retries,
+            deferred=answer.deferred,
+            deferred_cause=answer.cause,
         )
 
 

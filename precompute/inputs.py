@@ -64,7 +64,7 @@ class CampaignInputs:
     tenant: TenantPolicy | None
     tenant_file: str | None
     policy: EffectivePolicy
-    theme: Theme | None = None  # the campaign's own branding, checked (README: Own branding)
+    theme: Theme | None = None  # the campaign's own branding, checked (docs/campaigns.md: Own branding)
 
 
 @dataclass(frozen=True)

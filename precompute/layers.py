@@ -15,7 +15,7 @@ A quality loop fixes a failure where it comes from, so each group of failures
 fallback's; a check failing on more than `PATTERN_FAILURE_SHARE` of one pattern's drafts
 (at least `MIN_PATTERN_DRAFTS`) is that pattern's, `guideline`; otherwise the reason's
 default layer (`DEFAULT_LAYERS`), and a `guard` check refusing more than
-`GUARD_SUSPECT_RATE` of its kind's drafts is flagged as a likely false positive. The README's
+`GUARD_SUSPECT_RATE` of its kind's drafts is flagged as a likely false positive. docs/precompute.md's
 "Cohort findings" table repeats `DEFAULT_LAYERS`; a test keeps them equal. Pure: the same
 counts give the same layer.
 """
@@ -214,7 +214,7 @@ def default_layer(reason: str) -> Layer:
 
 
 def shift_conditions(reason: str) -> str:
-    """When a group of this reason leaves its default layer, as the README table words it.
+    """When a group of this reason leaves its default layer, as the docs table words it (docs/precompute.md).
 
     "one pattern": over `PATTERN_FAILURE_SHARE` of one pattern's drafts (at least
     `MIN_PATTERN_DRAFTS`) fail it; "common": over `GUARD_SUSPECT_RATE` of its fact type's

@@ -24,9 +24,9 @@ what keeps it correct:
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -87,6 +87,9 @@ __all__ = [
     "WorkerStats",
     "default_consumer_name",
 ]
+
+# Where the lines go when the caller passes no `log` (the commands pass their own, on stderr).
+_logger = logging.getLogger(__name__)
 
 CLAIM_BATCH = 10  # entries taken over per XAUTOCLAIM
 _RUN_CACHE_MAX = 8  # runs whose campaign, provider and assembler a worker keeps ready
@@ -168,7 +171,7 @@ class Worker(ConsumerProcess):
         self.provider_factory = provider_factory
         self.options = options
         self.name = options.name
-        self._log = log or (lambda line: print(f"worker {options.name}: {line}", file=sys.stderr, flush=True))
+        self._log = log or (lambda line: _logger.info("worker %s: %s", options.name, line))
         self._consumer = StreamConsumer(
             client,
             _WorkStreams(self),

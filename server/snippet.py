@@ -4,7 +4,7 @@ routes of the snippet with its API (`snippet_routes`: `/snippet.js`, `/v1/zones`
 The file is `templates/static/snippet.js`, hand-written, no build step. It is read once
 when the app is built, so its bytes, its ETag and its Subresource Integrity hash cannot
 change while the process runs: a page that pins the hash (`integrity="sha384-…"`, shown
-in the README) keeps loading it until the file changes in a release.
+in docs/renderer.md) keeps loading it until the file changes in a release.
 
 Headers: `text/javascript; charset=utf-8`; `Cache-Control: public, max-age=300` (a
 fix reaches every site within five minutes); an ETag (304 on `If-None-Match`);

@@ -52,7 +52,7 @@ class RendererTuning:
     redis_timeout_s: float = 0.25
     # The longest a request body may take to arrive, from its first read to its last byte: a
     # client that announces a body and then stalls (slowloris) gets 408 and a closed connection
-    # instead of holding it (`server.bodies`; the README's input limits).
+    # instead of holding it (`server.bodies`; the input limits in docs/campaigns.md).
     body_read_timeout_s: float = BODY_READ_MAX_SECONDS
     # Readiness probe budget: Redis must answer PING within this.
     readiness_timeout_s: float = 0.2

@@ -1,7 +1,7 @@
 """The shifted clock the suite can run under (tests/clock/sitecustomize.py) moves the date and keeps time.
 
 The suite is meant to pass on any day; to check it on another day, run it with
-`TEST_CLOCK=<instant> PYTHONPATH=tests/clock` (README: Testing on other days). These
+`TEST_CLOCK=<instant> PYTHONPATH=tests/clock` (docs/operations.md: On any day). These
 tests prove that mechanism does what the check relies on, in real child processes.
 """
 

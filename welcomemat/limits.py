@@ -3,7 +3,7 @@
 A document must not decide what reading it costs: each input is refused by its size before
 it is read, and by its shape (nesting, numbers) before or while it is parsed, with a clear
 error (`InputError`: exit 2 naming file, line and field on the command line; a 4xx over
-HTTP). `INPUT_LIMITS` is the table the README's "Input limits" shows (a test keeps them equal).
+HTTP). `INPUT_LIMITS` is the table docs/campaigns.md's "Input limits" shows (a test keeps them equal).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ A zone that failed a check records `check:<the check's reason code>`. The claim 
 (`ClaimReason`, `CLAIM_REASON_DOCS`) are the check reason codes for lines that claim what
 no cited fact says (a quote, a recent event, an award, a meeting, a plan), that tell the
 reader they were watched, that flatter, or that open like a cold e-mail; they live here
-beside the zone reasons so `explain`, QA and the README table read one list.
+beside the zone reasons so `explain`, QA and the docs' tables read one list.
 
 Zone sets and explain records written by older versions may hold a code this module no
 longer knows (`declined`, before declines were told apart): `parse_reason` reads it as an
@@ -76,7 +76,7 @@ class ZoneReason(enum.StrEnum):
         return REASON_DOCS[self]
 
 
-# One line each: README.md's reason table repeats these word for word (a test compares them).
+# One line each: docs/precompute.md's reason table repeats these word for word (a test compares them).
 REASON_DOCS: Mapping[ZoneReason, str] = MappingProxyType(
     {
         ZoneReason.PERSONAL: (
@@ -166,7 +166,7 @@ class ClaimReason(enum.StrEnum):
         return CLAIM_REASON_DOCS[self]
 
 
-# One line each: README.md's claim class table repeats these word for word (a test compares them).
+# One line each: docs/precompute.md's claim class table repeats these word for word (a test compares them).
 CLAIM_REASON_DOCS: Mapping[ClaimReason, str] = MappingProxyType(
     {
         ClaimReason.INVENTED_QUOTE: (
@@ -206,7 +206,7 @@ CLAIM_REASON_DOCS: Mapping[ClaimReason, str] = MappingProxyType(
 )
 
 # A personal draft past the campaign's voice profile fails `check:off_voice:<dimension>`
-# (`welcomemat.campaign.voice`); each dimension's line, as README.md's off_voice table repeats it.
+# (`welcomemat.campaign.voice`); each dimension's line, as docs/precompute.md's off_voice table repeats it.
 OFF_VOICE = "off_voice"
 OFF_VOICE_DOCS: Mapping[str, str] = MappingProxyType(
     {

@@ -38,8 +38,8 @@ __all__ = [
     "format_models",
     "json_schema",
     "main",
-    "print_schema",
     "render_markdown",
+    "schema_text",
 ]
 
 REGENERATE = "python -m welcomemat.reference > docs/campaign.md"
@@ -68,7 +68,7 @@ FORMATS: Mapping[str, InputFormat] = {
             about="One file per campaign: its links, guardrails, pages and human-written copy. "
             "`welcomemat validate` and `welcomemat precompute` read it and check it against the zone "
             "contracts. Unknown keys are refused, so a misspelt key never passes silently. "
-            "[examples/campaign.yaml](../examples/campaign.yaml) is a complete one.",
+            "The repository's `examples/campaign.yaml` is a complete one.",
             other_rules=(
                 "`welcomemat precompute` refuses a campaign that loosens its tenant's policy: a `tenant` "
                 "other than `tenant.yaml`'s, a signal window above the tenant's maximum for its type, or a "
@@ -100,7 +100,7 @@ FORMATS: Mapping[str, InputFormat] = {
             model=ZoneContract,
             about="One typed contract per page zone, in `zones/` (or the folder `--zones` names): what the "
             "zone is for, its limits, the facts it may cite, its checks and its fallback. Unknown keys "
-            "are refused. [zones/](../zones/) holds the reference set.",
+            "are refused. The repository's `zones/` holds the reference set.",
             other_rules=(
                 "The file's name without `.yaml` is the contract's `id`.",
                 "The folder holds at least one `*.yaml` contract.",
@@ -143,10 +143,9 @@ def json_schema(kind: str) -> dict[str, Any]:
     return {**head, **schema, **({"$defs": defs} if defs else {})}
 
 
-def print_schema(kind: str) -> int:
-    """`welcomemat schema KIND`: the schema on stdout, as JSON."""
-    sys.stdout.write(json.dumps(json_schema(kind), indent=2) + "\n")
-    return 0
+def schema_text(kind: str) -> str:
+    """The JSON Schema of one input format as the text `welcomemat schema KIND` prints."""
+    return json.dumps(json_schema(kind), indent=2) + "\n"
 
 
 def format_models(kind: str) -> tuple[type[BaseModel], ...]:
@@ -414,7 +413,9 @@ def _editor_section() -> list[str]:
 
 
 def main() -> int:
-    """`python -m welcomemat.reference`: docs/campaign.md on stdout, UTF-8 whatever the locale."""
+    """`python -m welcomemat.reference`: docs/campaign.md on stdout, UTF-8 whatever the locale.
+
+    The generator's entry point, not a command: the text is `render_markdown`'s."""
     sys.stdout.buffer.write(render_markdown().encode("utf-8"))
     sys.stdout.flush()
     return 0

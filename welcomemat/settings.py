@@ -1,7 +1,7 @@
 """One settings object per process, built from the environment (or any mapping) and flags.
 
-Every variable Welcomemat reads is a `Setting` in `SETTINGS`; README.md's environment
-table lists each one and a test keeps the two in step.
+Every variable Welcomemat reads is a `Setting` in `SETTINGS`; docs/reference/configuration.md
+is generated from it (`python -m cli.reference_pages`) and a test keeps the two in step.
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def _split(value: str | None) -> tuple[str, ...]:
 
 
 def check_secret_keys(keys: tuple[str, ...] | list[str]) -> None:
-    """ConfigError unless there is a key and each is a string of `MIN_SECRET_CHARS`+ characters.
+    """ConfigError unless there is a key and each is UTF-8 text of `MIN_SECRET_CHARS`+ characters.
 
     A message names a key by its position and length, never by its value.
     """
@@ -214,6 +214,15 @@ def check_secret_keys(keys: tuple[str, ...] | list[str]) -> None:
                 f"{SECRET_ENV_VAR}: secret #{position} is {len(key)} characters; "
                 f"at least {MIN_SECRET_CHARS} characters are required ({_MAKE_ONE})"
             )
+        # A byte that is not UTF-8 in the environment reaches Python as a lone surrogate: such a
+        # key has no UTF-8 form, which the token key derivation needs (docs/reference/tokens.md).
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(
+                f"{SECRET_ENV_VAR}: secret #{position} is not valid UTF-8 text ({len(key)} characters; "
+                f"{_MAKE_ONE})"
+            ) from None
 
 
 def secret_keys(value: str) -> tuple[str, ...]:

@@ -9,7 +9,12 @@ __all__ = ["register", "run"]
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     audit = sub.add_parser(
-        "audit", help="who approved, rejected, rolled back, published, erased or exported what, when and why"
+        "audit",
+        help="who approved, rejected, rolled back, published, erased or exported what, when and why",
+        description="The audit log: every tenant's (and the key-rotation log) unless --tenant or --campaign "
+        "names one, oldest first, as a table (id, when, who, action, campaign, account, version, why) or "
+        "JSON Lines. --since takes a date or a date-time (UTC unless it says otherwise). Exit 1 when an "
+        "entry does not decode (named on stderr).",
     )
     audit.add_argument("--tenant", default=None, help="one tenant's log (default: every tenant's)")
     audit.add_argument(

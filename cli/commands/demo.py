@@ -13,10 +13,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = sub.add_parser(
         "demo",
         help="precompute the bundled examples, then serve them on 127.0.0.1 with a demo customer site",
-        description="Embedded Redis, the bundled example campaign and accounts, precompute (offline), QA; "
-        "then the renderer and a demo customer site that embeds the snippet. On a terminal it serves "
-        "until Ctrl-C; otherwise it fetches every printed link, reports, stops and exits (1 if a check "
-        "failed).",
+        description="Starts the embedded Redis, validates zones/ and the bundled examples, precomputes "
+        "freshly dated example accounts with the offline composer, prints the run, the QA verdict and "
+        "Dymaxa's page, approves Dymaxa (tier 1) as a reviewer would, then serves the renderer and a demo "
+        "customer site that embeds the snippet on 127.0.0.1 and prints their links (a personal link, a QR "
+        "continuation link and its image, an anonymous link, the customer site, the admin URLs). On a "
+        "terminal it serves until Ctrl-C; otherwise it fetches every printed link, reports, stops and exits "
+        "(1 if a check failed).",
     )
     demo.add_argument("--examples", default=None, help="examples folder (default: the repository's)")
     demo.add_argument("--keep-redis", action="store_true", help="leave the embedded Redis running")

@@ -13,6 +13,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     erase = sub.add_parser(
         "erase",
         help="data-subject erasure: remove an account's or a person's data, revoke their links and cookies",
+        description="Data-subject erasure of an account (SUBJECT an account id) or a person (an e-mail "
+        "address, any case): removes their data from zone sets, explain records, journals, review queues, IP "
+        "ranges, conversions, run records, account records, event streams, queued CRM changes and seller "
+        "alerts, revokes their links, QR codes and cookies, and keeps precompute from publishing them again. "
+        "Prints what it removed. Idempotent: a second run on an erased account says `nothing left` (and "
+        "writes its audit entry), exit 0. An account id the tenant holds nothing about and never erased is "
+        "refused, exit 1, nothing written, unless --force. --readmit --reason TEXT lifts an erased "
+        "subject's suppression instead.",
     )
     erase.add_argument("subject", metavar="SUBJECT", help="an account id, or a person's e-mail address")
     erase.add_argument("--tenant", default=None, help="the tenant to erase in (default: every one)")

@@ -10,12 +10,21 @@ __all__ = ["register", "run_stop"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    experiment = sub.add_parser("experiment", help="copy experiments: stop one and keep the winner")
+    experiment = sub.add_parser(
+        "experiment",
+        help="copy experiments: stop one and keep the winner",
+        description="Copy experiments, declared in campaign.yaml: `stop` ends one and keeps a variant.",
+    )
     actions = experiment.add_subparsers(dest="experiment", metavar="ACTION", required=True)
     stop = actions.add_parser(
         "stop",
         help="end the experiment: every personal account gets VARIANT "
         "(a new guideline version, audit-logged)",
+        description="Ends the copy experiment EXP: VARIANT becomes every personal account's copy, as a new "
+        "guideline version (--version: 1-64 letters, digits and `_.+-`) recorded as active with the current "
+        "one as its previous (`welcomemat guidelines rollback` restarts the experiment) and audit-logged "
+        "(`experiment_stop`). Accounts already on VARIANT keep their zone sets; the others get VARIANT at "
+        "the next `welcomemat precompute`. An unknown file, experiment or variant is exit 2, naming it.",
     )
     stop.add_argument("campaign", help="the campaign's campaign.yaml")
     stop.add_argument("experiment_id", metavar="EXP", help="the experiment's id")

@@ -16,8 +16,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="One row per contact of every account in the campaign: stable lowercase columns "
         "(lemlist / Smartlead / Outreach / Apollo variables), each zone's copy allowed on email for the "
         "account's arm, the fact for the rep, a signed personal page link and a status; a record with a "
-        "problem (pending review, a refused cell ...) gets its fallback row and is listed on stderr. Exit 0 "
-        "when the file is written, 1 when it could not be produced. Needs WELCOMEMAT_SECRET.",
+        "problem (pending review, rejected, expired, unreadable, a refused cell) gets its fallback row and "
+        "is listed on stderr. --fill-empty writes its text into empty first_name, last_name or title cells, "
+        "never the fact columns. --out is written atomically. Exit 0 when the file is written, 1 only when "
+        "it could not be produced (nothing written to --out). Needs WELCOMEMAT_SECRET.",
     )
     export.add_argument("campaign", help="tenant/campaign, campaign.yaml, or a published campaign id")
     export.add_argument("--format", default="csv", choices=["csv", "jsonl"], help="csv (default) or jsonl")
@@ -32,7 +34,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from outbound.export import run_export
+    from cli.export_command import run_export
     from welcomemat.outreach.sequencer_row import parse_fill
 
     fill = dict(parse_fill(spec) for spec in args.fill_empty)

@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Write a campaign to start from into DIR (new, or an empty folder; never overwrites): "
         "campaign.yaml with every section commented, tenant.yaml, the zone contracts it uses in zones/, and "
         "five sample accounts dated from today, each showing a different outcome. Prints what it wrote and "
-        "the commands to run next.",
+        "the commands to run next. A folder that is not empty is refused (exit 2).",
     )
     init.add_argument("directory", metavar="DIR", help="the folder to create (must not exist, or be empty)")
     init.set_defaults(handler=run)

@@ -10,7 +10,15 @@ __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    link = sub.add_parser("link", help="print a signed personal link, or a QR continuation URL with --qr")
+    link = sub.add_parser(
+        "link",
+        help="print a signed personal link, or a QR continuation URL with --qr",
+        description="Prints a signed personal link (`?wm=`) for an account (and a contact), or with --qr a "
+        "QR continuation URL (`/q/...`). URLs start with WELCOMEMAT_PUBLIC_URL and are signed with the first "
+        "key of WELCOMEMAT_SECRET (unset: exit 2 before anything else happens). --qr-image also writes the "
+        "QR code, SVG or PNG by the file's suffix. --qr is refused (exit 2) for a campaign without a "
+        "continuation page, where every scan would land on a 404.",
+    )
     link.add_argument("campaign", help="tenant/campaign, campaign.yaml, or a published campaign id")
     link.add_argument("account", help="account id")
     link.add_argument("--contact", default=None, help="contact id (the person the link is for)")

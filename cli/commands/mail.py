@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "the QR URL and its image, and a PDF proof page each (line, QR, the claim's source and date). "
         "Preflight: every QR image decodes (ZXing) to its URL and every URL lands, through the running "
         "renderer, on a continuation page that shows that account's copy; a claim that expires before the "
-        "in-home date gets the fallback. Exit 0 when DIR was written, 1 when the preflight failed (nothing "
+        "in-home date gets the fallback. Only then are recipients.csv, qr/ and proof.pdf written into DIR. "
+        "Exit 0 when DIR was written, 1 when the preflight failed (nothing "
         "written; each recipient and why on stderr), 2 on bad input. Needs WELCOMEMAT_SECRET.",
     )
     mail.add_argument("campaign", help="tenant/campaign, campaign.yaml, or a published campaign id")
@@ -56,7 +57,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
-    from outbound.mail import run_mail
+    from cli.mail_command import run_mail
 
     in_home: date | None = args.in_home_date
     return run_mail(

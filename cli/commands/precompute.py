@@ -15,13 +15,26 @@ __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    pre = sub.add_parser("precompute", help="build, check and publish every account's zone set; QA verdict")
+    pre = sub.add_parser(
+        "precompute",
+        help="build, check and publish every account's zone set; QA verdict",
+        description="Builds, checks and publishes every account's zone set: a progress bar on a terminal, "
+        "then the summary, the QA verdict and the run's cost line (model calls, tokens in and out, cost). "
+        "The accounts file may be part of the population: accounts not in it keep their zone sets and their "
+        'IP ranges (the accounts in it replace their own; `"ip_ranges": []` removes them). Each new '
+        "zone-set version is audit-logged (`publish`, as --by; a worker's as `worker:<consumer name>`). "
+        "With --enqueue it validates, then puts the accounts on the campaign's Redis Stream for "
+        "`welcomemat worker` processes on any machine and prints the run id. Exit 1 on a NO GO verdict or "
+        "failed accounts (a run stopped by --budget exits as it would without it), 2 on bad input.",
+    )
     pre.add_argument("campaign", help="path to campaign.yaml")
     pre.add_argument("accounts", help="path to accounts.jsonl")
     pre.add_argument(
         "--provider", default="offline", choices=["offline", "openai"], help="zone writer (default: offline)"
     )
-    pre.add_argument("--concurrency", type=positive_int, default=1, help="accounts assembled at once")
+    pre.add_argument(
+        "--concurrency", type=positive_int, default=1, help="accounts assembled at once (default: 1)"
+    )
     pre.add_argument("--resume", action="store_true", help="skip accounts a previous run already published")
     pre.add_argument(
         "--self-review",

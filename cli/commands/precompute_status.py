@@ -11,6 +11,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     status = sub.add_parser(
         "precompute-status",
         help="progress of an enqueued run (processed/total, by outcome, by worker); QA verdict when complete",
+        description="A `precompute --enqueue` run's progress, from any machine: accounts processed of the "
+        "total, by outcome and by worker; once the run is complete, its report and QA verdict.",
     )
     status.add_argument("campaign", help="tenant/campaign, a campaign id, or campaign.yaml")
     status.add_argument("--run", default=None, help="run id (default: the campaign's latest)")

@@ -14,16 +14,22 @@ __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    preview = sub.add_parser("preview", help="preview what a contact receives, every branch")
+    preview = sub.add_parser(
+        "preview",
+        help="preview what a contact receives, every branch",
+        description="Preview what a contact receives in each branch: personal, segment and holdout.",
+    )
     kinds = preview.add_subparsers(dest="kind", required=True, metavar="KIND")
     email = kinds.add_parser(
         "email",
         help="fill a sequencer template with the export's variables: personal, segment and holdout",
         description='Renders a sequencer template ({{ var }}, {{ var | default: "text" }}) with the '
-        "export's own row for one contact of ACCOUNT in the personal, segment and holdout branches, and "
-        "flags every variable the export has no column for or leaves empty without a default. Exit 0 "
-        "when every branch fills every variable, 1 when one does not, 2 on a bad template or "
-        "account. Needs WELCOMEMAT_SECRET (the rows' page_url).",
+        "export's own row for one contact of ACCOUNT (filled with --fill-empty as the export would) in the "
+        "personal, segment and holdout branches and prints the three, flagging under its branch every "
+        "variable the export has no column for (`unknown`) or leaves empty without a default (`empty`) "
+        "(--json: `[{branch, rung, status, text, issues: [{line, variable, kind}]}]`). Exit 0 "
+        "when every branch fills every variable, 1 when one does not, 2 on a bad template (file, line, "
+        "field) or account. Needs WELCOMEMAT_SECRET (the rows' page_url).",
     )
     email.add_argument("campaign", help="tenant/campaign, campaign.yaml, or a published campaign id")
     email.add_argument("account", help="account id")

@@ -8,11 +8,22 @@ __all__ = ["register", "run_lift"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    report = sub.add_parser("report", help="reports on a campaign's outcomes")
+    report = sub.add_parser(
+        "report",
+        help="reports on a campaign's outcomes",
+        description="Reports on a campaign's outcomes: `lift`, personal copy against the holdout.",
+    )
     report_sub = report.add_subparsers(dest="report", metavar="REPORT", required=True)
     lift = report_sub.add_parser(
         "lift",
         help="personal vs holdout (and copy variants): reach, CTA clicks, conversions, with 95%% intervals",
+        description="Personal vs holdout: accounts, reached, visits, CTA clicks, conversions, unsubscribes "
+        "and spam complaints; rates per account assigned to each arm (intent to treat) with 95% intervals, "
+        "the same among accounts that visited as a second, labelled view, negative outcomes with a warning "
+        "when personal raises them, the difference with a fixed and an always-valid (sequential) 95% "
+        "interval and the minimum detectable effect. Plain warnings when samples are too small, when a "
+        "difference holds only on a first look (peeking) and on a sample-ratio mismatch. --by: one report "
+        "per group, and with `variant` each copy variant against the first. --json: the same numbers.",
     )
     lift.add_argument("campaign", help="tenant/campaign, campaign.yaml, or a published campaign id")
     lift.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from welcomemat.reference import print_schema
+    import sys
 
-    return print_schema(args.kind)
+    from welcomemat.reference import schema_text
+
+    sys.stdout.write(schema_text(args.kind))
+    return 0

@@ -12,7 +12,15 @@ __all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = sub.add_parser("serve", help="the renderer: landing pages, QR continuations, /metrics")
+    serve = sub.add_parser(
+        "serve",
+        help="the renderer: landing pages, QR continuations, /metrics",
+        description="The renderer under uvicorn, one app per worker process: landing and continuation "
+        "pages, QR redirects, the snippet API, conversions from the CRM, the admin routes, /healthz, "
+        "/readyz and /metrics. Settings are read (and refused, exit 2) before anything starts; it serves "
+        "until interrupted. A client is named by X-Forwarded-For only from WELCOMEMAT_TRUSTED_PROXIES; a "
+        "request's line and headers must arrive within WELCOMEMAT_HEADER_TIMEOUT_S.",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
     serve.add_argument("--port", type=positive_int, default=8000, help="port (default: 8000)")
     serve.add_argument("--workers", type=positive_int, default=1, help="worker processes (default: 1)")

@@ -11,7 +11,12 @@ __all__ = ["register", "run"]
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     export = sub.add_parser(
-        "subject-export", help="data-subject access: everything held about a person or an account, as JSON"
+        "subject-export",
+        help="data-subject access: everything held about a person or an account, as JSON",
+        description="Data-subject access: everything held about a person (their profile, per-campaign "
+        "engagement and workflow marks, events, seller alerts, erasure marks and audit entries) or an "
+        "account (its record, zone sets, explain records, journal entries, IP ranges, conversions, events, "
+        "seller alerts) as one JSON document, on stdout or in FILE (written whole, mode 0600); audit-logged.",
     )
     export.add_argument("subject", metavar="SUBJECT", help="a person's e-mail address, or an account id")
     export.add_argument("--tenant", default=None, help="the tenant to look in (default: every one)")

@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "account's record exactly once (first and last seen, views, CTA clicks by zone, QR scans, last "
         "arm, zone-set version and facts shown); entries of stopped consumers claimed back; an entry "
         "dead-lettered after --max-deliveries. With WELCOMEMAT_CRM_WEBHOOK_URL set, each changed record "
-        "is POSTed, signed, to that URL. Exit 1 when events were dead-lettered.",
+        "is POSTed, signed, to that URL; campaigns with `seller_alerts` get their seller alerts sent. "
+        "--once drains and exits (for cron). Exit 1 when events were dead-lettered.",
     )
     sync.add_argument(
         "--once", action="store_true", help="drain the streams and the webhook outbox, then exit"

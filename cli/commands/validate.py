@@ -18,7 +18,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "tenant.yaml, policy precedence), reads every accounts line and judges every fact as a run today "
         "would (dates, subject, other company, window, the campaign's patterns and fact types, fields). "
         "Prints every problem, one per line on stderr as `file:line: field: message`, then the facts' "
-        "counts per reason. Exit 2 when an input is malformed, 1 when some facts will not be used, else 0.",
+        "counts per reason (--json: the report on stdout, its `problems` a list of "
+        "`{file, line, field, message}` and `facts` the facts' problems with their `reason`, account and "
+        "fact ids, and counts). Exit 2 when an input is malformed (a bad accounts line included), else 1 "
+        "when some facts will not be used as written, else 0. Every field of these files: docs/campaign.md.",
     )
     validate.add_argument("campaign", help="path to campaign.yaml")
     validate.add_argument("accounts", nargs="?", help="path to accounts.jsonl")

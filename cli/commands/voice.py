@@ -8,11 +8,22 @@ __all__ = ["register", "run_build"]
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    voice = sub.add_parser("voice", help="the campaign's voice profile, derived from its example lines")
+    voice = sub.add_parser(
+        "voice",
+        help="the campaign's voice profile, derived from its example lines",
+        description="The campaign's voice profile (sentence length, openers, hedging, person, punctuation, "
+        "reading level), derived from its `voice_examples`; part of the guideline bundle.",
+    )
     actions = voice.add_subparsers(dest="voice", metavar="ACTION", required=True)
     build = actions.add_parser(
         "build",
         help="derive voice_profile from voice_examples (5 to 30 lines) and write it into campaign.yaml",
+        description="Derives the campaign's voice profile from its `voice_examples` (5 to 30 lines) and "
+        "writes it into the file as `voice_profile` (the rest of the file, comments included, unchanged); "
+        "prints the profile. --check writes nothing and exits 1 when `voice_profile` was not built from the "
+        "current examples. A bad example list (fewer than 5, more than 30, a line with no words) is exit 2 "
+        "naming file, line and field; the campaign's other problems do not stop it (they are listed on "
+        "stderr after the profile).",
     )
     build.add_argument("campaign", help="the campaign's campaign.yaml")
     build.add_argument(

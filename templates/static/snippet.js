@@ -1,4 +1,4 @@
-/* Welcomemat snippet (README: "The snippet"). Hides only [data-wm-zone] elements, for at most
+/* Welcomemat snippet (docs/renderer.md: "The snippet"). Hides only [data-wm-zone] elements, for at most
  * the budget; writes text with textContent; sets only https, allowlisted links; beacons. */
 (function () {
   "use strict";

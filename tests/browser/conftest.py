@@ -34,10 +34,6 @@ document.addEventListener('securitypolicyviolation', (e) => {
 """
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "browser: drives headless Chromium (scripts/install-test-deps.sh)")
-
-
 @dataclass
 class PageWatch:
     """A page and everything it did that a test may assert on."""
@@ -59,9 +55,10 @@ class PageWatch:
         self.requests.clear()
 
 
-# One browser for all the tests of this folder (they run one after another). Not for the
-# whole session: while Playwright's sync API is active, its event loop counts as running
-# in this thread, and other tests' `asyncio.run()` would refuse to start.
+# One browser for all the tests of this folder (they run one after another; under `-n 2`, one
+# per worker, started again when a worker comes back to this folder). Not for the whole
+# session: while Playwright's sync API is active, its event loop counts as running in this
+# thread, and other tests' `asyncio.run()` would refuse to start.
 @pytest.fixture(scope="package")
 def chromium() -> Iterator[Browser]:
     if not CHROMIUM.exists():

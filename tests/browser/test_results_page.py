@@ -25,7 +25,8 @@ pytestmark = pytest.mark.browser
 
 ADMIN = "admin-token-for-results-in-chromium-01"
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
-# Set to a path to keep the page's screenshot (README's picture: docs/results-page.png).
+# Set to a path to keep the page's screenshot (docs/results-page.png, the picture README and
+# docs/index.md show).
 SCREENSHOT_VARIABLE = "WELCOMEMAT_RESULTS_SCREENSHOT"
 
 

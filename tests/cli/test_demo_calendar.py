@@ -50,7 +50,7 @@ FUNDING_WINDOW_DAYS = 30  # examples/campaign.yaml's signal_windows_days.funding
 
 def expected_headline(today: date) -> str:
     """Dymaxa's headline on `today` (UTC): its Series A was announced the Thursday before, dated
-    by a phrase true for as long as the page may be served (README: Date phrases)."""
+    by a phrase true for as long as the page may be served (docs/campaigns.md: Date phrases)."""
     announced = today - timedelta(days=(today.weekday() - 3) % 7 or 7)
     return f"Congrats on the Series A {expected_phrase(announced, today, FUNDING_WINDOW_DAYS)}, Dymaxa"
 

@@ -44,7 +44,7 @@ from welcomemat.zones.store import ZoneSetStore
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
 SCAFFOLD = REPO_ROOT / "cli" / "scaffold"
-README = (REPO_ROOT / "README.md").read_text()
+GETTING_STARTED = (REPO_ROOT / "docs" / "getting-started.md").read_text()
 FUNDING_HEADLINE = re.compile(
     r"“Congrats on the Series A "
     r"(today|yesterday|on [A-Z][a-z]+day|this month|in [A-Z][a-z]+( \d{4})?|recently), Brightwave”"
@@ -169,18 +169,18 @@ def test_the_campaigns_own_zones_come_before_the_working_directorys(home: Path, 
 
 
 def first_campaign_commands() -> list[str]:
-    """The shell lines of the README's "Your first campaign" section, in order."""
-    section = README.split("\n## Your first campaign\n", 1)[1].split("\n## ", 1)[0]
+    """The shell lines of the "Your first campaign" section (docs/getting-started.md), in order."""
+    section = GETTING_STARTED.split("\n## Your first campaign\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```sh\n(.+?)\n```", section, flags=re.DOTALL)
     return [line for block in blocks for line in block.splitlines()]
 
 
-def test_the_readme_walkthrough_runs_as_written(home: Path, work: Path, tmp_path: Path) -> None:
+def test_the_first_campaign_walkthrough_runs_as_written(home: Path, work: Path, tmp_path: Path) -> None:
     """Every line of the section, verbatim, in one shell that stops at the first failure.
 
     Three adjustments, all outside the text: `.venv/bin/welcomemat` is this environment's
     console script, `serve` gets a free port (and the links that port) instead of 8000,
-    which another process on the machine may hold, and `validate` may exit 1 (as the README
+    which another process on the machine may hold, and `validate` may exit 1 (as the guide
     says, three sample facts are made to be refused) but nothing else.
     """
     commands = first_campaign_commands()
@@ -228,10 +228,10 @@ def test_the_readme_walkthrough_runs_as_written(home: Path, work: Path, tmp_path
     printed = "".join(out)
     assert "accounts: 5 read, 0 lines skipped" in printed
     assert "hero_headline: personal (personal:funding) cites brightwave-series-a" in printed
-    # init prints the same next steps the README gives.
+    # init prints the same next steps the guide gives.
     steps = printed.split("Next: ", 1)[1].split("and open the printed link", 1)[0].splitlines()[1:]
-    readme = [c.replace(".venv/bin/welcomemat", "welcomemat") for c in commands[1:]]
-    assert [s.strip() for s in steps] == readme
+    guide = [c.replace(".venv/bin/welcomemat", "welcomemat") for c in commands[1:]]
+    assert [s.strip() for s in steps] == guide
 
 
 def fetch_when_up(url: str, shell: subprocess.Popen[str], stderr_path: Path) -> httpx.Response:
@@ -367,4 +367,4 @@ def test_each_sample_account_shows_its_outcome_on_any_day(
         else:
             assert rungs == {"segment"}, (sample.account_id, rungs)
     qa = run_qa(ZoneSetStore(redis_client), campaign, zones, now=now)
-    assert qa.verdict == "GO", qa.findings_by_code  # as the README says: two personal, three segment
+    assert qa.verdict == "GO", qa.findings_by_code  # as the guide says: two personal, three segment

@@ -128,14 +128,14 @@ def test_counts_and_rates_per_arm(campaign_data: redis.Redis) -> None:
     assert (holdout.accounts, holdout.reached, holdout.visits, holdout.accounts_clicked) == (40, 20, 40, 4)
     assert (holdout.conversions, holdout.accounts_converted) == (2, 2)
     clicks = report.metric(Metric.CTA_CLICK_RATE)
-    assert (clicks.personal.successes, clicks.personal.trials) == (12, 40)
-    assert (clicks.holdout.successes, clicks.holdout.trials) == (4, 40)
+    assert (clicks.variant_rate.successes, clicks.variant_rate.trials) == (12, 40)
+    assert (clicks.reference_rate.successes, clicks.reference_rate.trials) == (4, 40)
     # 12/40 = 0.3000, Wilson [0.1807, 0.4543]; 4/40 = 0.1000, Wilson [0.0396, 0.2305]
-    assert (round(clicks.personal.low, 4), round(clicks.personal.high, 4)) == (0.1807, 0.4543)
-    assert (round(clicks.holdout.low, 4), round(clicks.holdout.high, 4)) == (0.0396, 0.2305)
+    assert (round(clicks.variant_rate.low, 4), round(clicks.variant_rate.high, 4)) == (0.1807, 0.4543)
+    assert (round(clicks.reference_rate.low, 4), round(clicks.reference_rate.high, 4)) == (0.0396, 0.2305)
     visited = report.reached_only.metric(Metric.CTA_CLICK_RATE)
-    assert (visited.personal.successes, visited.personal.trials) == (12, 30)
-    assert (visited.holdout.successes, visited.holdout.trials) == (4, 20)
+    assert (visited.variant_rate.successes, visited.variant_rate.trials) == (12, 30)
+    assert (visited.reference_rate.successes, visited.reference_rate.trials) == (4, 20)
     assert any("the holdout arm has 4 accounts with the event" in w for w in report.warnings)
 
     meetings = campaign_lift_report(

@@ -100,8 +100,8 @@ def test_a_lift_planted_on_conversions_per_assigned_account_is_found(
     assert_counts(report, planted)
     conversion = report.metric(Metric.CONVERSION_RATE)
     assert conversion.base is RateBase.ASSIGNED
-    assert (conversion.personal.successes, conversion.personal.trials) == (83, 1006)
-    assert (conversion.holdout.successes, conversion.holdout.trials) == (39, 994)
+    assert (conversion.variant_rate.successes, conversion.variant_rate.trials) == (83, 1006)
+    assert (conversion.reference_rate.successes, conversion.reference_rate.trials) == (39, 994)
     assert conversion.difference_low > 0.01  # the interval excludes zero, with room to spare
     assert conversion.difference_low < 0.04 < conversion.difference_high  # the planted 4 points
     assert "Conversion rate: personal is higher by 4.3 points" in conversion.conclusion
@@ -146,7 +146,8 @@ def test_more_visits_without_more_conversions_is_no_lift_and_the_visitors_view_s
     assert "personal is higher by" in report.metric(Metric.REACH).conclusion  # what was planted
     visited = report.reached_only.metric(Metric.CONVERSION_RATE)
     assert visited.base is RateBase.REACHED
-    assert (visited.personal.trials, visited.holdout.trials) == (planted.visited[P], planted.visited[H])
+    personal_visitors, holdout_visitors = visited.variant_rate.trials, visited.reference_rate.trials
+    assert (personal_visitors, holdout_visitors) == (planted.visited[P], planted.visited[H])
     assert visited.difference_high < -0.10  # the biased view shows a large, "significant" drop
     assert "descriptive, biased by who visits" in visited.conclusion
     assert "lower" not in visited.conclusion  # and never calls it a result

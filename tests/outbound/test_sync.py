@@ -267,6 +267,23 @@ def test_a_poison_entry_is_dead_lettered_after_n_deliveries_and_the_rest_fold(
     assert any("moved to" in line and poison_id.decode() in line for line in lines)
 
 
+def test_a_syncer_without_a_log_leaves_the_terminal_to_its_command(
+    redis_client: redis.Redis, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    emit(redis_client, make_events(10, accounts=2))
+    redis_client.xadd(
+        keys.events_stream_key(TENANT),
+        {"type": "view", "tenant": TENANT, "campaign": CAMPAIGN, "account": "acct_1", "ts": "yesterday"},
+    )
+    options = SyncOptions(name="quiet", tenants=(TENANT,), once=True, block_ms=50, max_deliveries=1)
+    with caplog.at_level("INFO", logger="outbound.sync"):
+        stats = Syncer(redis_client, options).run()
+    assert (stats.folded, stats.dead_lettered) == (10, 1)
+    assert capfd.readouterr() == ("", "")  # the command prints; the library only logs
+    logged = [record.getMessage() for record in caplog.records]
+    assert any(line.startswith("sync quiet: ") and "moved to" in line for line in logged), logged
+
+
 def env_for(redis_url: str, tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WELCOMEMAT_CRM_WEBHOOK")}
     return {**env, "REDIS_URL": redis_url, "WELCOMEMAT_HOME": str(tmp_path / "home")}
@@ -284,6 +301,7 @@ def test_cli_once_reports_and_exits_1_when_an_event_was_dead_lettered(
     assert done.returncode == 1, done.stderr
     assert "2 events folded" in done.stdout and "1 dead-lettered" in done.stdout
     assert "dead-lettered acme" in done.stderr and "campaign" in done.stderr
+    assert re.search(r"^sync \S+: entry \S+ of .+ moved to ", done.stderr, flags=re.MULTILINE), done.stderr
 
 
 def test_cli_refuses_a_bad_tenant_and_a_webhook_without_secret(tmp_path: Path, redis_url: str) -> None:

@@ -352,11 +352,12 @@ def test_cli_follows_the_stream_and_pushes_changes_until_sigterm(
     assert "300 events folded" in out
 
 
-def test_the_readme_receiver_check_accepts_our_signature_and_refuses_a_replay() -> None:
-    text = (REPO_ROOT / "README.md").read_text().split("## Engagement sync and the CRM webhook", 1)[1]
+def test_the_documented_receiver_check_accepts_our_signature_and_refuses_a_replay() -> None:
+    page = (REPO_ROOT / "docs" / "outbound.md").read_text()
+    text = page.split("## Engagement sync and the CRM webhook", 1)[1]
     code = text.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict[str, Any] = {}
-    exec(compile(code, "README.md", "exec"), namespace)  # the example as a reader would paste it
+    exec(compile(code, "docs/outbound.md", "exec"), namespace)  # the example as a reader would paste it
     body = b'{"account_id": "acct_dymaxa"}'
     now = int(time.time())
     headers = {TIMESTAMP_HEADER: str(now), SIGNATURE_HEADER: sign(SECRET, now, body)}

@@ -2,7 +2,7 @@
 
 The example campaign's own good lines and every zone its offline composer writes are on voice
 (0 false positives); lines written to be off voice are caught on their dimension
-(tests/precompute/voice_corpus.py, the figures README.md quotes). A pattern a marketer wrote
+(tests/precompute/voice_corpus.py, the figures docs/precompute.md quotes). A pattern a marketer wrote
 and a line a model wrote (the real `openai` client, tests/llm_server.py mode `lines`) that go
 past the profile fall back with `check:off_voice:<dimension>`, which `explain` names and
 `qa --findings` puts on the guideline layer; the model is told the profile before it writes.

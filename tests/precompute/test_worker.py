@@ -223,6 +223,7 @@ def test_poisoned_entry_is_dead_lettered_and_the_rest_unaffected(
     assert worker.returncode == 0, worker.stderr
     assert time.monotonic() - started < 30
     assert "1 dead-lettered" in worker.stderr and "delivery 3 of 3" in worker.stderr
+    assert re.search(r"^worker \S+: entry \S+ of .+ \(delivery 3 of 3\)", worker.stderr, flags=re.MULTILINE)
 
     dead: list[tuple[bytes, dict[bytes, bytes]]] = redis_client.xrange(  # type: ignore[assignment]
         keys.dead_letter_stream_key(TENANT, CAMPAIGN)

@@ -1,4 +1,4 @@
-"""`GET /snippet.js`: small, the same bytes for all, the hash the README pins, nothing strict CSP forbids."""
+"""`GET /snippet.js`: small, the same bytes for all, the hash the docs pin, nothing strict CSP forbids."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from server.snippet import sri_hash
 from tests.corpora import REPO_ROOT
 
 SNIPPET_FILE = REPO_ROOT / "templates" / "static" / "snippet.js"
-README = REPO_ROOT / "README.md"
+SNIPPET_DOC = REPO_ROOT / "docs" / "renderer.md"
 
 
 def test_snippet_is_served_with_its_caching_and_cross_origin_headers(client: TestClient) -> None:
@@ -52,12 +52,12 @@ def test_a_matching_etag_is_304(client: TestClient) -> None:
     assert client.get("/snippet.js", headers={"if-none-match": '"other"'}).status_code == 200
 
 
-def test_readme_pins_the_hash_of_the_served_file(client: TestClient) -> None:
+def test_the_docs_pin_the_hash_of_the_served_file(client: TestClient) -> None:
     served = client.get("/snippet.js").content
     integrity = sri_hash(served)
-    readme = README.read_text()
-    assert f'integrity="{integrity}"' in readme, f"README must show the snippet's current hash {integrity}"
-    embed = re.search(r"<script async src=\"[^\"]+/snippet\.js\"[^>]*>", readme)
+    doc = SNIPPET_DOC.read_text()
+    assert f'integrity="{integrity}"' in doc, f"docs/renderer.md must show the snippet's hash {integrity}"
+    embed = re.search(r"<script async src=\"[^\"]+/snippet\.js\"[^>]*>", doc)
     assert embed is not None
     for attribute in (f'integrity="{integrity}"', 'crossorigin="anonymous"', "data-wm-campaign="):
         assert attribute in embed.group(0)

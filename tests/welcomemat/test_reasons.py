@@ -28,7 +28,7 @@ def test_every_claim_class_has_one_line_of_meaning_and_is_no_zone_reason() -> No
     assert set(CLAIM_REASON_DOCS) == set(ClaimReason)
     for code in ClaimReason:
         assert code.doc == CLAIM_REASON_DOCS[code] and code.doc.strip() and "\n" not in code.doc
-        assert "|" not in code.doc  # it is a README table cell
+        assert "|" not in code.doc  # it is a docs table cell
         assert code.value == code.value.lower() and ":" not in code.value and ";" not in code.value
     assert not {c.value for c in ClaimReason} & {z.value for z in ZoneReason}
     check = parse_reason(zone_reason(ZoneReason.CHECK, ClaimReason.FLATTERY))

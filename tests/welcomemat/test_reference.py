@@ -118,10 +118,12 @@ def test_descriptions_name_the_claim_classes_and_the_checks_that_always_run() ->
     assert set(ALWAYS_RUN) <= set(re.findall(r"`([a-z_]+)`", checks))
 
 
-def test_readme_points_at_the_reference_and_lists_the_schema_command() -> None:
+def test_the_readme_and_the_guide_point_at_the_reference_and_the_schema_command() -> None:
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     assert "(docs/campaign.md)" in readme
-    assert "| `welcomemat schema " in readme
+    guide = (REPO_ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    assert "(campaign.md)" in guide
+    assert "`welcomemat schema campaign`" in guide
 
 
 # -- `welcomemat schema KIND` ------------------------------------------------------------------

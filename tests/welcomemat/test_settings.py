@@ -1,4 +1,4 @@
-"""Settings: one object from an injectable mapping; README's table lists every variable."""
+"""Settings: one object from an injectable mapping; the configuration page lists every variable."""
 
 from __future__ import annotations
 
@@ -8,29 +8,33 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
+from cli.reference_pages import REGENERATE
 from tests.corpora import REPO_ROOT
 from welcomemat.errors import ConfigError
 from welcomemat.security.credentials import Credential
 from welcomemat.settings import SETTINGS, Settings
 
-
-def readme_env_table() -> set[str]:
-    text = (REPO_ROOT / "README.md").read_text()
-    section = text.split("## Environment", 1)[1].split("\n## ", 1)[0]
-    return set(re.findall(r"^\|\s*`([A-Z][A-Z0-9_]+)`\s*\|", section, flags=re.MULTILINE))
+CONFIGURATION_PAGE = REPO_ROOT / "docs" / "reference" / "configuration.md"
 
 
-def test_readme_table_lists_every_setting_and_nothing_else() -> None:
-    assert readme_env_table() == {s.name for s in SETTINGS}
+def configuration_table() -> list[str]:
+    return re.findall(r"^\|\s*`([A-Z][A-Z0-9_]+)`\s*\|", CONFIGURATION_PAGE.read_text(), flags=re.MULTILINE)
+
+
+def test_the_configuration_page_lists_every_setting_once_and_nothing_else() -> None:
+    listed = configuration_table()
+    assert sorted(listed) == sorted(s.name for s in SETTINGS), f"run `{REGENERATE}`"
 
 
 def test_every_environment_variable_the_code_reads_is_a_setting() -> None:
     names = {s.name for s in SETTINGS}
     pattern = re.compile(r"""(?:environ(?:\.get)?\(|getenv\(|environ\[)\s*["']([A-Z][A-Z0-9_]+)["']""")
-    for package in ("welcomemat", "precompute", "server", "outbound"):
+    for package in ("welcomemat", "precompute", "server", "outbound", "cli"):
         for path in (REPO_ROOT / package).rglob("*.py"):
             for name in pattern.findall(path.read_text()):
-                assert name in names, f"{path}: reads {name}, which is not in SETTINGS / README"
+                assert name in names, (
+                    f"{path}: reads {name}, which is not in SETTINGS (docs/reference/configuration.md)"
+                )
 
 
 def test_defaults_and_overrides() -> None:
@@ -185,3 +189,13 @@ def test_a_short_signing_key_is_refused_when_the_settings_are_read() -> None:
     with pytest.raises(ConfigError, match="WELCOMEMAT_SECRET is empty"):
         Settings.from_env({"WELCOMEMAT_SECRET": " , "})
     assert Settings.from_env({"WELCOMEMAT_SECRET": f" {long_key} , "}).secret == f" {long_key} , "
+
+
+def test_a_signing_key_that_is_not_utf8_is_refused_when_the_settings_are_read() -> None:
+    """A byte that is not UTF-8 in the environment reaches Python as a lone surrogate; a token key
+    cannot be derived from it, so the settings refuse it by position, never echoing it."""
+    long_key = "k" * 40
+    undecodable = (b"u" * 40 + b"\xff").decode("utf-8", "surrogateescape")
+    with pytest.raises(ConfigError, match="WELCOMEMAT_SECRET: secret #2 is not valid UTF-8") as refused:
+        Settings.from_env({"WELCOMEMAT_SECRET": f"{long_key},{undecodable}"})
+    assert undecodable not in str(refused.value) and "uuuu" not in str(refused.value)

@@ -186,7 +186,8 @@ class Campaign(BaseModel):
     checks: AddedChecks = Field(
         default=(),
         description="Checks every zone of the campaign adds to the hard ones, which always run: "
-        "`one_question`, `confidence` (README: The checks). A campaign may add checks, never remove one.",
+        "`one_question`, `confidence` (docs/precompute.md: The checks). A campaign may add checks, "
+        "never remove one.",
         examples=[["one_question"]],
         json_schema_extra=CHECK_NAMES_SCHEMA,
     )
@@ -194,9 +195,9 @@ class Campaign(BaseModel):
         default=(),
         max_length=500,
         description="Plain words a personal line may use beside those of its cited facts, the account and "
-        "the approved copy (README: Grounding): words that say nothing about the account or the reader "
-        "(`sooner`, `smoother`). A word that asserts an event, a relationship, the reader's words or role "
-        "(`customer`, `acquired`, `loved`) is refused: it must come from a fact.",
+        "the approved copy (docs/precompute.md: Grounding): words that say nothing about the account or "
+        "the reader (`sooner`, `smoother`). A word that asserts an event, a relationship, the reader's "
+        "words or role (`customer`, `acquired`, `loved`) is refused: it must come from a fact.",
         examples=[["sooner", "smoother", "onboarding"]],
     )
     vocabulary: tuple[str, ...] = Field(
@@ -309,8 +310,8 @@ class Campaign(BaseModel):
         default=None,
         description="The day the campaign's direct mail lands (`welcomemat mail --in-home-date`), when it "
         "has one: the offline composer then words the dates of accounts with a fact allowed on `print` "
-        "so they stay true until 30 days after it (README: Date phrases). Unset: pages need 14 days. "
-        "A day `YYYY-MM-DD` in the years 2000 to 2100.",
+        "so they stay true until 30 days after it (docs/campaigns.md: Date phrases). Unset: pages need "
+        "14 days. A day `YYYY-MM-DD` in the years 2000 to 2100.",
         examples=["2026-12-08"],
     )
     fact_types: dict[FactTypeName, FactTypeDeclaration] = Field(
@@ -318,7 +319,7 @@ class Campaign(BaseModel):
         description="The campaign's own fact types, beside the built-in ones (funding, hiring, expansion, "
         "leadership, product_launch, quote, crm_activity): name → its fields (the slots its patterns may "
         "use), window and surfaces. Its patterns go under `patterns`; accounts' facts of the type are "
-        "checked against it (README: The campaign's own fact types).",
+        "checked against it (docs/campaigns.md: The campaign's own fact types).",
         examples=[
             {
                 "acquisition": {
@@ -333,7 +334,7 @@ class Campaign(BaseModel):
         default=None,
         description="A copy experiment: two or three variants of one zone's patterns or voice, each checked "
         "like any copy; accounts in the personal arm get one by a stable hash of campaign, experiment and "
-        "account (README: Copy experiments).",
+        "account (docs/campaigns.md: Copy experiments).",
         examples=[
             {
                 "id": "headline-angle",
@@ -354,7 +355,7 @@ class Campaign(BaseModel):
             "absolute path, `..` or symlink), holding its own "
             "base.html (header, logo, footer) and the stylesheets, images and fonts it links. "
             "It overrides base.html only, never the pages or zone partials; welcomemat validate "
-            "refuses a theme that breaks a rule, naming the file and line (README: Own branding)."
+            "refuses a theme that breaks a rule, naming the file and line (docs/campaigns.md: Own branding)."
         ),
         examples=["./theme"],
     )

@@ -264,7 +264,7 @@ class SellerAlerts(BaseModel):
 
 
 class SnippetOptions(BaseModel):
-    """What the snippet may do to the customer's own page (README: The snippet)."""
+    """What the snippet may do to the customer's own page (docs/renderer.md: The snippet)."""
 
     model_config = STRICT
     # Strict: YAML's `"yes"` or `1` is a mistake to report, not a switch to guess at.

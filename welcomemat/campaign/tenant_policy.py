@@ -75,7 +75,8 @@ class TenantPolicy(BaseModel):
     checks: AddedChecks = Field(
         default=(),
         description="Checks every zone of every campaign of the tenant adds to the hard ones, which always "
-        "run: `one_question`, `confidence` (README: The checks). A tenant may add checks, never remove one.",
+        "run: `one_question`, `confidence` (docs/precompute.md: The checks). A tenant may add checks, "
+        "never remove one.",
         examples=[["one_question", "confidence"]],
         json_schema_extra=CHECK_NAMES_SCHEMA,
     )

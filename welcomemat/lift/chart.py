@@ -30,7 +30,8 @@ _GRID = "#d8dbe0"
 def _scale_max(report: LiftReport) -> float:
     """The axis maximum: the highest interval bound, rounded up to a tidy step (at least 5%)."""
     top = max(
-        [0.05] + [e.high for m in report.metrics for e in (m.personal, m.holdout) if e.rate is not None]
+        [0.05]
+        + [e.high for m in report.metrics for e in (m.variant_rate, m.reference_rate) if e.rate is not None]
     )
     step = 0.05 if top <= 0.5 else 0.1
     return min(1.0, math.ceil(top / step - 1e-9) * step)
@@ -99,7 +100,9 @@ def render_lift_chart(report: LiftReport) -> str:
     for i, metric in enumerate(report.metrics):
         y = _TOP + _GROUP_H * i
         parts.append(svg_text(12, y + 6, metric.label.split(" (")[0], size=12, weight="bold"))
-        for j, (arm, estimate) in enumerate(((Arm.PERSONAL, metric.personal), (Arm.HOLDOUT, metric.holdout))):
+        for j, (arm, estimate) in enumerate(
+            ((Arm.PERSONAL, metric.variant_rate), (Arm.HOLDOUT, metric.reference_rate))
+        ):
             parts += _bar(arm, estimate, y + 14 + j * (_BAR_H + _BAR_GAP), x0, width, top)
     parts.append("</svg>")
     return "\n".join(parts)

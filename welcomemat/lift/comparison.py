@@ -27,7 +27,9 @@ biased by who visits and never decides a verdict or a warning. Negative outcomes
 and the warning when the personal arm raises them, are `welcomemat.lift.negatives`.
 
 Intervals (`welcomemat.lift.intervals`): a rate gets the Wilson score interval, the
-difference personal − holdout Newcombe's hybrid score interval, both 95% two-sided.
+difference personal − holdout Newcombe's hybrid score interval, both 95% two-sided. Each metric is
+a `welcomemat.lift.rate_comparison.RateComparison` (personal the variant, the holdout the
+reference), the same comparison a copy experiment's contrasts are.
 
 Too small to conclude (a plain warning, and the metric is never called a win): fewer than
 `MIN_ACCOUNTS_PER_ARM` accounts assigned to an arm, or fewer than `MIN_EVENTS_PER_ARM`
@@ -45,7 +47,6 @@ reading a published campaign's outcomes from Redis is `welcomemat.lift.outcomes`
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -66,12 +67,18 @@ from welcomemat.lift.intervals import (
     wilson_interval,
 )
 from welcomemat.lift.negatives import NegativeOutcome, compare_negative, negative_warning
-from welcomemat.lift.stats import (
-    SEQUENTIAL_TUNING_N,
-    minimum_detectable_effect,
-    sample_ratio_mismatch,
-    sequential_difference,
+from welcomemat.lift.rate_comparison import (
+    MIN_ACCOUNTS_PER_ARM,
+    MIN_EVENTS_PER_ARM,
+    MIN_REACHED_PER_ARM,
+    Compared,
+    Metric,
+    RateBase,
+    RateComparison,
+    compare_rates,
+    metric_label,
 )
+from welcomemat.lift.stats import SEQUENTIAL_TUNING_N, sample_ratio_mismatch
 from welcomemat.records.conversions import ConversionType
 
 __all__ = [
@@ -93,7 +100,6 @@ __all__ = [
     "LiftReport",
     "LiftReportHeader",
     "Metric",
-    "MetricComparison",
     "RateBase",
     "RateEstimate",
     "ReachedOnlyView",
@@ -114,48 +120,12 @@ SEQUENTIAL_METHOD = (
     "always-valid asymptotic confidence sequence, Robbins normal mixture (Waudby-Smith et al. 2024), "
     f"tuned for {SEQUENTIAL_TUNING_N} accounts"
 )
-# Fewer accounts assigned to an arm than this: the report says it cannot conclude.
-MIN_ACCOUNTS_PER_ARM = 30
-# The same floor for the reached-only view's visitors (descriptive; it warns of nothing).
-MIN_REACHED_PER_ARM = 30
-# Fewer accounts with the event (click, conversion, visit) than this in an arm: same.
-MIN_EVENTS_PER_ARM = 5
 COMPARED_ARMS = (Arm.PERSONAL, Arm.HOLDOUT)
 
 
 # -- the report -----------------------------------------------------------------------------------
 
 
-class Metric(enum.StrEnum):
-    REACH = "reach"
-    CTA_CLICK_RATE = "cta_click_rate"
-    CONVERSION_RATE = "conversion_rate"
-
-
-class RateBase(enum.StrEnum):
-    """Whom a rate divides by."""
-
-    # Every account assigned to the arm, visited or not (intent to treat): the default.
-    ASSIGNED = "assigned"
-    # Only accounts that visited: descriptive, biased by who visits.
-    REACHED = "reached"
-
-
-_METRIC_LABELS = {
-    (Metric.REACH, RateBase.ASSIGNED): "Reach (accounts with a visit / accounts assigned)",
-    (Metric.CTA_CLICK_RATE, RateBase.ASSIGNED): (
-        "CTA click rate (accounts that clicked a CTA / accounts assigned)"
-    ),
-    (Metric.CONVERSION_RATE, RateBase.ASSIGNED): (
-        "Conversion rate (accounts that converted / accounts assigned)"
-    ),
-    (Metric.CTA_CLICK_RATE, RateBase.REACHED): (
-        "CTA click rate among accounts that visited (clicked / visited)"
-    ),
-    (Metric.CONVERSION_RATE, RateBase.REACHED): (
-        "Conversion rate among accounts that visited (converted / visited)"
-    ),
-}
 # What each view answers, said wherever the report is shown (text, JSON, the admin pages).
 ASSIGNED_QUESTION = (
     "Per account assigned to the arm (intent to treat): did assigning accounts to personal pages raise it?"
@@ -221,27 +191,6 @@ class ArmTotals(_Model):
     accounts_complained: int
 
 
-class MetricComparison(_Model):
-    """One metric, personal against holdout: both rates, the difference, and what it means."""
-
-    metric: Metric
-    # Whom the rates divide by: accounts assigned (default) or accounts that visited.
-    base: RateBase
-    label: str
-    personal: RateEstimate
-    holdout: RateEstimate
-    difference: float | None
-    difference_low: float
-    difference_high: float
-    # The always-valid interval: still 95% however often the report has been read.
-    sequential_low: float
-    sequential_high: float
-    # The smallest true difference this sample would detect with 80% power (None: no variance yet).
-    minimum_detectable_effect: float | None
-    enough_data: bool
-    conclusion: str
-
-
 class SampleRatio(_Model):
     """Accounts per group against the split the assignment promises (Pearson's chi-square)."""
 
@@ -257,9 +206,9 @@ class ReachedOnlyView(_Model):
 
     label: str
     question: str
-    metrics: tuple[MetricComparison, ...]
+    metrics: tuple[RateComparison, ...]
 
-    def metric(self, metric: Metric) -> MetricComparison:
+    def metric(self, metric: Metric) -> RateComparison:
         return next(m for m in self.metrics if m.metric is metric)
 
 
@@ -282,7 +231,7 @@ class LiftReport(_Model):
     conversion_types: tuple[str, ...]
     arms: tuple[ArmTotals, ...]
     question: str
-    metrics: tuple[MetricComparison, ...]
+    metrics: tuple[RateComparison, ...]
     reached_only: ReachedOnlyView
     negative_outcomes: tuple[NegativeOutcome, ...]
     sample_ratio: SampleRatio
@@ -291,7 +240,7 @@ class LiftReport(_Model):
     def arm(self, arm: Arm) -> ArmTotals:
         return next(a for a in self.arms if a.arm is arm)
 
-    def metric(self, metric: Metric) -> MetricComparison:
+    def metric(self, metric: Metric) -> RateComparison:
         return next(m for m in self.metrics if m.metric is metric)
 
 
@@ -315,77 +264,69 @@ def _compare(
     holdout: tuple[int, int],
     confidence: float,
     base: RateBase = RateBase.ASSIGNED,
-) -> tuple[MetricComparison, list[str]]:
-    (xp, np_), (xh, nh) = personal, holdout
-    a, b = rate_estimate(xp, np_, confidence), rate_estimate(xh, nh, confidence)
-    interval = newcombe_difference(xp, np_, xh, nh, confidence)
-    seq_low, seq_high = sequential_difference(xp, np_, xh, nh, 1.0 - confidence)
-    pooled = (xp + xh) / (np_ + nh) if np_ + nh else 0.0
-    mde = minimum_detectable_effect(pooled, np_, nh, 1.0 - confidence)
-    difference = a.rate - b.rate if a.rate is not None and b.rate is not None else None
-    label = _METRIC_LABELS[(metric, base)]
+) -> tuple[RateComparison, list[str]]:
+    label = metric_label(metric, base)
     name = label.split(" (")[0]
     reached = base is RateBase.REACHED
+    pct = f"{confidence:.0%}"
+
+    def conclude(c: RateComparison) -> str:
+        difference, low, high = c.difference, c.difference_low, c.difference_high
+        span = f"{pct} interval {signed_points(low)} to {signed_points(high)}"
+        if difference is None:
+            return f"{name}: no data in one arm; nothing to compare."
+        if not c.enough_data:
+            return f"{name}: too few data to conclude ({signed_points(difference)} so far)."
+        if reached and not low <= 0 <= high:
+            # Among visitors a difference is a description, not an effect: never "higher" or "lower".
+            return (
+                f"{name}: {signed_points(difference)} among visitors ({span}); descriptive, biased by "
+                "who visits: not the effect of personal pages."
+            )
+        if low > 0:
+            return f"{name}: personal is higher by {signed_points(difference)[1:]} ({span})."
+        if high < 0:
+            return f"{name}: personal is lower by {signed_points(-difference)[1:]} ({span})."
+        return f"{name}: no difference detected ({signed_points(difference)}; the {span} includes zero)."
+
     min_trials = MIN_REACHED_PER_ARM if reached else MIN_ACCOUNTS_PER_ARM
-    trial_noun = "reached " if reached else ""
+    comparison = compare_rates(
+        metric,
+        label,
+        ((Arm.PERSONAL.value, *personal), (Arm.HOLDOUT.value, *holdout)),
+        compared=Compared.ARMS,
+        conclude=conclude,
+        base=base,
+        min_trials=min_trials,
+        confidence=confidence,
+    )
+    problems = _too_few_problems(name, comparison, min_trials)
+    low, high = comparison.sequential_low, comparison.sequential_high
+    fixed_excludes_zero = not comparison.difference_low <= 0 <= comparison.difference_high
+    if comparison.enough_data and fixed_excludes_zero and low <= 0 <= high:
+        problems.append(peeking_warning(name, low, high, pct))
+    return comparison, problems
+
+
+def _too_few_problems(name: str, comparison: RateComparison, min_trials: int) -> list[str]:
+    """Why an arm is too small to conclude on, in words (the report's warnings)."""
+    noun = "reached " if comparison.base is RateBase.REACHED else ""
     problems: list[str] = []
-    for arm, trials, successes in ((Arm.PERSONAL, np_, xp), (Arm.HOLDOUT, nh, xh)):
-        if trials < min_trials:
+    for arm, rate in (
+        (comparison.variant, comparison.variant_rate),
+        (comparison.reference, comparison.reference_rate),
+    ):
+        if rate.trials < min_trials:
             problems.append(
-                f"{name}: the {arm.value} arm has {trials} {trial_noun}{_accounts(trials)} "
+                f"{name}: the {arm} arm has {rate.trials} {noun}{_accounts(rate.trials)} "
                 f"(fewer than {min_trials})"
             )
-        elif successes < MIN_EVENTS_PER_ARM:
+        elif rate.successes < MIN_EVENTS_PER_ARM:
             problems.append(
-                f"{name}: the {arm.value} arm has {successes} {_accounts(successes)} with the event "
+                f"{name}: the {arm} arm has {rate.successes} {_accounts(rate.successes)} with the event "
                 f"(fewer than {MIN_EVENTS_PER_ARM})"
             )
-    enough = not problems
-    pct = f"{confidence:.0%}"
-    if difference is None:
-        conclusion = f"{name}: no data in one arm; nothing to compare."
-    elif not enough:
-        conclusion = f"{name}: too few data to conclude ({signed_points(difference)} so far)."
-    elif interval.low > 0:
-        conclusion = (
-            f"{name}: personal is higher by {signed_points(difference)[1:]} "
-            f"({pct} interval {signed_points(interval.low)} to {signed_points(interval.high)})."
-        )
-    elif interval.high < 0:
-        conclusion = (
-            f"{name}: personal is lower by {signed_points(-difference)[1:]} "
-            f"({pct} interval {signed_points(interval.low)} to {signed_points(interval.high)})."
-        )
-    else:
-        conclusion = (
-            f"{name}: no difference detected ({signed_points(difference)}; the {pct} interval "
-            f"{signed_points(interval.low)} to {signed_points(interval.high)} includes zero)."
-        )
-    if enough and (interval.low > 0 or interval.high < 0) and seq_low <= 0 <= seq_high:
-        problems.append(peeking_warning(name, seq_low, seq_high, pct))
-    if reached and difference is not None and enough and not (interval.low <= 0 <= interval.high):
-        # Among visitors a difference is a description, not an effect: never "higher" or "lower".
-        conclusion = (
-            f"{name}: {signed_points(difference)} among visitors ({pct} interval "
-            f"{signed_points(interval.low)} to {signed_points(interval.high)}); descriptive, biased by "
-            "who visits: not the effect of personal pages."
-        )
-    comparison = MetricComparison(
-        metric=metric,
-        base=base,
-        label=label,
-        personal=a,
-        holdout=b,
-        difference=difference,
-        difference_low=interval.low,
-        difference_high=interval.high,
-        sequential_low=seq_low,
-        sequential_high=seq_high,
-        minimum_detectable_effect=mde,
-        enough_data=enough,
-        conclusion=conclusion,
-    )
-    return comparison, problems
+    return problems
 
 
 def peeking_warning(name: str, low: float, high: float, pct: str) -> str:
@@ -462,7 +403,7 @@ def _totals(arm: Arm, outcomes: Iterable[AccountOutcome]) -> ArmTotals:
     )
 
 
-def reached_only_warning(reach: MetricComparison, view: ReachedOnlyView) -> str | None:
+def reached_only_warning(reach: RateComparison, view: ReachedOnlyView) -> str | None:
     """When reach differs between the arms (its interval excludes zero), the personal arm changes
     who visits: the reached-only rates then compare different accounts, and the warning says so."""
     if not reach.enough_data or reach.difference_low <= 0 <= reach.difference_high:

@@ -12,8 +12,9 @@ rates, fixed and always-valid intervals, minimum detectable effect, warnings):
   that fails its checks falls back), so there those groups are descriptive, not randomised.
 - `variant`: each copy variant's personal accounts against the whole holdout (the holdout has
   no variant), and, the comparison an experiment is for, each variant against the first
-  declared (the reference, usually the control): `VariantContrast`, per account assigned to
-  each variant (intent to treat, as every default rate), whose verdict uses only
+  declared (the reference, usually the control), compared as every pair of rates is
+  (`welcomemat.lift.rate_comparison`), per account assigned to each variant (intent to
+  treat, as every default rate), with a verdict that uses only
   the always-valid interval, so reading it daily does not manufacture winners. Sizes are
   checked against the promised split (holdout fraction, then equal shares of the rest).
 """
@@ -32,29 +33,20 @@ from welcomemat.arms import Arm
 from welcomemat.campaign.view import CampaignView
 from welcomemat.lift.comparison import (
     CONFIDENCE,
-    MIN_ACCOUNTS_PER_ARM,
-    MIN_EVENTS_PER_ARM,
     AccountOutcome,
     ArmTotals,
     LiftReport,
     LiftReportHeader,
-    Metric,
-    RateBase,
-    RateEstimate,
     SampleRatio,
     build_lift_report,
     metric_counts,
     mismatch_warning,
-    newcombe_difference,
-    rate_estimate,
     sample_ratio,
 )
-from welcomemat.lift.comparison import (
-    signed_points as _pts,
-)
 from welcomemat.lift.counted_variant import counted_variant, declared_variants
+from welcomemat.lift.intervals import signed_points as _pts
 from welcomemat.lift.outcomes import collect_outcomes
-from welcomemat.lift.stats import minimum_detectable_effect, sequential_difference
+from welcomemat.lift.rate_comparison import Compared, Metric, RateComparison, compare_rates, metric_label
 from welcomemat.records.conversions import GOAL_TYPES, ConversionType
 
 __all__ = [
@@ -62,7 +54,6 @@ __all__ = [
     "GroupLift",
     "GroupedLiftReport",
     "LiftDimension",
-    "VariantContrast",
     "build_grouped_report",
     "campaign_grouped_report",
 ]
@@ -90,34 +81,13 @@ class GroupLift(_Model):
     report: LiftReport
 
 
-class VariantContrast(_Model):
-    """One metric, a variant against the reference variant, among personal accounts."""
-
-    metric: Metric
-    # Per account assigned to each variant (intent to treat), as the report's default rates.
-    base: RateBase
-    variant: str
-    reference: str
-    variant_rate: RateEstimate
-    reference_rate: RateEstimate
-    difference: float | None
-    difference_low: float
-    difference_high: float
-    sequential_low: float
-    sequential_high: float
-    minimum_detectable_effect: float | None
-    relative_lift: float | None
-    enough_data: bool
-    conclusion: str
-
-
 class GroupedLiftReport(_Model):
     """What `welcomemat report lift --by DIMENSION --json` prints."""
 
     by: LiftDimension
     overall: LiftReport
     groups: tuple[GroupLift, ...]
-    contrasts: tuple[VariantContrast, ...]
+    contrasts: tuple[RateComparison, ...]
     variant_sample_ratio: SampleRatio | None
     warnings: tuple[str, ...]
 
@@ -132,51 +102,37 @@ def _key(outcome: AccountOutcome, by: LiftDimension) -> str:
 
 def _contrast(
     metric: Metric, variant: str, reference: str, a: ArmTotals, b: ArmTotals, confidence: float
-) -> VariantContrast:
-    (xa, na), (xb, nb) = metric_counts(a, metric), metric_counts(b, metric)
-    fixed = newcombe_difference(xa, na, xb, nb, confidence)
-    seq_low, seq_high = sequential_difference(xa, na, xb, nb, 1.0 - confidence)
-    pooled = (xa + xb) / (na + nb) if na + nb else 0.0
-    difference = xa / na - xb / nb if na and nb else None
-    relative = difference / (xb / nb) if difference is not None and xb else None
-    floor = MIN_ACCOUNTS_PER_ARM
-    enough = min(na, nb) >= floor and min(xa, xb) >= MIN_EVENTS_PER_ARM
+) -> RateComparison:
     name = metric.value.replace("_", " ")
     pct = f"{confidence:.0%}"
-    if difference is None:
-        conclusion = f"{variant} vs {reference}, {name}: no data in one of them yet."
-    elif not enough:
-        conclusion = (
-            f"{variant} vs {reference}, {name}: too few data to conclude ({_pts(difference)} so far)."
-        )
-    elif seq_low > 0 or seq_high < 0:
-        word = "higher" if seq_low > 0 else "lower"
-        conclusion = (
-            f"{variant} vs {reference}, {name}: {variant} is {word} by {_pts(abs(difference))[1:]} "
-            f"(always-valid {pct} interval {_pts(seq_low)} to {_pts(seq_high)}): a result, however "
-            "often the report was read."
-        )
-    else:
-        conclusion = (
+
+    def conclude(c: RateComparison) -> str:
+        # Only the always-valid interval decides: reading the report daily must not manufacture winners.
+        difference, low, high = c.difference, c.sequential_low, c.sequential_high
+        if difference is None:
+            return f"{variant} vs {reference}, {name}: no data in one of them yet."
+        if not c.enough_data:
+            return f"{variant} vs {reference}, {name}: too few data to conclude ({_pts(difference)} so far)."
+        if low > 0 or high < 0:
+            word = "higher" if low > 0 else "lower"
+            return (
+                f"{variant} vs {reference}, {name}: {variant} is {word} by {_pts(abs(difference))[1:]} "
+                f"(always-valid {pct} interval {_pts(low)} to {_pts(high)}): a result, however "
+                "often the report was read."
+            )
+        return (
             f"{variant} vs {reference}, {name}: no difference established yet ({_pts(difference)}; the "
-            f"always-valid {pct} interval {_pts(seq_low)} to {_pts(seq_high)} includes zero)."
+            f"always-valid {pct} interval {_pts(low)} to {_pts(high)} includes zero)."
         )
-    return VariantContrast(
-        metric=metric,
-        base=RateBase.ASSIGNED,
-        variant=variant,
-        reference=reference,
-        variant_rate=rate_estimate(xa, na, confidence),
-        reference_rate=rate_estimate(xb, nb, confidence),
-        difference=difference,
-        difference_low=fixed.low,
-        difference_high=fixed.high,
-        sequential_low=seq_low,
-        sequential_high=seq_high,
-        minimum_detectable_effect=minimum_detectable_effect(pooled, na, nb, 1.0 - confidence),
-        relative_lift=relative,
-        enough_data=enough,
-        conclusion=conclusion,
+
+    # Per account assigned to each variant (intent to treat), as the report's default rates.
+    return compare_rates(
+        metric,
+        metric_label(metric),
+        ((variant, *metric_counts(a, metric)), (reference, *metric_counts(b, metric))),
+        compared=Compared.VARIANTS,
+        conclude=conclude,
+        confidence=confidence,
     )
 
 
@@ -199,7 +155,7 @@ def build_grouped_report(
     overall = report(listed)
     warnings: list[str] = list(overall.warnings)
     groups: list[GroupLift] = []
-    contrasts: list[VariantContrast] = []
+    contrasts: list[RateComparison] = []
     variant_ratio: SampleRatio | None = None
     if by is LiftDimension.VARIANT:
         holdout = [o for o in listed if o.arm is Arm.HOLDOUT]

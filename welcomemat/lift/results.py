@@ -27,17 +27,17 @@ from pydantic import BaseModel, ConfigDict
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign.view import CampaignView
 from welcomemat.errors import StoredValueError
-from welcomemat.lift.comparison import LiftReport, Metric, MetricComparison, RateEstimate, build_lift_report
+from welcomemat.lift.comparison import LiftReport, Metric, RateEstimate, build_lift_report
 from welcomemat.lift.daily import DEFAULT_DAYS, DailyCounts, daily_counts
 from welcomemat.lift.groups import (
     NO_GROUP,
     GroupedLiftReport,
     LiftDimension,
-    VariantContrast,
     build_grouped_report,
 )
 from welcomemat.lift.negatives import NegativeOutcome
 from welcomemat.lift.outcomes import collect_outcomes, cta_zone_ids
+from welcomemat.lift.rate_comparison import Compared, RateComparison
 from welcomemat.model_cost import LastRunCost, read_last_run_cost
 from welcomemat.reasons import parse_reason
 from welcomemat.records.conversions import GOAL_TYPES, ConversionType
@@ -125,8 +125,8 @@ def _fact_types(grouped: GroupedLiftReport) -> list[FactTypeResult]:
                 fact_type=g.group,
                 accounts=personal.accounts,
                 reached=personal.reached,
-                cta_click_rate=g.report.metric(Metric.CTA_CLICK_RATE).personal,
-                conversion_rate=g.report.metric(Metric.CONVERSION_RATE).personal,
+                cta_click_rate=g.report.metric(Metric.CTA_CLICK_RATE).variant_rate,
+                conversion_rate=g.report.metric(Metric.CONVERSION_RATE).variant_rate,
             )
         )
     return sorted(found, key=lambda f: (-(f.cta_click_rate.rate or 0.0), -f.reached, f.fact_type))
@@ -224,13 +224,14 @@ def _rate(prefix: str, estimate: RateEstimate) -> Iterator[tuple[str, Number]]:
     yield f"{prefix}_high", estimate.high
 
 
-def _comparison(c: MetricComparison | VariantContrast | NegativeOutcome) -> Iterator[tuple[str, Number]]:
-    if isinstance(c, (MetricComparison, NegativeOutcome)):
+def _comparison(c: RateComparison | NegativeOutcome) -> Iterator[tuple[str, Number]]:
+    if isinstance(c, NegativeOutcome):
         yield from _rate("personal", c.personal)
         yield from _rate("holdout", c.holdout)
-    else:
-        yield from _rate("variant", c.variant_rate)
-        yield from _rate("reference", c.reference_rate)
+    else:  # the rows' names are the JSON's: the arms by name, a contrast's variants by role
+        arms = c.compared is Compared.ARMS
+        yield from _rate("personal" if arms else "variant", c.variant_rate)
+        yield from _rate("holdout" if arms else "reference", c.reference_rate)
     yield "difference", c.difference
     yield "difference_low", c.difference_low
     yield "difference_high", c.difference_high

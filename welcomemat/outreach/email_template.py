@@ -2,7 +2,7 @@
 
 Sequencers (lemlist, Smartlead, Outreach, Apollo) write variables Liquid-style: `{{ name }}`.
 The one fallback syntax we support is Liquid's own filter, `{{ name | default: "text" }}`
-(single or double quotes): no sequencer documentation we could confirm (README, "Fallbacks
+(single or double quotes): no sequencer documentation we could confirm (docs/outbound.md, "Fallbacks
 for empty variables, per sequencer") specifies another, so `{{name|text}}` is refused as an
 unknown filter rather than guessed at.
 

@@ -1,49 +1,15 @@
-"""The one signer of Welcomemat tokens: email links (`?wm=`), direct-mail QR codes, cookies,
-and the view tokens the snippet's beacons carry.
+"""The one signer of Welcomemat tokens: e-mail links (`?wm=`), direct-mail QR codes, cookies,
+the view tokens the snippet's beacons carry and the click tokens of hosted pages' CTAs.
 
 Invariant 6 (DESIGN.md): a token is HMAC-signed, bound to tenant + campaign + account
 (+ optional contact), expires, and survives key rotation. A token for one tenant or
-campaign never authorises another's content.
+campaign never authorises another's content. Nothing here returns claims without
+verifying them first: there is no "peek" (`claimed_scope` is a routing hint, never a claim).
 
-How a token is built
---------------------
-* ``itsdangerous.URLSafeSerializer`` with HMAC-SHA256 over compact JSON, base64url-encoded:
-  ``<payload>.<signature>``, characters ``[A-Za-z0-9_.-]`` only (safe in URLs, cookies, QR).
-* One salt per kind (``welcomemat.link``, ``welcomemat.qr``, ``welcomemat.cookie``): the
-  kind is bound by the key derivation, so a token of one kind never verifies as another.
-  The kind is therefore not repeated in the payload (shorter QR codes).
-* Payload keys are one letter: ``t`` tenant, ``c`` campaign, ``a`` account, ``p`` contact
-  (person; left out when there is none), ``i`` issued-at and ``e`` expires-at (integer Unix
-  seconds). Times are checked here, against an injectable clock, so every token carries
-  its own TTL.
-* Ids are opaque: every id must match :data:`ID_PATTERN` when signing AND when verifying,
-  which keeps e-mail addresses and free-text names out (no ``@``, no spaces). The payload
-  is signed, not encrypted: anyone holding a token can read its ids.
-* Key rotation: ``WELCOMEMAT_SECRET`` is a comma-separated list; the FIRST key signs and
-  ALL keys verify (`welcomemat secret rotate` walks an operator through it). itsdangerous
-  signs with the LAST key of its list, so the list is handed to it reversed.
-
-View tokens
------------
-``/v1/zones`` hands the snippet a view token (:meth:`TokenSigner.sign_view`) and every
-beacon sends it back, so an event is attributed only to what the renderer served: the
-tenant, campaign, view id, arm and best rung, and the account, contact, zone-set version
-and copy variant when there were any. Its own salt (``welcomemat.view``), so it never verifies as
-an identity token nor one of those as a view token; its own payload keys (``w`` view id,
-``m`` arm, ``r`` rung, ``v`` zone-set version, ``x`` copy variant, besides ``t c a p i e``; ``a`` is absent
-for an anonymous visitor); a short lifetime (:data:`DEFAULT_VIEW_TTL_S`).
-
-Click tokens
-------------
-A hosted page's CTA links to ``/r/<click token>`` (`server.engagement.click_redirect`): a view token's
-claims plus the zone (``z``) and the CTA id (``k``) the link is for, under a salt of its own
-(``welcomemat.click``: never a view or identity token, nor one of those a click token). The
-redirect takes the URL from the published zone set or the campaign's copy by those ids,
-never from the token or the request; the token only says which one, and for whom the click
-counts. Same lifetime as the view token it stands beside (the beacons' de-duplication window,
-`keys.BEACON_EVENT_TTL_S`, outlives both).
-
-Nothing here returns claims without verifying them first: there is no "peek".
+The format, byte for byte (payload, compression, key derivation per kind, signature, key
+rotation, the limits checked before any work): docs/reference/tokens.md. It is built here
+with the standard library alone; tests/welcomemat/security/token_vectors.json holds tokens
+issued by earlier versions, which must go on verifying.
 """
 
 from __future__ import annotations
@@ -60,7 +26,6 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Final, NotRequired, TypedDict, TypeVar, Unpack
 
-from itsdangerous import URLSafeSerializer
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, ValidationError
 
 from welcomemat.arms import Arm
@@ -126,10 +91,18 @@ _TOKEN_CHARS: Final = re.compile(r"[A-Za-z0-9_.-]+")
 _VIEW_ID_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #: The rungs a view token may name: the ladder's, and `plain` (fail closed, no copy).
 VIEW_RUNGS: Final = frozenset({"personal", "segment", "default", "plain"})
+#: The salt of view and click tokens; an identity token's is `welcomemat.<kind>`. Each salt
+#: derives keys of its own (`_derive_key`), so a token of one never verifies as another.
 _VIEW_SALT: Final = "welcomemat.view"
 _CLICK_SALT: Final = "welcomemat.click"
+#: What the key derivation puts between salt and key (the Django-style "concat" scheme the
+#: first tokens were signed with; changing it would void every token already issued).
+_KEY_DERIVATION_INFIX: Final = b"signer"
 #: HMAC-SHA256 is 32 bytes: 43 base64url characters without padding.
 _SIGNATURE_CHARS: Final = 43
+#: Most bytes a compressed payload is inflated to: no token payload is this long (at most
+#: MAX_TOKEN_CHARS characters of base64 for ~3/4 as many bytes), so a zlib bomb stops here.
+_MAX_INFLATED_BYTES: Final = MAX_TOKEN_CHARS * 8
 
 _Id = Annotated[str, StringConstraints(strict=True, pattern=ID_PATTERN)]
 
@@ -228,9 +201,22 @@ _FROM_URLSAFE: Final = bytes.maketrans(b"-_", b"+/")
 
 
 def _b64url_decode(data: bytes) -> bytes:
-    """itsdangerous' `base64_decode` of base64url text without padding (one C call; the
-    callers have checked the characters); ValueError (binascii.Error) when it does not decode."""
+    """base64url text without padding, decoded (one C call; the callers have checked the
+    characters); ValueError (binascii.Error) when it does not decode."""
     return binascii.a2b_base64((data + b"=" * (-len(data) % 4)).translate(_FROM_URLSAFE))
+
+
+def _derive_key(salt: str, secret: str) -> bytes:
+    """The HMAC key for tokens under `salt` signed with `secret`: SHA-256 of salt, "signer"
+    and secret, each UTF-8 (docs/reference/tokens.md, "Keys")."""
+    return hashlib.sha256(salt.encode("utf-8") + _KEY_DERIVATION_INFIX + secret.encode("utf-8")).digest()
+
+
+def _prepared_macs(salt: str, secrets: Sequence[str]) -> list[hmac.HMAC]:
+    """An HMAC-SHA256 state keyed for each secret under `salt`, in the secrets' order (newest
+    first). Keyed once per process: a copied state costs about half of `hmac.digest`, which
+    sets up OpenSSL 3's HMAC afresh on each call, and the key derivation is not repeated."""
+    return [hmac.new(_derive_key(salt, secret), digestmod=hashlib.sha256) for secret in secrets]
 
 
 def _canonical_signature(signature: str) -> bytes | None:
@@ -256,8 +242,8 @@ _PAYLOADS_REMEMBERED: Final = 64
 
 @functools.lru_cache(maxsize=_PAYLOADS_REMEMBERED)
 def _load_payload(body: bytes) -> Any:
-    """The JSON of a token's payload part (`.`-prefixed: zlib-compressed), as itsdangerous'
-    `load_payload` reads it, bounded; ValueError or zlib.error when it does not decode.
+    """The JSON of a token's payload part (`.`-prefixed: zlib-compressed), bounded; ValueError
+    or zlib.error when it does not decode.
 
     Remembered for the last few bodies (an error is not): the second reading of a token costs
     no inflating and no parsing. Callers only read the object returned; they never change it.
@@ -265,8 +251,8 @@ def _load_payload(body: bytes) -> Any:
     """
     compressed = body.startswith(b".")
     raw = _b64url_decode(body[1:] if compressed else body)
-    if compressed:  # no token payload is this long (MAX_TOKEN_CHARS): a bomb stops here
-        raw = zlib.decompressobj().decompress(raw, MAX_TOKEN_CHARS * 8)
+    if compressed:  # what lies past the bound is never inflated (nor read)
+        raw = zlib.decompressobj().decompress(raw, _MAX_INFLATED_BYTES)
     return _JSON.decode(raw.decode("utf-8"))
 
 
@@ -322,8 +308,8 @@ class ViewTokenTemplate:
             raise InputError(f"view id {view_id!r} is not 1-64 URL-safe characters", field="view_id")
         issued_at = int(self._clock())
         payload = f'{self._head}{view_id}{self._tail}{issued_at},"e":{issued_at + self._ttl_s}}}'
-        # Compact JSON, base64url, "." and the HMAC-SHA256 under the derived key: exactly
-        # what the view serializer's dumps makes for an uncompressed payload.
+        # Compact JSON, base64url, "." and the HMAC-SHA256 of that under the derived key: a
+        # view or click token is never compressed (it is not printed, and read on every beacon).
         body = _b64url(payload.encode("ascii"))
         mac = self._mac.copy()  # the key's prepared state, copied
         mac.update(body)
@@ -334,7 +320,7 @@ class ViewTokenTemplate:
 
 
 class TokenSigner:
-    """Signs and verifies link, QR and cookie tokens.
+    """Signs and verifies link, QR and cookie tokens, and view and click tokens.
 
     ``secrets``: newest first. The first signs; every one verifies (key rotation: prepend
     the new key, keep the old ones until the tokens they signed have expired).
@@ -348,45 +334,16 @@ class TokenSigner:
                 "use TokenSigner.from_setting() for a comma-separated value"
             )
         keys = list(secrets)
-        check_secret_keys(keys)  # names a key by position and length, never its value
+        check_secret_keys(keys)  # UTF-8 text, long enough; names a key by position, never its value
         self._clock = clock
-        # itsdangerous signs with the LAST key and verifies with all: hand it newest-last.
-        verify_order = list(reversed(keys))
-        self._serializers: dict[TokenKind, URLSafeSerializer] = {
-            kind: URLSafeSerializer(
-                verify_order,
-                salt=f"welcomemat.{kind.value}",
-                signer_kwargs={"digest_method": hashlib.sha256},
-                fallback_signers=[],
-            )
-            for kind in TokenKind
-        }
-        self._view_serializer = URLSafeSerializer(
-            verify_order,
-            salt=_VIEW_SALT,
-            signer_kwargs={"digest_method": hashlib.sha256},
-            fallback_signers=[],
-        )
-        # View tokens are signed on every /v1/zones request and checked on every beacon: the
-        # HMAC state of each key is keyed once (itsdangerous' key derivation for this salt),
-        # newest first, instead of being derived per call. See sign_view and _unsign_view.
-        view_signer = self._view_serializer.make_signer()
-        self._view_macs = [hmac.new(view_signer.derive_key(key), digestmod=hashlib.sha256) for key in keys]
-        # Click tokens: the same format under their own salt (signed per CTA on every page view).
-        click_signer = URLSafeSerializer(
-            verify_order, salt=_CLICK_SALT, signer_kwargs={"digest_method": hashlib.sha256}
-        ).make_signer()
-        self._click_macs = [hmac.new(click_signer.derive_key(key), digestmod=hashlib.sha256) for key in keys]
-        # The same for links, QR codes and cookies: a first click verifies a link and signs a
-        # cookie, and itsdangerous would derive the key (a SHA-256) per key per call. (A
-        # prepared state copied costs about half of `hmac.digest`, which sets up OpenSSL 3's
-        # HMAC afresh each call.)
+        # Signing and checking run on every first click (a link verified, a cookie signed), every
+        # /v1/zones answer (a view token signed) and every beacon (one verified): each key's
+        # HMAC state is derived and keyed here, once, newest first, and copied per token.
         self._macs: dict[TokenKind, list[hmac.HMAC]] = {
-            kind: [
-                hmac.new(serializer.make_signer().derive_key(key), digestmod=hashlib.sha256) for key in keys
-            ]
-            for kind, serializer in self._serializers.items()
+            kind: _prepared_macs(f"welcomemat.{kind.value}", keys) for kind in TokenKind
         }
+        self._view_macs = _prepared_macs(_VIEW_SALT, keys)
+        self._click_macs = _prepared_macs(_CLICK_SALT, keys)
 
     @classmethod
     def from_setting(cls, value: str | None, *, clock: Callable[[], float] = time.time) -> TokenSigner:
@@ -420,8 +377,8 @@ class TokenSigner:
     ) -> str:
         """A URL-safe token for this kind, bound to tenant + campaign + account (+ contact).
 
-        `compress`: itsdangerous' rule, the zlib form when it is shorter; None (the default)
-        decides by kind. A QR token is compressed: it is printed, and for long ids the
+        `compress`: the zlib form when it is shorter (by 2+ bytes); None (the default) decides
+        by kind. A QR token is compressed: it is printed, and for long ids the
         characters saved (up to ~30 of ~200) keep its code a version smaller (57 modules a
         side, not 61), easier to scan. Links and cookies are not: a link's length does not
         matter in an e-mail, and reading a compressed token costs the renderer a zlib stream
@@ -441,13 +398,13 @@ class TokenSigner:
         if contact is not None:
             payload["p"] = _check_id("contact", contact)
         payload["i"], payload["e"] = self._lifetime(ttl_s)
-        # The compact JSON itsdangerous writes, written directly: every string was just
-        # checked to be an id (nothing JSON escapes), the times are ints; tests compare.
+        # Compact JSON (`json.dumps(separators=(",", ":"))`), written directly: every string was
+        # just checked to be an id (nothing JSON escapes), the times are ints; tests compare.
         person = "" if contact is None else f',"p":"{contact}"'
         raw = (
             f'{{"t":"{tenant}","c":"{campaign}","a":"{account}"{person},"i":{payload["i"]},"e":{payload["e"]}}}'
         ).encode("ascii")
-        # itsdangerous' rule: the zlib form, marked by a leading ".", when it is shorter.
+        # The zlib form, marked by a leading ".", only when it saves 2 bytes or more.
         compressed = zlib.compress(raw) if compress else raw
         body = b"." + _b64url(compressed) if len(compressed) < len(raw) - 1 else _b64url(raw)
         mac = self._macs[kind][0].copy()  # the newest key's prepared state
@@ -557,9 +514,8 @@ class TokenSigner:
         # Every string below was just checked to be an id, an arm or a rung (the view id is
         # checked by `sign`): letters, digits and `_ . -` only, nothing JSON escapes. So the
         # compact JSON is written directly, in the key order and form
-        # `json.dumps(separators=(",", ":"))` gives (itsdangerous' format, what verify_view
-        # parses; tests compare the two), at a fraction of the encoder's cost: this runs for
-        # every /v1/zones answer.
+        # `json.dumps(separators=(",", ":"))` gives (what verify_view parses; tests compare the
+        # two), at a fraction of the encoder's cost: this runs for every /v1/zones answer.
         rest = [f'","m":"{arm_value}","r":"{rung}"']
         if account is not None:
             rest.append(f',"a":"{_check_id("account", account)}"')
@@ -670,8 +626,8 @@ class TokenSigner:
 
     @staticmethod
     def _unsign_keyed(label: str, macs: Sequence[hmac.HMAC], token: object) -> Any:
-        """What a serializer's `loads` does, with keys derived once: the shape checks, the HMAC
-        under each key (`macs`: prepared states, newest first), then the payload."""
+        """A token's payload, once its signature verifies: the limits and shape checks, the HMAC
+        under each key (`macs`: prepared states, newest first), then the payload decoded."""
         if not isinstance(token, str):
             raise TokenMalformed(f"{label} token is not text ({type(token).__name__})")
         if len(token) > MAX_TOKEN_CHARS:
@@ -679,7 +635,7 @@ class TokenSigner:
                 f"{label} token is {len(token)} characters; at most {MAX_TOKEN_CHARS} accepted"
             )
         body, sep, signature = token.rpartition(".")
-        # A leading "." marks a zlib-compressed payload (itsdangerous' format); nothing else may.
+        # A leading "." marks a zlib-compressed payload; nothing else may.
         compressed = body.startswith(".")
         given = None
         if (

@@ -199,17 +199,19 @@ def test_report_rates_are_per_assigned_account_and_the_visited_view_is_labelled(
     assert (personal.conversions, personal.accounts_converted) == (10, 10)
     assert (holdout.accounts, holdout.reached, holdout.accounts_clicked) == (400, 100, 10)
     clicks = report.metric(Metric.CTA_CLICK_RATE)
-    assert (clicks.base, clicks.personal.successes, clicks.personal.trials) == (RateBase.ASSIGNED, 20, 400)
+    assert clicks.base is RateBase.ASSIGNED
+    assert (clicks.variant_rate.successes, clicks.variant_rate.trials) == (20, 400)
     assert clicks.label == "CTA click rate (accounts that clicked a CTA / accounts assigned)"
     assert report.question.startswith("Per account assigned to the arm (intent to treat)")
     # Among visitors the same clicks are the hand-worked example above: 20/100 vs 10/100.
     visited = report.reached_only.metric(Metric.CTA_CLICK_RATE)
     assert report.reached_only.label == "Among accounts that visited: descriptive, biased by who visits"
-    assert (visited.base, visited.personal.successes, visited.personal.trials) == (RateBase.REACHED, 20, 100)
+    assert visited.base is RateBase.REACHED
+    assert (visited.variant_rate.successes, visited.variant_rate.trials) == (20, 100)
     assert (round(visited.difference_low, 4), round(visited.difference_high, 4)) == (0.0001, 0.1995)
     assert "descriptive" in visited.conclusion and "higher" not in visited.conclusion
     reach = report.metric(Metric.REACH)
-    assert (reach.personal.successes, reach.personal.trials, reach.difference) == (100, 400, 0.0)
+    assert (reach.variant_rate.successes, reach.variant_rate.trials, reach.difference) == (100, 400, 0.0)
     assert "no difference detected" in reach.conclusion
 
 
@@ -219,8 +221,8 @@ def test_a_difference_significant_only_on_a_first_look_says_so() -> None:
     )
     clicks = report.metric(Metric.CTA_CLICK_RATE)
     # the hand-worked example above: 20/100 vs 10/100, every account assigned visited
-    assert (clicks.personal.successes, clicks.personal.trials) == (20, 100)
-    assert (round(clicks.personal.low, 4), round(clicks.personal.high, 4)) == (0.1334, 0.2888)
+    assert (clicks.variant_rate.successes, clicks.variant_rate.trials) == (20, 100)
+    assert (round(clicks.variant_rate.low, 4), round(clicks.variant_rate.high, 4)) == (0.1334, 0.2888)
     assert (round(clicks.difference_low, 4), round(clicks.difference_high, 4)) == (0.0001, 0.1995)
     assert clicks.enough_data and "personal is higher by 10.0 points" in clicks.conclusion
     # +0.01 points at the fixed interval's edge: significant on a first look only, and said so.
@@ -238,9 +240,9 @@ def test_an_account_that_converted_without_visiting_counts_in_the_assigned_rate_
     personal = report.arm(Arm.PERSONAL)
     assert (personal.conversions, personal.accounts_converted, personal.reached_converted) == (10, 9, 8)
     assert (personal.accounts, personal.reached) == (51, 40)
-    converted = report.metric(Metric.CONVERSION_RATE).personal
+    converted = report.metric(Metric.CONVERSION_RATE).variant_rate
     assert (converted.successes, converted.trials) == (9, 51)
-    visited = report.reached_only.metric(Metric.CONVERSION_RATE).personal
+    visited = report.reached_only.metric(Metric.CONVERSION_RATE).variant_rate
     assert (visited.successes, visited.trials) == (8, 40)
 
 

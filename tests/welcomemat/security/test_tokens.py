@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
+import base64
 import itertools
-import json
 import re
 import string
 import time
+import zlib
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from itsdangerous import URLSafeSerializer
-from itsdangerous.encoding import base64_decode, base64_encode
 from pydantic import ValidationError
 
+from tests.welcomemat.security import token_reference as reference
 from welcomemat.arms import Arm
 from welcomemat.errors import (
     ConfigError,
@@ -89,16 +88,15 @@ def verify(signer: TokenSigner, token: str, kind: TokenKind = TokenKind.LINK) ->
     return signer.verify(kind, token, tenant=TENANT, campaign=CAMPAIGN)
 
 
-def forge_reader(kind: TokenKind = TokenKind.LINK, key: str = KEY_NEW) -> URLSafeSerializer:
-    """itsdangerous' own serializer for our tokens of `kind` under `key`."""
-    return URLSafeSerializer(
-        key, salt=f"welcomemat.{kind.value}", signer_kwargs={"digest_method": hashlib.sha256}
-    )
+def forge(payload: Any, *, kind: str = TokenKind.LINK, key: str = KEY_NEW, compress: bool = True) -> str:
+    """A correctly signed token around an arbitrary payload (as if our key had signed it), written
+    by the documented format's own code (docs/reference/tokens.md)."""
+    return reference.forge(payload, kind=kind, key=key, compress=compress)
 
 
-def forge(payload: Any, *, kind: TokenKind = TokenKind.LINK, key: str = KEY_NEW) -> str:
-    """A correctly signed token around an arbitrary payload (as if our key had signed it)."""
-    return forge_reader(kind, key).dumps(payload)
+def read_back(token: str, kind: str = TokenKind.LINK, key: str = KEY_NEW) -> Any:
+    """A token's payload as the documented format's own code reads it under `key`."""
+    return reference.read(token, kind=kind, keys=[key])
 
 
 # -- round trip ----------------------------------------------------------------------------
@@ -147,10 +145,7 @@ def test_default_ttls() -> None:
 
 def test_payload_carries_only_ids_and_times(signer: TokenSigner) -> None:
     """No kind, no names, no e-mail: exactly the opaque ids and two integers."""
-    token = sign(signer)
-    payload = URLSafeSerializer(
-        KEY_NEW, salt="welcomemat.link", signer_kwargs={"digest_method": hashlib.sha256}
-    ).loads(token)
+    payload = read_back(sign(signer))
     assert payload == {
         "t": TENANT,
         "c": CAMPAIGN,
@@ -381,6 +376,18 @@ def test_short_secret_refused_and_not_echoed() -> None:
     TokenSigner(["x" * MIN_SECRET_CHARS])  # exactly 32 is enough
 
 
+def test_a_secret_that_is_not_utf8_is_refused_and_not_echoed() -> None:
+    """A byte that is not UTF-8 in the environment reaches Python as a lone surrogate: such a key
+    has no UTF-8 form to derive a signing key from, so it is refused by position, not value."""
+    undecodable = b"k" * 40 + b"\xff"
+    key = undecodable.decode("utf-8", "surrogateescape")
+    with pytest.raises(ConfigError, match="#2 is not valid UTF-8") as info:
+        TokenSigner([KEY_NEW, key])
+    assert key not in str(info.value) and "kkkk" not in str(info.value)
+    # Any other text is a key, non-ASCII included (as UTF-8).
+    TokenSigner(["schlüssel-ключ-鍵-" + "x" * MIN_SECRET_CHARS])
+
+
 def test_empty_secret_list_refused() -> None:
     with pytest.raises(ConfigError):
         TokenSigner([])
@@ -500,7 +507,7 @@ ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", fullmatch=True)
     kind=st.sampled_from(TokenKind),
     tenant=ids,
     campaign=ids,
-    account=ids | st.from_regex(r"a{20,64}", fullmatch=True),  # long runs: itsdangerous compresses
+    account=ids | st.from_regex(r"a{20,64}", fullmatch=True),  # long runs: compression pays
     contact=st.none() | ids,
     ttl_s=st.integers(min_value=1, max_value=MAX_TTL_S),
     now=st.integers(min_value=0, max_value=4_000_000_000),
@@ -527,7 +534,7 @@ def test_round_trip_preserves_claims(
         contact,
     )
     assert (claims.issued_at, claims.expires_at) == (now, now + ttl_s)
-    # Signed and read with keys derived once: the format itsdangerous writes, byte for byte
+    # Signed and read with keys derived once: the documented format, byte for byte
     # (compressed payloads too, as tokens issued before this default were), so they keep working.
     payload: dict[str, Any] = {"t": tenant, "c": campaign, "a": account}
     if contact is not None:
@@ -536,7 +543,7 @@ def test_round_trip_preserves_claims(
     if kind is TokenKind.QR:  # printed: compressed by default when that is shorter
         assert token == forge(payload, kind=kind)
     else:  # links and cookies: plain by default, never a zlib stream to read
-        assert not token.startswith(".") and forge_reader(kind).loads(token) == payload
+        assert not token.startswith(".") and read_back(token, kind) == payload
     for compress in (True, False):  # either form on request, read by the same verifier
         either = signer.sign(
             kind,
@@ -550,7 +557,7 @@ def test_round_trip_preserves_claims(
         if compress:
             assert either == forge(payload, kind=kind)
         else:
-            assert not either.startswith(".") and forge_reader(kind).loads(either) == payload
+            assert not either.startswith(".") and read_back(either, kind) == payload
         assert signer.verify(kind, either, tenant=tenant, campaign=campaign) == claims
     older = forge(payload, kind=kind, key=KEY_OLD)  # signed by the previous key
     assert signer.verify(kind, older, tenant=tenant, campaign=campaign).account == account
@@ -609,6 +616,93 @@ def test_mutated_tokens_are_refused(data: st.DataObject, kind: TokenKind) -> Non
     else:
         with pytest.raises(TokenError):
             verify(signer, mutated, kind)
+
+
+EVERY_KIND = [*TokenKind, "view", "click"]
+
+
+def verify_any(signer: TokenSigner, kind: str, token: str) -> object:
+    """Verify `token` as a token of `kind` (an identity kind, `view` or `click`)."""
+    if kind == "view":
+        return signer.verify_view(token, tenant=TENANT, campaign=CAMPAIGN)
+    if kind == "click":
+        return signer.verify_click(token, tenant=TENANT, campaign=CAMPAIGN)
+    return signer.verify(TokenKind(kind), token, tenant=TENANT, campaign=CAMPAIGN)
+
+
+@st.composite
+def any_token(draw: st.DrawFn) -> tuple[str, str]:
+    """(kind, a genuine token of it under KEY_NEW issued at T0): any kind, ids, compression."""
+    kind = draw(st.sampled_from(EVERY_KIND))
+    signer = TokenSigner([KEY_NEW, KEY_OLD], clock=Clock())
+    account = draw(ids | st.from_regex(r"a{20,64}", fullmatch=True))
+    contact = draw(st.none() | ids)
+    if kind in ("view", "click"):
+        fields: dict[str, Any] = {"tenant": TENANT, "campaign": CAMPAIGN, "arm": Arm.PERSONAL}
+        fields.update(rung="personal", account=account, contact=contact)
+        # Short enough that every field at once fits in MAX_TOKEN_CHARS.
+        view_id = draw(st.from_regex(r"[A-Za-z0-9_-]{1,32}", fullmatch=True))
+        if kind == "view":
+            return kind, signer.view_template(**fields).sign(view_id)
+        short = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,15}", fullmatch=True)
+        return kind, signer.click_template(zone=draw(short), cta=draw(short), **fields).sign(view_id)
+    token = signer.sign(
+        TokenKind(kind),
+        tenant=TENANT,
+        campaign=CAMPAIGN,
+        account=account,
+        contact=contact,
+        ttl_s=3600,
+        compress=draw(st.none() | st.booleans()),
+    )
+    return kind, token
+
+
+@settings(deadline=None)
+@given(signed=any_token(), data=st.data())
+def test_any_single_character_change_is_refused(signed: tuple[str, str], data: st.DataObject) -> None:
+    """Whatever the kind, ids or compression, a token with any one character replaced (by any
+    character at all) is refused with a token error, and the genuine one still verifies."""
+    kind, token = signed
+    signer = TokenSigner([KEY_NEW, KEY_OLD], clock=Clock())
+    assert verify_any(signer, kind, token)
+    index = data.draw(st.integers(min_value=0, max_value=len(token) - 1))
+    replacement = data.draw(st.characters().filter(lambda c: c != token[index]))
+    with pytest.raises(TokenError):
+        verify_any(signer, kind, token[:index] + replacement + token[index + 1 :])
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=70),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=8,
+)
+payload_like = st.dictionaries(st.sampled_from(list("tcawmrpvxzkie")), json_values | ids, max_size=12)
+
+
+@settings(deadline=None)
+@given(
+    kind=st.sampled_from(EVERY_KIND),
+    payload=payload_like | json_values,
+    raw=st.none() | st.binary(max_size=300),
+    compress=st.booleans(),
+)
+def test_hostile_payloads_under_a_genuine_signature_raise_only_token_errors(
+    kind: str, payload: Any, raw: bytes | None, compress: bool
+) -> None:
+    """Even our own key's signature over any JSON value, or any bytes (raw or zlib-compressed),
+    yields claims or a token error, never another exception."""
+    if raw is None:
+        token = forge(payload, kind=kind, compress=compress)
+    else:
+        body = zlib.compress(raw) if compress else raw
+        encoded = base64.urlsafe_b64encode(body).decode().rstrip("=")
+        token = reference.seal(("." if compress else "") + encoded, kind=kind, key=KEY_NEW)
+    try:
+        verify_any(TokenSigner([KEY_NEW], clock=Clock()), kind, token)
+    except TokenError:
+        pass
+    claimed_scope(token)  # a routing hint: None or a scope, never an exception
 
 
 # -- view tokens (the snippet's beacons) ------------------------------------------------------
@@ -758,15 +852,11 @@ def test_sign_view_refuses_bad_values_naming_the_field(signer: TokenSigner, fiel
     assert caught.value.field == field
 
 
-FORGER = URLSafeSerializer(KEY_NEW, salt="welcomemat.view", signer_kwargs={"digest_method": hashlib.sha256})
-
-
 def test_forged_view_payloads_are_malformed() -> None:
-    forger = FORGER
     signer = TokenSigner([KEY_NEW], clock=Clock())
     base = {"t": TENANT, "c": CAMPAIGN, "w": "v1", "m": "personal", "r": "personal", "i": T0, "e": T0 + 60}
-    # The format is itsdangerous' own: its serializer's token for a good payload verifies.
-    assert signer.verify_view(forger.dumps(base), tenant=TENANT, campaign=CAMPAIGN).view_id == "v1"
+    # The documented format: a token its code writes for a good payload verifies.
+    assert signer.verify_view(forge(base, kind="view"), tenant=TENANT, campaign=CAMPAIGN).view_id == "v1"
     for payload in (
         {**base, "x": 1},
         {k: v for k, v in base.items() if k != "m"},
@@ -777,7 +867,7 @@ def test_forged_view_payloads_are_malformed() -> None:
         [base],
     ):
         with pytest.raises(TokenMalformed):
-            signer.verify_view(forger.dumps(payload), tenant=TENANT, campaign=CAMPAIGN)
+            signer.verify_view(forge(payload, kind="view"), tenant=TENANT, campaign=CAMPAIGN)
 
 
 @settings(deadline=None)
@@ -813,13 +903,11 @@ def test_view_round_trip_property(
         zone_set_version=version,
     )
     assert TOKEN_CHARS.fullmatch(token) and len(token) <= MAX_TOKEN_CHARS
-    # Byte for byte what itsdangerous makes of the same payload, uncompressed (compact JSON,
-    # base64url, its signer), and what its serializer reads back.
-    payload = json.loads(base64_decode(token.split(".")[0]))
+    # Byte for byte what the documented format makes of the same payload, uncompressed (compact
+    # JSON, base64url, HMAC under the view salt's key), and what it reads back.
+    payload = read_back(token, "view")
     assert list(payload)[:5] == ["t", "c", "w", "m", "r"] and list(payload)[-2:] == ["i", "e"]
-    compact = json.dumps(payload, separators=(",", ":")).encode()
-    assert token == FORGER.make_signer().sign(base64_encode(compact)).decode()
-    assert FORGER.loads(token) == payload
+    assert token == forge(payload, kind="view", compress=False)
     claims = signer.verify_view(token, tenant=tenant, campaign=campaign)
     assert (
         claims.view_id,

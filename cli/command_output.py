@@ -1,4 +1,4 @@
-"""What outbound's commands print when they end: counts in words, bad lines, the exit code.
+"""How the import, export and mail commands end: counts in words, bad lines, the exit code.
 
 `welcomemat conversions import` and `welcomemat delivered import` record the good lines and
 skip the bad ones; both name every bad line (file, line, field) on stderr, then say what they

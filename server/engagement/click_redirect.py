@@ -48,7 +48,7 @@ from server.renderer_state import RendererState
 from server.scope_headers import header_value
 from welcomemat.campaign.view import CampaignView
 from welcomemat.errors import StoredValueError, TokenError
-from welcomemat.security.tokens import ClickClaims, claimed_scope
+from welcomemat.security.tokens import MAX_VIEW_TOKEN_CHARS, ClickClaims, claimed_scope
 from welcomemat.security.urlgate import safe_href
 
 __all__ = ["CLICK_ROUTE", "ClickRedirect", "default_cta_href"]
@@ -109,7 +109,7 @@ class ClickRedirect:
             description: "The token names no published campaign."
         """
         token = request.path_params["token"]
-        hint = claimed_scope(token)
+        hint = claimed_scope(token, max_chars=MAX_VIEW_TOKEN_CHARS)
         try:
             return await self._answer(request, token, hint)
         except Exception:

@@ -60,7 +60,7 @@ from welcomemat.bounded_json import decode_json
 from welcomemat.errors import InputError, TokenError
 from welcomemat.ids import ID_PATTERN
 from welcomemat.limits import BEACON_BODY_MAX_BYTES
-from welcomemat.security.tokens import MAX_TOKEN_CHARS, ViewClaims, claimed_scope
+from welcomemat.security.tokens import MAX_VIEW_TOKEN_CHARS, ViewClaims, claimed_scope
 from welcomemat.validation_errors import dotted, first_problem
 
 __all__ = ["EVENTS_ROUTE", "MAX_BODY_BYTES", "BeaconBody", "BeaconRefused", "EventsApi"]
@@ -96,7 +96,7 @@ class BeaconBody(BaseModel):
     )
 
     campaign: _Id
-    view: Annotated[str, StringConstraints(strict=True, min_length=1, max_length=MAX_TOKEN_CHARS)]
+    view: Annotated[str, StringConstraints(strict=True, min_length=1, max_length=MAX_VIEW_TOKEN_CHARS)]
     event_id: _Id
     type: Literal["view", "click"]
     zone: _Id | None = None
@@ -320,7 +320,7 @@ class EventsApi:
     def _verify_tenant(self, beacon: BeaconBody) -> str:
         # The tenant the token claims is only a hint for which key to check it against:
         # verify_view below refuses it unless the signature covers that tenant.
-        scope = claimed_scope(beacon.view)
+        scope = claimed_scope(beacon.view, max_chars=MAX_VIEW_TOKEN_CHARS)
         if scope is None or scope[1] != beacon.campaign:
             self.renderer.metrics.token_rejections.labels("view", "malformed").inc()
             raise BeaconRefused(400, "bad_token", "view: not a view token of this campaign")

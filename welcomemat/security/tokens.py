@@ -51,6 +51,8 @@ __all__ = [
     "ID_PATTERN",
     "MAX_TOKEN_CHARS",
     "MAX_TTL_S",
+    "MAX_VIEW_TOKEN_CHARS",
+    "MAX_ZONE_SET_VERSION",
     "MIN_SECRET_CHARS",
     "SECRET_ENV_VAR",
     "VIEW_RUNGS",
@@ -83,8 +85,15 @@ DEFAULT_VIEW_TTL_S: Final = 6 * 60 * 60
 DEFAULT_CLICK_TTL_S: Final = DEFAULT_VIEW_TTL_S
 #: Longest lifetime any token may be signed with, in seconds: 366 days.
 MAX_TTL_S: Final = 366 * _DAY_S
-#: Longest token text accepted, in characters; longer input is refused before any work.
+#: Longest identity token (link, QR, cookie) accepted, in characters; longer input is refused
+#: before any work. Four ids of 64 characters and two times fit (tested).
 MAX_TOKEN_CHARS: Final = 512
+#: Longest view or click token accepted, in characters: they carry up to seven ids (tenant,
+#: campaign, account, contact, view, variant; a click token's zone and CTA too), a version of
+#: at most MAX_ZONE_SET_VERSION and two times, never compressed. The longest fits (tested).
+MAX_VIEW_TOKEN_CHARS: Final = 1024
+#: Highest zone-set version a view token carries (versions count publishes of one account).
+MAX_ZONE_SET_VERSION: Final = 10**15
 _B64_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
 _TOKEN_CHARS: Final = re.compile(r"[A-Za-z0-9_.-]+")
 #: A view id: URL-safe base64 characters (what `secrets.token_urlsafe` makes).
@@ -256,13 +265,14 @@ def _load_payload(body: bytes) -> Any:
     return _JSON.decode(raw.decode("utf-8"))
 
 
-def claimed_scope(token: str) -> tuple[str, str] | None:
+def claimed_scope(token: str, *, max_chars: int = MAX_TOKEN_CHARS) -> tuple[str, str] | None:
     """The (tenant, campaign) a token CLAIMS, unverified: a routing hint, never a credential.
 
     A QR code's path carries only the token, and `TokenSigner.verify` needs the tenant and
-    campaign to check it against; this says which ones to try. None when unreadable.
+    campaign to check it against; this says which ones to try. None when unreadable or longer
+    than `max_chars` (MAX_VIEW_TOKEN_CHARS for a view or click token).
     """
-    if not isinstance(token, str) or len(token) > MAX_TOKEN_CHARS:
+    if not isinstance(token, str) or len(token) > max_chars:
         return None
     body, sep, _ = token.rpartition(".")
     if not sep or not body or _TOKEN_CHARS.fullmatch(token) is None:
@@ -314,8 +324,8 @@ class ViewTokenTemplate:
         mac = self._mac.copy()  # the key's prepared state, copied
         mac.update(body)
         token = (body + b"." + _b64url(mac.digest())).decode("ascii")
-        if len(token) > MAX_TOKEN_CHARS:  # pragma: no cover - the longest ids still fit (tested)
-            raise AssertionError(f"signed token is {len(token)} characters, over {MAX_TOKEN_CHARS}")
+        if len(token) > MAX_VIEW_TOKEN_CHARS:  # pragma: no cover - the longest ids still fit (tested)
+            raise AssertionError(f"signed token is {len(token)} characters, over {MAX_VIEW_TOKEN_CHARS}")
         return token
 
 
@@ -525,10 +535,11 @@ class TokenSigner:
             if (
                 isinstance(zone_set_version, bool)
                 or not isinstance(zone_set_version, int)
-                or zone_set_version < 1
+                or not 1 <= zone_set_version <= MAX_ZONE_SET_VERSION
             ):
                 raise InputError(
-                    f"zone-set version {zone_set_version!r} is not a positive integer",
+                    f"zone-set version {zone_set_version!r} is not an integer"
+                    f" from 1 to {MAX_ZONE_SET_VERSION}",
                     field="zone_set_version",
                 )
             rest.append(f',"v":{int(zone_set_version)}')
@@ -563,7 +574,7 @@ class TokenSigner:
         Raises TokenMalformed, TokenBadSignature (also: a view or identity token, wrong key,
         other tenant or campaign), TokenExpired or TokenFromFuture; never anything else.
         """
-        payload = self._unsign_keyed("click", self._click_macs, token)
+        payload = self._unsign_keyed("click", self._click_macs, token, MAX_VIEW_TOKEN_CHARS)
         claims = self._view_claims("click", ClickClaims, payload, {"z": "zone", "k": "cta"})
         self._check_scope("click", claims, tenant, campaign)
         return claims
@@ -619,21 +630,19 @@ class TokenSigner:
             raise TokenExpired(f"{label} token expired at {expires_at} (now {int(now)})")
 
     def _unsign_view(self, token: object) -> Any:
-        return self._unsign_keyed("view", self._view_macs, token)
+        return self._unsign_keyed("view", self._view_macs, token, MAX_VIEW_TOKEN_CHARS)
 
     def _unsign(self, kind: TokenKind, token: object) -> Any:
-        return self._unsign_keyed(kind.value, self._macs[kind], token)
+        return self._unsign_keyed(kind.value, self._macs[kind], token, MAX_TOKEN_CHARS)
 
     @staticmethod
-    def _unsign_keyed(label: str, macs: Sequence[hmac.HMAC], token: object) -> Any:
+    def _unsign_keyed(label: str, macs: Sequence[hmac.HMAC], token: object, max_chars: int) -> Any:
         """A token's payload, once its signature verifies: the limits and shape checks, the HMAC
         under each key (`macs`: prepared states, newest first), then the payload decoded."""
         if not isinstance(token, str):
             raise TokenMalformed(f"{label} token is not text ({type(token).__name__})")
-        if len(token) > MAX_TOKEN_CHARS:
-            raise TokenMalformed(
-                f"{label} token is {len(token)} characters; at most {MAX_TOKEN_CHARS} accepted"
-            )
+        if len(token) > max_chars:
+            raise TokenMalformed(f"{label} token is {len(token)} characters; at most {max_chars} accepted")
         body, sep, signature = token.rpartition(".")
         # A leading "." marks a zlib-compressed payload; nothing else may.
         compressed = body.startswith(".")

@@ -35,6 +35,8 @@ from welcomemat.security.tokens import (
     DEFAULT_VIEW_TTL_S,
     MAX_TOKEN_CHARS,
     MAX_TTL_S,
+    MAX_VIEW_TOKEN_CHARS,
+    MAX_ZONE_SET_VERSION,
     MIN_SECRET_CHARS,
     TokenClaims,
     TokenKind,
@@ -879,7 +881,7 @@ def test_forged_view_payloads_are_malformed() -> None:
     view_id=st.from_regex(r"[A-Za-z0-9_-]{1,64}", fullmatch=True),
     arm=st.sampled_from(Arm),
     rung=st.sampled_from(["personal", "segment", "default", "plain"]),
-    version=st.none() | st.integers(min_value=1, max_value=2**53),
+    version=st.none() | st.integers(min_value=1, max_value=MAX_ZONE_SET_VERSION),
 )
 def test_view_round_trip_property(
     tenant: str,
@@ -931,3 +933,34 @@ def test_view_round_trip_property(
 def test_verify_view_on_arbitrary_text_raises_only_token_errors(token: str) -> None:
     with pytest.raises(TokenError):
         TokenSigner([KEY_NEW], clock=Clock()).verify_view(token, tenant=TENANT, campaign=CAMPAIGN)
+
+
+def test_the_longest_view_and_click_tokens_sign_and_verify() -> None:
+    """Every id at its longest (64 characters), the highest version: the renderer signs such a
+    view token on every /v1/zones answer and a click token per CTA, so signing must not fail
+    (it raised on ids of 40 characters when view tokens shared the identity tokens' bound)."""
+    longest = "L" * 64
+    signer = TokenSigner([KEY_NEW], clock=Clock())
+    fields: dict[str, Any] = {
+        "tenant": "T" * 64,
+        "campaign": "C" * 64,
+        "arm": Arm.PERSONAL,
+        "rung": "personal",
+        "account": longest,
+        "contact": "P" * 64,
+        "zone_set_version": MAX_ZONE_SET_VERSION,
+        "variant": "X" * 64,
+    }
+    view = signer.view_template(**fields).sign("v" * 64)
+    click = signer.click_template(zone="Z" * 64, cta="K" * 64, **fields).sign("v" * 64)
+    assert MAX_TOKEN_CHARS < len(view) <= len(click) <= MAX_VIEW_TOKEN_CHARS
+    assert (
+        signer.verify_view(view, tenant="T" * 64, campaign="C" * 64).zone_set_version == MAX_ZONE_SET_VERSION
+    )
+    assert signer.verify_click(click, tenant="T" * 64, campaign="C" * 64).cta == "K" * 64
+    with pytest.raises(TokenMalformed):
+        signer.verify_view(
+            view + "A" * (MAX_VIEW_TOKEN_CHARS - len(view) + 1), tenant="T" * 64, campaign="C" * 64
+        )
+    with pytest.raises(InputError):
+        signer.view_template(**{**fields, "zone_set_version": MAX_ZONE_SET_VERSION + 1})

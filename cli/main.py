@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from cli.commands import (
+    admin,
     audit,
     conversions,
     delivered,
@@ -75,6 +76,7 @@ COMMANDS = (
     conversions,
     delivered,
     audit,
+    admin,
     erase,
     subject_export,
 )

@@ -192,6 +192,13 @@ class RendererMetrics:
             ["reason"],
             registry=r,
         )
+        self.admin_refusals = Counter(
+            "welcomemat_admin_refusals",
+            "Admin requests of a signed-in person refused with 403, by route and reason (no_origin, "
+            "cross_origin, no_token, wrong_token: the CSRF check; role: not allowed to).",
+            ["route", "reason"],
+            registry=r,
+        )
         self.faults = Counter(
             "welcomemat_page_faults",
             "Unexpected errors while building a page (the plain page was served).",

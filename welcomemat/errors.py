@@ -10,7 +10,8 @@
     │   ├── TokenMalformed    not a token of ours (truncated, bad encoding, bad payload)
     │   ├── TokenBadSignature tampered, wrong key, or wrong kind (salt)
     │   ├── TokenExpired      past its expiry
-    │   └── TokenFromFuture   issued in the future (clock skew beyond tolerance, or forged)
+    │   ├── TokenFromFuture   issued in the future (clock skew beyond tolerance, or forged)
+    │   └── InviteUsed        an admin sign-in link whose invite was used already (or never made)
     ├── ProviderUnavailable   a remote provider (model, CRM webhook) cannot take a call now
     ├── StoreError            Redis could not be read or written
     │   ├── StoredValueError  a stored value does not decode (carries the key)
@@ -33,6 +34,7 @@ __all__ = [
     "ContractProblems",
     "EmbeddedRedisError",
     "InputError",
+    "InviteUsed",
     "ProviderUnavailable",
     "StoreError",
     "StoredValueError",
@@ -152,6 +154,10 @@ class TokenExpired(TokenError):
 
 class TokenFromFuture(TokenError):
     """The token claims to be issued in the future."""
+
+
+class InviteUsed(TokenError):
+    """A genuine admin sign-in link whose invite was used already, expired in Redis, or revoked."""
 
 
 class StoreError(WelcomematError):

@@ -12,6 +12,8 @@ Cluster hashes to pick a slot, so everything written together shares one tag:
   are folded into, so a fold (read events, update records, acknowledge) stays in one slot;
   the audit log and the erasure list share it, so an erasure's tenant-wide writes and its
   audit entry are one transaction.
+- per admin person, `{admin:<SHA-256 of the e-mail>}`: their roles and their session hashes,
+  written together at sign-in and revoke.
 - none, for the few small keys read by campaign id alone (the campaigns index, a campaign
   id's owner, the active runs): single-key commands only.
 
@@ -30,6 +32,9 @@ from welcomemat.ids import is_valid_id, is_view_id
 
 __all__ = [
     "ACCOUNT_RECORD_TTL_S",
+    "ADMIN_GRANTS_TTL_S",
+    "ADMIN_INVITE_TTL_S",
+    "ADMIN_SESSIONS_TTL_S",
     "AUDIT_TTL_S",
     "BEACON_EVENT_TTL_S",
     "CAMPAIGN_OWNER_TTL_S",
@@ -58,6 +63,10 @@ __all__ = [
     "account_record_key",
     "account_record_scan_pattern",
     "active_runs_key",
+    "admin_grants_key",
+    "admin_invite_key",
+    "admin_person_sessions_key",
+    "admin_session_key",
     "audit_stream_key",
     "audit_stream_scan_pattern",
     "beacon_view_key",
@@ -165,6 +174,15 @@ ERASURES_TTL_S = 3 * 365 * _DAY_S
 # remembered (repeats ignored) for longer than the token lives (6 hours,
 # `tokens.DEFAULT_VIEW_TTL_S`): once the token has expired, a replay is refused anyway.
 BEACON_EVENT_TTL_S = 7 * 60 * 60
+
+# 15 minutes: an admin sign-in link (`welcomemat admin invite`) is used at once or asked for again.
+ADMIN_INVITE_TTL_S = 15 * 60
+# 30 days: the longest an admin session may last (`WELCOMEMAT_ADMIN_SESSION_MAX_S` is capped at it);
+# a person's set of session hashes lives as long as the newest of them may.
+ADMIN_SESSIONS_TTL_S = 30 * _DAY_S
+# 1 year: a person's admin roles per tenant, refreshed at each sign-in; a role nobody signs in
+# with for a year lapses (an invite gives it again).
+ADMIN_GRANTS_TTL_S = 365 * _DAY_S
 
 # The one consumer group every `welcomemat worker` joins on a campaign's work stream.
 WORK_CONSUMER_GROUP = "precompute"
@@ -531,3 +549,37 @@ def active_runs_key() -> str:
     without `--campaign` finds every campaign's stream. TTL `RUN_TTL_S`, refreshed on write.
     """
     return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:active_runs"
+
+
+def _digest(kind: str, value: str) -> str:
+    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        raise ValueError(f"invalid {kind} for a Redis key: 64 lowercase hex characters (a SHA-256) expected")
+    return value
+
+
+def admin_invite_key(invite_id: str) -> str:
+    """A pending admin invite (JSON: e-mail, tenant, role, who invited), read and deleted in one
+    step when it is used (`welcomemat.security.people`). One key outside any tenant's slot.
+    TTL `ADMIN_INVITE_TTL_S`."""
+    return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:admin_invite:{_checked('invite', invite_id)}"
+
+
+def admin_session_key(session_hash: str) -> str:
+    """An admin session (JSON: e-mail, tenant, CSRF token, started and last seen), under the
+    SHA-256 of its id, never the id (`welcomemat.security.admin_sessions`). TTL: what is left of
+    its idle or absolute timeout, whichever ends first; refreshed at each request."""
+    return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:admin_session:{_digest('session hash', session_hash)}"
+
+
+def admin_person_sessions_key(person: str) -> str:
+    """Set of the session hashes of one person (`person`: the SHA-256 of the e-mail address), so
+    that `welcomemat admin revoke` ends them all. In the person's slot, with their grants: both
+    are written in one transaction. TTL `ADMIN_SESSIONS_TTL_S`, refreshed at each
+    sign-in."""
+    return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:{{admin:{_digest('person', person)}}}:sessions"
+
+
+def admin_grants_key(person: str) -> str:
+    """Hash of tenant -> role of one person (`person`: the SHA-256 of the e-mail address).
+    TTL `ADMIN_GRANTS_TTL_S`, refreshed at each sign-in."""
+    return f"{KEY_PREFIX}:{KEY_SCHEMA_VERSION}:{{admin:{_digest('person', person)}}}:grants"

@@ -94,6 +94,18 @@ SETTINGS: tuple[Setting, ...] = (
         "`NAME` or `NAME@TENANT`.",
     ),
     Setting(
+        "WELCOMEMAT_ADMIN_SESSION_IDLE_S",
+        "1800",
+        "A person's admin session (`welcomemat admin invite`) ends after this many seconds without a "
+        "request (60 to 86400); they sign in again from a new link.",
+    ),
+    Setting(
+        "WELCOMEMAT_ADMIN_SESSION_MAX_S",
+        "43200",
+        "An admin session ends this many seconds after sign-in however busy it is (300 to 2592000, "
+        "30 days; at least the idle timeout).",
+    ),
+    Setting(
         "WELCOMEMAT_OPERATOR",
         None,
         "Who runs `welcomemat` commands that change or erase something, as the audit log records them "
@@ -187,6 +199,8 @@ SETTINGS: tuple[Setting, ...] = (
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _RECEIVER_DEADLINE_RANGE_S = (0.1, 300.0)
 _HEADER_TIMEOUT_RANGE_S = (0.5, 300.0)
+_SESSION_IDLE_RANGE_S = (60.0, 86_400.0)
+_SESSION_MAX_RANGE_S = (300.0, 2_592_000.0)  # up to keys.ADMIN_SESSIONS_TTL_S
 _DEFAULT_PUBLIC_URL = "http://127.0.0.1:8000"
 # A CSP source expression we accept for frame-ancestors: a keyword or an https origin.
 _FRAME_SOURCE = re.compile(r"'none'|'self'|https://[A-Za-z0-9.-]+(?::[0-9]{1,5})?")
@@ -351,6 +365,9 @@ class Settings:
     crm_webhook_secret: str | None = None
     alert_webhook_url: str | None = None
     receiver_deadline_s: float = 10.0
+    # a person's admin session: idle and absolute timeouts, in seconds
+    admin_session_idle_s: int = 1800
+    admin_session_max_s: int = 43200
     crm_token: str | None = None
     operator: str | None = None
     # each WELCOMEMAT_ADMIN_TOKENS entry: the operator's (no tenant) or scoped to one tenant
@@ -377,6 +394,11 @@ class Settings:
         )
         if self.secret:
             secret_keys(self.secret)
+        if self.admin_session_max_s < self.admin_session_idle_s:
+            raise ConfigError(
+                f"WELCOMEMAT_ADMIN_SESSION_MAX_S ({self.admin_session_max_s}) is shorter than "
+                f"WELCOMEMAT_ADMIN_SESSION_IDLE_S ({self.admin_session_idle_s})"
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
@@ -427,6 +449,20 @@ class Settings:
                 "WELCOMEMAT_RECEIVER_DEADLINE_S",
                 get("WELCOMEMAT_RECEIVER_DEADLINE_S") or "10",
                 _RECEIVER_DEADLINE_RANGE_S,
+            ),
+            "admin_session_idle_s": int(
+                _seconds(
+                    "WELCOMEMAT_ADMIN_SESSION_IDLE_S",
+                    get("WELCOMEMAT_ADMIN_SESSION_IDLE_S") or "1800",
+                    _SESSION_IDLE_RANGE_S,
+                )
+            ),
+            "admin_session_max_s": int(
+                _seconds(
+                    "WELCOMEMAT_ADMIN_SESSION_MAX_S",
+                    get("WELCOMEMAT_ADMIN_SESSION_MAX_S") or "43200",
+                    _SESSION_MAX_RANGE_S,
+                )
             ),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -10,6 +10,9 @@ without the variables exposes nothing. A missing or wrong token is 401 with
 token (no early exit), so neither a token nor which names exist can be guessed from response
 times. The credential that matched is who the audit log says acted (`Credential.actor`).
 
+People signed in with a session are scoped to their tenant the same way (`server.admin.actor`,
+`server.admin.endpoint`).
+
 `campaign_for` is the only way these routes reach a campaign: a credential scoped to a tenant
 (`NAME@TENANT:TOKEN`, a `WELCOMEMAT_CRM_TOKENS` entry) gets every campaign that tenant does not
 own exactly as an unknown one (the same 404 and message), and nothing of it is loaded for it:
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Sequence
+from typing import Protocol
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -28,9 +32,19 @@ from server.campaigns import CampaignRegistry, CampaignState
 from server.problems import HTTPProblem
 from welcomemat.security.credentials import Credential
 
-__all__ = ["campaign_for", "require_credential", "unknown_campaign"]
+__all__ = ["TenantScope", "campaign_for", "require_credential", "unknown_campaign"]
 
 _SCHEME = "bearer "
+
+
+class TenantScope(Protocol):
+    """What `campaign_for` asks of whoever acts: a bearer `Credential`, or an `AdminActor` (a
+    person's session as well)."""
+
+    @property
+    def tenant(self) -> str | None: ...
+
+    def may_act_on(self, owner: str | None) -> bool: ...
 
 
 def require_credential(request: Request, credentials: Sequence[Credential]) -> Credential:
@@ -58,7 +72,7 @@ def unknown_campaign(campaign_id: str) -> HTTPProblem:
 
 
 async def campaign_for(
-    credential: Credential, campaigns: CampaignRegistry, campaign_id: str
+    credential: TenantScope, campaigns: CampaignRegistry, campaign_id: str
 ) -> CampaignState:
     """The campaign `campaign_id` names, if `credential` may act on it; else 404 as an unknown one.
 

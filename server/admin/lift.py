@@ -19,9 +19,9 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from server.admin.endpoint import NO_STORE, html_answer, json_answer
+from server.admin.endpoint import NO_STORE, admin_endpoint, html_answer, json_answer
 from server.admin.report_pages import build_report, report_format, report_operation_doc, wants_html_report
-from server.problems import errors_as_html
+from server.renderer_state import RendererState
 from welcomemat.lift.chart import chart_data_uri, render_lift_chart
 from welcomemat.lift.outcomes import campaign_lift_report
 
@@ -32,8 +32,8 @@ LIFT_ROUTE = "/admin/lift/{campaign}"
 _FORMATS = ("html", "json", "svg")
 
 
-@errors_as_html(wants_html_report)
-async def lift_page(request: Request) -> Response:
+@admin_endpoint(html=wants_html_report)
+async def lift_page(request: Request, renderer: RendererState) -> Response:
     """
     summary: The campaign's lift report, personal vs holdout, with a chart (admin).
     description: >

@@ -1,7 +1,8 @@
 """What the admin report pages (`/admin/lift`, `/admin/results`) share, written once.
 
-Both read the campaign from the path through `admin_auth.campaign_for` (a tenant-scoped
-token gets another tenant's campaign as an unknown one: 404), take the same `?format=` and
+Both are `admin_endpoint`s (a bearer token or a person's session), and read the campaign from
+the path through `admin_auth.campaign_for` (a tenant-scoped token or person gets another
+tenant's campaign as an unknown one: 404), take the same `?format=` and
 `?type=` parameters, build their report from Redis behind the renderer's guard (Redis down:
 503 with `Retry-After`, never a 500 and never a made-up report), answer their own errors as
 an HTML page or JSON by the format asked for, and document the same refusals.
@@ -15,7 +16,7 @@ from typing import Protocol, TypeVar
 import redis
 from starlette.requests import Request
 
-from server.admin.auth import campaign_for, require_credential
+from server.admin.auth import campaign_for
 from server.admin.endpoint import campaign_not_found_doc
 from server.problems import HTTPProblem
 from server.renderer_state import RendererState
@@ -91,11 +92,8 @@ def conversion_types(request: Request) -> frozenset[ConversionType] | None:
 
 
 def report_format(request: Request, formats: tuple[str, ...]) -> str:
-    """The `?format=` asked for (default `html`), after the admin credential is checked
-    (404 when admin routes are off, 401 without the token); 400 for a format not in `formats`."""
-    renderer: RendererState = request.app.state.renderer
-    # campaign_for (in build_report) then decides what this credential may see
-    request.state.credential = require_credential(request, renderer.settings.admin_credentials())
+    """The `?format=` asked for (default `html`); 400 for a format not in `formats`. Called once
+    `admin_endpoint` has found the actor (`build_report` then decides what it may see)."""
     fmt = request.query_params.get("format", "html")
     if fmt not in formats:
         raise HTTPProblem(400, f"format must be one of {', '.join(formats)}")

@@ -23,9 +23,9 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from server.admin.endpoint import NO_STORE, html_answer, json_answer
+from server.admin.endpoint import NO_STORE, admin_endpoint, html_answer, json_answer
 from server.admin.report_pages import build_report, report_format, report_operation_doc, wants_html_report
-from server.problems import errors_as_html
+from server.renderer_state import RendererState
 from welcomemat.lift.chart import chart_data_uri
 from welcomemat.lift.results import campaign_results, results_csv
 from welcomemat.lift.results_chart import DAILY_MEASURES, render_daily_chart
@@ -41,8 +41,8 @@ SKIPPED_HEADER = "x-welcomemat-skipped"
 _FORMATS = ("html", "json", "csv")
 
 
-@errors_as_html(wants_html_report)
-async def results_page(request: Request) -> Response:
+@admin_endpoint(html=wants_html_report)
+async def results_page(request: Request, renderer: RendererState) -> Response:
     """
     summary: The campaign's results over time, with the lift and its intervals (admin).
     description: >

@@ -1,10 +1,18 @@
 """`/admin/review/...`: the campaign's review queue, and the decisions on one account.
 
 Approve, reject and rollback are `welcomemat.zones.review`'s, the same implementation as
-`welcomemat review`, audit-logged (`welcomemat.records.audit`) as the name of the token that made
-them (`NAME@TENANT` for a scoped one), through `http`. A rejection or a rollback without a
-`reason` is 400 before anything is done. A decision whose audit entry could not be written
-stands, and the answer says so: 503 with `"applied": true, "audited": false`.
+`welcomemat review`, audit-logged (`welcomemat.records.audit`) as whoever made them, through
+`http`: the signed-in person's e-mail address, or the name of the token (`NAME@TENANT` for a
+scoped one). Deciding needs the `reviewer` role (`server.admin.endpoint.admin_endpoint`); the
+queue is anyone's who may read the campaign. A rejection or a rollback without a `reason` is
+400 before anything is done. A decision whose audit entry could not be written stands, and the
+answer says so: 503 with `"applied": true, "audited": false`.
+
+A decision's body is JSON, or the HTML form of the queue page's buttons
+(`application/x-www-form-urlencoded`: `version`, `held`, `reason`, and the session's `csrf`),
+read by the same bounded reader. A form post is answered with a 303 back to the queue page,
+which says what was done (`?done=approve&account=...&version=N`); its refusals are HTML pages.
+JSON stays JSON.
 """
 
 from __future__ import annotations
@@ -12,11 +20,13 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 from typing import TypeVar
+from urllib.parse import urlencode
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from server.admin.csrf import CSRF_FIELD
 from server.admin.endpoint import (
     admin_endpoint,
     campaign_not_found_doc,
@@ -26,14 +36,18 @@ from server.admin.endpoint import (
     path_campaign,
     path_id,
 )
+from server.admin.form_body import is_form_post, read_form
 from server.admin.payloads import ReviewDecisionBody, RollbackBody, review_entry
 from server.bodies import declared_length, read_bounded_body
 from server.problems import HTTPProblem
+from server.qr import see_other
 from server.renderer_state import RendererState
 from welcomemat.bounded_json import decode_json
 from welcomemat.errors import AuditError, InputError
+from welcomemat.ids import is_valid_id
 from welcomemat.limits import ADMIN_BODY_MAX_BYTES
 from welcomemat.records.audit import AuditAction, Auditor, Via, check_reason
+from welcomemat.security.people import Role
 from welcomemat.validation_errors import dotted, first_problem
 from welcomemat.zones.review import ReviewOutcome, approve_held, decide, list_queue, roll_back
 from welcomemat.zones.store import ZoneSetStore
@@ -55,6 +69,9 @@ _B = TypeVar("_B", bound=BaseModel)
 # the renderer's client (1 s socket timeout each): the budget covers them all.
 ADMIN_WRITE_TIMEOUT_S = 6.0
 MAX_BODY_BYTES = ADMIN_BODY_MAX_BYTES  # bytes (welcomemat.limits): {"version": N, "reason": ...}
+# What the queue page says after a form's decision (`?done=`), by action.
+_DONE = {"approve": "Approved", "reject": "Rejected", "rollback": "Rolled back"}
+_MAX_VERSION_DIGITS = 9
 
 
 # -- review queue ----------------------------------------------------------------------------
@@ -90,12 +107,16 @@ async def review_queue(request: Request, renderer: RendererState) -> Response:
     items = await guarded_read(renderer, "admin_review", lambda: list_queue(client, tenant, campaign))
     entries = [review_entry(i.account_id, i.queue, i.queued_at, i.zone_set, i.held) for i in items]
     if _wants_html(request):
+        actor = request.state.actor
         return html_answer(
             "admin/review.html",
             admin_stylesheet="/static/admin.css",
             tenant=tenant,
             campaign=campaign,
             entries=entries,
+            # the buttons: a person's session who may decide (a token has no form to post)
+            csrf=actor.csrf if actor.is_person and actor.role.allows(Role.REVIEWER) else None,
+            done=_done_message(request),
         )
     return json_answer(
         {"tenant": tenant, "campaign": campaign, "items": [e.model_dump(mode="json") for e in entries]}
@@ -111,6 +132,41 @@ review_queue.__doc__ = (
 )
 
 
+def _done_message(request: Request) -> str | None:
+    """What the queue page confirms after a form's decision (`?done=...`), or None."""
+    query = request.query_params
+    action, account, version = query.get("done"), query.get("account", ""), query.get("version", "")
+    if action not in _DONE or not is_valid_id(account):
+        return None
+    if version.isascii() and version.isdigit() and len(version) <= _MAX_VERSION_DIGITS:
+        return f"{_DONE[action]} {account}: now at v{version}."
+    return f"{_DONE[action]} {account}."
+
+
+def _answer(request: Request, renderer: RendererState, action: str, payload: dict[str, object]) -> Response:
+    """JSON for a JSON body; for a form's post, 303 back to the queue page, which says what was done."""
+    if not is_form_post(request):
+        return json_answer(payload)
+    query = urlencode({"done": action, "account": payload["account_id"], "version": payload["version"]})
+    campaign = request.path_params["campaign"]
+    return see_other(f"{renderer.settings.public_url}/admin/review/{campaign}?{query}")
+
+
+def _form_fields(fields: dict[str, str]) -> dict[str, object]:
+    """A form's fields as the body model reads them: the CSRF token dropped, blank optional
+    fields left out, a version of digits as a number (anything else left for the model to refuse)."""
+    data: dict[str, object] = {k: v for k, v in fields.items() if k != CSRF_FIELD and v.strip()}
+    version = data.get("version")
+    if (
+        isinstance(version, str)
+        and version.isascii()
+        and version.isdigit()
+        and len(version) <= _MAX_VERSION_DIGITS
+    ):
+        data["version"] = int(version)
+    return data
+
+
 def _auditor(request: Request, renderer: RendererState) -> Auditor:
     clock = renderer.clock
     return Auditor(request.state.credential.actor, Via.HTTP, lambda: datetime.fromtimestamp(clock(), UTC))
@@ -120,6 +176,13 @@ async def _body(request: Request, renderer: RendererState, model: type[_B], shap
     """The body as `model`, read by the one bounded reader (413 past `MAX_BODY_BYTES`, declared
     or not; 408 when it stops arriving) and decoded within `welcomemat.bounded_json`'s limits;
     400 naming the field."""
+    if is_form_post(request):
+        fields = _form_fields(await read_form(request, renderer))
+        try:
+            return model.model_validate(fields)
+        except ValidationError as exc:
+            loc, message = first_problem(exc)
+            raise HTTPProblem(400, f"the form's {dotted(loc) or 'fields'}: {message}") from None
     body = await read_bounded_body(request, MAX_BODY_BYTES, renderer.tuning.body_read_timeout_s)
     try:
         return model.model_validate(decode_json(body or b"{}", max_bytes=MAX_BODY_BYTES))
@@ -198,14 +261,17 @@ async def _decide(request: Request, renderer: RendererState, *, approve: bool) -
     if not outcome.applied or outcome.result is None:
         raise HTTPProblem(409, outcome.detail, fields={"current_version": current.version})
     result = outcome.result
-    return json_answer(
+    return _answer(
+        request,
+        renderer,
+        "approve" if approve else "reject",
         {
             "account_id": account,
             "changed": result.changed,
             "version": result.version,
             "status": result.zone_set.status.value,
             "detail": outcome.detail,
-        }
+        },
     )
 
 
@@ -258,12 +324,12 @@ _DECIDE_DOC = _account_write_doc(
 )
 
 
-@admin_endpoint()
+@admin_endpoint(needs=Role.REVIEWER, html=is_form_post)
 async def review_approve(request: Request, renderer: RendererState) -> Response:
     return await _decide(request, renderer, approve=True)
 
 
-@admin_endpoint()
+@admin_endpoint(needs=Role.REVIEWER, html=is_form_post)
 async def review_reject(request: Request, renderer: RendererState) -> Response:
     return await _decide(request, renderer, approve=False)
 
@@ -273,7 +339,7 @@ review_approve.__doc__ = (
 )
 
 
-@admin_endpoint()
+@admin_endpoint(needs=Role.REVIEWER, html=is_form_post)
 async def review_rollback(request: Request, renderer: RendererState) -> Response:
     """
     summary: Serve the account's previous zone set again, under a new version (admin).
@@ -303,14 +369,17 @@ async def review_rollback(request: Request, renderer: RendererState) -> Response
         )
     if isinstance(restored, AuditError):
         raise _not_audited(f"rolled back {account}", restored)
-    return json_answer(
+    return _answer(
+        request,
+        renderer,
+        "rollback",
         {
             "account_id": account,
             "changed": True,
             "version": restored.version,
             "status": restored.status.value,
             "detail": f"v{restored.version} serves what was published before",
-        }
+        },
     )
 
 

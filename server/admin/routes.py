@@ -1,7 +1,8 @@
 """`/admin/...`: the operator's views of a campaign — explain, preview-as-account, the review queue.
 
-Every route calls `admin_auth.require_credential` before anything else (404 when no admin
-token is configured, as if the routes did not exist; 401 without a token), then checks every
+Every route finds who is asking before anything else (`server.admin.endpoint.admin_endpoint`: a
+bearer token, or a person's session; 404 when no admin token is configured and no session
+cookie is sent, as if the routes did not exist; 401 without either), then checks every
 id with `is_valid_id` before it reaches a Redis key, and reaches the campaign only through
 `admin_auth.campaign_for`: a token scoped to a tenant gets any other tenant's campaign as an
 unknown one (404), and nothing of it is read or written. Every answer is
@@ -41,6 +42,7 @@ from server.admin.payloads import (
 )
 from server.admin.preview import personal_refusal, read_page_zones, zone_provenance
 from server.admin.review_queue import review_approve, review_queue, review_reject, review_rollback
+from server.admin.sign_in import sign_in_routes
 from server.bodies import read_bounded_body
 from server.problems import HTTPProblem, errors_as_html
 from server.renderer_state import RendererState
@@ -323,4 +325,5 @@ def admin_routes() -> list[Route]:
         Route("/admin/review/{campaign}/{account}/approve", review_approve, methods=["POST"]),
         Route("/admin/review/{campaign}/{account}/reject", review_reject, methods=["POST"]),
         Route("/admin/review/{campaign}/{account}/rollback", review_rollback, methods=["POST"]),
+        *sign_in_routes(),
     ]

@@ -32,7 +32,13 @@ UNTAGGED = {
     keys.global_audit_stream_key,
     keys.credential_fingerprints_key,
     keys.audit_stream_scan_pattern,
+    # An admin invite and an admin session: single keys, read and written alone.
+    keys.admin_invite_key,
+    keys.admin_session_key,
 }
+# One person's admin keys (their grants and their sessions' set, written in one sign-in and
+# one revoke) share the person's slot.
+PERSON_BUILDERS = {keys.admin_grants_key, keys.admin_person_sessions_key}
 
 
 # Every public function of the module builds a key, a SCAN pattern, a channel or a prefix.
@@ -61,7 +67,7 @@ def _call(builder: Callable[..., str], ids: dict[str, str]) -> str:
 
 
 def test_every_builder_is_in_a_group() -> None:
-    grouped = set(CAMPAIGN_BUILDERS) | set(TENANT_BUILDERS) | UNTAGGED
+    grouped = set(CAMPAIGN_BUILDERS) | set(TENANT_BUILDERS) | UNTAGGED | PERSON_BUILDERS
     assert set(BUILDERS) == grouped
     assert keys.zone_set_key in CAMPAIGN_BUILDERS and keys.run_key in CAMPAIGN_BUILDERS
     assert keys.events_stream_key in TENANT_BUILDERS and keys.erasures_key in TENANT_BUILDERS
@@ -103,6 +109,12 @@ def test_a_campaigns_keys_share_one_slot_and_a_tenants_keys_another(
     tenant_slots = {key_slot(_call(b, ids).encode()) for b in TENANT_BUILDERS}
     assert campaign_slots == {key_slot(f"{tenant}:{campaign}".encode())}
     assert tenant_slots == {key_slot(tenant.encode())}
+
+
+@settings(max_examples=30, deadline=None)
+@given(person=st.from_regex(r"[0-9a-f]{64}", fullmatch=True))
+def test_a_persons_admin_keys_share_one_slot(person: str) -> None:
+    assert len({key_slot(builder(person).encode()) for builder in PERSON_BUILDERS}) == 1
 
 
 def test_the_cluster_refuses_a_script_whose_keys_stray(

@@ -13,11 +13,12 @@ from starlette.applications import Starlette
 
 
 @contextmanager
-def serve_in_thread(app: Starlette, **options: Any) -> Iterator[str]:
+def serve_in_thread(app: Starlette, *, port: int = 0, **options: Any) -> Iterator[str]:
     """Yields the base URL (`http://127.0.0.1:<port>`, `https://` when `options` give a
-    certificate); stops the server on exit. `options`: more of uvicorn's `Config`."""
+    certificate); stops the server on exit. `port`: 0 for any free one, or one chosen before
+    the app was built (an app whose public URL must name it). `options`: more of uvicorn's `Config`."""
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", proxy_headers=False, lifespan="on", **options
+        app, host="127.0.0.1", port=port, log_level="warning", proxy_headers=False, lifespan="on", **options
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)

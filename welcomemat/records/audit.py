@@ -93,6 +93,8 @@ class AuditAction(enum.StrEnum):
     GUIDELINES_PROMOTE = "guidelines_promote"  # a candidate's guidelines written into campaign.yaml
     GUIDELINES_ROLLBACK = "guidelines_rollback"  # the active guideline version replaced by its previous one
     EXPERIMENT_STOP = "experiment_stop"  # a copy experiment ended, one variant kept (a new guideline version)
+    ADMIN_INVITE = "admin_invite"  # a person invited to the admin pages of a tenant, with a role
+    ADMIN_REVOKE = "admin_revoke"  # a person's admin sessions ended and roles removed
 
 
 # A person must say why: these undo or refuse someone else's work, or put personal copy back.

@@ -1,5 +1,6 @@
 """The one signer of Welcomemat tokens: e-mail links (`?wm=`), direct-mail QR codes, cookies,
-the view tokens the snippet's beacons carry and the click tokens of hosted pages' CTAs.
+the view tokens the snippet's beacons carry, the click tokens of hosted pages' CTAs and the
+admin sign-in links (`welcomemat admin invite`).
 
 Invariant 6 (DESIGN.md): a token is HMAC-signed, bound to tenant + campaign + account
 (+ optional contact), expires, and survives key rotation. A token for one tenant or
@@ -44,6 +45,7 @@ __all__ = [
     "CLOCK_SKEW_S",
     "DEFAULT_CLICK_TTL_S",
     "DEFAULT_COOKIE_TTL_S",
+    "DEFAULT_INVITE_TTL_S",
     "DEFAULT_LINK_TTL_S",
     "DEFAULT_QR_TTL_S",
     "DEFAULT_TTL_S",
@@ -57,6 +59,7 @@ __all__ = [
     "SECRET_ENV_VAR",
     "VIEW_RUNGS",
     "ClickClaims",
+    "InviteClaims",
     "TokenClaims",
     "TokenKind",
     "TokenSigner",
@@ -83,6 +86,8 @@ DEFAULT_VIEW_TTL_S: Final = 6 * 60 * 60
 #: Click token lifetime, in seconds: the view token's. A CTA clicked later still lands (on the
 #: campaign's default CTA) but is not counted, as a beacon of an expired view is not.
 DEFAULT_CLICK_TTL_S: Final = DEFAULT_VIEW_TTL_S
+#: Admin sign-in link (invite) lifetime, in seconds: 15 minutes (it is also used once only).
+DEFAULT_INVITE_TTL_S: Final = 15 * 60
 #: Longest lifetime any token may be signed with, in seconds: 366 days.
 MAX_TTL_S: Final = 366 * _DAY_S
 #: Longest identity token (link, QR, cookie) accepted, in characters; longer input is refused
@@ -104,6 +109,7 @@ VIEW_RUNGS: Final = frozenset({"personal", "segment", "default", "plain"})
 #: derives keys of its own (`_derive_key`), so a token of one never verifies as another.
 _VIEW_SALT: Final = "welcomemat.view"
 _CLICK_SALT: Final = "welcomemat.click"
+_INVITE_SALT: Final = "welcomemat.invite"
 #: What the key derivation puts between salt and key (the Django-style "concat" scheme the
 #: first tokens were signed with; changing it would void every token already issued).
 _KEY_DERIVATION_INFIX: Final = b"signer"
@@ -175,6 +181,19 @@ class ClickClaims(ViewClaims):
 
     zone: _Id
     cta: _Id
+
+
+class InviteClaims(BaseModel):
+    """What a verified admin invite token says: the id of the invite record it stands for
+    (`welcomemat.security.people`). Only :meth:`TokenSigner.verify_invite` hands these out."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    invite_id: _Id
+    #: Unix seconds.
+    issued_at: StrictInt = Field(ge=0)
+    #: Unix seconds; the token is refused from this instant on.
+    expires_at: StrictInt = Field(ge=0)
 
 
 _V = TypeVar("_V", bound=ViewClaims)
@@ -330,7 +349,7 @@ class ViewTokenTemplate:
 
 
 class TokenSigner:
-    """Signs and verifies link, QR and cookie tokens, and view and click tokens.
+    """Signs and verifies link, QR and cookie tokens, view and click tokens, and admin invites.
 
     ``secrets``: newest first. The first signs; every one verifies (key rotation: prepend
     the new key, keep the old ones until the tokens they signed have expired).
@@ -354,6 +373,7 @@ class TokenSigner:
         }
         self._view_macs = _prepared_macs(_VIEW_SALT, keys)
         self._click_macs = _prepared_macs(_CLICK_SALT, keys)
+        self._invite_macs = _prepared_macs(_INVITE_SALT, keys)
 
     @classmethod
     def from_setting(cls, value: str | None, *, clock: Callable[[], float] = time.time) -> TokenSigner:
@@ -577,6 +597,41 @@ class TokenSigner:
         payload = self._unsign_keyed("click", self._click_macs, token, MAX_VIEW_TOKEN_CHARS)
         claims = self._view_claims("click", ClickClaims, payload, {"z": "zone", "k": "cta"})
         self._check_scope("click", claims, tenant, campaign)
+        return claims
+
+    def sign_invite(self, invite_id: str, *, ttl_s: int = DEFAULT_INVITE_TTL_S) -> str:
+        """An admin sign-in token for the invite record `invite_id`, issued now.
+
+        The token carries the record's id only (who, which tenant, which role are in the record,
+        which is deleted when it is used). Bad id or TTL: InputError naming the field.
+        """
+        issued_at, expires_at = self._lifetime(ttl_s)
+        # Compact JSON written directly: the id was just checked (nothing JSON escapes).
+        raw = f'{{"n":"{_check_id("invite", invite_id)}","i":{issued_at},"e":{expires_at}}}'
+        body = _b64url(raw.encode("ascii"))
+        mac = self._invite_macs[0].copy()
+        mac.update(body)
+        return (body + b"." + _b64url(mac.digest())).decode("ascii")
+
+    def verify_invite(self, token: str) -> InviteClaims:
+        """The claims of a genuine admin invite token, issued not later than now + CLOCK_SKEW_S
+        and not yet expired. Whether it was used already is the invite record's to say.
+
+        Raises TokenMalformed, TokenBadSignature (also: a token of another kind, a wrong key),
+        TokenExpired or TokenFromFuture; never anything else.
+        """
+        payload = self._unsign_keyed("invite", self._invite_macs, token, MAX_TOKEN_CHARS)
+        if not isinstance(payload, dict) or payload.keys() != {"n", "i", "e"}:
+            raise TokenMalformed("invite token payload has unexpected fields")
+        try:
+            claims = InviteClaims(invite_id=payload["n"], issued_at=payload["i"], expires_at=payload["e"])
+        except ValidationError as exc:
+            raise TokenMalformed(
+                f"invite token payload is invalid: {exc.error_count()} bad field(s)"
+            ) from exc
+        if claims.expires_at <= claims.issued_at:
+            raise TokenMalformed("invite token expires before it is issued")
+        self._check_times("invite", claims.issued_at, claims.expires_at)
         return claims
 
     # -- internals -------------------------------------------------------------------------

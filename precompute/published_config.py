@@ -32,6 +32,7 @@ from welcomemat.records.accounts import Account
 from welcomemat.security.ip_ranges import IpRangeRules
 from welcomemat.theme.folder import Theme
 from welcomemat.zones.contract import ZoneContract
+from welcomemat.zones.overview import mark_overview_built
 from welcomemat.zones.store import TRANSACTION_ATTEMPTS_MAX
 
 __all__ = ["load_campaign_config", "policy_from_json", "publish_campaign_config"]
@@ -65,6 +66,8 @@ def publish_campaign_config(
     renderer reloading it reads the map before or after the run, never between.
     The owner and the index of campaign ids live outside the campaign's hash slot, so they
     are written apart from that transaction (Redis Cluster allows a transaction in one slot only).
+    A campaign's first config marks its overview index built (`welcomemat.zones.overview`):
+    none of its zone sets predates the index.
     """
     config = encode_campaign_config(campaign, zones, asdict(policy), theme)
     tenant, campaign_id = campaign.tenant, campaign.campaign
@@ -73,6 +76,9 @@ def publish_campaign_config(
         keys.campaign_config_key(tenant, campaign_id),
         keys.ip_ranges_key(tenant, campaign_id),
     )
+    # A campaign's config outlives its zone sets (refreshed by every run): without one, nothing of
+    # the campaign predates the overview's index, which needs no rebuild.
+    first_config = not client.exists(config_key)
     for _ in range(TRANSACTION_ATTEMPTS_MAX):
         try:
             with client.pipeline(transaction=True) as pipe:
@@ -82,6 +88,8 @@ def publish_campaign_config(
             time.sleep(random.uniform(0, _RETRY_PAUSE_MAX_S))
     else:
         raise StoreError(f"{ip_key}: changed under the merge {TRANSACTION_ATTEMPTS_MAX} times in a row")
+    if first_config:
+        mark_overview_built(client, tenant, campaign_id)
     index = client.pipeline(transaction=False)
     index.hset(keys.campaigns_index_key(), f"{tenant}/{campaign_id}", campaign_id)
     index.expire(keys.campaigns_index_key(), keys.CAMPAIGN_TTL_S)

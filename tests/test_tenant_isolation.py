@@ -654,9 +654,13 @@ BEARER_ROUTES = (
     "GET /admin/lift/{campaign}",
     "GET /admin/results/{campaign}",
     "POST /v1/conversions",
+    "GET /admin/campaigns/{campaign}",
+    "GET /admin/campaigns/{campaign}/accounts/{account}",
 )
 # The admin routes that reach no campaign: a person signs in (the invite names the tenant) and out.
 SIGN_IN_ROUTES = ("/admin/sign-in/{token}", "/admin/sign-out")
+# Admin routes that name no campaign: what they list is the token's tenant's only.
+TENANT_WIDE_ROUTES = ("GET /admin/", "GET /admin/audit")
 
 
 def scoped_renderer(redis_client: redis.Redis) -> TestClient:
@@ -705,6 +709,8 @@ def bearer_calls(
                 "occurred_at": "2026-12-04T09:00:00+00:00",
             },
         ),
+        (BEARER_ROUTES[9], "GET", f"/admin/campaigns/{campaign}?q={DYMAXA}", None),
+        (BEARER_ROUTES[10], "GET", f"/admin/campaigns/{campaign}/accounts/{DYMAXA}", None),
     ]
 
 
@@ -780,6 +786,10 @@ def served(
     recorded = call(BEARER_ROUTES[8])
     assert recorded.status_code == 202 and recorded.json()["campaign"] == c
     assert redis_client.hexists(keys.conversions_key(mine.tenant, c), f"crm-{bearer.kind}-{c}")
+    overview = call(BEARER_ROUTES[9]).text
+    assert f'data-admin-account="{DYMAXA}"' in overview and other.campaign not in overview
+    account_page = call(BEARER_ROUTES[10]).text
+    assert mine.headline in account_page and other.headline not in account_page
     decisions = [e for e in read_entries(redis_client, mine.tenant, account=account) if e.via.value == "http"]
     assert [(e.action.value, e.actor) for e in decisions[-3:]] == [
         ("approve", bearer.actor),
@@ -787,6 +797,22 @@ def served(
         ("rollback", bearer.actor),
     ]
     return list(BEARER_ROUTES)
+
+
+def tenant_wide(client: TestClient, bearer: Bearer, mine: Tenancy, other: Tenancy) -> None:
+    """The routes that name no campaign list `mine`'s only; the other tenant's log is an unknown one's."""
+    as_json = {**bearer.headers("/admin/"), "accept": "application/json"}
+    listed = client.get("/admin/", headers=as_json).json()["campaigns"]
+    assert [(c["tenant"], c["campaign"]) for c in listed] == [(mine.tenant, mine.campaign)]
+    page = client.get("/admin/", headers=bearer.headers("/admin/")).text
+    assert other.campaign not in page and other.tenant not in page
+    log = client.get("/admin/audit", headers=as_json).json()
+    assert log["tenants"] == [mine.tenant] and log["entries"]
+    assert {e["tenant"] for e in log["entries"]} == {mine.tenant}
+    theirs = client.get(f"/admin/audit?tenant={other.tenant}", headers=as_json)
+    unknown = client.get(f"/admin/audit?tenant={UNKNOWN}", headers=as_json)
+    assert theirs.status_code == unknown.status_code == 404
+    assert theirs.text.replace(other.tenant, UNKNOWN) == unknown.text
 
 
 def test_a_tenants_scoped_tokens_get_the_other_tenants_campaign_as_an_unknown_one_on_every_bearer_route(
@@ -812,9 +838,9 @@ def test_a_tenants_scoped_tokens_get_the_other_tenants_campaign_as_an_unknown_on
                 for route in cast(Starlette, client.app).routes
                 if getattr(route, "path", "").startswith("/admin/")
             }
-            assert admin_paths == {r.split(" ")[1] for r in BEARER_ROUTES if "/admin/" in r} | set(
-                SIGN_IN_ROUTES
-            )
+            assert admin_paths == {
+                r.split(" ")[1] for r in (*BEARER_ROUTES, *TENANT_WIDE_ROUTES) if "/admin/" in r
+            } | set(SIGN_IN_ROUTES)
             covered += [
                 (r, other.tenant, bearer.kind, "404") for r in refused_as_unknown(client, bearer, other)
             ]
@@ -830,6 +856,8 @@ def test_a_tenants_scoped_tokens_get_the_other_tenants_campaign_as_an_unknown_on
             ):
                 late = client.request(method, path, json=body, headers=bearer.headers(path))
                 assert late.status_code == 404 and "no published campaign" in late.text, route
+
+            tenant_wide(client, bearer, mine, other)
 
     # The operator's tokens reach both tenants' campaigns.
     with scoped_renderer(redis_client) as client:

@@ -48,6 +48,8 @@ __all__ = [
     "JOURNAL_TTL_S",
     "KEY_PREFIX",
     "KEY_SCHEMA_VERSION",
+    "OVERVIEW_REBUILD_TTL_S",
+    "OVERVIEW_TTL_S",
     "PREVIOUS_ZONE_SET_TTL_S",
     "RUN_TTL_S",
     "SELLER_ALERTS_CONSUMER_GROUP",
@@ -87,6 +89,11 @@ __all__ = [
     "guidelines_key",
     "ip_ranges_key",
     "journal_key",
+    "overview_counts_key",
+    "overview_ids_key",
+    "overview_rebuild_key",
+    "overview_rows_key",
+    "overview_tags_key",
     "previous_zone_set_key",
     "review_held_key",
     "review_queue_key",
@@ -122,6 +129,10 @@ PREVIOUS_ZONE_SET_TTL_S = 30 * _DAY_S
 # 90 days, like the zone set it numbers: the counter must not expire while a zone set it
 # numbered is still current, or versions would start again at 1.
 ZONE_SET_VERSION_TTL_S = ZONE_SET_TTL_S
+# 90 days, like the zone sets it lists, refreshed on every write: the campaign overview's index.
+OVERVIEW_TTL_S = ZONE_SET_TTL_S
+# 10 minutes: a rebuild of that index (100,000 accounts: about 30 s) that died is started again after it.
+OVERVIEW_REBUILD_TTL_S = 10 * 60
 # 90 days: the publish journal explains what a campaign's zone sets came from.
 JOURNAL_TTL_S = 90 * _DAY_S
 # 90 days: a campaign's contract, review queue and last run report live as long as its zone sets.
@@ -241,6 +252,45 @@ def zone_set_scan_pattern(tenant: str, campaign: str) -> str:
     Matches `...:zs:<account>` only, not `zs_prev` or `zs_ver`: ids hold no glob characters.
     """
     return f"{campaign_prefix(tenant, campaign)}:zs:*"
+
+
+def overview_ids_key(tenant: str, campaign: str) -> str:
+    """The campaign overview's accounts: a sorted set of account ids, every score 0, so it is
+    read in id order by ZRANGEBYLEX (prefix search, cursor paging; `welcomemat.zones.overview`).
+
+    Written in the same transaction or script as the zone set it lists. TTL `OVERVIEW_TTL_S`.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:ov:ids"
+
+
+def overview_rows_key(tenant: str, campaign: str) -> str:
+    """Hash of account id -> the overview's compact row of its current zone set (JSON).
+
+    TTL `OVERVIEW_TTL_S`.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:ov:rows"
+
+
+def overview_tags_key(tenant: str, campaign: str) -> str:
+    """The overview's filters: a sorted set of `<field>=<value>/<account id>`, every score 0, so the
+    accounts of one filter value are one ZRANGEBYLEX range, in id order. TTL `OVERVIEW_TTL_S`.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:ov:tags"
+
+
+def overview_counts_key(tenant: str, campaign: str) -> str:
+    """Hash of `<field>=<value>` -> how many accounts the overview lists with it, and `@built`
+    once the index holds every zone set published before it existed. TTL `OVERVIEW_TTL_S`.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:ov:counts"
+
+
+def overview_rebuild_key(tenant: str, campaign: str) -> str:
+    """Marker that a rebuild of the campaign overview's index is under way (SET NX: one at a time).
+
+    TTL `OVERVIEW_REBUILD_TTL_S`; deleted when the rebuild ends.
+    """
+    return f"{campaign_prefix(tenant, campaign)}:ov:rebuilding"
 
 
 def changes_channel(tenant: str, campaign: str) -> str:

@@ -63,7 +63,8 @@ ADMIN_REDIS_TIMEOUT_S = 2.0
 NO_STORE = {"cache-control": "no-store"}
 # Admin pages run no script at all (default-src 'none' covers script-src); the preview's page
 # is shown in a sandboxed srcdoc frame, which may load only our stylesheets, images and fonts
-# (a campaign's theme files included). Forms post to this origin only (the review buttons).
+# (a campaign's theme files included). Forms post or submit to this origin only (the review
+# buttons, the overview's filters).
 ADMIN_CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; font-src 'self'; frame-src 'self'; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"

@@ -28,6 +28,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from server.admin.account_page import account_page
+from server.admin.audit_page import audit_log
 from server.admin.endpoint import (
     admin_endpoint,
     guarded_read,
@@ -36,6 +38,7 @@ from server.admin.endpoint import (
     path_campaign,
     path_id,
 )
+from server.admin.overview_pages import admin_home, campaign_overview
 from server.admin.payloads import (
     ExplainPayload,
     parse_explain_record,
@@ -319,6 +322,12 @@ class _PreviewEndpoint(HTTPEndpoint):
 
 def admin_routes() -> list[Route]:
     return [
+        Route("/admin/", admin_home, methods=["GET"]),
+        # Where signing in lands: the same page (no trailing-slash redirects in this app).
+        Route("/admin", admin_home, methods=["GET"], include_in_schema=False),
+        Route("/admin/audit", audit_log, methods=["GET"]),
+        Route("/admin/campaigns/{campaign}", campaign_overview, methods=["GET"]),
+        Route("/admin/campaigns/{campaign}/accounts/{account}", account_page, methods=["GET"]),
         Route("/admin/explain/{campaign}/{account}", explain_account, methods=["GET"]),
         Route("/admin/preview/{campaign}/{account}", _PreviewEndpoint),
         Route("/admin/review/{campaign}", review_queue, methods=["GET"]),

@@ -9,7 +9,7 @@
   (`server.admin.sessions`), and the browser sent to `/admin` (303).
 - `POST /admin/sign-out` (CSRF-checked like every state-changing admin request): the session
   ends and its cookie is dropped.
-- `GET /admin`: who is signed in, and the campaigns they may open.
+- `GET /admin` (the campaigns page, `server.admin.overview_pages`) is where signing in lands.
 """
 
 from __future__ import annotations
@@ -29,14 +29,12 @@ from server.admin.sessions import clear_session_cookie, session_id_of, set_sessi
 from server.problems import HTTPProblem, errors_as_html
 from server.qr import see_other
 from server.renderer_state import RendererState
-from welcomemat import keys
-from welcomemat.campaign.owner import parse_campaigns_index
 from welcomemat.errors import InviteUsed, TokenError, TokenExpired
 from welcomemat.security.admin_sessions import end_session, session_hash, start_session
 from welcomemat.security.people import INVITE_PATH, take_invite
 from welcomemat.security.tokens import TokenSigner
 
-__all__ = ["admin_home", "sign_in_page", "sign_in_routes", "sign_out"]
+__all__ = ["sign_in_page", "sign_in_routes", "sign_out"]
 
 _STYLESHEET = "/static/admin.css"
 
@@ -118,33 +116,9 @@ async def sign_out(request: Request, renderer: RendererState) -> Response:
     return answer
 
 
-@admin_endpoint(html=True)
-async def admin_home(request: Request, renderer: RendererState) -> Response:
-    """Who is signed in, and the campaigns of their tenant (every tenant's, for the operator's token)."""
-    actor = request.state.actor
-    raw = await guarded_read(
-        renderer, "admin_home", lambda: renderer.client.hkeys(keys.campaigns_index_key())
-    )
-    index = parse_campaigns_index(raw)
-    campaigns = sorted(
-        (tenant, campaign)
-        for campaign, tenants in index.items()
-        for tenant in tenants
-        if actor.may_act_on(tenant) and len(tenants) == 1
-    )
-    return html_answer(
-        "admin/home.html",
-        admin_stylesheet=_STYLESHEET,
-        tenant=actor.tenant,
-        campaign=None,
-        campaigns=campaigns,
-    )
-
-
 def sign_in_routes() -> list[Route]:
     # Browser pages, not an API: left out of the OpenAPI document.
     return [
-        Route("/admin", admin_home, methods=["GET"], include_in_schema=False),
         Route(INVITE_PATH + "{token}", sign_in_page, methods=["GET", "POST"], include_in_schema=False),
         Route("/admin/sign-out", sign_out, methods=["POST"], include_in_schema=False),
     ]

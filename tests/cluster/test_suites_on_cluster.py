@@ -1,6 +1,7 @@
 """The suites of the other writers that run a transaction, a script or a multi-key command, run
 as they are against the cluster (`WELCOMEMAT_TEST_REDIS_URL`): zone-set publish, rollback and
-status (WATCH + MULTI/EXEC, concurrent writers, the batch script), review decisions, guideline
+status (WATCH + MULTI/EXEC, concurrent writers, the batch script) with the overview index they
+write, review decisions, guideline
 records, CRM conversions, the CRM webhook's delivery bookkeeping, a person's erasure and the contacts'
 workflow marks. A stray
 key would be refused there (CROSSSLOT, or the client's own slot check). Precompute, workers,
@@ -26,6 +27,9 @@ SUITES = (
     _STORE + "test_concurrent_publishes_get_distinct_versions",
     _STORE + "test_publish_many_matches_publish_one_by_one",
     _STORE + "test_publish_many_falls_back_when_an_account_changed_meanwhile",
+    # the campaign overview's index: written by each of those writes' transaction or script, and
+    # removed by an erasure's; its rebuild and pages
+    "tests/welcomemat/zones/test_overview.py",
     # review decisions and a held draft's approval (store revision + audit entry)
     "tests/welcomemat/zones/test_review.py",
     "tests/welcomemat/campaign/test_guidelines.py::test_change_records_round_trip_in_one_key_with_a_ttl",

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import date
 from typing import Any
 
@@ -61,6 +61,7 @@ __all__ = [
     "cited_facts",
     "contact_erasure",
     "iter_account_records",
+    "last_seen_many",
     "mark_crm_delivered",
     "read_account_record",
     "take_crm_change",
@@ -335,6 +336,23 @@ def read_account_record(client: redis.Redis, tenant: str, account_id: str) -> Ac
     if not raw:
         return None
     return _decode(key, tenant, account_id, raw)
+
+
+def last_seen_many(
+    client: redis.Redis, tenant: str, campaign: str, account_ids: Sequence[str]
+) -> dict[str, int | None]:
+    """When each account last visited `campaign` (Unix ms; None: never, or no record), in one
+    pipeline of HGETs: a page of the campaign overview needs this field, not the whole records."""
+    pipe = client.pipeline(transaction=False)
+    for account_id in account_ids:
+        pipe.hget(keys.account_record_key(tenant, account_id), f"e:{campaign}:last")
+    found: dict[str, int | None] = {}
+    for account_id, raw in zip(account_ids, pipe.execute() if account_ids else [], strict=True):
+        try:
+            found[account_id] = None if raw is None else int(reply_text(raw))
+        except ValueError:  # a broken counter is no visit this page can show
+            found[account_id] = None
+    return found
 
 
 def iter_account_records(

@@ -27,6 +27,7 @@ the new credentials (`welcomemat.security.credential_changes`), via `startup`.
 from __future__ import annotations
 
 import enum
+import re
 import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -50,6 +51,7 @@ __all__ = [
     "APPEND_ATTEMPTS",
     "REASON_MAX_CHARS",
     "REASON_REQUIRED",
+    "STREAM_ID",
     "AuditAction",
     "AuditEntry",
     "Auditor",
@@ -61,11 +63,15 @@ __all__ = [
     "check_reason",
     "queue_entry",
     "read_entries",
+    "read_page",
 ]
 
 ACTOR_MAX_CHARS = 128
 REASON_MAX_CHARS = 500
 _DETAIL_MAX_CHARS = 2000
+# A stream entry id (`<ms>-<seq>`): what a page of the log starts before.
+STREAM_ID = re.compile(r"[0-9]{1,19}-[0-9]{1,19}")
+_SEQ_MAX = 2**64 - 1  # a stream id's sequence number is an unsigned 64-bit integer
 # Attempts of an append after the action, and the pause before each retry (seconds): a
 # connection reset or a failover costs a few hundred milliseconds, not more.
 APPEND_ATTEMPTS = 3
@@ -313,6 +319,51 @@ def read_entries(
         if limit is not None and len(found) >= limit:
             break
     return found
+
+
+def read_page(
+    client: redis.Redis,
+    tenant: str | None,
+    *,
+    before: str | None,
+    limit: int,
+    problems: list[StoredValueError] | None = None,
+) -> tuple[list[AuditEntry], str | None]:
+    """A page of a tenant's log, newest first: the entries older than `before` (a stream id;
+    None: from the newest), at most `limit`, and the cursor of the next page (None: the end).
+
+    An entry that does not decode is skipped (into `problems`, when given); a retried append's
+    second copy is shown once.
+    """
+    if before is not None and not STREAM_ID.fullmatch(before):
+        raise ValueError(f"not a stream entry id: {before[:40]!r}")
+    key = audit_key(tenant)
+    top = "+" if before is None else _just_before(before)
+    if top is None:  # nothing is older than the first id a stream can hold
+        return [], None
+    raw: list[Any] = client.xrevrange(key, max=top, min="-", count=limit + 1)  # type: ignore[assignment]
+    found: list[AuditEntry] = []
+    ops: set[str] = set()
+    for raw_id, fields in raw[:limit]:
+        try:
+            entry = AuditEntry.from_fields(key, reply_text(raw_id), fields or {})
+        except StoredValueError as exc:
+            if problems is not None:
+                problems.append(exc)
+            continue
+        if entry.op not in ops:
+            ops.add(entry.op)
+            found.append(entry)
+    following = reply_text(raw[limit - 1][0]) if len(raw) > limit else None
+    return found, following
+
+
+def _just_before(entry_id: str) -> str | None:
+    """The greatest stream id below `entry_id` (None: there is none): `(0-0` is not a range Redis takes."""
+    ms, seq = (int(part) for part in entry_id.split("-"))
+    if seq > 0:
+        return f"{ms}-{seq - 1}"
+    return f"{ms - 1}-{_SEQ_MAX}" if ms > 0 else None
 
 
 def _scan(

@@ -53,6 +53,7 @@ from welcomemat.records.audit import AuditAction, Auditor, queue_entry, read_ent
 from welcomemat.records.conversions import iter_conversions
 from welcomemat.records.erasure import ErasureMark, account_field, contact_field, email_field
 from welcomemat.replies import reply_text_lossy
+from welcomemat.zones.overview_index import queue_prune, register_index_scripts
 from welcomemat.zones.store import ZoneSetChange, ZoneSetStore
 
 __all__ = [
@@ -449,6 +450,8 @@ def _erase_in_campaign(client: redis.Redis, subject: Subject, campaign: str, rep
         if dropped:
             pipe.set(report_key, rewritten, keepttl=True)
             report.removed["run report failures"] += dropped
+        # Last, after the zone set's DEL in this transaction: its overview row goes with it.
+        queue_prune(pipe, register_index_scripts(client)[1], tenant, campaign, account)
     replies = pipe.execute() if len(pipe) else []
     for kind, reply in zip(kinds, replies, strict=False):
         report.removed[kind] += int(reply)

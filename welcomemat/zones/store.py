@@ -8,6 +8,9 @@ campaign's pub/sub channel once it is written (PUBLISH names no key, so a Redis 
 refuses it inside a transaction; a batch publish's script announces from inside). All keys
 share the campaign's hash tag, so each transaction and script runs in one Cluster slot.
 
+Each of these writes also writes the account's row of the campaign overview
+(`welcomemat.zones.overview_index`) in the same transaction or script.
+
 Versions are monotonic per account: every state a reader can observe (a new publish, a
 status flip, a rollback) gets the next number, so a cache or an ETag can compare them.
 
@@ -34,6 +37,13 @@ from welcomemat import keys
 from welcomemat.errors import StoredValueError, StoreError
 from welcomemat.ids import OpaqueId
 from welcomemat.storage.redis_client import run_script
+from welcomemat.zones.overview_index import (
+    INDEX_LUA_FUNCTIONS,
+    index_keys,
+    index_row,
+    queue_put,
+    register_index_scripts,
+)
 from welcomemat.zones.zoneset import ZoneSet, ZoneSetStatus
 
 __all__ = [
@@ -60,10 +70,13 @@ _T = TypeVar("_T")
 # whole batch in one round trip. It writes only if the current zone set still has the
 # version the caller decided on (else -1: the caller takes the one-by-one path). The new
 # document arrives split around its version number, which only Redis can assign.
-# KEYS: current, previous, counter. ARGV: head, tail, expected current version (0: none),
-# current TTL s, counter TTL s, move current to previous ("1"/"0"), previous TTL s,
-# channel, change message head.
-_PUBLISH_LUA = """
+# KEYS: current, previous, counter, then the overview index's (`welcomemat.zones.overview_index`:
+# ids, rows, tags, counts). ARGV: head, tail, expected current version (0: none), current TTL s,
+# counter TTL s, move current to previous ("1"/"0"), previous TTL s, channel, change message
+# head, the overview row after its version, its tags, the index's TTL s, the account id.
+_PUBLISH_LUA = (
+    INDEX_LUA_FUNCTIONS
+    + """
 local cur = redis.call('GET', KEYS[1])
 local curv = 0
 if cur then
@@ -82,9 +95,11 @@ local v = math.max(counter, curv) + 1
 redis.call('SET', KEYS[3], v, 'EX', ARGV[5])
 redis.call('SET', KEYS[1], ARGV[1] .. v .. ARGV[2], 'EX', ARGV[4])
 if cur and ARGV[6] == '1' then redis.call('SET', KEYS[2], cur, 'EX', ARGV[7]) end
+wm_index_put(KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[12], ARGV[13], v, ARGV[10], ARGV[11])
 redis.call('PUBLISH', ARGV[8], ARGV[9] .. v .. '}')
 return v
 """
+)
 # Where the version sits in a zone set's JSON (fields in declared order; ids hold no quotes).
 _VERSION_SLOT = ',"version":0,'
 
@@ -121,6 +136,7 @@ class ZoneSetStore:
             raise ValueError("ZoneSetStore needs a Redis client with decode_responses=False")
         self._client = client
         self._publish_script = client.register_script(_PUBLISH_LUA)
+        self._index_put, _ = register_index_scripts(client)
 
     # -- writes -------------------------------------------------------------------
 
@@ -151,6 +167,7 @@ class ZoneSetStore:
             pipe.set(key, new.model_dump_json().encode(), ex=keys.ZONE_SET_TTL_S)
             if current is not None and current.input_hash != zone_set.input_hash:
                 pipe.set(prev_key, _as_bytes(current_raw), ex=keys.PREVIOUS_ZONE_SET_TTL_S)
+            queue_put(pipe, self._index_put, new, version)
             pipe.execute()
             self._announce(new)
             return PublishResult(version, True, new)
@@ -177,6 +194,7 @@ class ZoneSetStore:
         pending: list[tuple[int, ZoneSet]] = []
         pipe = self._client.pipeline(transaction=False)
         channel = keys.changes_channel(tenant, campaign)
+        overview_keys = index_keys(tenant, campaign)
         for i, zone_set in enumerate(zone_sets):
             existing = current.get(zone_set.account_id)
             if existing is not None and _same_publication(existing, zone_set):
@@ -191,6 +209,7 @@ class ZoneSetStore:
                 tenant=tenant, campaign=campaign, account_id=zone_set.account_id, version=0
             )
             moves = existing is not None and existing.input_hash != zone_set.input_hash
+            row_tail, row_tags = index_row(zone_set)
             run_script(
                 pipe,
                 self._publish_script,
@@ -198,6 +217,7 @@ class ZoneSetStore:
                     keys.zone_set_key(tenant, campaign, zone_set.account_id),
                     keys.previous_zone_set_key(tenant, campaign, zone_set.account_id),
                     keys.zone_set_version_key(tenant, campaign, zone_set.account_id),
+                    *overview_keys,
                 ],
                 [
                     head + ',"version":',
@@ -209,6 +229,10 @@ class ZoneSetStore:
                     keys.PREVIOUS_ZONE_SET_TTL_S,
                     channel,
                     message.model_dump_json().removesuffix("0}"),
+                    row_tail,
+                    row_tags,
+                    keys.OVERVIEW_TTL_S,
+                    zone_set.account_id,
                 ],
             )
             pending.append((i, zone_set))
@@ -254,6 +278,7 @@ class ZoneSetStore:
             pipe.set(ver_key, version, ex=keys.ZONE_SET_VERSION_TTL_S)
             pipe.set(key, restored.model_dump_json().encode(), ex=keys.ZONE_SET_TTL_S)
             pipe.delete(prev_key)
+            queue_put(pipe, self._index_put, restored, version)
             pipe.execute()
             self._announce(restored)
             return restored
@@ -291,6 +316,7 @@ class ZoneSetStore:
             pipe.multi()
             pipe.set(ver_key, version, ex=keys.ZONE_SET_VERSION_TTL_S)
             pipe.set(key, updated.model_dump_json().encode(), ex=keys.ZONE_SET_TTL_S)
+            queue_put(pipe, self._index_put, updated, version)
             pipe.execute()
             self._announce(updated)
             return PublishResult(version, True, updated)
@@ -324,6 +350,7 @@ class ZoneSetStore:
             pipe.set(ver_key, version, ex=keys.ZONE_SET_VERSION_TTL_S)
             pipe.set(key, new.model_dump_json().encode(), ex=keys.ZONE_SET_TTL_S)
             pipe.set(prev_key, _as_bytes(current_raw), ex=keys.PREVIOUS_ZONE_SET_TTL_S)
+            queue_put(pipe, self._index_put, new, version)
             pipe.execute()
             self._announce(new)
             return PublishResult(version, True, new)

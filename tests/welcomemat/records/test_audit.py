@@ -21,6 +21,7 @@ from welcomemat.records.audit import (
     check_reason,
     queue_entry,
     read_entries,
+    read_page,
 )
 
 T0 = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
@@ -163,3 +164,21 @@ def test_the_model_refuses_what_a_log_line_cannot_hold() -> None:
     for field, value in (("actor", "a\x1bb"), ("account", "a:b"), ("version", 0), ("reason", "x\ny")):
         with pytest.raises(ValueError):
             AuditEntry.model_validate({**good.model_dump(), field: value})
+
+
+def test_the_log_reads_a_page_at_a_time_newest_first(redis_client: redis.Redis) -> None:
+    auditor = Auditor("rita", Via.CLI, lambda: datetime(2026, 12, 2, tzinfo=UTC))
+    for version in range(1, 6):
+        append_entry(redis_client, auditor.entry(AuditAction.APPROVE, tenant="acme", version=version))
+    seen: list[int | None] = []
+    before: str | None = None
+    while True:
+        entries, before = read_page(redis_client, "acme", before=before, limit=2)
+        seen += [e.version for e in entries]
+        if before is None:
+            break
+    assert seen == [5, 4, 3, 2, 1]
+    assert read_page(redis_client, "acme", before="0-0", limit=2) == ([], None)
+    assert read_page(redis_client, "acme", before="1-0", limit=2) == ([], None)
+    with pytest.raises(ValueError):
+        read_page(redis_client, "acme", before="1-2-3", limit=2)

@@ -247,6 +247,11 @@ def test_every_written_key_has_a_ttl(store: ZoneSetStore, redis_client: redis.Re
             keys.zone_set_key(TENANT, CAMPAIGN, ACCOUNT),
             keys.previous_zone_set_key(TENANT, CAMPAIGN, ACCOUNT),
             keys.zone_set_version_key(TENANT, CAMPAIGN, ACCOUNT),
+            # the campaign overview's index, written with the zone set
+            keys.overview_ids_key(TENANT, CAMPAIGN),
+            keys.overview_rows_key(TENANT, CAMPAIGN),
+            keys.overview_tags_key(TENANT, CAMPAIGN),
+            keys.overview_counts_key(TENANT, CAMPAIGN),
         ]
     )
     for key in written:
@@ -331,7 +336,7 @@ def test_tenants_never_share_keys(store: ZoneSetStore, redis_client: redis.Redis
     store.publish(make_zone_set(tenant="globex"))
     store.publish(make_zone_set(tenant="globex", input_hash="hash-0002"))
     globex_keys = set(all_keys(redis_client)) - acme_keys
-    assert len(globex_keys) == 3 and not acme_keys & globex_keys
+    assert len(globex_keys) == 3 + 4 and not acme_keys & globex_keys  # + the overview index
     assert all(k.startswith("wm:1:{globex:") for k in globex_keys)
     assert store.get("acme", CAMPAIGN, ACCOUNT) != store.get("globex", CAMPAIGN, ACCOUNT)
     assert store.get("globex", CAMPAIGN, ACCOUNT) is not None

@@ -10,7 +10,8 @@ Files, in the campaign folder (beside `campaign.yaml`, which precompute reads):
 
 Redis (`welcomemat.campaign.guidelines.GuidelineStore`) keeps each version's change record and which
 version is active. `propose` writes a report and a candidate record and publishes nothing;
-`signoff` records that one person checked the report's diagnosis; `promote` takes a READY
+`signoff` records that one person checked the report's diagnosis
+(`welcomemat.campaign.guideline_signoff`, as the admin's guidelines page does); `promote` takes a READY
 report and writes the candidate's guideline bundle into `campaign.yaml`, keeping every other
 field (and line) of it, and refuses a candidate that differs outside the bundle. With
 `risk_tier: high` (either version) these are two steps by two different people: a sign-off,
@@ -43,6 +44,7 @@ from precompute.inputs import CampaignInputs, find_zones_folder, load_campaign_i
 from welcomemat.bounded_time import parse_day
 from welcomemat.campaign.contract import Campaign
 from welcomemat.campaign.guideline_merge import merge_bundle_data, merge_bundle_text
+from welcomemat.campaign.guideline_signoff import sign_off_candidate
 from welcomemat.campaign.guidelines import (
     ActivationState,
     GuidelineChange,
@@ -374,7 +376,11 @@ def _candidate_record(
 
 
 def run_signoff(campaign_arg: str, report_arg: str, *, auditor: Auditor, now: datetime) -> int:
-    """Record the actor's sign-off of a READY report's diagnosis: a high-risk change's first step."""
+    """Record the actor's sign-off of a READY report's diagnosis: a high-risk change's first step.
+
+    The files are checked here (the report is the candidate's latest, replayed against the
+    guidelines campaign.yaml holds); the sign-off itself is `sign_off_candidate`'s, as the admin
+    page's button records it."""
     campaign_path, report_path = campaign_file(campaign_arg), Path(report_arg)
     report, active, candidate = _read_ready(campaign_path, report_path)
     version = report.candidate.version
@@ -382,25 +388,20 @@ def run_signoff(campaign_arg: str, report_arg: str, *, auditor: Auditor, now: da
     try:
         store = GuidelineStore(client)
         record = _candidate_record(store, report, report_path, active.campaign, campaign_path)
-        if record.signed_off_by is not None:
-            raise InputError(
-                f"{version} was signed off by {record.signed_off_by} at {record.signed_off_at}: "
-                "promote it (someone else), or propose again for a new report",
-                field="--by",
+        try:
+            sign_off_candidate(
+                client,
+                report.tenant,
+                report.campaign,
+                version,
+                auditor=auditor,
+                now=now,
+                report_sha256=record.report_sha256,
+                approvers_required=_approvers_required(active.campaign, candidate.campaign),
+                report_name=report_path.name,
             )
-        required = max(record.approvers_required, _approvers_required(active.campaign, candidate.campaign))
-        store.save(
-            record.model_copy(
-                update={"signed_off_by": auditor.actor, "signed_off_at": now, "approvers_required": required}
-            )
-        )
-        detail = (
-            f"{version}: diagnosis in {report_path.name} (sha256 {(record.report_sha256 or '')[:12]}) "
-            f"signed off; promotion by someone other than {auditor.actor} next"
-        )
-        audit_change(
-            client, auditor, AuditAction.GUIDELINES_SIGNOFF, (report.tenant, report.campaign), detail
-        )
+        except InputError as exc:
+            raise InputError(exc.message, field="--by") from None
     finally:
         client.close()
     print(

@@ -46,6 +46,7 @@ from precompute.providers.base import Provider, ZoneDraft
 from precompute.qa import recheck_zone_set
 from welcomemat.bounded_time import parse_day
 from welcomemat.campaign.guidelines import (
+    READY_FOR_PROMOTION,
     FieldDifference,
     SetValidation,
     bundle_differences,
@@ -78,7 +79,7 @@ __all__ = [
 SETS_FOLDER = "guideline_sets"  # beside campaign.yaml
 SET_NAMES = ("replay", "held_out", "regression")
 REGRESSION = "regression"  # the set whose cases keep their copy unless named as intended changes
-READY = "READY FOR PROMOTION"
+READY = READY_FOR_PROMOTION
 NOT_READY = "NOT READY"
 Recommendation = Literal["READY FOR PROMOTION", "NOT READY"]
 _TEXT_CLIP = 160

@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.schemas import SchemaGenerator
 
+from server.admin.guidelines_page import GuidelineSignOffBody
 from server.admin.payloads import ExplainPayload, ReviewDecisionBody, ReviewQueueEntry, RollbackBody
 from server.engagement.events_api import BeaconBody
 from welcomemat import __version__
@@ -45,7 +46,13 @@ def _model_schemas() -> dict[str, Any]:
         [
             *(
                 (model, "validation")
-                for model in (BeaconBody, ConversionIn, ReviewDecisionBody, RollbackBody)
+                for model in (
+                    BeaconBody,
+                    ConversionIn,
+                    ReviewDecisionBody,
+                    RollbackBody,
+                    GuidelineSignOffBody,
+                )
             ),
             *(
                 (model, "serialization")
@@ -137,6 +144,19 @@ SCHEMAS: dict[str, Any] = {
             "changed": {"type": "boolean"},
             "version": {"type": "integer", "minimum": 1},
             "status": {"type": "string"},
+            "detail": {"type": "string"},
+        },
+    },
+    "GuidelineSignOff": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["tenant", "campaign", "version", "signed_off_by", "signed_off_at", "detail"],
+        "properties": {
+            "tenant": {"type": "string"},
+            "campaign": {"type": "string"},
+            "version": {"type": "string"},
+            "signed_off_by": {"type": "string"},
+            "signed_off_at": {"type": "string", "format": "date-time"},
             "detail": {"type": "string"},
         },
     },

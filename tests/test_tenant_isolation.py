@@ -36,6 +36,7 @@ from tests.example_accounts import write_example_accounts
 from tests.server.conftest import BASE_URL, PUBLIC_URL, SECRET, renderer_app, renderer_settings
 from welcomemat import keys
 from welcomemat.arms import Arm
+from welcomemat.campaign.guidelines import READY_FOR_PROMOTION, GuidelineChange, GuidelineStore
 from welcomemat.records.account_records import read_account_record
 from welcomemat.records.audit import read_entries
 from welcomemat.security.credentials import parse_admin_tokens, parse_crm_tokens
@@ -656,7 +657,11 @@ BEARER_ROUTES = (
     "POST /v1/conversions",
     "GET /admin/campaigns/{campaign}",
     "GET /admin/campaigns/{campaign}/accounts/{account}",
+    "GET /admin/campaigns/{campaign}/guidelines",
+    "POST /admin/campaigns/{campaign}/guidelines/signoff",
 )
+# The report a high-risk guideline candidate's sign-off names (its change record's `report_sha256`).
+REPORT_SHA256 = "ab" * 32
 # The admin routes that reach no campaign: a person signs in (the invite names the tenant) and out.
 SIGN_IN_ROUTES = ("/admin/sign-in/{token}", "/admin/sign-out")
 # Admin routes that name no campaign: what they list is the token's tenant's only.
@@ -684,9 +689,10 @@ def decided_account(tenancy: Tenancy) -> str:
 
 
 def bearer_calls(
-    campaign: str, account: str, version: int, conversion_id: str
+    campaign: str, account: str, version: int, conversion_id: str, candidate: str = "2026-12-01"
 ) -> list[tuple[str, str, str, dict[str, object] | None]]:
-    """(route, method, path, JSON body) of every bearer route for `campaign`."""
+    """(route, method, path, JSON body) of every bearer route for `campaign`; `candidate`: the
+    guideline version signed off."""
     review = f"/admin/review/{campaign}/{account}"
     return [
         (BEARER_ROUTES[0], "GET", f"/admin/explain/{campaign}/{DYMAXA}", None),
@@ -711,6 +717,13 @@ def bearer_calls(
         ),
         (BEARER_ROUTES[9], "GET", f"/admin/campaigns/{campaign}?q={DYMAXA}", None),
         (BEARER_ROUTES[10], "GET", f"/admin/campaigns/{campaign}/accounts/{DYMAXA}", None),
+        (BEARER_ROUTES[11], "GET", f"/admin/campaigns/{campaign}/guidelines", None),
+        (
+            BEARER_ROUTES[12],
+            "POST",
+            f"/admin/campaigns/{campaign}/guidelines/signoff",
+            {"version": candidate, "report_sha256": REPORT_SHA256},
+        ),
     ]
 
 
@@ -756,9 +769,25 @@ def served(
         published.model_copy(update={"input_hash": f"{published.input_hash}-{bearer.kind}"})
     )
     assert current.changed
+    # A high-risk guideline candidate of the campaign, waiting for its sign-off.
+    candidate = f"2026-12-{bearer.kind}"
+    GuidelineStore(redis_client).save(
+        GuidelineChange(
+            tenant=mine.tenant,
+            campaign=c,
+            version=candidate,
+            hash="cd" * 32,
+            reason=f"a change of {mine.tenant}'s",
+            approvers_required=2,
+            recommendation=READY_FOR_PROMOTION,
+            report_sha256=REPORT_SHA256,
+        )
+    )
     calls = {
         route: (method, path, body)
-        for route, method, path, body in bearer_calls(c, account, current.version, f"crm-{bearer.kind}-{c}")
+        for route, method, path, body in bearer_calls(
+            c, account, current.version, f"crm-{bearer.kind}-{c}", candidate
+        )
     }
 
     def call(route: str, **body: object) -> Any:
@@ -790,6 +819,10 @@ def served(
     assert f'data-admin-account="{DYMAXA}"' in overview and other.campaign not in overview
     account_page = call(BEARER_ROUTES[10]).text
     assert mine.headline in account_page and other.headline not in account_page
+    guidelines = call(BEARER_ROUTES[11]).text
+    assert f'data-admin-version="{candidate}"' in guidelines and other.tenant not in guidelines
+    signed = call(BEARER_ROUTES[12]).json()
+    assert (signed["campaign"], signed["version"], signed["signed_off_by"]) == (c, candidate, bearer.actor)
     decisions = [e for e in read_entries(redis_client, mine.tenant, account=account) if e.via.value == "http"]
     assert [(e.action.value, e.actor) for e in decisions[-3:]] == [
         ("approve", bearer.actor),

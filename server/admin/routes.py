@@ -9,7 +9,8 @@ unknown one (404), and nothing of it is read or written. Every answer is
 `Cache-Control: no-store`: it holds internal fields no cache may keep.
 
 The shared steps are `server.admin.endpoint`; the review queue and its decisions (approve,
-reject, rollback, audit-logged) are `server.admin.review_queue`.
+reject, rollback, audit-logged) are `server.admin.review_queue`; the guideline versions and the
+sign-off of a high-risk candidate are `server.admin.guidelines_page`.
 
 These are operator tools, not visitor pages: when Redis cannot answer they say so with
 503 (JSON, `Retry-After`) rather than a fallback, because a fallback would be a wrong
@@ -38,6 +39,7 @@ from server.admin.endpoint import (
     path_campaign,
     path_id,
 )
+from server.admin.guidelines_page import GUIDELINES_ROUTE, SIGNOFF_ROUTE, guideline_signoff, guidelines_page
 from server.admin.overview_pages import admin_home, campaign_overview
 from server.admin.payloads import (
     ExplainPayload,
@@ -328,6 +330,8 @@ def admin_routes() -> list[Route]:
         Route("/admin/audit", audit_log, methods=["GET"]),
         Route("/admin/campaigns/{campaign}", campaign_overview, methods=["GET"]),
         Route("/admin/campaigns/{campaign}/accounts/{account}", account_page, methods=["GET"]),
+        Route(GUIDELINES_ROUTE, guidelines_page, methods=["GET"]),
+        Route(SIGNOFF_ROUTE, guideline_signoff, methods=["POST"]),
         Route("/admin/explain/{campaign}/{account}", explain_account, methods=["GET"]),
         Route("/admin/preview/{campaign}/{account}", _PreviewEndpoint),
         Route("/admin/review/{campaign}", review_queue, methods=["GET"]),

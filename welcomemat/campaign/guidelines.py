@@ -41,6 +41,7 @@ __all__ = [
     "ACTIVE_FIELD",
     "BUNDLE_LABEL",
     "GUIDELINE_FIELDS",
+    "READY_FOR_PROMOTION",
     "ActivationState",
     "FieldDifference",
     "GuidelineChange",
@@ -74,6 +75,8 @@ GUIDELINE_FIELDS = (
 )
 # The bundle's version label: promoted with the bundle, though not part of its hash.
 BUNDLE_LABEL = "guideline_version"
+# A candidate report's recommendation when it may be promoted (`precompute.guideline_replay`).
+READY_FOR_PROMOTION = "READY FOR PROMOTION"
 # The hash field naming the active version; versions are written by people and never start with @.
 ACTIVE_FIELD = "@active"
 

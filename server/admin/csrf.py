@@ -36,7 +36,8 @@ CSRF_HEADER = "x-csrf-token"
 
 def refuse(request: Request, renderer: RendererState, route: str, reason: str, message: str) -> HTTPProblem:
     """The 403 of a refused admin request, logged and counted under `route` and `reason`."""
-    log.warning("admin %s %s (%s) refused: %s", request.method, request.url.path, route, reason)
+    # The route's name, never its path: a sign-in path carries an invite token.
+    log.warning("admin %s (%s) refused: %s", request.method, route, reason)
     renderer.metrics.admin_refusals.labels(route, reason).inc()
     return HTTPProblem(403, message)
 

@@ -16,6 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from server.admin.account_reads import AUDIT_ENTRIES_SCANNED, account_audit, account_explain
 from server.admin.endpoint import (
     admin_endpoint,
     guarded_read,
@@ -25,7 +26,6 @@ from server.admin.endpoint import (
     path_id,
 )
 from server.admin.page_format import check_params, wants_json, wants_page
-from server.admin.payloads import ExplainPayload, parse_explain_record
 from server.admin.preview import personal_refusal, read_page_zones, zone_provenance
 from server.problems import HTTPProblem
 from server.renderer_state import RendererState
@@ -33,15 +33,12 @@ from welcomemat import keys
 from welcomemat.arms import assign_arm
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
-from welcomemat.records.audit import read_entries
 from welcomemat.zones.store import ZoneSetStore
 from welcomemat.zones.zoneset import ZoneSet
 
-__all__ = ["AUDIT_ENTRIES_SCANNED", "AUDIT_ENTRIES_SHOWN", "account_page"]
+__all__ = ["account_page"]
 
 # As the preview: the account's latest entries, looking back this far in the tenant's log.
-AUDIT_ENTRIES_SHOWN = 50
-AUDIT_ENTRIES_SCANNED = 10_000
 
 
 def _history(
@@ -73,30 +70,8 @@ async def account_page(request: Request, renderer: RendererState) -> Response:
     )
     if raw is None and current is None and previous is None:
         raise HTTPProblem(404, f"no zone set for account {account!r} in {tenant}/{campaign}")
-    unreadable: list[StoredValueError] = []
-    audit = await guarded_read(
-        renderer,
-        "admin_account_audit",
-        lambda: read_entries(
-            renderer.client,
-            tenant,
-            account=account,
-            newest_first=True,
-            limit=AUDIT_ENTRIES_SHOWN,
-            scan_max=AUDIT_ENTRIES_SCANNED,
-            problems=unreadable,
-        ),
-    )
-    if unreadable:
-        renderer.metrics.stored_value_errors.inc(len(unreadable))
-    explain: ExplainPayload | None = None
-    explain_problem = None
-    if raw is not None:
-        try:
-            explain = parse_explain_record(raw, keys.explain_key(tenant, campaign, account), current)
-        except StoredValueError as exc:
-            renderer.metrics.stored_value_errors.inc()
-            explain_problem = str(exc)
+    audit = await account_audit(renderer, "admin_account_audit", tenant, account)
+    explain, explain_problem = account_explain(renderer, raw, tenant, campaign, account, current)
     arm = assign_arm(tenant, campaign, account, view.campaign.holdout_fraction)
     now = renderer.now()
     if wants_json(request):
@@ -112,7 +87,7 @@ async def account_page(request: Request, renderer: RendererState) -> Response:
                 "previous_problem": previous_problem,
                 "explain": explain.model_dump(mode="json") if explain else None,
                 "explain_problem": explain_problem,
-                "audit": [e.model_dump(mode="json", exclude={"op"}) for e in audit],
+                "audit": [e.model_dump(mode="json", exclude={"op"}) for e in audit.entries],
             }
         )
     page_html = renderer.pages.render(view, page_id, arm, current, now).finish("", "admin-preview")
@@ -133,8 +108,8 @@ async def account_page(request: Request, renderer: RendererState) -> Response:
         explain_problem=explain_problem,
         rows=zone_provenance(read_page_zones(page_html), current, explain),
         page_html=page_html,
-        audit=audit,
-        audit_unreadable=len(unreadable),
+        audit=audit.entries,
+        audit_unreadable=audit.unreadable,
         audit_scanned=AUDIT_ENTRIES_SCANNED,
     )
 

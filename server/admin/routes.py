@@ -30,6 +30,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from server.admin.account_page import account_page
+from server.admin.account_reads import AUDIT_ENTRIES_SCANNED, account_audit, account_explain
 from server.admin.audit_page import audit_log
 from server.admin.endpoint import (
     admin_endpoint,
@@ -42,7 +43,6 @@ from server.admin.endpoint import (
 from server.admin.guidelines_page import GUIDELINES_ROUTE, SIGNOFF_ROUTE, guideline_signoff, guidelines_page
 from server.admin.overview_pages import admin_home, campaign_overview
 from server.admin.payloads import (
-    ExplainPayload,
     parse_explain_record,
 )
 from server.admin.preview import personal_refusal, read_page_zones, zone_provenance
@@ -62,14 +62,11 @@ from welcomemat.outreach.email_template import (
     TemplateError,
     parse_template,
 )
-from welcomemat.records.audit import read_entries
 from welcomemat.security.links import contact_links
 from welcomemat.zones.store import ZoneSetStore
 from welcomemat.zones.zoneset import ZoneSet
 
 __all__ = [
-    "AUDIT_ENTRIES_SCANNED",
-    "AUDIT_ENTRIES_SHOWN",
     "admin_routes",
     "explain_account",
     "preview_account",
@@ -77,11 +74,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-# The preview lists the account's latest audit entries, looking back this far in the tenant's
-# log (a run logs one entry per account it publishes): older ones are `welcomemat audit`'s.
-AUDIT_ENTRIES_SHOWN = 50
-AUDIT_ENTRIES_SCANNED = 10_000
 
 
 def _explain_and_zone_set(
@@ -242,30 +234,8 @@ async def _preview_page(
     raw, zone_set = await guarded_read(
         renderer, "admin_preview", lambda: _explain_and_zone_set(renderer, tenant, campaign, account)
     )
-    unreadable: list[StoredValueError] = []
-    audit = await guarded_read(
-        renderer,
-        "admin_preview_audit",
-        lambda: read_entries(
-            renderer.client,
-            tenant,
-            account=account,
-            newest_first=True,
-            limit=AUDIT_ENTRIES_SHOWN,
-            scan_max=AUDIT_ENTRIES_SCANNED,
-            problems=unreadable,
-        ),
-    )
-    if unreadable:
-        renderer.metrics.stored_value_errors.inc(len(unreadable))
-    explain: ExplainPayload | None = None
-    explain_problem = None
-    if raw is not None:
-        try:
-            explain = parse_explain_record(raw, keys.explain_key(tenant, campaign, account), zone_set)
-        except StoredValueError as exc:  # the page and zone set still preview; say what is missing
-            renderer.metrics.stored_value_errors.inc()
-            explain_problem = str(exc)
+    audit = await account_audit(renderer, "admin_preview_audit", tenant, account)
+    explain, explain_problem = account_explain(renderer, raw, tenant, campaign, account, zone_set)
     now = renderer.now()
     page = renderer.pages.render(view, page_id, arm, zone_set, now)
     page_html = page.finish("", "admin-preview")
@@ -305,8 +275,8 @@ async def _preview_page(
         explain_problem=explain_problem,
         rows=zone_provenance(zones, zone_set, explain),
         page_html=page_html,
-        audit=audit,
-        audit_unreadable=len(unreadable),
+        audit=audit.entries,
+        audit_unreadable=audit.unreadable,
         audit_scanned=AUDIT_ENTRIES_SCANNED,
         email_template=template is not None,
         emails=emails,

@@ -34,7 +34,7 @@ from cli.guideline_versions import (
 )
 from precompute.inputs import load_campaign_inputs
 from welcomemat.campaign.contract import Campaign
-from welcomemat.campaign.experiments import Experiment
+from welcomemat.campaign.experiments import Experiment, stop_recommendation
 from welcomemat.campaign.guidelines import ActivationState, GuidelineChange, GuidelineStore, guideline_hash
 from welcomemat.errors import InputError
 from welcomemat.records.audit import AuditAction, Auditor, check_reason
@@ -162,7 +162,7 @@ def run_stop(
             previous_hash=previous.hash,
             reason=recorded_reason or f"experiment {experiment.id} stopped; {keep} kept",
             approvers=(auditor.actor,),
-            recommendation=f"experiment {experiment.id} stopped: {keep} is the only variant",
+            recommendation=stop_recommendation(experiment.id, keep),
             state=ActivationState.ACTIVE,
             rollback_target=previous.version,
             proposed_at=now,

@@ -44,7 +44,7 @@ from precompute.inputs import CampaignInputs, find_zones_folder, load_campaign_i
 from welcomemat.bounded_time import parse_day
 from welcomemat.campaign.contract import Campaign
 from welcomemat.campaign.guideline_merge import merge_bundle_data, merge_bundle_text
-from welcomemat.campaign.guideline_signoff import sign_off_candidate
+from welcomemat.campaign.guideline_signoff import next_step, sign_off_candidate
 from welcomemat.campaign.guidelines import (
     ActivationState,
     GuidelineChange,
@@ -389,7 +389,7 @@ def run_signoff(campaign_arg: str, report_arg: str, *, auditor: Auditor, now: da
         store = GuidelineStore(client)
         record = _candidate_record(store, report, report_path, active.campaign, campaign_path)
         try:
-            sign_off_candidate(
+            signed = sign_off_candidate(
                 client,
                 report.tenant,
                 report.campaign,
@@ -406,7 +406,8 @@ def run_signoff(campaign_arg: str, report_arg: str, *, auditor: Auditor, now: da
         client.close()
     print(
         f"guidelines {report.tenant}/{report.campaign} {version}: {auditor.actor} signed off the report's "
-        f"diagnosis at {now.isoformat()}; `welcomemat guidelines promote` by someone else makes it active"
+        f"diagnosis at {now.isoformat()}; {next_step(signed)} "
+        "(`welcomemat guidelines promote` makes it active)"
     )
     return 0
 

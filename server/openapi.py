@@ -8,8 +8,11 @@ What several routes share is declared once here, under `components`:
   `server.problems`), the zones payload; the request bodies and the operator payloads are
   generated from the pydantic models that read and write them (`BeaconBody`, `ConversionIn`,
   `server.admin.payloads`, `welcomemat.lift.comparison`), so the document cannot drift from the code;
-- `responses`: the refusals routes share (an unknown page, the bearer check, Redis down, the
-  rate limit, a JSON refusal with its status's own description).
+- `responses`: the refusals routes share (an unknown page, the bearer check, a session's CSRF,
+  Origin or role refusal, Redis down, the rate limit, a refusal with its status's own
+  description) and a form post's 303;
+- the form posts of the admin pages' buttons (`application/x-www-form-urlencoded`): their
+  schemas are the declarations the handlers read the forms with (`server.admin.form_posts`).
 
 OpenAPI 3.1: its schemas are JSON Schema 2020-12, what pydantic generates. The test suite
 fuzzes the running app from this document (tests/server/test_openapi_fuzz.py): a status,
@@ -25,8 +28,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.schemas import SchemaGenerator
 
-from server.admin.guidelines_page import GuidelineSignOffBody
+from server.admin.form_posts import FormPost
+from server.admin.guidelines_page import SIGNOFF_FORM, GuidelineSignOffBody
 from server.admin.payloads import ExplainPayload, ReviewDecisionBody, ReviewQueueEntry, RollbackBody
+from server.admin.review_queue import APPROVE_FORM, REJECT_FORM, ROLLBACK_FORM
+from server.admin.sessions import SESSION_COOKIE
 from server.engagement.events_api import BeaconBody
 from welcomemat import __version__
 from welcomemat.ids import ID_PATTERN
@@ -34,9 +40,11 @@ from welcomemat.lift.comparison import LiftReport
 from welcomemat.lift.results import ResultsReport
 from welcomemat.records.conversions import ConversionIn, ConversionType
 
-__all__ = ["COMPONENTS", "openapi_schema"]
+__all__ = ["COMPONENTS", "FORM_POSTS", "openapi_schema"]
 
 _REF = "#/components/schemas/{model}"
+# The admin pages' form posts: each route's `FormPost`, published under its name.
+FORM_POSTS: tuple[FormPost, ...] = (APPROVE_FORM, REJECT_FORM, ROLLBACK_FORM, SIGNOFF_FORM)
 
 
 def _model_schemas() -> dict[str, Any]:
@@ -80,6 +88,11 @@ SCHEMAS: dict[str, Any] = {
         "type": "string",
         "pattern": ID_PATTERN,
         "description": "An opaque id: 1-64 characters of A-Z a-z 0-9 _ . -, starting with a letter or digit.",
+    },
+    "IdOrBlank": {
+        # A page's query value that a form may send empty: as if it were not given (a form's "any").
+        "anyOf": [{"$ref": _REF.format(model="Id")}, {"type": "string", "maxLength": 0}],
+        "description": "An id, or empty: as if not given.",
     },
     "Problem": {
         "type": "object",
@@ -174,6 +187,7 @@ SCHEMAS: dict[str, Any] = {
         },
     },
     **_model_schemas(),
+    **{form.name: form.schema() for form in FORM_POSTS},
 }
 
 # Refusals several routes share. A route refers to one with `$ref` and may give its own
@@ -183,7 +197,7 @@ RESPONSES: dict[str, Any] = {
     "Problem": {"description": "Refused; the message says why.", "content": _JSON_PROBLEM},
     "BearerRefused": {
         # The bearer check's refusal is rendered by path, like an unknown route (server.problems).
-        "description": "No or wrong bearer token.",
+        "description": "No or wrong bearer token, or a person's session that has ended.",
         "headers": {"WWW-Authenticate": {"required": True, "schema": {"type": "string", "const": "Bearer"}}},
         "content": {**_HTML, **_JSON_PROBLEM},
     },
@@ -205,6 +219,30 @@ RESPONSES: dict[str, Any] = {
         "headers": _RETRY_AFTER,
         "content": {**_HTML, **_JSON_PROBLEM},
     },
+    "Refused": {
+        # A route that takes a JSON body or a page's form: its refusals follow the body.
+        "description": "Refused; the message says why: JSON to a JSON body, an HTML page to a form's post.",
+        "content": {**_HTML, **_JSON_PROBLEM},
+    },
+    "SessionRefused": {
+        # `server.admin.csrf` and the role check (`server.admin.endpoint`): logged and counted.
+        "description": (
+            "A person's session refused: the CSRF token (form field `csrf` or header `X-CSRF-Token`) "
+            "missing or wrong, an `Origin` (or `Referer`) not WELCOMEMAT_PUBLIC_URL's, or a role that "
+            "may not do this. A bearer token is never refused so."
+        ),
+        "content": {**_HTML, **_JSON_PROBLEM},
+    },
+    "FormPostDone": {
+        "description": "A form's post, done: back to the page the button was on.",
+        "headers": {
+            "Location": {
+                "required": True,
+                "description": "`WELCOMEMAT_PUBLIC_URL` + the page's path and what it says was done.",
+                "schema": {"type": "string", "format": "uri"},
+            }
+        },
+    },
     "RateLimited": {
         "description": "Too many requests from this client; retry after `Retry-After` seconds.",
         "headers": _RETRY_AFTER,
@@ -213,7 +251,8 @@ RESPONSES: dict[str, Any] = {
 }
 
 COMPONENTS: dict[str, Any] = {
-    # Admin routes declare `security: [{adminBearer: []}]`, POST /v1/conversions `crmBearer`.
+    # Admin routes declare `security: [{adminBearer: []}, {adminSession: []}]`, POST
+    # /v1/conversions `crmBearer`.
     "securitySchemes": {
         "adminBearer": {
             "type": "http",
@@ -222,6 +261,17 @@ COMPONENTS: dict[str, Any] = {
                 "WELCOMEMAT_ADMIN_TOKEN or a WELCOMEMAT_ADMIN_TOKENS entry. `NAME:TOKEN` (and the shared "
                 "token) reach every tenant's campaigns; `NAME@TENANT:TOKEN` only TENANT's: any other "
                 "campaign answers 404, exactly as an unknown one."
+            ),
+        },
+        "adminSession": {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": SESSION_COOKIE,
+            "description": (
+                "A person's session, started from a `welcomemat admin invite` link (HttpOnly, "
+                "SameSite=Strict). Its role in its one tenant decides what it may do (viewer, reviewer, "
+                "admin); a state-changing request also needs the session's CSRF token and an `Origin` of "
+                "WELCOMEMAT_PUBLIC_URL (403 otherwise)."
             ),
         },
         "crmBearer": {

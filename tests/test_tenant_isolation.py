@@ -659,6 +659,7 @@ BEARER_ROUTES = (
     "GET /admin/campaigns/{campaign}/accounts/{account}",
     "GET /admin/campaigns/{campaign}/guidelines",
     "POST /admin/campaigns/{campaign}/guidelines/signoff",
+    "GET /admin/campaigns/{campaign}/experiments",
 )
 # The report a high-risk guideline candidate's sign-off names (its change record's `report_sha256`).
 REPORT_SHA256 = "ab" * 32
@@ -724,6 +725,7 @@ def bearer_calls(
             f"/admin/campaigns/{campaign}/guidelines/signoff",
             {"version": candidate, "report_sha256": REPORT_SHA256},
         ),
+        (BEARER_ROUTES[13], "GET", f"/admin/campaigns/{campaign}/experiments", None),
     ]
 
 
@@ -823,6 +825,9 @@ def served(
     assert f'data-admin-version="{candidate}"' in guidelines and other.tenant not in guidelines
     signed = call(BEARER_ROUTES[12]).json()
     assert (signed["campaign"], signed["version"], signed["signed_off_by"]) == (c, candidate, bearer.actor)
+    experiments = call(BEARER_ROUTES[13]).text
+    assert f"Copy experiments of {c}" in experiments and "declares no copy experiment" in experiments
+    assert other.campaign not in experiments and other.tenant not in experiments
     decisions = [e for e in read_entries(redis_client, mine.tenant, account=account) if e.via.value == "http"]
     assert [(e.action.value, e.actor) for e in decisions[-3:]] == [
         ("approve", bearer.actor),

@@ -121,7 +121,7 @@ account_page.__doc__ = """
       event logged), each zone's rung, reason, cited facts and checks, the current and previous
       zone sets (what a rollback would restore), and the account's latest audit entries. HTML,
       or JSON when `Accept` names `application/json` first. Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
+    security: [{adminBearer: []}, {adminSession: []}]
     parameters:
       - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
       - {name: account, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}

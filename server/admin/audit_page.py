@@ -108,16 +108,19 @@ audit_log.__doc__ = """
     description: >
       Who published, approved, rejected, rolled back or erased what, when and why. A
       tenant-scoped token reads its own tenant's log only. `before` pages back from an entry id,
-      `limit` entries a page (1-200, 50). HTML, or JSON when `Accept` names `application/json`
-      first. Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
+      `limit` entries a page (1-200, 50); an empty value is as if not given. HTML, or JSON
+      when `Accept` names `application/json` first. Bearer admin token (`adminBearer`).
+    security: [{adminBearer: []}, {adminSession: []}]
     parameters:
-      - {name: tenant, in: query, required: false, schema: {$ref: "#/components/schemas/Id"}}
+      - {name: tenant, in: query, required: false, schema: {$ref: "#/components/schemas/IdOrBlank"}}
       - name: before
         in: query
         required: false
-        schema: {type: string, pattern: "^[0-9]{1,19}-[0-9]{1,19}$"}
-      - {name: limit, in: query, required: false, schema: {type: integer, minimum: 1, maximum: 200}}
+        schema: {type: string, pattern: "^([0-9]{1,19}-[0-9]{1,19})?$"}
+      - name: limit
+        in: query
+        required: false
+        schema: {anyOf: [{type: integer, minimum: 1, maximum: 200}, {type: string, maxLength: 0}]}
     responses:
       200:
         description: "A page of the log."

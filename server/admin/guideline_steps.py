@@ -1,10 +1,13 @@
 """What the guidelines page says of each version: its state, its verdict, and the step that comes next.
 
 A version's next step is a person's (a sign-off, which an admin records with the page's button)
-or a command's: promotion and rollback rewrite `campaign.yaml` in the campaign's folder, which
-the renderer never reaches, so the page shows the exact `welcomemat guidelines` command to run
-there. The report a command names is the one `propose` writes by default
-(`guidelines/<version>.report.json`, beside `campaign.yaml`); every path is quoted for a shell.
+or a command's. A READY candidate proposed against the active version may be signed off whatever
+its risk tier, as `welcomemat guidelines signoff` allows (`may_sign_off`: the core function's own
+rule); a high-risk one must be, before its promotion (`needs_sign_off`). Promotion and rollback
+rewrite `campaign.yaml` in the campaign's folder, which the renderer never reaches, so the page
+shows the exact `welcomemat guidelines` command to run there. The report a command names is the
+one `propose` writes by default (`guidelines/<version>.report.json`, beside `campaign.yaml`);
+every path is quoted for a shell.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from welcomemat.campaign.guideline_signoff import sign_off_refusal
 from welcomemat.campaign.guidelines import READY_FOR_PROMOTION, ActivationState, GuidelineChange
 
-__all__ = ["CAMPAIGN_FILE", "NextStep", "VersionRow", "version_rows"]
+__all__ = ["CAMPAIGN_FILE", "STATE_LABELS", "NextStep", "VersionRow", "version_rows"]
 
 CAMPAIGN_FILE = "campaign.yaml"  # the commands run in the campaign's folder
-_STATE_LABELS = {
+STATE_LABELS = {
     ActivationState.CANDIDATE: "candidate",
     ActivationState.ACTIVE: "active",
     ActivationState.SUPERSEDED: "superseded",
@@ -42,6 +46,7 @@ class VersionRow:
     verdict: str | None  # READY, NOT READY; None for a version never replayed (the first one)
     needs_sign_off: bool  # a high-risk candidate, READY, not yet signed off, proposed against the active
     next: NextStep
+    may_sign_off: bool = False  # any such candidate, whatever its risk tier (the command's rule)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -49,6 +54,7 @@ class VersionRow:
             "state_label": self.state,
             "verdict": self.verdict,
             "needs_sign_off": self.needs_sign_off,
+            "may_sign_off": self.may_sign_off,
             "next": self.next.text,
             "command": self.next.command,
         }
@@ -90,7 +96,9 @@ def _candidate_step(record: GuidelineChange, active: str | None) -> tuple[NextSt
             "folder.",
             promote,
         ), False
-    return NextStep("Promotion, in the campaign's folder.", promote), False
+    return NextStep(
+        "Promotion, in the campaign's folder (one approver: a sign-off is optional).", promote
+    ), False
 
 
 def _step(record: GuidelineChange, active: str | None) -> tuple[NextStep, bool]:
@@ -111,5 +119,14 @@ def version_rows(history: list[GuidelineChange], active: str | None) -> list[Ver
     rows = []
     for record in reversed(history):
         step, needs_sign_off = _step(record, active)
-        rows.append(VersionRow(record, _STATE_LABELS[record.state], _verdict(record), needs_sign_off, step))
+        rows.append(
+            VersionRow(
+                record,
+                STATE_LABELS[record.state],
+                _verdict(record),
+                needs_sign_off,
+                step,
+                may_sign_off=sign_off_refusal(record, record.version, active, None) is None,
+            )
+        )
     return rows

@@ -6,14 +6,16 @@ account set and its verdict (READY / NOT READY), the sign-off and approvers, and
 (`server.admin.guideline_steps`). Promotion and rollback rewrite `campaign.yaml` on disk, which
 the renderer cannot reach: the page says so and shows the command.
 
-A high-risk candidate's sign-off is recorded here by an `admin` (the Sign off button, or JSON
+A candidate's sign-off is recorded here by an `admin` (the Sign off button, or JSON
 `{"version": ..., "report_sha256": ...}` with a bearer token) through
 `welcomemat.campaign.guideline_signoff.sign_off_candidate`, the implementation
-`welcomemat guidelines signoff` uses; it is audit-logged as the person's e-mail address (or the
-token's name). `report_sha256` names the report the signer read: a candidate proposed again
-since is refused (409), as is one already signed off, NOT READY, proposed against a version no
-longer active, or one that needs no sign-off. The signer may not promote it: the command refuses
-them. A form post is answered with a 303 back to the page, which says what was done.
+`welcomemat guidelines signoff` uses, and it refuses what that refuses and nothing more: a
+high-risk candidate needs the sign-off, a standard-risk one may have it (the command records it
+too). It is audit-logged as the person's e-mail address (or the token's name). `report_sha256`
+names the report the signer read: a candidate proposed again since is refused (409), as is one
+already signed off, NOT READY, or proposed against a version no longer active. A high-risk
+candidate's signer may not promote it: the command refuses them. A form post is answered with a
+303 back to the page, which says what was done.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from server.admin.csrf import CSRF_FIELD
 from server.admin.endpoint import (
     admin_endpoint,
     campaign_not_found_doc,
@@ -36,6 +37,7 @@ from server.admin.endpoint import (
     path_campaign,
 )
 from server.admin.form_body import is_form_post, read_form
+from server.admin.form_posts import FormField, FormPost
 from server.admin.guideline_steps import CAMPAIGN_FILE, version_rows
 from server.admin.page_format import check_params, wants_json, wants_page
 from server.bodies import declared_length, read_bounded_body
@@ -43,8 +45,8 @@ from server.problems import HTTPProblem
 from server.qr import see_other
 from server.renderer_state import RendererState
 from welcomemat.bounded_json import decode_json
-from welcomemat.campaign.guideline_signoff import sign_off_candidate
-from welcomemat.campaign.guidelines import ActivationState, GuidelineChange, GuidelineStore
+from welcomemat.campaign.guideline_signoff import next_step, sign_off_candidate
+from welcomemat.campaign.guidelines import GuidelineChange, GuidelineStore
 from welcomemat.errors import AuditError, InputError
 from welcomemat.limits import ADMIN_BODY_MAX_BYTES
 from welcomemat.records.audit import Auditor, Via
@@ -53,6 +55,7 @@ from welcomemat.validation_errors import dotted, first_problem
 
 __all__ = [
     "GUIDELINES_ROUTE",
+    "SIGNOFF_FORM",
     "SIGNOFF_ROUTE",
     "GuidelineSignOffBody",
     "guideline_signoff",
@@ -76,6 +79,35 @@ class GuidelineSignOffBody(BaseModel):
 
     version: str = Field(strict=True, min_length=1, max_length=_VERSION_MAX_CHARS)
     report_sha256: str = Field(strict=True, pattern=r"^[0-9a-f]{64}$")
+
+
+# The Sign off button's fields (`server.admin.form_posts`).
+SIGNOFF_FORM = FormPost(
+    "GuidelineSignOffForm",
+    GuidelineSignOffBody,
+    (
+        FormField(
+            "version",
+            {
+                "type": "string",
+                "maxLength": _VERSION_MAX_CHARS,
+                "pattern": r"\S",
+                "description": "The candidate's guideline version.",
+            },
+            required=True,
+        ),
+        FormField(
+            "report_sha256",
+            {
+                "type": "string",
+                "pattern": "^[0-9a-f]{64}$",
+                "description": "The SHA-256 of the report the signer read (its record's `report_sha256`).",
+            },
+            required=True,
+        ),
+    ),
+    "The guidelines page's Sign off button.",
+)
 
 
 def _read_versions(
@@ -134,7 +166,7 @@ guidelines_page.__doc__ = (
       `welcomemat guidelines` command that promotes or rolls back: those rewrite campaign.yaml,
       which the renderer cannot reach). HTML, or JSON when `Accept` names `application/json`
       first. Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
+    security: [{adminBearer: []}, {adminSession: []}]
     parameters:
       - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
       - {name: signed_off, in: query, required: false, schema: {type: string}}
@@ -161,7 +193,7 @@ async def _sign_off_body(request: Request, renderer: RendererState) -> Guideline
     """The body as the model reads it: the button's form (its CSRF field dropped) or JSON; 400
     naming the field."""
     if is_form_post(request):
-        fields = {k: v for k, v in (await read_form(request, renderer)).items() if k != CSRF_FIELD}
+        fields = SIGNOFF_FORM.read(await read_form(request, renderer))
         try:
             return GuidelineSignOffBody.model_validate(fields)
         except ValidationError as exc:
@@ -188,13 +220,8 @@ async def guideline_signoff(request: Request, renderer: RendererState) -> Respon
     auditor = Auditor(request.state.actor.actor, Via.HTTP, lambda: datetime.fromtimestamp(clock(), UTC))
 
     def act() -> GuidelineChange | InputError | AuditError | None:
-        record = GuidelineStore(renderer.client).get(tenant, campaign, body.version)
-        if record is None:
+        if GuidelineStore(renderer.client).get(tenant, campaign, body.version) is None:
             return None
-        if record.state is ActivationState.CANDIDATE and record.approvers_required < 2:
-            return InputError(
-                f"{body.version} needs no sign-off (risk_tier: standard): its next step is the promotion"
-            )
         try:
             return sign_off_candidate(
                 renderer.client,
@@ -231,48 +258,54 @@ async def guideline_signoff(request: Request, renderer: RendererState) -> Respon
             "version": outcome.version,
             "signed_off_by": outcome.signed_off_by,
             "signed_off_at": outcome.signed_off_at.isoformat() if outcome.signed_off_at else None,
-            "detail": f"signed off; promotion by someone other than {outcome.signed_off_by} next",
+            "detail": f"signed off; {next_step(outcome)}",
         }
     )
 
 
 guideline_signoff.__doc__ = (
     """
-    summary: Sign off a high-risk guideline candidate's report, the first of its two steps (admin).
+    summary: Sign off a guideline candidate's report (a high-risk one's first of two steps) (admin).
     description: >
-      What `welcomemat guidelines signoff` records, by the same implementation: who checked the
-      READY report's diagnosis, and when. `report_sha256` is the report read (the change
-      record's `report_sha256`): a candidate proposed again since is refused. Audit-logged
-      (`guidelines_signoff`) as the token's name or the person's e-mail address. The promotion
-      must then be by someone else (`welcomemat guidelines promote`). Needs the `admin` role.
+      What `welcomemat guidelines signoff` records, by the same implementation, refusing what
+      it refuses: who checked the READY report's diagnosis, and when. `report_sha256` is the
+      report read (the change record's `report_sha256`): a candidate proposed again since is
+      refused. Audit-logged (`guidelines_signoff`) as the token's name or the person's e-mail
+      address. A high-risk candidate's promotion must then be by someone else (`welcomemat
+      guidelines promote`); a standard-risk one's by anyone. Needs the `admin` role.
       Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
+    security: [{adminBearer: []}, {adminSession: []}]
     parameters:
       - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
     requestBody:
       required: true
       content:
         application/json: {schema: {$ref: "#/components/schemas/GuidelineSignOffBody"}}
+        application/x-www-form-urlencoded: {schema: {$ref: "#/components/schemas/GuidelineSignOffForm"}}
     responses:
       200:
         description: "Signed off: who, and when."
         content: {application/json: {schema: {$ref: "#/components/schemas/GuidelineSignOff"}}}
+      303:
+        $ref: "#/components/responses/FormPostDone"
+        description: "A form's post, done: back to the guidelines page, which says what was done."
       400:
-        $ref: "#/components/responses/Problem"
-        description: "The body is not {\\"version\\": ..., \\"report_sha256\\": ...}."
-      401: {$ref: "#/components/responses/BearerRefused"}"""
+        $ref: "#/components/responses/Refused"
+        description: "The body is not {\\"version\\": ..., \\"report_sha256\\": ...} or its form."
+      401: {$ref: "#/components/responses/BearerRefused"}
+      403: {$ref: "#/components/responses/SessionRefused"}"""
     + campaign_not_found_doc(", or no such guideline version")
     + """
-      408: {$ref: "#/components/responses/Problem", description: "The body did not arrive in time."}
+      408: {$ref: "#/components/responses/Refused", description: "The body did not arrive in time."}
       409:
-        $ref: "#/components/responses/Problem"
+        $ref: "#/components/responses/Refused"
         description: >-
-          Not a READY candidate that waits for its sign-off: signed off already, proposed again
-          since that report, proposed against a version no longer active, NOT READY, no
-          candidate, or a change that needs no sign-off.
-      413: {$ref: "#/components/responses/Problem", description: "The body is over 1024 bytes."}
+          Not a READY candidate that waits for a sign-off: signed off already, proposed again
+          since that report, proposed against a version no longer active, NOT READY, or no
+          candidate.
+      413: {$ref: "#/components/responses/Refused", description: "The body is over 1024 bytes."}
       503:
-        $ref: "#/components/responses/RedisUnavailable"
+        $ref: "#/components/responses/RedisUnavailablePage"
         description: "Redis is unavailable, or the sign-off stands but was not audit-logged."
 """
 )

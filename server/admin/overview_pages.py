@@ -100,7 +100,7 @@ admin_home.__doc__ = (
       Every published campaign whose owner the credential may act on (a tenant-scoped token:
       its tenant's only), with how many accounts its overview lists. HTML, or JSON when
       `Accept` names `application/json` first. Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
+    security: [{adminBearer: []}, {adminSession: []}]
     responses:
       200:
         description: "The campaigns."
@@ -194,7 +194,7 @@ campaign_overview.__doc__ = (
       reason code, any zone's), `variant` (`-`: none), `arm`; `q` searches account ids by
       prefix; `after` / `before` page from an account id, `limit` rows (1-200, 50). HTML, or
       JSON when `Accept` names `application/json` first. Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
+    security: [{adminBearer: []}, {adminSession: []}]
     parameters:
       - """
     + _ID_PARAM % "campaign"
@@ -203,14 +203,23 @@ campaign_overview.__doc__ = (
       - name: status
         in: query
         required: false
-        schema: {type: string, enum: [published, pending_review, rejected]}
-      - {name: rung, in: query, required: false, schema: {type: string, enum: [personal, segment, default]}}
-      - {name: arm, in: query, required: false, schema: {type: string, enum: [personal, holdout, anonymous]}}
-      - {name: reason, in: query, required: false, schema: {$ref: "#/components/schemas/Id"}}
+        schema: {type: string, enum: [published, pending_review, rejected, ""]}
+      - name: rung
+        in: query
+        required: false
+        schema: {type: string, enum: [personal, segment, default, ""]}
+      - name: arm
+        in: query
+        required: false
+        schema: {type: string, enum: [personal, holdout, anonymous, ""]}
+      - {name: reason, in: query, required: false, schema: {$ref: "#/components/schemas/IdOrBlank"}}
       - {name: variant, in: query, required: false, schema: {type: string}}
-      - {name: after, in: query, required: false, schema: {$ref: "#/components/schemas/Id"}}
-      - {name: before, in: query, required: false, schema: {$ref: "#/components/schemas/Id"}}
-      - {name: limit, in: query, required: false, schema: {type: integer, minimum: 1, maximum: 200}}
+      - {name: after, in: query, required: false, schema: {$ref: "#/components/schemas/IdOrBlank"}}
+      - {name: before, in: query, required: false, schema: {$ref: "#/components/schemas/IdOrBlank"}}
+      - name: limit
+        in: query
+        required: false
+        schema: {anyOf: [{type: integer, minimum: 1, maximum: 200}, {type: string, maxLength: 0}]}
     responses:
       200:
         description: "A page of the overview."

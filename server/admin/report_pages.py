@@ -126,7 +126,7 @@ def report_operation_doc(formats: tuple[str, ...], ok: str) -> str:
     (`?format=` one of `formats`, `?type=`), its 200 answer (`ok`) and its refusals."""
     return (
         f"""
-    security: [{{adminBearer: []}}]
+    security: [{{adminBearer: []}}, {{adminSession: []}}]
     parameters:
       - {{name: campaign, in: path, required: true, schema: {{$ref: "#/components/schemas/Id"}}}}
       - {{name: format, in: query, required: false, schema: {{type: string, enum: [{", ".join(formats)}]}}}}

@@ -26,7 +26,6 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from server.admin.csrf import CSRF_FIELD
 from server.admin.endpoint import (
     admin_endpoint,
     campaign_not_found_doc,
@@ -37,6 +36,7 @@ from server.admin.endpoint import (
     path_id,
 )
 from server.admin.form_body import is_form_post, read_form
+from server.admin.form_posts import FormField, FormPost
 from server.admin.payloads import ReviewDecisionBody, RollbackBody, review_entry
 from server.bodies import declared_length, read_bounded_body
 from server.problems import HTTPProblem
@@ -46,7 +46,7 @@ from welcomemat.bounded_json import decode_json
 from welcomemat.errors import AuditError, InputError
 from welcomemat.ids import is_valid_id
 from welcomemat.limits import ADMIN_BODY_MAX_BYTES
-from welcomemat.records.audit import AuditAction, Auditor, Via, check_reason
+from welcomemat.records.audit import REASON_MAX_CHARS, AuditAction, Auditor, Via, check_reason
 from welcomemat.security.people import Role
 from welcomemat.validation_errors import dotted, first_problem
 from welcomemat.zones.review import ReviewOutcome, approve_held, decide, list_queue, roll_back
@@ -55,7 +55,10 @@ from welcomemat.zones.zoneset import ZoneSet
 
 __all__ = [
     "ADMIN_WRITE_TIMEOUT_S",
+    "APPROVE_FORM",
     "MAX_BODY_BYTES",
+    "REJECT_FORM",
+    "ROLLBACK_FORM",
     "review_approve",
     "review_queue",
     "review_reject",
@@ -74,6 +77,65 @@ _DONE = {"approve": "Approved", "reject": "Rejected", "rollback": "Rolled back"}
 _MAX_VERSION_DIGITS = 9
 
 
+# The queue page's buttons: the fields each form posts (`server.admin.form_posts`).
+_VERSION_FIELD = FormField(
+    "version",
+    {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 10**_MAX_VERSION_DIGITS - 1,
+        "description": "The zone-set version you reviewed (the queue shows it).",
+    },
+    required=True,
+)
+
+
+def _reason_field(*, required: bool) -> FormField:
+    why = "required: say why, for the audit log" if required else "optional, for the audit log"
+    return FormField(
+        "reason",
+        {
+            "type": "string",
+            "maxLength": REASON_MAX_CHARS,
+            **({"pattern": r"\S"} if required else {}),
+            "description": f"Why ({why}); at most {REASON_MAX_CHARS} characters as sent, each run of "
+            "whitespace recorded as one space.",
+        },
+        required=required,
+    )
+
+
+APPROVE_FORM = FormPost(
+    "ReviewApproveForm",
+    ReviewDecisionBody,
+    (
+        _VERSION_FIELD,
+        _reason_field(required=False),
+        FormField(
+            "held",
+            {
+                "type": "string",
+                "maxLength": 64,
+                "description": "A zone id: approve that zone's held draft (the Approve draft button).",
+            },
+        ),
+    ),
+    "The review queue's Approve and Approve draft buttons.",
+)
+REJECT_FORM = FormPost(
+    "ReviewRejectForm",
+    ReviewDecisionBody,
+    (_VERSION_FIELD, _reason_field(required=True)),
+    "The review queue's Reject button (a held draft is never rejected: it stays held).",
+)
+ROLLBACK_FORM = FormPost(
+    "ReviewRollbackForm",
+    RollbackBody,
+    (_reason_field(required=True),),
+    "The review queue's Roll back button.",
+)
+
+
 # -- review queue ----------------------------------------------------------------------------
 
 
@@ -90,7 +152,7 @@ async def review_queue(request: Request, renderer: RendererState) -> Response:
       Accounts waiting for a person (`approval`: served the fallback until approved) and the
       sample of live accounts to read (`sample`). JSON, or HTML when the request accepts
       `text/html`. Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
+    security: [{adminBearer: []}, {adminSession: []}]
     parameters:
       - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
     responses:
@@ -152,32 +214,17 @@ def _answer(request: Request, renderer: RendererState, action: str, payload: dic
     return see_other(f"{renderer.settings.public_url}/admin/review/{campaign}?{query}")
 
 
-def _form_fields(fields: dict[str, str]) -> dict[str, object]:
-    """A form's fields as the body model reads them: the CSRF token dropped, blank optional
-    fields left out, a version of digits as a number (anything else left for the model to refuse)."""
-    data: dict[str, object] = {k: v for k, v in fields.items() if k != CSRF_FIELD and v.strip()}
-    version = data.get("version")
-    if (
-        isinstance(version, str)
-        and version.isascii()
-        and version.isdigit()
-        and len(version) <= _MAX_VERSION_DIGITS
-    ):
-        data["version"] = int(version)
-    return data
-
-
 def _auditor(request: Request, renderer: RendererState) -> Auditor:
     clock = renderer.clock
     return Auditor(request.state.credential.actor, Via.HTTP, lambda: datetime.fromtimestamp(clock(), UTC))
 
 
-async def _body(request: Request, renderer: RendererState, model: type[_B], shape: str) -> _B:
+async def _body(request: Request, renderer: RendererState, model: type[_B], form: FormPost, shape: str) -> _B:
     """The body as `model`, read by the one bounded reader (413 past `MAX_BODY_BYTES`, declared
-    or not; 408 when it stops arriving) and decoded within `welcomemat.bounded_json`'s limits;
-    400 naming the field."""
+    or not; 408 when it stops arriving) and decoded within `welcomemat.bounded_json`'s limits, or
+    a form's fields as `form` declares them; 400 naming the field."""
     if is_form_post(request):
-        fields = _form_fields(await read_form(request, renderer))
+        fields = form.read(await read_form(request, renderer))
         try:
             return model.model_validate(fields)
         except ValidationError as exc:
@@ -215,7 +262,11 @@ async def _decide(request: Request, renderer: RendererState, *, approve: bool) -
     account = path_id(request, "account")
     tenant, campaign = state.tenant, state.campaign_id
     decision = await _body(
-        request, renderer, ReviewDecisionBody, '{"version": N, "reason": "why"}, the version you reviewed'
+        request,
+        renderer,
+        ReviewDecisionBody,
+        APPROVE_FORM if approve else REJECT_FORM,
+        '{"version": N, "reason": "why"}, the version you reviewed',
     )
     reason = _reason(decision.reason, AuditAction.APPROVE if approve else AuditAction.REJECT)
     if decision.held is not None and not approve:
@@ -275,20 +326,23 @@ async def _decide(request: Request, renderer: RendererState, *, approve: bool) -
     )
 
 
-def _account_write_doc(*, body: str, ok: str, bad_body: str, not_found: str, conflict: str, kept: str) -> str:
+def _account_write_doc(
+    *, body: str, forms: str, ok: str, bad_body: str, not_found: str, conflict: str, kept: str
+) -> str:
     """The OpenAPI text of a review write on one account (approve, reject, rollback): the same
-    parameters and refusals, with what differs passed in."""
+    parameters and refusals, with what differs passed in (`body`: the JSON body's schema name,
+    `forms`: the form's, `server.admin.form_posts`)."""
     conflict_doc = (
         f"""
       409:
-        $ref: "#/components/responses/Problem"
+        $ref: "#/components/responses/Refused"
         description: >-
           {conflict}"""
         if conflict
         else ""
     )
     return f"""
-    security: [{{adminBearer: []}}]
+    security: [{{adminBearer: []}}, {{adminSession: []}}]
     parameters:
       - {{name: campaign, in: path, required: true, schema: {{$ref: "#/components/schemas/Id"}}}}
       - {{name: account, in: path, required: true, schema: {{$ref: "#/components/schemas/Id"}}}}
@@ -296,32 +350,39 @@ def _account_write_doc(*, body: str, ok: str, bad_body: str, not_found: str, con
       required: true
       content:
         application/json: {{schema: {{$ref: "#/components/schemas/{body}"}}}}
+        application/x-www-form-urlencoded: {{schema: {{$ref: "#/components/schemas/{forms}"}}}}
     responses:
       200:
         description: "{ok}"
         content: {{application/json: {{schema: {{$ref: "#/components/schemas/ReviewDecision"}}}}}}
+      303:
+        $ref: "#/components/responses/FormPostDone"
+        description: "A form's post, done: back to the queue page, which says what was done."
       400:
-        $ref: "#/components/responses/Problem"
+        $ref: "#/components/responses/Refused"
         description: "{bad_body}"
-      401: {{$ref: "#/components/responses/BearerRefused"}}{campaign_not_found_doc(not_found)}{conflict_doc}
-      408: {{$ref: "#/components/responses/Problem", description: "The body did not arrive in time."}}
-      413: {{$ref: "#/components/responses/Problem", description: "The body is over 1024 bytes."}}
+      401: {{$ref: "#/components/responses/BearerRefused"}}
+      403: {{$ref: "#/components/responses/SessionRefused"}}{campaign_not_found_doc(not_found)}{conflict_doc}
+      408: {{$ref: "#/components/responses/Refused", description: "The body did not arrive in time."}}
+      413: {{$ref: "#/components/responses/Refused", description: "The body is over 1024 bytes."}}
       503:
-        $ref: "#/components/responses/RedisUnavailable"
+        $ref: "#/components/responses/RedisUnavailablePage"
         description: "Redis is unavailable, or the {kept} stands but was not audit-logged."
 """
 
 
-_DECIDE_DOC = _account_write_doc(
-    body="ReviewDecisionBody",
-    ok="Applied (or already so): the current version and status.",
-    bad_body='Not {\\"version\\": N, \\"reason\\": ...}; a rejection without a reason.',
-    not_found=" or zone set",
-    conflict="The version is no longer current (`current_version`): review the current version; or "
-    "the `held` draft cannot be approved (it fails a deterministic check, its facts expired, or "
-    "the zone holds no draft).",
-    kept="decision",
-)
+def _decide_doc(form: FormPost) -> str:
+    return _account_write_doc(
+        body="ReviewDecisionBody",
+        forms=form.name,
+        ok="Applied (or already so): the current version and status.",
+        bad_body='Not {\\"version\\": N, \\"reason\\": ...} or its form; a rejection without a reason.',
+        not_found=" or zone set",
+        conflict="The version is no longer current (`current_version`): review the current version; or "
+        "the `held` draft cannot be approved (it fails a deterministic check, its facts expired, or "
+        "the zone holds no draft).",
+        kept="decision",
+    )
 
 
 @admin_endpoint(needs=Role.REVIEWER, html=is_form_post)
@@ -335,7 +396,8 @@ async def review_reject(request: Request, renderer: RendererState) -> Response:
 
 
 review_approve.__doc__ = (
-    "\n    summary: Approve the version you reviewed; it is served as personal (admin).\n" + _DECIDE_DOC
+    "\n    summary: Approve the version you reviewed; it is served as personal (admin).\n"
+    + _decide_doc(APPROVE_FORM)
 )
 
 
@@ -352,7 +414,7 @@ async def review_rollback(request: Request, renderer: RendererState) -> Response
     state = await path_campaign(request, renderer)
     account = path_id(request, "account")
     tenant, campaign = state.tenant, state.campaign_id
-    body = await _body(request, renderer, RollbackBody, '{"reason": "why"}')
+    body = await _body(request, renderer, RollbackBody, ROLLBACK_FORM, '{"reason": "why"}')
     reason = _reason(body.reason, AuditAction.ROLLBACK)
     auditor = _auditor(request, renderer)
 
@@ -385,12 +447,14 @@ async def review_rollback(request: Request, renderer: RendererState) -> Response
 
 review_rollback.__doc__ = (review_rollback.__doc__ or "").rstrip() + _account_write_doc(
     body="RollbackBody",
+    forms=ROLLBACK_FORM.name,
     ok="Rolled back: the new version and its status.",
-    bad_body='The body is not {\\"reason\\": ...}, or the reason is blank.',
+    bad_body='The body is not {\\"reason\\": ...} or its form, or the reason is blank.',
     not_found=", or no previous version to go back to",
     conflict="",
     kept="rollback",
 )
 review_reject.__doc__ = (
-    "\n    summary: Reject the version you reviewed; the account keeps the fallback (admin).\n" + _DECIDE_DOC
+    "\n    summary: Reject the version you reviewed; the account keeps the fallback (admin).\n"
+    + _decide_doc(REJECT_FORM)
 )

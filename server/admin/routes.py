@@ -9,8 +9,9 @@ unknown one (404), and nothing of it is read or written. Every answer is
 `Cache-Control: no-store`: it holds internal fields no cache may keep.
 
 The shared steps are `server.admin.endpoint`; the review queue and its decisions (approve,
-reject, rollback, audit-logged) are `server.admin.review_queue`; the guideline versions and the
-sign-off of a high-risk candidate are `server.admin.guidelines_page`.
+reject, rollback, audit-logged) are `server.admin.review_queue`; the guideline versions and a
+candidate's sign-off are `server.admin.guidelines_page`; the copy experiment, its variants and
+their figures are `server.admin.experiments_page`.
 
 These are operator tools, not visitor pages: when Redis cannot answer they say so with
 503 (JSON, `Retry-After`) rather than a fallback, because a fallback would be a wrong
@@ -40,6 +41,7 @@ from server.admin.endpoint import (
     path_campaign,
     path_id,
 )
+from server.admin.experiments_page import EXPERIMENTS_ROUTE, experiments_page
 from server.admin.guidelines_page import GUIDELINES_ROUTE, SIGNOFF_ROUTE, guideline_signoff, guidelines_page
 from server.admin.overview_pages import admin_home, campaign_overview
 from server.admin.payloads import (
@@ -94,7 +96,7 @@ async def explain_account(request: Request, renderer: RendererState) -> Response
       The explain record precompute stored with the account's zone set: identity, every
       fact's trust decision, every zone's rung, text, cited facts and failed checks. Status
       and version are the live zone set's. Bearer admin token (`adminBearer`).
-    security: [{adminBearer: []}]
+    security: [{adminBearer: []}, {adminSession: []}]
     parameters:
       - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
       - {name: account, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
@@ -172,7 +174,7 @@ _PREVIEW_POST_RESPONSES = """
 def _preview_doc(intro: str, responses: str) -> str:
     return (
         intro
-        + """    security: [{adminBearer: []}]
+        + """    security: [{adminBearer: []}, {adminSession: []}]
     parameters:
       - {name: campaign, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
       - {name: account, in: path, required: true, schema: {$ref: "#/components/schemas/Id"}}
@@ -301,6 +303,7 @@ def admin_routes() -> list[Route]:
         Route("/admin/campaigns/{campaign}", campaign_overview, methods=["GET"]),
         Route("/admin/campaigns/{campaign}/accounts/{account}", account_page, methods=["GET"]),
         Route(GUIDELINES_ROUTE, guidelines_page, methods=["GET"]),
+        Route(EXPERIMENTS_ROUTE, experiments_page, methods=["GET"]),
         Route(SIGNOFF_ROUTE, guideline_signoff, methods=["POST"]),
         Route("/admin/explain/{campaign}/{account}", explain_account, methods=["GET"]),
         Route("/admin/preview/{campaign}/{account}", _PreviewEndpoint),

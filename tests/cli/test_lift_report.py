@@ -372,7 +372,7 @@ def test_admin_lift_is_503_when_redis_is_down(tmp_path: Path) -> None:
 
 def test_openapi_describes_the_new_routes(admin: TestClient) -> None:
     paths = admin.get("/openapi.json").json()["paths"]
-    assert paths["/admin/lift/{campaign}"]["get"]["security"] == [{"adminBearer": []}]
+    assert paths["/admin/lift/{campaign}"]["get"]["security"] == [{"adminBearer": []}, {"adminSession": []}]
     assert paths["/v1/conversions"]["post"]["security"] == [{"crmBearer": []}]
 
 

@@ -20,21 +20,36 @@ kept and the guideline version the experiment ran under. From then on every pers
 gets the kept variant. Accounts the hash had already given it keep their zone sets untouched
 (their input hash is the one they had: `precompute.hashing`), so a returning visitor there sees
 exactly what they saw; the others are rewritten with the kept variant at the next precompute.
+The stop's guideline change record says so in its `recommendation` (`stop_recommendation`), in
+words that `stopped_in` reads back: the admin's experiments page tells a stopped experiment
+from a running one before the next precompute publishes the stop.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from welcomemat.ids import OpaqueId
+from welcomemat.ids import ID_PATTERN, OpaqueId
 
-__all__ = ["MAX_VARIANTS", "CopyVariant", "Experiment", "ExperimentStop", "assign_variant", "drawn_variant"]
+__all__ = [
+    "MAX_VARIANTS",
+    "CopyVariant",
+    "Experiment",
+    "ExperimentStop",
+    "assign_variant",
+    "drawn_variant",
+    "stop_recommendation",
+    "stopped_in",
+]
 
 MAX_VARIANTS = 3
 _SCALE = float(1 << 64)
 _STRICT = ConfigDict(frozen=True, extra="forbid")
+_ID = ID_PATTERN.removeprefix("^").removesuffix("$")
+_STOPPED = re.compile(rf"experiment (?P<experiment>{_ID}) stopped: (?P<keep>{_ID}) is the only variant")
 
 
 class CopyVariant(BaseModel):
@@ -116,3 +131,14 @@ def assign_variant(campaign: str, experiment: Experiment, account: str) -> CopyV
         if kept is not None:  # a campaign's load refuses an unknown one; never draw a stopped variant
             return kept
     return drawn_variant(campaign, experiment, account)
+
+
+def stop_recommendation(experiment_id: str, keep: str) -> str:
+    """The `recommendation` of the guideline change record `welcomemat experiment stop` writes."""
+    return f"experiment {experiment_id} stopped: {keep} is the only variant"
+
+
+def stopped_in(recommendation: str) -> tuple[str, str] | None:
+    """(experiment id, variant kept) when a change record's `recommendation` is a stop's, else None."""
+    found = _STOPPED.fullmatch(recommendation)
+    return (found["experiment"], found["keep"]) if found else None

@@ -13,7 +13,9 @@ and shows the change record `propose` wrote from the report). Both call `sign_of
 - it then appends the `guidelines_signoff` audit entry (the log is the tenant's, another hash
   slot: `AuditError` when it could not be written, and the sign-off stands).
 
-Who signed off may not promote: `welcomemat guidelines promote` refuses the signer.
+It refuses nothing for its risk tier: a standard-risk candidate (one approver) may be signed off
+too, a record of who checked its report, and its promotion is then anyone's (`next_step`). Of a
+high-risk one (two approvers) the signer may not promote: `welcomemat guidelines promote` refuses them.
 """
 
 from __future__ import annotations
@@ -32,15 +34,23 @@ from welcomemat.campaign.guidelines import (
 from welcomemat.errors import InputError
 from welcomemat.records.audit import AuditAction, Auditor, append_entry
 
-__all__ = ["SIGNOFF_ATTEMPTS", "sign_off_candidate"]
+__all__ = ["SIGNOFF_ATTEMPTS", "next_step", "sign_off_candidate", "sign_off_refusal"]
 
 SIGNOFF_ATTEMPTS = 5  # WATCH retries while other writes of the campaign's versions race this one
 
 
-def _refusal(
+def next_step(signed: GuidelineChange) -> str:
+    """What comes after `signed`'s sign-off, in words: the audit entry, the command and the page say it."""
+    if signed.approvers_required >= 2:
+        return f"promotion by someone other than {signed.signed_off_by} next"
+    return "promotion next (risk_tier: standard: one approver, the signer too)"
+
+
+def sign_off_refusal(
     record: GuidelineChange | None, version: str, active: str | None, report_sha256: str | None
 ) -> str | None:
-    """Why this record cannot be signed off now, or None."""
+    """Why this record cannot be signed off now, or None: the one rule, for the command, the page's
+    button and its answer (`active`: the active version; `report_sha256`: the report read, if named)."""
     if record is None:
         return f"guideline version {version!r} was never proposed"
     if record.state is not ActivationState.CANDIDATE:
@@ -91,7 +101,9 @@ def sign_off_candidate(
                 pipe.watch(key)  # type: ignore[no-untyped-call]
                 watched = GuidelineStore(pipe)  # reads run at once while watching
                 record = watched.get(tenant, campaign, version)
-                problem = _refusal(record, version, watched.active_version(tenant, campaign), report_sha256)
+                problem = sign_off_refusal(
+                    record, version, watched.active_version(tenant, campaign), report_sha256
+                )
                 if problem is not None:
                     raise InputError(problem, field="version")
                 assert record is not None
@@ -116,8 +128,7 @@ def sign_off_candidate(
         )
     where = f"diagnosis in {report_name}" if report_name else "the report's diagnosis"
     detail = (
-        f"{version}: {where} (sha256 {(signed.report_sha256 or '')[:12]}) signed off; "
-        f"promotion by someone other than {auditor.actor} next"
+        f"{version}: {where} (sha256 {(signed.report_sha256 or '')[:12]}) signed off; {next_step(signed)}"
     )
     append_entry(
         client,

@@ -608,7 +608,7 @@ def test_openapi_describes_the_admin_routes(admin: TestClient) -> None:
     for method, path in ROUTES:
         templated = path.replace(CAMPAIGN, "{campaign}").replace(DYMAXA, "{account}")
         operation = schema["paths"][templated][method.lower()]
-        assert operation["security"] == [{"adminBearer": []}]
+        assert operation["security"] == [{"adminBearer": []}, {"adminSession": []}]
         assert "401" in {str(k) for k in operation["responses"]}
 
 

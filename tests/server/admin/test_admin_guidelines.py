@@ -282,7 +282,7 @@ def test_hostile_text_in_a_version_is_escaped(
     assert escape("'guidelines/2026-12\"><b>x.report.json'") in page
 
 
-def test_a_sign_off_is_refused_unless_a_ready_high_risk_candidate_waits_for_it(
+def test_a_sign_off_is_refused_unless_a_ready_candidate_waits_for_it(
     browser: TestClient, redis_client: redis.Redis
 ) -> None:
     save_versions(
@@ -299,9 +299,8 @@ def test_a_sign_off_is_refused_unless_a_ready_high_risk_candidate_waits_for_it(
         return answer.status_code, answer.text
 
     assert post("2026-12-01", sha("an older report"))[0] == 409
-    refusals = {v: post(v) for v in ("2026-12-02", "2026-12-03", "2026-12-04", "2026-11-01")}
+    refusals = {v: post(v) for v in ("2026-12-03", "2026-12-04", "2026-11-01")}
     assert {status for status, _ in refusals.values()} == {409}
-    assert "needs no sign-off" in refusals["2026-12-02"][1]
     assert "NOT READY" in refusals["2026-12-03"][1]
     assert "2026-11-01 is active now" in refusals["2026-12-04"][1]
     assert "is active, not a candidate" in refusals["2026-11-01"][1]
@@ -311,6 +310,27 @@ def test_a_sign_off_is_refused_unless_a_ready_high_risk_candidate_waits_for_it(
     status, text = post("2026-12-01")
     assert status == 200, text
     assert signoffs(redis_client) == [("admin", Via.HTTP)] and stored(redis_client).signed_off_by == "admin"
+    # A standard-risk candidate may be signed off too, as the command allows: anyone promotes it then.
+    status, text = post("2026-12-02")
+    assert status == 200, text
+    assert "promotion next (risk_tier: standard" in text
+    assert stored(redis_client, "2026-12-02").signed_off_by == "admin"
+
+
+def test_a_standard_risk_candidate_has_an_optional_sign_off_button(
+    browser: TestClient, redis_client: redis.Redis, clock: Clock
+) -> None:
+    save_versions(redis_client, candidate("2026-12-02", approvers_required=1))
+    sign_in(browser, invite(redis_client, clock, ANA, role=Role.ADMIN))
+    page = browser.get(PAGE, headers=HTML).text
+    row = row_of(page, "2026-12-02")
+    assert "Sign off 2026-12-02 (optional)" in row and "a sign-off is optional" in row
+    form = {"csrf": csrf_on(page), "version": "2026-12-02", "report_sha256": sha("report of 2026-12-02")}
+    answer = browser.post(SIGNOFF, data=form, headers=SAME_ORIGIN, follow_redirects=False)
+    assert answer.status_code == 303, answer.text
+    done = browser.get(answer.headers["location"].removeprefix(PUBLIC_URL), headers=HTML).text
+    assert "Signed off 2026-12-02: its promotion is next, by anyone (one approver)." in done
+    assert signoffs(redis_client) == [(ANA, Via.HTTP)]
 
 
 def test_the_cli_refuses_the_web_signer_as_promoter_and_promotes_by_someone_else(

@@ -175,5 +175,5 @@ def test_the_guard_is_every_admin_routes(admin: TestClient, redis_client: redis.
 def test_openapi_describes_the_results_route(admin: TestClient) -> None:
     document = admin.get("/openapi.json").json()
     route = document["paths"]["/admin/results/{campaign}"]["get"]
-    assert route["security"] == [{"adminBearer": []}]
+    assert route["security"] == [{"adminBearer": []}, {"adminSession": []}]
     assert "ResultsReport" in document["components"]["schemas"]

@@ -12,7 +12,14 @@ from tests.corpora import REPO_ROOT
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign.contract import Campaign, load_campaign
 from welcomemat.campaign.experiment_assignment import variant_campaign, variant_for
-from welcomemat.campaign.experiments import CopyVariant, Experiment, assign_variant
+from welcomemat.campaign.experiments import (
+    CopyVariant,
+    Experiment,
+    assign_variant,
+    stop_recommendation,
+    stopped_in,
+)
+from welcomemat.ids import is_valid_id
 from welcomemat.zones.contract import load_zone_contracts
 
 EXPERIMENT = Experiment(
@@ -70,3 +77,26 @@ def test_a_variant_changes_only_its_zone_patterns_and_the_voice(campaign: Campai
     warm = variant_campaign(campaign, EXPERIMENT.variants[2])
     assert warm.voice == "Warm and brief." and warm.patterns == campaign.patterns
     assert variant_campaign(campaign, EXPERIMENT.variants[0]) is campaign
+
+
+ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", fullmatch=True)
+
+
+@given(experiment=ids, keep=ids)
+def test_a_stops_change_record_reads_back_as_the_experiment_and_the_variant_kept(
+    experiment: str, keep: str
+) -> None:
+    assert stopped_in(stop_recommendation(experiment, keep)) == (experiment, keep)
+
+
+@given(text=st.text(max_size=120) | st.sampled_from(["READY FOR PROMOTION", "NOT READY", ""]))
+def test_any_other_recommendation_is_no_stop(text: str) -> None:
+    found = stopped_in(text)
+    # Only the stop's own words name a stop, and they name ids only.
+    assert found is None or (text == stop_recommendation(*found) and all(map(is_valid_id, found)))
+
+
+def test_a_recommendation_around_a_stop_is_no_stop() -> None:
+    said = stop_recommendation("headline-angle", "direct")
+    for text in (f"{said}.", f" {said}", said.replace("direct", "dir ect"), said + "\n"):
+        assert stopped_in(text) is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from welcomemat.settings import Settings
 from welcomemat.storage.connection import connect, connect_for_blocking_reads, resolve_redis
 from welcomemat.zones.store import ZoneSetStore
 
-__all__ = ["run_precompute_status", "run_worker"]
+__all__ = ["check_alive", "run_precompute_status", "run_worker"]
 
 
 def _campaign_ref(arg: str, client: redis.Redis) -> tuple[str, str]:
@@ -70,6 +71,7 @@ def run_worker(
     claim_idle_ms: int,
     max_deliveries: int,
     page_check: PageCheckFactory | None = None,
+    heartbeat_file: Path | None = None,
 ) -> int:
     """Consume enqueued runs until SIGTERM/SIGINT (or, with `once`, until drained); exit 0, or 1
     when `once` gave up on a Redis that stayed down. `page_check`: the renderer's check of each
@@ -77,6 +79,7 @@ def run_worker(
     from precompute.worker import Worker, WorkerOptions, default_consumer_name
     from welcomemat.stop_signals import stop_on_signals
     from welcomemat.storage.redis_client import REDIS_OUTAGE_ERRORS
+    from welcomemat.streams.heartbeat import HeartbeatFile
 
     settings = Settings.from_env()
     target = resolve_redis(settings)
@@ -90,14 +93,16 @@ def run_worker(
         once=once,
     )
     stop = threading.Event()
+    log = stderr_log(f"worker {options.name}")
     worker = Worker(
         client,
         lambda name, opts: _provider_from_options(name, opts, settings),
         options,
-        log=stderr_log(f"worker {options.name}"),
+        log=log,
         stop=stop,
         page_check=page_check,
         prices=settings.model_prices,
+        heartbeat=HeartbeatFile(heartbeat_file, log) if heartbeat_file is not None else None,
     )
     scope = f"{options.campaign[0]}/{options.campaign[1]}" if options.campaign else "every active run"
     print(f"worker {options.name}: consuming {scope} on {target.describe()}", file=sys.stderr, flush=True)
@@ -115,6 +120,27 @@ def run_worker(
     )
     if failed_redis is not None:
         print(f"welcomemat: failed: Redis unavailable, worker stopped: {failed_redis}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def check_alive(heartbeat_file: Path | None, *, max_age_s: int) -> int:
+    """`worker --check-alive`: 0 when the worker's heartbeat file is younger than `max_age_s`."""
+    from welcomemat.streams.heartbeat import heartbeat_age
+
+    if heartbeat_file is None:
+        raise InputError(
+            "--check-alive reads the worker's --heartbeat-file: give the same PATH", field="--heartbeat-file"
+        )
+    age = heartbeat_age(heartbeat_file, time.time())
+    if age is None:
+        print(
+            f"worker: no heartbeat at {heartbeat_file} (not started, or started without --heartbeat-file)",
+            file=sys.stderr,
+        )
+        return 1
+    if age > max_age_s:
+        print(f"worker: heartbeat {age:.0f} s old (> {max_age_s} s): its loop is stuck", file=sys.stderr)
         return 1
     return 0
 

@@ -163,6 +163,7 @@ class Worker(ConsumerProcess):
         stop: threading.Event | None = None,
         page_check: PageCheckFactory | None = None,
         prices: PriceTable = DEFAULT_PRICES,
+        heartbeat: Callable[[], None] | None = None,
     ) -> None:
         self.client = client
         self.prices = prices  # the price table a run's cost is figured with (WELCOMEMAT_MODEL_PRICES)
@@ -189,6 +190,7 @@ class Worker(ConsumerProcess):
             ),
             log=self._log,
             stop=stop,
+            heartbeat=heartbeat,
         )
         self.stats = WorkerStats(loop=self._consumer.stats)
         self._ack = client.register_script(_ACK_LUA)

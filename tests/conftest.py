@@ -47,6 +47,8 @@ TIER_MARKERS = ("browser", "calendar", "cluster", "subprocess")
 SLOW_TIERS: dict[str, tuple[str, ...]] = {
     "tests/browser/": ("browser",),
     "tests/cluster/": ("cluster",),
+    # The documented Docker commands run as the containers would: a renderer, workers, the CLI.
+    "tests/deploy/test_documented_commands.py": ("subprocess",),
     # The demo on eleven days under faketime; child interpreters on a shifted clock.
     "tests/cli/test_demo_calendar.py": ("calendar", "subprocess"),
     "tests/test_clock_shift.py": ("calendar", "subprocess"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from cli.arg_types import positive_int
 
@@ -42,11 +43,35 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=5,
         help="deliveries before an entry goes to the dead-letter stream (default: 5)",
     )
+    worker.add_argument(
+        "--heartbeat-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="touch PATH at every pass of the loop and after every entry, for a liveness probe "
+        "(e.g. /tmp/welcomemat-worker.alive)",
+    )
+    worker.add_argument(
+        "--check-alive",
+        action="store_true",
+        help="consume nothing: exit 0 when --heartbeat-file was touched within --max-age seconds, else 1 "
+        "(the compose healthcheck and the Kubernetes liveness probe)",
+    )
+    worker.add_argument(
+        "--max-age",
+        type=positive_int,
+        default=600,
+        help="with --check-alive: the oldest heartbeat still alive, seconds (default: 600, longer than "
+        "one entry of 50 accounts with a model)",
+    )
     worker.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from cli.worker_command import run_worker
+    from cli.worker_command import check_alive, run_worker
+
+    if args.check_alive:
+        return check_alive(args.heartbeat_file, max_age_s=args.max_age)
     from server.render import account_page_check
 
     # The renderer's check of each account's own pages in the theme, as a local run has it.
@@ -58,4 +83,5 @@ def run(args: argparse.Namespace) -> int:
         block_ms=args.block_ms,
         claim_idle_ms=args.claim_idle_ms,
         max_deliveries=args.max_deliveries,
+        heartbeat_file=args.heartbeat_file,
     )

@@ -23,10 +23,14 @@ FOLDERS: dict[str, str] = {
     ".ci": "The CI script: the README's test and demo commands, exactly as a new user types them.",
     "bench": "Benchmarks and their latest figures (its README.md): ratios to a baseline measured in the "
     "same run.",
+    "deploy": "Deployment manifests: Kubernetes (`deploy/kubernetes/`, plain YAML with a kustomization), "
+    "validated offline by `tests/deploy/`.",
     "docs": "This documentation: the hand-written pages and the generated reference pages "
     "(`python -m cli.reference_pages`).",
     "examples": "A complete demo campaign, its theme, accounts and guideline account sets: the reference for "
     "the input formats.",
+    "requirements": "The locked Python dependencies: `runtime.txt` (hash-checked, what the image installs) "
+    "and `ci.txt` (what CI installs the test extra with); docs/operations.md says how to refresh them.",
     "scripts": "Set-up scripts: the system packages the tests need (Chromium, faketime).",
     "templates": "The renderer's Jinja2 pages and `_zone` partials (autoescape always on).",
     "tests": "The test suite, mirroring the packages.",

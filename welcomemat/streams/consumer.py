@@ -73,6 +73,7 @@ class StreamConsumer:
         stop: threading.Event | None = None,
         progress: Callable[[ConsumerStats], None] | None = None,
         stats: ConsumerStats | None = None,
+        heartbeat: Callable[[], None] | None = None,
     ) -> None:
         self.client = client
         self.handler = handler
@@ -82,6 +83,9 @@ class StreamConsumer:
         self._log = log
         self._stopping = stop or threading.Event()
         self._progress = progress
+        # Called at every pass of the loop (at least every `block_ms` when idle, every retry during an
+        # outage) and after every batch: a liveness probe reads it, so a loop that hangs is restarted.
+        self._heartbeat = heartbeat or (lambda: None)
         self._grouped: set[str] = set()
         self._own_due: dict[str, float] = {}  # stream key -> when to re-read our own pending entries
         # Claim back at least twice per idle threshold, so a dead consumer's entry waits < 1.5x it.
@@ -109,6 +113,7 @@ class StreamConsumer:
         """Consume until stopped (with `once`: until the streams are drained)."""
         errors = 0
         while not self.stopping:
+            self._heartbeat()
             try:
                 streams = self._ready(self.handler.streams())
                 if not streams:
@@ -331,6 +336,7 @@ class StreamConsumer:
         try:
             with self._keep_claimed(batch):
                 outcomes = list(self.handler.handle(batch))
+            self._heartbeat()
             if len(outcomes) != len(batch):
                 raise ValueError(f"{len(outcomes)} outcomes for a batch of {len(batch)} entries")
         except REDIS_OUTAGE_ERRORS:

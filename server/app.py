@@ -37,6 +37,7 @@ from server.engagement.collector import tune_collector
 from server.engagement.conversions_api import CONVERSIONS_ROUTE, post_conversion
 from server.health import healthz, metrics, readyz
 from server.hot_routes import HotRoutes
+from server.log_redaction import install_access_log_redaction
 from server.openapi import openapi_schema
 from server.pages import continuation_page, landing_page
 from server.problems import PROBLEM_CLASSES, problem_handler
@@ -143,6 +144,8 @@ def create_app(
 def app_from_env() -> Starlette:
     """The app uvicorn's factory mode builds in each worker (`welcomemat serve`), in a process
     whose garbage collector is tuned for serving (`server.engagement.collector`)."""
+    # Before the first request: no access line ever carries a token (server.log_redaction).
+    install_access_log_redaction()
     app = create_app(Settings.from_env())
     renderer: RendererState = app.state.renderer
     tune_collector(renderer.tuning.gc_gen0_threshold, renderer.tuning.gc_full_interval_s)

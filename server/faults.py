@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from server.log_redaction import redacted_target
 from server.security import csp_nonce
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def fail_closed(route: str) -> Callable[[Endpoint], Endpoint]:
             try:
                 return await endpoint(request)
             except Exception:
-                log.exception("unhandled error on %s", request.url.path)
+                log.exception("unhandled error on %s", redacted_target(request.url.path))
                 renderer: RendererState = request.app.state.renderer
                 renderer.metrics.faults.labels(route).inc()
                 html = renderer.pages.plain().finish(csp_nonce(request.scope), "")

@@ -36,6 +36,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
+from server.log_redaction import redacted_target
 from server.metrics import RendererMetrics
 from server.redis_guard import RedisUnavailable
 from server.render import PageRenderer
@@ -153,7 +154,7 @@ def problem_handler(
         if isinstance(exc, HTTPException):
             problem = exc
         elif isinstance(exc, RedisUnavailable):
-            log.warning("%s %s: %s", request.method, request.url.path, exc)
+            log.warning("%s %s: %s", request.method, redacted_target(request.url.path), exc)
             problem = redis_unavailable()
         elif isinstance(exc, StoredValueError):
             metrics.stored_value_errors.inc()

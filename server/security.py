@@ -1,6 +1,7 @@
 """The trusted-hosts check and the response security headers, in one plain ASGI middleware.
 
-Requests for a Host not in `WELCOMEMAT_ALLOWED_HOSTS` get 400, except the operations
+Requests for a Host not allowed (the public URL's, loopback names, `WELCOMEMAT_ALLOWED_HOSTS`)
+get 400 with a body naming the settings to change, except the operations
 endpoints, which load balancers and orchestrators probe by IP address. No www redirect:
 a redirect built from the Host header is exactly what the renderer never does.
 
@@ -39,7 +40,12 @@ OPS_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 # The JSON API (`/v1/...`): no document, no script, so no nonce: the strictest policy.
 API_PREFIX = "/v1/"
 _NONCE_KEY = "welcomemat.csp_nonce"
-_BAD_HOST_BODY = b"Invalid host header"
+# Names the settings to change, never the refused Host (an attacker's text has no place in it).
+_BAD_HOST_BODY = (
+    b"Invalid host header: this renderer answers for the host of WELCOMEMAT_PUBLIC_URL, localhost, "
+    b"127.0.0.1 and the hosts in WELCOMEMAT_ALLOWED_HOSTS. Open it at its public URL, or add this "
+    b"host to WELCOMEMAT_ALLOWED_HOSTS (comma-separated; *.example.com for subdomains).\n"
+)
 _HOST_VERDICTS = 256
 
 

@@ -56,6 +56,8 @@ SLOW_TIERS: dict[str, tuple[str, ...]] = {
     # test_voice_build.py call `cli.main.main` in-process and stay fast).
     "tests/cli/test_audit.py": ("subprocess",),
     "tests/cli/test_cli.py": ("subprocess",),
+    "tests/cli/test_read_only_home.py": ("subprocess",),
+    "tests/cli/test_serve_logs.py": ("subprocess",),
     "tests/cli/test_erase.py": ("subprocess",),
     "tests/cli/test_experiment_stop.py": ("subprocess",),
     "tests/cli/test_guideline_promotion.py": ("subprocess",),

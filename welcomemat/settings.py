@@ -146,8 +146,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "WELCOMEMAT_ALLOWED_HOSTS",
         None,
-        "Host names the renderer answers for, comma-separated (`*.example.com` allowed). Unset: the "
-        "host of `WELCOMEMAT_PUBLIC_URL`. `/healthz`, `/readyz` and `/metrics` answer any host.",
+        "More host names the renderer answers for, comma-separated (`*.example.com` allowed, `*` for "
+        "any). It always answers for the host of `WELCOMEMAT_PUBLIC_URL` and for `localhost`, "
+        "`127.0.0.1` and `[::1]` (local runs; no answer is built from the Host header). Other hosts "
+        "get 400 naming this setting. `/healthz`, `/readyz` and `/metrics` answer any host.",
     ),
     Setting(
         "WELCOMEMAT_TRUSTED_PROXIES",
@@ -319,17 +321,26 @@ def _trusted_proxies(value: str | None) -> tuple[str, ...]:
     return tuple(networks)
 
 
+# Always answered: a renderer run on this machine (`docker run -p 8000:8000`, compose on
+# 127.0.0.1) is opened at these names. Safe whatever the public URL: no answer is ever built
+# from the Host header (absolute URLs come from WELCOMEMAT_PUBLIC_URL), and a DNS-rebinding page
+# arrives with its own host name, never with these.
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+
 def _allowed_hosts(value: str | None, public_url: str) -> tuple[str, ...]:
     hosts = _split(value)
-    if not hosts:
-        return (urlsplit(public_url).hostname or "",)
     for host in hosts:
         wildcard_ok = host == "*" or (host.startswith("*.") and "*" not in host[2:])
         if ("*" in host and not wildcard_ok) or any(c in host for c in "/:@ "):
             raise ConfigError(
                 f"WELCOMEMAT_ALLOWED_HOSTS entry {host!r} must be a host name, `*.domain` or `*`"
             )
-    return tuple(h.lower() for h in hosts)
+    public_host = urlsplit(public_url).hostname or ""
+    if ":" in public_host:  # an IPv6 literal: the Host header carries it in brackets
+        public_host = f"[{public_host}]"
+    names = [h.lower() for h in hosts] + [public_host, *_LOOPBACK_HOSTS]
+    return tuple(dict.fromkeys(name for name in names if name))
 
 
 def _frame_ancestors(value: str | None) -> str:

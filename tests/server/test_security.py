@@ -6,8 +6,11 @@ import re
 
 import pytest
 import redis
+from hypothesis import given
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
+from server.security import host_allowed
 from tests.corpora import REPO_ROOT
 from tests.server.conftest import BASE_URL, CAMPAIGN, renderer_app, renderer_settings
 from welcomemat.campaign.contract import Campaign
@@ -66,6 +69,30 @@ def test_unknown_host_is_refused_but_probes_are_not(client: TestClient) -> None:
     assert client.get("/q/anything", headers={"Host": "evil.example"}).status_code == 400
     for path in ("/healthz", "/metrics"):
         assert client.get(path, headers={"Host": "10.0.0.12:8000"}).status_code == 200
+
+
+def test_a_refused_host_is_told_which_setting_lets_it_in_without_its_host_echoed(
+    client: TestClient,
+) -> None:
+    refused = client.get(f"/c/{CAMPAIGN}", headers={"Host": "evil<script>.example"})
+    assert refused.status_code == 400
+    assert "WELCOMEMAT_ALLOWED_HOSTS" in refused.text and "WELCOMEMAT_PUBLIC_URL" in refused.text
+    assert "evil" not in refused.text and refused.headers["content-type"].startswith("text/plain")
+
+
+@pytest.mark.parametrize("host", ["localhost:8000", "127.0.0.1:8000", "[::1]:8000", "LOCALHOST"])
+def test_a_renderer_configured_from_the_environment_serves_at_loopback_names(
+    redis_client: redis.Redis, published: Campaign, host: str
+) -> None:
+    from welcomemat.settings import Settings
+
+    env = {"WELCOMEMAT_PUBLIC_URL": "https://wm.example.com", "WELCOMEMAT_SECRET": "s" * 40}
+    allowed = Settings.from_env(env).allowed_hosts
+    app = renderer_app(renderer_settings(allowed_hosts=allowed), redis_client=redis_client)
+    with TestClient(app, base_url=BASE_URL) as local:
+        assert local.get(f"/c/{CAMPAIGN}", headers={"host": host}).status_code == 200
+        assert local.get(f"/c/{CAMPAIGN}", headers={"host": "wm.example.com"}).status_code == 200
+        assert local.get(f"/c/{CAMPAIGN}", headers={"host": "localhost.evil.example"}).status_code == 400
 
 
 def test_host_verdicts_stay_right_after_many_unknown_hosts(client: TestClient) -> None:
@@ -158,3 +185,20 @@ def test_a_theme_loaded_anywhere_is_refused_for_what_the_scan_refuses(sample: st
 def test_jinja_autoescape_is_on_for_every_template(app: object) -> None:
     env = app.state.renderer.pages._env  # type: ignore[attr-defined]
     assert env.autoescape is True
+
+
+_LABEL = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
+_NAME = st.lists(_LABEL, min_size=1, max_size=4).map(".".join)
+
+
+@given(name=_NAME, other=_NAME, port=st.integers(1, 65535), upper=st.booleans())
+def test_a_host_matches_with_or_without_its_port_in_any_case_and_nothing_else_does(
+    name: str, other: str, port: int, upper: bool
+) -> None:
+    header = f"{name}:{port}" if port % 2 else name
+    header = header.upper() if upper else header
+    assert host_allowed(header.encode(), (name,))
+    assert host_allowed(f"{other}:{port}".encode(), (name,)) == (other == name)
+    assert host_allowed(f"{other}.{name}".encode(), (f"*.{name}",))
+    assert not host_allowed(name.encode(), (f"*.{name}",))  # subdomains only
+    assert not host_allowed(f"{name}:port".encode(), (name,))

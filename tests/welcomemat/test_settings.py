@@ -199,3 +199,26 @@ def test_a_signing_key_that_is_not_utf8_is_refused_when_the_settings_are_read() 
     with pytest.raises(ConfigError, match="WELCOMEMAT_SECRET: secret #2 is not valid UTF-8") as refused:
         Settings.from_env({"WELCOMEMAT_SECRET": f"{long_key},{undecodable}"})
     assert undecodable not in str(refused.value) and "uuuu" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, ("127.0.0.1", "localhost", "[::1]")),
+        (
+            {"WELCOMEMAT_PUBLIC_URL": "https://wm.example.com"},
+            ("wm.example.com", "localhost", "127.0.0.1", "[::1]"),
+        ),
+        (
+            {"WELCOMEMAT_PUBLIC_URL": "https://wm.example.com", "WELCOMEMAT_ALLOWED_HOSTS": "*.Example.org"},
+            ("*.example.org", "wm.example.com", "localhost", "127.0.0.1", "[::1]"),
+        ),
+        ({"WELCOMEMAT_PUBLIC_URL": "http://[::1]:8000"}, ("[::1]", "localhost", "127.0.0.1")),
+    ],
+)
+def test_the_public_urls_host_and_loopback_names_are_always_answered(
+    env: dict[str, str], expected: tuple[str, ...]
+) -> None:
+    """`docker run -p 8000:8000` opened at http://localhost:8000 or http://127.0.0.1:8000 serves,
+    whatever else the allowed hosts hold."""
+    assert Settings.from_env(env).allowed_hosts == expected

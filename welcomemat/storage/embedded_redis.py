@@ -130,6 +130,14 @@ class EmbeddedRedis:
 
     def ensure_running(self, home: Path) -> str:
         """The `unix://` URL of home's server, started now unless one already answers."""
+        try:
+            return self._ensure_running(home)
+        except EmbeddedRedisError:
+            raise
+        except OSError as exc:  # a read-only filesystem, a UID that may not write there, a file in the way
+            raise EmbeddedRedisError(_unusable_home(home, exc)) from exc
+
+    def _ensure_running(self, home: Path) -> str:
         layout = _Layout.create(home)
         with _locked(layout.lock):
             if _ping(layout.socket):
@@ -283,7 +291,7 @@ class _Layout:
             layout = cls.at(home)
             (layout.home / "data").mkdir(exist_ok=True, mode=0o700)
         except OSError as exc:
-            raise EmbeddedRedisError(f"cannot create the embedded Redis home {home}: {exc}") from exc
+            raise EmbeddedRedisError(_unusable_home(home, exc)) from exc
         if layout.socket.parent != layout.home:
             _private_dir(layout.socket.parent)
         return layout
@@ -336,6 +344,16 @@ class _Layout:
         if self.socket.parent != self.home:
             with contextlib.suppress(OSError):
                 self.socket.parent.rmdir()
+
+
+def _unusable_home(home: Path, exc: OSError) -> str:
+    """Why the embedded Redis cannot live in `home`, and the two ways out."""
+    return (
+        f"the embedded Redis cannot use WELCOMEMAT_HOME={home} ({exc.strerror or exc}"
+        f"{': ' + str(exc.filename) if exc.filename else ''}): set WELCOMEMAT_HOME to a folder user "
+        f"{os.getuid()} can write (in a container, a volume mounted there; the image declares "
+        "/var/lib/welcomemat), or set REDIS_URL to a Redis server"
+    )
 
 
 def _private_dir(path: Path) -> None:

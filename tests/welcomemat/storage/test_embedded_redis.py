@@ -186,3 +186,17 @@ def test_temporary_redis_stops_on_exit(tmp_path: Path) -> None:
             assert client.config_get("daemonize") == {"daemonize": "no"}
     assert gone(pid)
     assert not (tmp_path / "tmp-redis" / "redis.sock").exists()
+
+
+@pytest.mark.parametrize("blocker", ["home under a file", "lock is a folder"])
+def test_a_home_it_cannot_write_is_a_clear_error_naming_the_settings(tmp_path: Path, blocker: str) -> None:
+    if blocker == "home under a file":
+        (tmp_path / "file").touch()
+        home = tmp_path / "file" / "home"
+    else:  # stands in for any file the embedded Redis must write and cannot
+        home = tmp_path / "home"
+        (home / "redis.lock").mkdir(parents=True)
+    with pytest.raises(EmbeddedRedisError) as refused:
+        EmbeddedRedis().ensure_running(home)
+    message = str(refused.value)
+    assert f"WELCOMEMAT_HOME={home}" in message and "REDIS_URL" in message and "volume" in message

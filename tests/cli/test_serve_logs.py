@@ -1,0 +1,93 @@
+"""`welcomemat serve`'s logs never carry a credential: link, QR, click and invite tokens are
+redacted from every access line, whatever the stack or the number of workers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+from hypothesis import given
+from hypothesis import strategies as st
+
+from server.log_redaction import REDACTED, redacted_target
+from tests.corpora import REPO_ROOT
+from tests.ports import free_port
+from tests.server.conftest import CAMPAIGN, SECRET, example_inputs, publish_config
+
+WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
+# Each looks like nothing else in a log: if any part of one shows, a token leaked.
+SECRETS = {
+    f"/c/{CAMPAIGN}?wm=SECRETLINKzq1": f"/c/{CAMPAIGN}?{REDACTED}",
+    "/q/SECRETQRzq2": f"/q/{REDACTED}",
+    "/r/SECRETCLICKzq3?u=SECRETQUERYzq4": f"/r/{REDACTED}?{REDACTED}",
+    "/admin/sign-in/SECRETINVITEzq5": f"/admin/sign-in/{REDACTED}",
+    f"/c/{CAMPAIGN}/continue?wm=SECRETLINKzq6&utm=x": f"/c/{CAMPAIGN}/continue?{REDACTED}",
+}
+
+
+@pytest.mark.parametrize(
+    "flags", [(), ("--http", "h11"), ("--workers", "2")], ids=["fast", "h11", "2-workers"]
+)
+def test_no_token_reaches_the_access_log(
+    tmp_path: Path, redis_url: str, redis_client: redis.Redis, flags: tuple[str, ...]
+) -> None:
+    campaign, zones = example_inputs()
+    publish_config(redis_client, campaign, zones)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WELCOMEMAT_", "REDIS_URL"))}
+    env.update({"REDIS_URL": redis_url, "WELCOMEMAT_SECRET": SECRET, "WELCOMEMAT_HOME": str(tmp_path)})
+    process = subprocess.Popen(
+        [WELCOMEMAT, "serve", "--port", str(port), *flags],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None, process.communicate()[0]
+                assert time.monotonic() < deadline, "serve did not answer"
+                time.sleep(0.1)
+        for target in SECRETS:
+            for _ in range(3):  # with two workers, each may take some
+                httpx.get(f"http://127.0.0.1:{port}{target}", timeout=5)
+    finally:
+        process.terminate()
+        out = process.communicate(timeout=20)[0].decode()
+    assert f'"GET /q/{REDACTED} HTTP/1.1"' in out  # the lines are there, the tokens are not
+    for shown in SECRETS.values():
+        assert f'"GET {shown} HTTP/1.1"' in out
+    assert "SECRET" not in out and "zq" not in out
+
+
+_SEGMENT = st.text(st.characters(blacklist_characters="/?#", blacklist_categories=("Cs",)), min_size=1)
+
+
+@given(
+    prefix=st.sampled_from(["/q/", "/r/", "/admin/sign-in/"]), token=_SEGMENT, rest=st.text(), query=st.text()
+)
+def test_a_path_token_and_any_query_are_replaced_and_nothing_else(
+    prefix: str, token: str, rest: str, query: str
+) -> None:
+    tail = "/" + rest.replace("?", "") if rest else ""
+    shown = redacted_target(f"{prefix}{token}{tail}?{query}")
+    assert shown == f"{prefix}{REDACTED}{tail}?{REDACTED}"
+
+
+@given(path=st.text().map(lambda t: "/" + t.replace("?", "")))
+def test_other_paths_keep_their_path_and_lose_only_their_query(path: str) -> None:
+    if path.startswith(("/q/", "/r/", "/admin/sign-in/")):
+        return
+    assert redacted_target(path) == path
+    assert redacted_target(path + "?wm=abc") == f"{path}?{REDACTED}"

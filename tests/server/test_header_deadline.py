@@ -75,10 +75,14 @@ def serve(
     assert f"request headers must arrive within {TIMEOUT_S:g} s" in out.decode()
 
 
-async def _closed_after(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, trickle: bytes) -> float:
+async def _closed_after(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, trickle: bytes, started: float
+) -> float:
     """Send `trickle` a byte every `BYTE_EVERY_S` (nothing when empty) until the server closes
-    the connection; the seconds that took, or `BOUND_S` if it never did."""
-    started = time.monotonic()
+    the connection; the seconds since `started` that took, or `BOUND_S` if it never did.
+    `started` is taken before connecting: the server's deadline runs from its accept, which a
+    loaded client's coroutine may only hear of later, so a clock started after `open_connection`
+    would read short."""
     sent = 0
     try:
         while time.monotonic() - started < BOUND_S:
@@ -99,14 +103,16 @@ async def _closed_after(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
 
 
 async def _slow_header_client(port: int) -> float:
+    started = time.monotonic()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(f"GET {PAGE} HTTP/1.1\r\nHost: 127.0.0.1\r\n".encode())
-    return await _closed_after(reader, writer, b"X-Slow: " + b"a" * 10_000)
+    return await _closed_after(reader, writer, b"X-Slow: " + b"a" * 10_000, started)
 
 
 async def _silent_client(port: int) -> float:
+    started = time.monotonic()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    return await _closed_after(reader, writer, b"")
+    return await _closed_after(reader, writer, b"", started)
 
 
 async def _keep_alive_then_slow(port: int) -> tuple[bytes, float]:
@@ -121,7 +127,7 @@ async def _keep_alive_then_slow(port: int) -> tuple[bytes, float]:
     except TimeoutError:
         pass
     return status, await _closed_after(
-        reader, writer, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX: " + b"b" * 999
+        reader, writer, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX: " + b"b" * 999, time.monotonic()
     )
 
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-import httpx
 import pytest
 import redis
 import zxingcpp
@@ -17,6 +15,8 @@ from PIL import Image
 
 from cli.link import write_qr_image
 from tests.corpora import REPO_ROOT
+from tests.ports import free_port
+from tests.serve_process import serve_env, wait_until_answering
 from tests.server.conftest import CAMPAIGN, SECRET, TENANT, example_inputs, publish_config
 from welcomemat.security.tokens import TokenKind, TokenSigner
 
@@ -244,13 +244,8 @@ def test_serve_runs_the_renderer(
 ) -> None:
     campaign, zones = example_inputs()
     publish_config(redis_client, campaign, zones)
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WELCOMEMAT_", "REDIS_URL"))}
-    env.update({"REDIS_URL": redis_url, "WELCOMEMAT_SECRET": SECRET, "WELCOMEMAT_HOME": str(tmp_path)})
+    port = free_port()
+    env = serve_env(tmp_path, REDIS_URL=redis_url, WELCOMEMAT_SECRET=SECRET)
     process = subprocess.Popen(
         [WELCOMEMAT, "serve", "--port", str(port), *flags],
         cwd=REPO_ROOT,
@@ -259,15 +254,7 @@ def test_serve_runs_the_renderer(
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                response = httpx.get(f"http://127.0.0.1:{port}/c/{CAMPAIGN}", timeout=1)
-                break
-            except httpx.TransportError:
-                assert process.poll() is None, process.communicate()[1]
-                assert time.monotonic() < deadline, "serve did not answer"
-                time.sleep(0.1)
+        response = wait_until_answering(process, f"http://127.0.0.1:{port}/c/{CAMPAIGN}")
         assert response.status_code == 200 and 'data-wm-zone="hero_headline"' in response.text
         assert "server" not in response.headers  # no version banner
         # The process that answered runs the compiled parser and loop, or not (one worker: itself).

@@ -8,17 +8,16 @@ as root, the way the tests run here and in CI).
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import redis
 
 from tests.ports import free_port
+from tests.serve_process import serve_env, wait_until_answering
 from tests.server.conftest import CAMPAIGN, SECRET, example_inputs, publish_config
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
@@ -32,8 +31,7 @@ def _read_only(home: Path, command: list[str]) -> list[str]:
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WELCOMEMAT_", "REDIS_URL"))}
-    env.update({"WELCOMEMAT_SECRET": SECRET, "WELCOMEMAT_HOME": str(home), **extra})
+    env = serve_env(home, WELCOMEMAT_SECRET=SECRET, **extra)
     env.pop("HOME", None)  # an arbitrary UID often has none
     return env
 
@@ -72,15 +70,7 @@ def test_with_redis_url_the_renderer_serves_from_a_read_only_home(
         stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                page = httpx.get(f"http://127.0.0.1:{port}/c/{CAMPAIGN}", timeout=2)
-                break
-            except httpx.TransportError:
-                assert process.poll() is None, process.communicate()[0]
-                assert time.monotonic() < deadline, "serve did not answer"
-                time.sleep(0.1)
+        page = wait_until_answering(process, f"http://127.0.0.1:{port}/c/{CAMPAIGN}")
         assert page.status_code == 200 and 'data-wm-zone="hero_headline"' in page.text
         assert httpx.get(f"http://localhost:{port}/healthz", timeout=2).status_code == 200
     finally:

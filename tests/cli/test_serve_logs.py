@@ -3,10 +3,8 @@ redacted from every access line, whatever the stack or the number of workers."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -18,6 +16,7 @@ from hypothesis import strategies as st
 from server.log_redaction import REDACTED, redacted_target
 from tests.corpora import REPO_ROOT
 from tests.ports import free_port
+from tests.serve_process import serve_env, wait_until_answering
 from tests.server.conftest import CAMPAIGN, SECRET, example_inputs, publish_config
 
 WELCOMEMAT = str(Path(sys.executable).parent / "welcomemat")
@@ -40,8 +39,7 @@ def test_no_token_reaches_the_access_log(
     campaign, zones = example_inputs()
     publish_config(redis_client, campaign, zones)
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("WELCOMEMAT_", "REDIS_URL"))}
-    env.update({"REDIS_URL": redis_url, "WELCOMEMAT_SECRET": SECRET, "WELCOMEMAT_HOME": str(tmp_path)})
+    env = serve_env(tmp_path, REDIS_URL=redis_url, WELCOMEMAT_SECRET=SECRET)
     process = subprocess.Popen(
         [WELCOMEMAT, "serve", "--port", str(port), *flags],
         cwd=REPO_ROOT,
@@ -50,15 +48,7 @@ def test_no_token_reaches_the_access_log(
         stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                assert process.poll() is None, process.communicate()[0]
-                assert time.monotonic() < deadline, "serve did not answer"
-                time.sleep(0.1)
+        wait_until_answering(process, f"http://127.0.0.1:{port}/healthz")
         for target in SECRETS:
             for _ in range(3):  # with two workers, each may take some
                 httpx.get(f"http://127.0.0.1:{port}{target}", timeout=5)

@@ -4,7 +4,8 @@ both uvicorn stacks and for one and two worker processes; the renderer's memory 
 100,000 zone sets published.
 
     .venv/bin/python bench/bench_renderer.py [--seconds 3] [--rounds 5] [--connections 64]
-        [--http fast h11] [--workers 1 2] [--first-clicks 120000] [--accounts 100000]
+        [--http fast h11] [--workers 1 2] [--first-clicks 200000] [--accounts 100000]
+        [--paths cookie link_first ...] [--reference FILE | --no-reference]
         [--distinct 20000] [--memory-steps 3] [--skip-memory | --skip-throughput] [--json FILE]
 
 Starts its own embedded Redis in a temp folder and publishes the example campaign and
@@ -33,7 +34,24 @@ header), then measures, in alternation, `--rounds` times:
 
 Every path logs its events as in production (views, QR scans, into the Redis stream) and
 sends every header the renderer adds (CSP, nosniff, Set-Cookie, ...): all of it is in the
-figure. Load comes from `wrk` (Debian's package; the bench runs `apt-get install -y wrk`
+figure.
+
+The reference (`--reference`, by default `../shared/bench/same_work_app.py` next to the
+repository; `--no-reference` leaves it out): one plain ASGI function doing each arrival path's
+mandatory work and nothing else (token or cookie HMAC, the trusted proxy's address against
+sorted ranges, zones from memory, a nonce and view id, the page, a signed cookie on a first
+click, one event per request batched into its own Redis stream by a task of its event loop).
+It runs under uvicorn with the same stack, worker count, pinning and settings as the others,
+with its own tokens (`same_work_app.py tokens N ACCOUNT`, 32 accounts, every first click and
+first scan a token it has never seen, as for the renderer), and each of its paths is measured
+right after or before the renderer's same path in every round (the order alternates by
+round). The issue-31 table follows each setup: per path, the renderer's req/s over the
+reference's and p99 over the reference's (each within a round, then the median), the
+renderer's req/s over bare's, and the CPU per request of both. A first-click pool that a
+run walks past its end is reported (those tokens were seen before: the reference remembers
+every token, the renderer a minute's).
+
+Load comes from `wrk` (Debian's package; the bench runs `apt-get install -y wrk`
 when it is missing and it may). With one worker the server is pinned to CPU 0 and wrk and
 Redis to CPU 1 (`taskset`); with two, the workers are not pinned. Ratios are taken within
 each round and reported as medians with their spread (min-max over rounds), with the
@@ -105,6 +123,21 @@ FIRST_CLICK_ACCOUNTS = 32
 # Accounts with a published IP range (one /24 each, 10.<i>.<j>.0/24) and the proxy trusted.
 IP_ACCOUNTS = 32
 TRUSTED_PROXY = "127.0.0.1/32"
+# The reference (`../shared/bench/same_work_app.py`): the paths it has, in the issue's order,
+# and where it lives by default (next to the repository, as the issue names it).
+REFERENCE_KINDS = ("cookie", "link_again", "anonymous", "ip", "link_first", "qr")
+REFERENCE_LABELS = {
+    "cookie": "cookie",
+    "link_again": "link clicked again",
+    "anonymous": "anonymous",
+    "ip": "IP-identified",
+    "link_first": "link, first click",
+    "qr": "QR, first scan",
+}
+DEFAULT_REFERENCE = ROOT.parent / "shared" / "bench" / "same_work_app.py"
+# Its accounts: zones in memory for acct_00000..acct_04999 and IP ranges 10.<i // 250>.<i % 250>.0/24,
+# so the bench's addresses (10.0.0.7 ... 10.3.7.7) are in its accounts' ranges too.
+REFERENCE_ACCOUNTS = [f"acct_{i:05d}" for i in range(FIRST_CLICK_ACCOUNTS)]
 
 
 # -- the server processes -------------------------------------------------------------------------
@@ -142,6 +175,30 @@ def serve_bare(port: int, page_bytes: int, http: str, workers: int) -> None:
         "bench_renderer:bare_app",
         factory=True,
         app_dir=str(ROOT / "bench"),
+        host="127.0.0.1",
+        port=port,
+        workers=workers,
+        http=parser,
+        loop=loop,
+        log_level="warning",
+        access_log=False,
+        server_header=False,
+        proxy_headers=False,
+    )
+
+
+def serve_reference(reference: Path, port: int, page_bytes: int, http: str, workers: int) -> None:
+    """The reference app under uvicorn with the bare page's settings for `http` and `workers`
+    (its environment: REDIS_URL, and BARE_BYTES set by `start_reference`)."""
+    import uvicorn
+
+    from cli.serve import STACKS
+
+    os.environ["BARE_BYTES"] = str(page_bytes)
+    parser, loop = STACKS[http]
+    uvicorn.run(
+        f"{reference.stem}:app",
+        app_dir=str(reference.parent),
         host="127.0.0.1",
         port=port,
         workers=workers,
@@ -280,6 +337,42 @@ def publish(client: redis.Redis, accounts: int, links: int, first_clicks: int = 
     return visitors
 
 
+@dataclass
+class ReferenceVisitors:
+    """The reference's own tokens (its secret, its claims), one pool per path as for the
+    renderer: 32 cookies (a link token is also its cookie's value), 32 links clicked again,
+    and the first clicks and first scans, every token distinct."""
+
+    cookies: list[str]
+    links: list[str]
+    first_links: list[str]
+    first_qr: list[str]
+
+
+def reference_tokens(reference: Path, first_clicks: int) -> ReferenceVisitors:
+    """`same_work_app.py tokens N ACCOUNT` for each of the reference's 32 accounts (distinct
+    tokens within a call; accounts differ between calls), dealt round-robin into the pools."""
+    per_account = -(-(2 * first_clicks) // len(REFERENCE_ACCOUNTS)) + 2
+    by_account = []
+    for account in REFERENCE_ACCOUNTS:
+        out = subprocess.run(
+            [sys.executable, str(reference), "tokens", str(per_account), account],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        by_account.append(out)
+    dealt = [tokens[i] for i in range(per_account) for tokens in by_account]
+    assert len(set(dealt)) == len(dealt), "the reference signed the same token twice"
+    n = len(REFERENCE_ACCOUNTS)
+    return ReferenceVisitors(
+        cookies=dealt[:n],
+        links=dealt[n : 2 * n],
+        first_links=dealt[2 * n : 2 * n + first_clicks],
+        first_qr=dealt[2 * n + first_clicks : 2 * n + 2 * first_clicks],
+    )
+
+
 def _account_of(signer: object, cookie: str) -> str:
     from welcomemat.security.tokens import TokenKind, TokenSigner
 
@@ -335,6 +428,28 @@ def start_bare(page_bytes: int, http: str, workers: int) -> tuple[subprocess.Pop
     process = subprocess.Popen([*(pinned(0) if workers == 1 else []), *command], cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
     _wait_ready(process, base, "bare server")
+    return process, base
+
+
+def start_reference(
+    reference: Path, redis_url: str, page_bytes: int, http: str, workers: int
+) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    command = [sys.executable, __file__, "--serve-reference", "--reference", str(reference)]
+    command += [
+        "--port",
+        str(port),
+        "--page-bytes",
+        str(page_bytes),
+        "--http",
+        http,
+        "--workers",
+        str(workers),
+    ]
+    env = {**os.environ, "REDIS_URL": redis_url}
+    process = subprocess.Popen([*(pinned(0) if workers == 1 else []), *command], cwd=ROOT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    _wait_ready(process, base, "reference app")
     return process, base
 
 
@@ -548,6 +663,36 @@ def check_paths(url: str, visitors: Visitors) -> tuple[int, int]:
     return len(page.content), len(zones.content)
 
 
+def check_reference(url: str, ref: ReferenceVisitors, visitors: Visitors, page_bytes: int) -> None:
+    """The reference answers each path as the renderer does (personal or not, cookie, 303)."""
+    personal = 'data-wm-rung="personal"'
+    page = httpx.get(url + PATH, headers={"Cookie": f"wm_id={ref.cookies[0]}"})
+    assert page.status_code == 200 and personal in page.text, page.text[:300]
+    assert abs(len(page.content) - page_bytes) <= 64, (len(page.content), page_bytes)
+    link = httpx.get(f"{url}{PATH}?wm={ref.first_links[-1]}")
+    assert link.status_code == 200 and personal in link.text, link.text[:300]
+    assert link.headers.get("set-cookie", "").startswith("wm_id="), link.headers
+    qr = httpx.get(f"{url}/q/{ref.first_qr[-1]}")
+    assert qr.status_code == 303 and qr.headers.get("set-cookie", "").startswith("wm_id="), qr.headers
+    ip = httpx.get(url + PATH, headers={"X-Forwarded-For": visitors.addresses[-1]})
+    assert ip.status_code == 200 and personal in ip.text, ip.text[:300]
+    anonymous = httpx.get(url + PATH)
+    assert anonymous.status_code == 200 and personal not in anonymous.text, anonymous.text[:300]
+
+
+def reference_loads(ref: ReferenceVisitors, visitors: Visitors) -> dict[str, Request]:
+    """The reference's load per path: the renderer's requests with the reference's tokens
+    (its cookie is `wm_id`); the same addresses for IP (in its ranges too)."""
+    return {
+        "cookie": Request(PATH, ref.cookies, "Cookie", "wm_id="),
+        "link_first": Request(PATH + "?wm=", ref.first_links),
+        "link_again": Request(PATH + "?wm=", ref.links),
+        "qr": Request("/q/", ref.first_qr),
+        "ip": Request(PATH, visitors.addresses, "X-Forwarded-For"),
+        "anonymous": Request(PATH, [""]),
+    }
+
+
 def loads(visitors: Visitors) -> dict[str, Request]:
     cookie = f"wm_{CAMPAIGN}="
     return {
@@ -562,40 +707,86 @@ def loads(visitors: Visitors) -> dict[str, Request]:
     }
 
 
+@dataclass
+class SetupResults:
+    """One stack and worker count: every round's figures per path, the reference's per path
+    (empty without it), and the first-click pools a run walked past the end of."""
+
+    renderer: dict[str, list[Result]]
+    reference: dict[str, list[Result]]
+    reused: list[str] = field(default_factory=list)
+
+
 def one_setup(
-    args: argparse.Namespace, visitors: Visitors, redis_url: str, tmp: Path, http: str, workers: int
-) -> dict[str, list[Result]]:
-    """The paths on one stack and worker count, `--rounds` times in alternation with the bare page."""
+    args: argparse.Namespace,
+    visitors: Visitors,
+    redis_url: str,
+    tmp: Path,
+    http: str,
+    workers: int,
+    ref: ReferenceVisitors | None = None,
+) -> SetupResults:
+    """The paths on one stack and worker count, `--rounds` times in alternation with the bare
+    page and, with `ref`, with the reference's same path (renderer first in even rounds,
+    reference first in odd ones)."""
     renderer, url = start_renderer(redis_url, tmp, http, workers)
-    bare = None
+    bare = reference = None
     try:
         page_bytes, _ = check_paths(url, visitors)
         bare = start_bare(page_bytes, http, workers)
         assert abs(len(httpx.get(bare[1] + PATH).content) - page_bytes) <= 1
+        if ref is not None:
+            reference = start_reference(args.reference, redis_url, page_bytes, http, workers)
+            check_reference(reference[1], ref, visitors, page_bytes)
         # The accounts' zone sets and pages loaded in every worker (the zone-set cache's TTL
         # then re-reads them now and then, as in production).
         cookie = f"wm_{CAMPAIGN}="
         warm = [(PATH, {"Cookie": cookie + c}) for c in visitors.cookies[:FIRST_CLICK_ACCOUNTS]]
         assert asyncio.run(drive(int(url.rsplit(":", 1)[1]), warm * 8 * workers, 16)) == 0
+        if reference is not None and ref is not None:
+            warm = [(PATH, {"Cookie": "wm_id=" + c}) for c in ref.cookies]
+            assert asyncio.run(drive(int(reference[1].rsplit(":", 1)[1]), warm * 8 * workers, 16)) == 0
         load = loads(visitors)
-        results: dict[str, list[Result]] = {k: [] for k in KINDS}
-        offsets = dict.fromkeys(KINDS, 0)
+        ref_load = reference_loads(ref, visitors) if ref is not None else {}
+        kinds = [k for k in KINDS if k == "bare" or k in args.paths]
+        results: dict[str, list[Result]] = {k: [] for k in kinds}
+        ref_results: dict[str, list[Result]] = {k: [] for k in kinds if k in ref_load}
+        offsets = dict.fromkeys(kinds, 0)
+        ref_offsets = dict.fromkeys(ref_results, 0)
+        reused: set[str] = set()
         cpu = 1 if workers == 1 else None  # one worker: it has CPU 0, wrk CPU 1; else unpinned
         client = redis.Redis.from_url(redis_url)
-        for _ in range(args.rounds):
-            for kind in KINDS:
-                process, base = bare if kind == "bare" else (renderer, url)
-                cpu0, ops0 = tree_cpu_seconds(process.pid), renderer_ops(client)
-                result = run_wrk(base, load[kind], args.seconds, args.connections, tmp, offsets[kind], cpu)
-                result.cpu_us = (tree_cpu_seconds(process.pid) - cpu0) / max(result.requests, 1) * 1e6
-                result.redis_ops = (renderer_ops(client) - ops0) / max(result.requests, 1)
-                offsets[kind] += result.requests  # first clicks: the next run goes on with new tokens
-                results[kind].append(result)
-        return results
+
+        def measure(
+            process: subprocess.Popen[bytes], base: str, req: Request, at: dict[str, int], kind: str, who: str
+        ) -> Result:
+            cpu0, ops0 = tree_cpu_seconds(process.pid), renderer_ops(client)
+            result = run_wrk(base, req, args.seconds, args.connections, tmp, at[kind], cpu)
+            result.cpu_us = (tree_cpu_seconds(process.pid) - cpu0) / max(result.requests, 1) * 1e6
+            result.redis_ops = (renderer_ops(client) - ops0) / max(result.requests, 1)
+            at[kind] += result.requests  # first clicks: the next run goes on with new tokens
+            if kind in ("link_first", "qr") and at[kind] > len(req.pool):
+                reused.add(f"{who} {kind}")
+            return result
+
+        for round_ in range(args.rounds):
+            for kind in kinds:
+                if kind == "bare":
+                    results[kind].append(measure(bare[0], bare[1], load[kind], offsets, kind, "bare"))
+                    continue
+                runs = [("renderer", renderer, url, load[kind], offsets, results)]
+                if reference is not None and kind in ref_load:
+                    mine = ("reference", reference[0], reference[1], ref_load[kind], ref_offsets, ref_results)
+                    runs.insert(round_ % 2 == 0, mine)  # alternate who goes first
+                for who, process, base, req, at, into in runs:
+                    into[kind].append(measure(process, base, req, at, kind, who))
+        return SetupResults(results, ref_results, sorted(reused))
     finally:
         stop(renderer)
         if bare is not None:
             stop(bare[0])
+        if reference is not None:
+            stop(reference[0])
 
 
 def print_setup(http: str, workers: int, results: dict[str, list[Result]]) -> None:
@@ -607,7 +798,7 @@ def print_setup(http: str, workers: int, results: dict[str, list[Result]]) -> No
         f"{'p99 x bare':>10} {'[spread]':>11} {'cpu us':>6} {'bare/cpu':>8} {'errors':>6} {'redis ops':>9}"
     )
     bare = results["bare"]
-    for kind in KINDS:
+    for kind in results:
         runs = results[kind]
         rps = [r.rps / b.rps for r, b in zip(runs, bare, strict=True)]
         p99 = [r.p99_ms / b.p99_ms for r, b in zip(runs, bare, strict=True)]
@@ -622,7 +813,48 @@ def print_setup(http: str, workers: int, results: dict[str, list[Result]]) -> No
         )
 
 
-def throughput(args: argparse.Namespace, visitors: Visitors, redis_url: str, tmp: Path) -> None:
+def print_against_reference(results: SetupResults) -> None:
+    """The issue-31 table: per path, renderer over reference (req/s, p99) and over bare, each
+    ratio taken within a round, then the median [min-max] over rounds; CPU per request of both."""
+    if not results.reference:
+        return
+    bare = results.renderer["bare"]
+    print(
+        f"\n{'against the reference':<22} {'rend/ref req/s':>20} {'p99 rend/ref':>20} {'rend/bare':>18} "
+        f"{'ref/bare':>9} {'rend req/s':>10} {'ref req/s':>9} {'p99 rend':>8} {'p99 ref':>7} "
+        f"{'cpu us rend':>11} {'ref':>5}"
+    )
+
+    def cell(values: list[float]) -> str:
+        return f"{median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
+
+    for kind in REFERENCE_KINDS:
+        if kind not in results.reference:
+            continue
+        mine, theirs = results.renderer[kind], results.reference[kind]
+        rps = [m.rps / t.rps for m, t in zip(mine, theirs, strict=True)]
+        p99 = [m.p99_ms / t.p99_ms for m, t in zip(mine, theirs, strict=True)]
+        over_bare = [m.rps / b.rps for m, b in zip(mine, bare, strict=True)]
+        ref_bare = [t.rps / b.rps for t, b in zip(theirs, bare, strict=True)]
+        print(
+            f"{REFERENCE_LABELS[kind]:<22} {cell(rps):>20} {cell(p99):>20} {cell(over_bare):>18} "
+            f"{median(ref_bare):>9.2f} {median([m.rps for m in mine]):>10.0f} "
+            f"{median([t.rps for t in theirs]):>9.0f} {median([m.p99_ms for m in mine]):>8.1f} "
+            f"{median([t.p99_ms for t in theirs]):>7.1f} {median([m.cpu_us for m in mine]):>11.0f} "
+            f"{median([t.cpu_us for t in theirs]):>5.0f}"
+        )
+    errors = sum(r.errors for runs in results.reference.values() for r in runs)
+    print(f"reference errors (non-2xx/3xx, socket): {errors}")
+    if results.reused:
+        print(
+            "WARNING: first-click tokens seen before (pool walked past its end; raise --first-clicks): "
+            + ", ".join(results.reused)
+        )
+
+
+def throughput(
+    args: argparse.Namespace, visitors: Visitors, redis_url: str, tmp: Path, ref: ReferenceVisitors | None
+) -> None:
     events_before = redis.Redis.from_url(redis_url).xlen(keys.events_stream_key(TENANT))
     print(
         f"load: wrk (one thread), {args.connections} connections, {args.seconds:g} s a path x "
@@ -634,12 +866,20 @@ def throughput(args: argparse.Namespace, visitors: Visitors, redis_url: str, tmp
     )
     print("medians over rounds [min-max]; each ratio is taken within a round (against that round's bare run)")
     print("cpu us: the server's processes' CPU per request; bare/cpu: bare's over this path's")
+    if ref is not None:
+        print(f"reference: {args.reference}, same stack, workers and pinning; its own tokens and stream")
     summary: dict[str, dict[str, list[dict[str, float]]]] = {}
     for http in args.http:
         for workers in args.workers:
-            results = one_setup(args, visitors, redis_url, tmp, http, workers)
-            print_setup(http, workers, results)
-            summary[f"{http}/{workers}"] = {kind: [vars(r) for r in runs] for kind, runs in results.items()}
+            results = one_setup(args, visitors, redis_url, tmp, http, workers, ref)
+            print_setup(http, workers, results.renderer)
+            print_against_reference(results)
+            summary[f"{http}/{workers}"] = {
+                kind: [vars(r) for r in runs] for kind, runs in results.renderer.items()
+            }
+            summary[f"{http}/{workers}"].update(
+                {f"reference:{kind}": [vars(r) for r in runs] for kind, runs in results.reference.items()}
+            )
     events = redis.Redis.from_url(redis_url).xlen(keys.events_stream_key(TENANT)) - events_before
     print(f"\nevents written to the stream during the run (views, QR scans): {events:,}")
     for http in args.http:
@@ -652,6 +892,7 @@ def throughput(args: argparse.Namespace, visitors: Visitors, redis_url: str, tmp
                 rates = {
                     kind: median([r["rps"] for r in many[kind]]) / median([r["rps"] for r in one[kind]])
                     for kind in ("bare", "cookie", "link_first", "anonymous")
+                    if kind in many and kind in one
                 }
                 line = ", ".join(f"{kind} {rate:.2f}x" for kind, rate in rates.items())
                 print(f"--http {http}: {n} workers over 1 (median req/s): {line}")
@@ -711,8 +952,16 @@ def main() -> None:
     parser.add_argument("--http", nargs="+", choices=["fast", "h11"], default=["fast", "h11"])
     parser.add_argument("--workers", nargs="+", type=int, default=[1, 2])
     parser.add_argument(
-        "--first-clicks", type=int, default=120_000, help="distinct link and QR tokens (each cycled)"
+        "--first-clicks", type=int, default=200_000, help="distinct link and QR tokens (each cycled)"
     )
+    parser.add_argument(
+        "--paths", nargs="+", choices=KINDS[1:], default=list(KINDS[1:]), help="the paths measured (and bare)"
+    )
+    parser.add_argument(
+        "--reference", type=Path, default=DEFAULT_REFERENCE, help="the same-work reference app (issue 31)"
+    )
+    parser.add_argument("--no-reference", action="store_true", help="leave the reference out")
+    parser.add_argument("--serve-reference", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--accounts", type=int, default=100_000, help="personal zone sets published")
     parser.add_argument("--distinct", type=int, default=20_000, help="accounts per memory step")
     parser.add_argument("--memory-steps", type=int, default=3, help="memory steps of --distinct accounts")
@@ -726,6 +975,13 @@ def main() -> None:
     if args.serve_bare:
         serve_bare(args.port, args.page_bytes, args.http[0], args.workers[0])
         return
+    if args.serve_reference:
+        serve_reference(args.reference.resolve(), args.port, args.page_bytes, args.http[0], args.workers[0])
+        return
+    use_reference = not args.skip_throughput and not args.no_reference
+    if use_reference and not args.reference.is_file():
+        parser.error(f"{args.reference}: no reference app there (--reference FILE, or --no-reference)")
+    args.reference = args.reference.resolve()
     links = 32 if args.skip_memory else args.memory_steps * args.distinct
     if args.accounts < max(links, 32):
         parser.error(f"--accounts must be at least {max(links, 32)} (--memory-steps x --distinct)")
@@ -745,7 +1001,8 @@ def main() -> None:
             f"Redis used_memory {used_memory_mib(client):.0f} MiB"
         )
         if not args.skip_throughput:
-            throughput(args, visitors, redis_url, Path(tmp))
+            ref = reference_tokens(args.reference, first_clicks) if use_reference else None
+            throughput(args, visitors, redis_url, Path(tmp), ref)
         if not args.skip_memory:
             memory(args, visitors, redis_url, Path(tmp))
 

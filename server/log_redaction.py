@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from typing import Final
+from urllib.parse import unquote
 
 from welcomemat.security.people import INVITE_PATH
 
@@ -26,6 +27,8 @@ _ACCESS_TARGET_ARG = 2
 def redacted_target(target: str) -> str:
     """`target` (a path, maybe with `?query`) with any query string and path token replaced."""
     path, question, _ = target.partition("?")
+    # Matched as the router reads it: `/%71/TOKEN` is `/q/TOKEN` to Starlette, so it is to us.
+    path = unquote(path)
     for prefix in _TOKEN_PREFIXES:
         if path.startswith(prefix) and len(path) > len(prefix):
             _, slash, rest = path[len(prefix) :].partition("/")

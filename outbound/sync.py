@@ -97,7 +97,7 @@ DEFAULT_MAX_DELIVERIES = 5
 _TENANTS_REFRESH_S = 5.0  # how often a sync without --tenant rereads the campaigns index
 _ZONES_REFRESH_S = 5.0  # how often a campaign's zones are reread from its published config
 _BACKOFF_MAX_S = 5.0
-_ONCE_REDIS_ERRORS_MAX = 8  # consecutive failed cycles before `once` gives up (~20 s of backoff)
+_ONCE_OUTAGE_MAX_S = 60.0  # how long Redis may stay unreachable before `once` gives up
 
 
 def default_consumer_name() -> str:
@@ -199,7 +199,7 @@ class Syncer(ConsumerProcess, StreamHandler):
                 claim_idle_ms=options.claim_idle_ms,
                 max_deliveries=options.max_deliveries,
                 backoff_cap_s=_BACKOFF_MAX_S,
-                once_redis_errors_max=_ONCE_REDIS_ERRORS_MAX,
+                once_outage_max_s=_ONCE_OUTAGE_MAX_S,
             ),
             log=self._log,
             stop=stop,

@@ -94,7 +94,9 @@ _logger = logging.getLogger(__name__)
 CLAIM_BATCH = 10  # entries taken over per XAUTOCLAIM
 _RUN_CACHE_MAX = 8  # runs whose campaign, provider and assembler a worker keeps ready
 _INDEX_REFRESH_S = 1.0  # how often a worker without --campaign rereads the active-run index
-_ONCE_REDIS_ERRORS_MAX = 10  # with `once`: consecutive failed cycles (Redis down) before giving up
+# With `once`: how long Redis may stay unreachable before the worker gives up (two Cluster
+# failovers in a row, at the default 15 s node timeout, fit in it).
+_ONCE_OUTAGE_MAX_S = 120.0
 
 # Acknowledge an entry and, only if this XACK was the first, add its counts to the run.
 # KEYS: work stream, run hash. ARGV: group, entry id, run TTL s, stream TTL s, finished at,
@@ -186,7 +188,7 @@ class Worker(ConsumerProcess):
                 max_deliveries=options.max_deliveries,
                 retry_after_s=options.claim_idle_ms / 1000,
                 keep_claimed=True,  # an entry takes seconds to minutes with a model
-                once_redis_errors_max=_ONCE_REDIS_ERRORS_MAX,
+                once_outage_max_s=_ONCE_OUTAGE_MAX_S,
             ),
             log=self._log,
             stop=stop,

@@ -20,8 +20,8 @@ and what happens when it fails does not. A `StreamHandler` says which streams to
   acknowledged (it kills its consumers), is dead-lettered: copied with the reason to the
   stream's dead-letter stream and acknowledged, in one transaction;
 - Redis down: waits it out, backing off from 0.2 s up to `backoff_cap_s`, and resumes; it
-  never ends the process. With `once`, a Redis that stays down for `once_redis_errors_max`
-  cycles in a row raises the last error;
+  never ends the process. With `once`, a Redis that stays down (every cycle failing) for
+  longer than `once_outage_max_s` raises the last error;
 - stops after the batch in hand when `stop()` is called (from a signal handler, see
   `welcomemat.stop_signals`) or the injected `threading.Event` is set;
 - `once` (burst): drains what is there (its own pending entries, entries idle on dead
@@ -112,6 +112,7 @@ class StreamConsumer:
     def run(self) -> ConsumerStats:
         """Consume until stopped (with `once`: until the streams are drained)."""
         errors = 0
+        outage_since = 0.0
         while not self.stopping:
             self._heartbeat()
             try:
@@ -140,7 +141,9 @@ class StreamConsumer:
             except REDIS_OUTAGE_ERRORS as exc:
                 errors += 1
                 self.stats.redis_errors += 1
-                if self.options.once and errors >= self.options.once_redis_errors_max:
+                if errors == 1:
+                    outage_since = time.monotonic()
+                if self.options.once and time.monotonic() - outage_since >= self.options.once_outage_max_s:
                     raise
                 wait = min(self.options.backoff_cap_s, _BACKOFF_MIN_S * 2 ** min(errors, 10))
                 if errors == 1 or errors % 10 == 0:

@@ -120,8 +120,10 @@ class ConsumerOptions:
     retry_after_s: float = 0.0  # how long a retried entry waits before this consumer re-reads it
     keep_claimed: bool = False  # reset the idle time of the batch in hand (slow handlers)
     backoff_cap_s: float = 5.0  # the longest wait between attempts while Redis is down
-    # With `once`: consecutive failed cycles (about 20 s of backoff) before giving up.
-    once_redis_errors_max: int = 8
+    # With `once`: how long Redis may stay unreachable (every cycle failing) before `run` gives
+    # up. A Redis Cluster failover takes its node timeout (15 s by default) plus an election,
+    # and a run can meet two in a row: the budget outlasts that.
+    once_outage_max_s: float = 60.0
 
 
 @dataclass

@@ -24,6 +24,7 @@ import json
 import re
 import time
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Final, NotRequired, TypedDict, TypeVar, Unpack
 
@@ -109,6 +110,10 @@ VIEW_RUNGS: Final = frozenset({"personal", "segment", "default", "plain"})
 #: derives keys of its own (`_derive_key`), so a token of one never verifies as another.
 _VIEW_SALT: Final = "welcomemat.view"
 _CLICK_SALT: Final = "welcomemat.click"
+#: View and click templates a signer remembers (`TokenSigner._view_like_template`): a hosted
+#: page signs a click token per CTA on every view, and a returning visitor's differ only in
+#: the view id and times. A few thousand templates of ~0.5 KiB each.
+_TEMPLATES_REMEMBERED: Final = 4096
 _INVITE_SALT: Final = "welcomemat.invite"
 #: What the key derivation puts between salt and key (the Django-style "concat" scheme the
 #: first tokens were signed with; changing it would void every token already issued).
@@ -372,6 +377,8 @@ class TokenSigner:
             kind: _prepared_macs(f"welcomemat.{kind.value}", keys) for kind in TokenKind
         }
         self._view_macs = _prepared_macs(_VIEW_SALT, keys)
+        # (kind, fields as given) -> the template they make, oldest first; only checked ones.
+        self._templates: OrderedDict[tuple[object, ...], ViewTokenTemplate] = OrderedDict()
         self._click_macs = _prepared_macs(_CLICK_SALT, keys)
         self._invite_macs = _prepared_macs(_INVITE_SALT, keys)
 
@@ -513,9 +520,8 @@ class TokenSigner:
 
         Bad ids, arm, rung, version or TTL: InputError naming the field.
         """
-        extra = f',"z":"{_check_id("zone", zone)}","k":"{_check_id("cta", cta)}"'
         fields.setdefault("ttl_s", DEFAULT_CLICK_TTL_S)
-        return self._view_like_template(self._click_macs[0], extra=extra, **fields)
+        return self._view_like_template(self._click_macs[0], click=(zone, cta), **fields)
 
     def _view_like_template(
         self,
@@ -530,9 +536,72 @@ class TokenSigner:
         zone_set_version: int | None = None,
         variant: str | None = None,
         ttl_s: int = DEFAULT_VIEW_TTL_S,
-        extra: str = "",
+        click: tuple[str, str] | None = None,
     ) -> ViewTokenTemplate:
-        """`view_template`'s work, for view tokens and (with `extra` keys) click tokens."""
+        """`view_template`'s work, for view tokens and (with `click`: zone and CTA id) click
+        tokens; remembered by the fields as given (their types too: `True` is not `1`)."""
+        fields: tuple[object, ...] = (
+            mac,
+            click,
+            tenant,
+            campaign,
+            arm,
+            rung,
+            account,
+            contact,
+            zone_set_version,
+            type(zone_set_version),
+            variant,
+            ttl_s,
+            type(ttl_s),
+        )
+        templates = self._templates
+        key: tuple[object, ...] | None = fields
+        try:
+            template = templates.get(fields)
+        except TypeError:  # an unhashable field is no id: the checks below name it
+            template, key = None, None
+        if template is None:
+            template = self._check_template(
+                mac,
+                tenant=tenant,
+                campaign=campaign,
+                arm=arm,
+                rung=rung,
+                account=account,
+                contact=contact,
+                zone_set_version=zone_set_version,
+                variant=variant,
+                ttl_s=ttl_s,
+                click=click,
+            )
+            if key is not None:
+                if len(templates) >= _TEMPLATES_REMEMBERED:
+                    templates.popitem(last=False)
+                templates[key] = template
+        return template
+
+    def _check_template(
+        self,
+        mac: hmac.HMAC,
+        *,
+        tenant: str,
+        campaign: str,
+        arm: Arm,
+        rung: str,
+        account: str | None,
+        contact: str | None,
+        zone_set_version: int | None,
+        variant: str | None,
+        ttl_s: int,
+        click: tuple[str, str] | None,
+    ) -> ViewTokenTemplate:
+        """A template from fields not checked yet: InputError naming a bad one."""
+        extra = (
+            ""
+            if click is None
+            else f',"z":"{_check_id("zone", click[0])}","k":"{_check_id("cta", click[1])}"'
+        )
         tenant, campaign = _check_id("tenant", tenant), _check_id("campaign", campaign)
         try:
             arm_value = arm.value if isinstance(arm, Arm) else Arm(arm).value

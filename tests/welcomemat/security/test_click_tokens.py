@@ -149,3 +149,67 @@ def test_a_forged_payload_under_the_same_signature_is_refused() -> None:
     with pytest.raises(TokenBadSignature):
         signer().verify_click(f"{forged_body}.{signature}", tenant="t", campaign="c")
     assert body != forged_body
+
+
+# -- remembered templates ------------------------------------------------------------------------
+
+
+def _click(signing: TokenSigner, **changes: Any) -> str:
+    fields: dict[str, Any] = {
+        "zone": "hero_cta",
+        "cta": "book",
+        "tenant": "acme",
+        "campaign": "q4",
+        "arm": Arm.PERSONAL,
+        "rung": "personal",
+        "account": "acct_1",
+        "contact": "ct_1",
+        "zone_set_version": 3,
+    }
+    fields.update(changes)
+    return signing.click_template(**fields).sign("view-1")
+
+
+def test_a_remembered_template_signs_what_a_fresh_signer_signs_for_every_field() -> None:
+    """A returning visitor's click links come from a remembered template: each field still
+    lands in its token, and two visitors never share one."""
+    warm = signer()
+    for changes in (
+        {},
+        {"contact": "ct_2"},
+        {"account": "acct_2"},
+        {"zone": "other_zone"},
+        {"cta": "call"},
+        {"arm": Arm.HOLDOUT},
+        {"rung": "segment"},
+        {"zone_set_version": 4},
+        {"variant": "b"},
+        {"ttl_s": 60},
+        {"campaign": "q1"},
+    ):
+        first, again = _click(warm, **changes), _click(warm, **changes)
+        assert first == again == _click(signer(), **changes), changes
+    assert len({_click(warm, contact=f"ct_{n}") for n in range(5)}) == 5
+
+
+def test_a_value_equal_to_a_remembered_one_but_not_an_id_is_still_refused() -> None:
+    """`True == 1` and hashes alike: a remembered version-1 template does not let a boolean
+    version through; an unhashable id is refused as any bad id is."""
+    warm = signer()
+    _click(warm, zone_set_version=1, ttl_s=1)
+    with pytest.raises(InputError) as bad_version:
+        _click(warm, zone_set_version=True)
+    assert bad_version.value.field == "zone_set_version"
+    with pytest.raises(InputError) as bad_ttl:
+        _click(warm, zone_set_version=1, ttl_s=True)
+    assert bad_ttl.value.field == "ttl_s"
+    with pytest.raises(InputError) as unhashable:
+        _click(warm, contact=["ct_1"])
+    assert unhashable.value.field == "contact"
+
+
+def test_a_signer_remembers_a_bounded_number_of_templates() -> None:
+    warm = signer()
+    for n in range(5000):
+        _click(warm, contact=f"ct_{n}")
+    assert len(warm._templates) == 4096

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""What the renderer does per request that the same-work reference does not, each piece
+measured by switching it off in the served process.
+
+    .venv/bin/python bench/bench_extra_work.py [--rounds 3] [--seconds 4]
+        [--paths cookie link_first qr] [--without events clicks events,clicks]
+
+The reference (`../shared/bench/same_work_app.py`) writes one event per request too, but from
+its event loop, and signs no click token: a hosted page of the renderer signs one per CTA on
+every view, so that a click on it is counted for the view, zone and CTA. Setup is
+`bench_renderer.py`'s (embedded Redis, example campaign, 1,000 zone sets, first-click tokens
+never seen before); one worker on CPU 0, wrk and Redis on CPU 1. For each round, each
+variant's server is started (`welcomemat serve`, with `bench/switches` on its `PYTHONPATH` and
+`WELCOMEMAT_BENCH_WITHOUT` naming what is off) and every path is run; the table gives, per
+path and variant, the median req/s, the server's CPU per request and its difference from the
+full renderer's (the cost of the switched-off work), and p99.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_renderer as br  # noqa: E402
+import redis  # noqa: E402
+from proc_stats import tree_cpu_seconds  # noqa: E402
+
+from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
+
+SWITCHES = ROOT / "bench" / "switches"
+PATHS = ("cookie", "link_again", "link_first", "qr", "ip", "anonymous")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=4)
+    parser.add_argument("--paths", nargs="+", choices=PATHS, default=["cookie", "link_first", "qr"])
+    parser.add_argument("--without", nargs="+", default=["events", "clicks", "events,clicks"])
+    parser.add_argument("--first-clicks", type=int, default=300_000)
+    args = parser.parse_args()
+    if not br.ensure_wrk():
+        parser.error("wrk is needed (Debian: apt-get install wrk)")
+    variants = ["", *args.without]
+    results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    walked: dict[tuple[str, str], int] = {}
+    with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as url:
+        client = redis.Redis.from_url(url)
+        if br.pinned(1):
+            pid = str(client.info("server")["process_id"])
+            subprocess.run(["taskset", "-pc", "1", pid], check=True, capture_output=True)
+        visitors = br.publish(client, 1000, 32, args.first_clicks)
+        loads = br.loads(visitors)
+        # Each variant walks its own stretch of the first-click pools: no token is seen twice.
+        stretch = args.first_clicks // len(variants)
+        for _ in range(args.rounds):
+            for index, variant in enumerate(variants):
+                os.environ["PYTHONPATH"] = str(SWITCHES)
+                os.environ["WELCOMEMAT_BENCH_WITHOUT"] = variant
+                try:
+                    process, base = br.start_renderer(url, Path(tmp))
+                finally:
+                    del os.environ["PYTHONPATH"], os.environ["WELCOMEMAT_BENCH_WITHOUT"]
+                try:
+                    br.check_paths(base, visitors)
+                    for path in args.paths:
+                        offset = index * stretch + walked.get((variant, path), 0)
+                        before = tree_cpu_seconds(process.pid)
+                        run = br.run_wrk(base, loads[path], args.seconds, 64, Path(tmp), offset, 1)
+                        cpu_us = (tree_cpu_seconds(process.pid) - before) / max(run.requests, 1) * 1e6
+                        walked[(variant, path)] = walked.get((variant, path), 0) + run.requests
+                        results.setdefault((variant, path), []).append((run.rps, cpu_us, run.p99_ms))
+                finally:
+                    br.stop(process)
+    setup = f"medians of {args.rounds} rounds of {args.seconds} s"
+    print(f"one worker (CPU 0), wrk -t1 -c64 and Redis on CPU 1; {setup}")
+    print(f"{'path':12s} {'without':16s} {'req/s':>8s} {'cpu us':>7s} {'saved us':>8s} {'p99 ms':>7s}")
+    for path in args.paths:
+        full_cpu = statistics.median(c for _, c, _ in results[("", path)])
+        for variant in variants:
+            rows = results[(variant, path)]
+            rps, cpu, p99 = (statistics.median(r[i] for r in rows) for i in range(3))
+            saved = "" if not variant else f"{full_cpu - cpu:8.1f}"
+            print(f"{path:12s} {variant or '(nothing)':16s} {rps:8.0f} {cpu:7.1f} {saved:>8s} {p99:7.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+"""Switches for `bench_extra_work.py`: work the renderer does that the same-work reference does
+not, turned off in a served process by `WELCOMEMAT_BENCH_WITHOUT` (comma-separated).
+
+Only `bench_extra_work.py` puts this folder on a served process's `PYTHONPATH`; nothing else
+imports it. Python imports `sitecustomize` at start-up, before the app is built.
+
+- `events`: no engagement event is queued, so none is written (`EventWriter.emit` answers
+  True and keeps nothing; the writer thread never starts).
+- `clicks`: a hosted page's CTA links keep the CTA's own URL (no click token signed per view).
+"""
+
+import os
+
+_WITHOUT = {name for name in os.environ.get("WELCOMEMAT_BENCH_WITHOUT", "").split(",") if name}
+
+if "events" in _WITHOUT:
+    from server.engagement import events as _events
+
+    _events.EventWriter.emit = lambda self, event: True  # type: ignore[method-assign]
+
+if "clicks" in _WITHOUT:
+    from server import pages as _pages
+
+    _pages._click_links = lambda signer, visit, page, view_id: lambda zone_id, cta_id: None  # type: ignore[assignment]

@@ -11,11 +11,14 @@ personal pages come back, and every page view is folded into the account records
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+import redis
 from starlette.testclient import TestClient
 
 from server.redis_guard import renderer_redis_client
@@ -49,6 +52,7 @@ from welcomemat.zones.zoneset import ZoneSetStatus
 
 ACCOUNTS = 300
 PROMOTION_TIMEOUT_S = 30.0
+WORKER_FINISH_TIMEOUT_S = 180  # beyond the worker's own outage budget (120 s), so that its exit says why
 PERSONAL_TEXT = "Congrats on the Series A, Dymaxa"
 
 
@@ -127,7 +131,14 @@ def test_a_master_killed_mid_run_loses_nothing_and_pages_never_fail(
                 assert time.monotonic() < deadline, "the renderer did not come back to its pages"
                 time.sleep(0.2)
 
-        _, errors = worker.communicate(timeout=120)
+        try:
+            _, errors = worker.communicate(timeout=WORKER_FINISH_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            _, errors = worker.communicate()
+            pytest.fail(
+                f"the worker did not finish within {WORKER_FINISH_TIMEOUT_S} s of the failovers:\n{errors}"
+            )
         assert worker.returncode == 0, errors
     finally:
         if worker.poll() is None:
@@ -149,6 +160,35 @@ def test_a_master_killed_mid_run_loses_nothing_and_pages_never_fail(
     records = {r.account_id: r for r in iter_account_records(client, TENANT)}
     folded = {a: records[a].engagement[CAMPAIGN].views for a in views}
     assert folded == views, "every page view folded once"
+
+
+def test_a_dead_default_node_does_not_stop_the_commands_whose_keys_redis_parses(
+    own_cluster: LocalCluster,
+) -> None:
+    """redis-py asks its default node which arguments of XREAD or XREADGROUP are keys. When that
+    node has died and a replica took over, a read of a stream on a live master still succeeds
+    within a few tries (without the fix, every try failed for the life of the process)."""
+    own_cluster.start()
+    client = cast(Any, redis_from_url(own_cluster.url, connect_timeout_s=2.0, socket_timeout_s=5.0))
+    default_port = client.get_default_node().port
+    dead = next(node for node in own_cluster.masters() if node.port == default_port)
+    names = [f"stream-{n}" for n in range(200)]
+    live_key = next(k for k in names if own_cluster.master_of(k).port != default_port)
+    dead_key = next(k for k in names if own_cluster.master_of(k).port == default_port)
+    client.xadd(live_key, {"n": "1"})
+    own_cluster.wait_replicas_synced(PROMOTION_TIMEOUT_S)
+    own_cluster.stop_node(dead)
+    own_cluster.wait_promoted(dead_key, PROMOTION_TIMEOUT_S)
+    read = None
+    for _ in range(3):
+        try:
+            read = client.xread({live_key: "0"})
+            break
+        except redis.ConnectionError:
+            continue
+    assert read and read[0][1][0][1] == {b"n": b"1"}, "XREAD of a live master's stream failed on every try"
+    assert client.get_default_node().port != default_port
+    client.close()
 
 
 def test_a_renderer_started_before_its_cluster_serves_the_plain_page_then_the_personal_one(

@@ -11,6 +11,11 @@ URL forms:
   nodes, follows slot moves and fails over to a promoted replica. Database 0 only (Cluster has
   no other).
 
+The cluster client is redis-py's with one failure mode closed (`_Cluster`): redis-py asks its
+"default node" which arguments of a command with movable keys (XREADGROUP, XREAD) are keys, and
+when that node has died nothing replaces it, so every such command fails for as long as the
+process lives, although the cluster has failed over.
+
 What may differ between the two clients is decided here, once: `run_script` runs or queues a
 Lua script on a client or pipeline of either kind. Everything else the project does is the
 same command API on both; the key schema (`welcomemat.keys`) keeps what one transaction,
@@ -133,7 +138,7 @@ def redis_from_url(
 
     def connect() -> RedisCluster:
         startup = [ClusterNode(host, port) for host, port in parsed.other_nodes]  # type: ignore[no-untyped-call]
-        return RedisCluster.from_url(parsed.first_node_url, startup_nodes=startup, **options)
+        return _Cluster.from_url(parsed.first_node_url, startup_nodes=startup, **options)
 
     try:
         cluster: object = connect()
@@ -142,6 +147,32 @@ def redis_from_url(
         # starts anyway (a renderer serves the fallback, a worker waits) as with one server.
         cluster = _ClusterOnFirstUse(connect, options)
     return cast(redis.Redis, cluster)
+
+
+class _Cluster(RedisCluster):
+    """redis-py's cluster client, which moves off a dead default node when it asks it for keys.
+
+    redis-py parses the keys of a command with movable keys (XREADGROUP, XREAD) by sending
+    COMMAND GETKEYS to its default node. When that node is gone, the connection error comes from
+    there, not from the command's own node, so redis-py neither refreshes its topology nor
+    replaces the default node (it does both only when the command itself fails), and each of
+    these commands fails until the process restarts: a worker stopped on two failovers in a row
+    (tests/cluster/test_failover.py). Here the failure refreshes the topology and replaces the
+    default node before it propagates; redis-py's own retry of the command then asks a live node.
+    """
+
+    def _get_command_keys(self, *args: Any) -> Any:
+        try:
+            return super()._get_command_keys(*args)  # type: ignore[no-untyped-call]
+        except (redis.ConnectionError, redis.TimeoutError):
+            failed = self.get_default_node()  # type: ignore[no-untyped-call]
+            try:
+                self.nodes_manager.initialize(last_failed_node_name=failed.name)
+            except (redis.RedisError, RedisClusterException):
+                pass  # no node answers now: the next command tries again
+            if self.get_default_node().name == failed.name:  # type: ignore[no-untyped-call]
+                self.replace_default_node()
+            raise
 
 
 class _ClusterOnFirstUse:

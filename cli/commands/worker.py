@@ -19,7 +19,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "consumer group: at-least-once, entries of dead workers claimed back, an entry dead-lettered after "
         "--max-deliveries (its accounts journalled `failed`), idempotent publish; Redis outages are waited "
         "out. SIGTERM or Ctrl-C: the entry in hand is finished, then it exits. --once drains and exits 0 "
-        "(1 when Redis stays down). Follow a run with `welcomemat precompute-status CAMPAIGN`.",
+        "(1 when Redis stays unreachable for 120 s). "
+        "Follow a run with `welcomemat precompute-status CAMPAIGN`.",
     )
     worker.add_argument(
         "--campaign", default=None, help="tenant/campaign or a campaign id (default: every enqueued run)"

@@ -377,7 +377,8 @@ class TokenSigner:
             kind: _prepared_macs(f"welcomemat.{kind.value}", keys) for kind in TokenKind
         }
         self._view_macs = _prepared_macs(_VIEW_SALT, keys)
-        # (kind, fields as given) -> the template they make, oldest first; only checked ones.
+        # (key state, click ids, fields as given) -> the template they make, oldest first; only
+        # templates whose fields passed the checks are kept.
         self._templates: OrderedDict[tuple[object, ...], ViewTokenTemplate] = OrderedDict()
         self._click_macs = _prepared_macs(_CLICK_SALT, keys)
         self._invite_macs = _prepared_macs(_INVITE_SALT, keys)

@@ -562,42 +562,9 @@ class TokenSigner:
             template = templates.get(fields)
         except TypeError:  # an unhashable field is no id: the checks below name it
             template, key = None, None
-        if template is None:
-            template = self._check_template(
-                mac,
-                tenant=tenant,
-                campaign=campaign,
-                arm=arm,
-                rung=rung,
-                account=account,
-                contact=contact,
-                zone_set_version=zone_set_version,
-                variant=variant,
-                ttl_s=ttl_s,
-                click=click,
-            )
-            if key is not None:
-                if len(templates) >= _TEMPLATES_REMEMBERED:
-                    templates.popitem(last=False)
-                templates[key] = template
-        return template
-
-    def _check_template(
-        self,
-        mac: hmac.HMAC,
-        *,
-        tenant: str,
-        campaign: str,
-        arm: Arm,
-        rung: str,
-        account: str | None,
-        contact: str | None,
-        zone_set_version: int | None,
-        variant: str | None,
-        ttl_s: int,
-        click: tuple[str, str] | None,
-    ) -> ViewTokenTemplate:
-        """A template from fields not checked yet: InputError naming a bad one."""
+        if template is not None:
+            return template
+        # Not remembered: every field checked (InputError naming a bad one), then kept.
         extra = (
             ""
             if click is None
@@ -637,13 +604,18 @@ class TokenSigner:
             rest.append(f',"x":"{_check_id("variant", variant)}"')
         rest.append(extra)
         rest.append(',"i":')
-        return ViewTokenTemplate(
+        template = ViewTokenTemplate(
             head=f'{{"t":"{tenant}","c":"{campaign}","w":"',
             tail="".join(rest),
             ttl_s=ttl_s,
             mac=mac,  # the newest key's prepared state
             clock=self._clock,
         )
+        if key is not None:
+            if len(templates) >= _TEMPLATES_REMEMBERED:
+                templates.popitem(last=False)
+            templates[key] = template
+        return template
 
     def verify_view(self, token: str, *, tenant: str, campaign: str) -> ViewClaims:
         """The claims of a genuine view token for this tenant and campaign, issued not later

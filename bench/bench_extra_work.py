@@ -38,6 +38,7 @@ from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
 
 SWITCHES = ROOT / "bench" / "switches"
 PATHS = ("cookie", "link_again", "link_first", "qr", "ip", "anonymous")
+SWITCH_NAMES = ("events", "clicks")  # what bench/switches/sitecustomize.py knows how to turn off
 
 
 def main() -> None:
@@ -48,6 +49,12 @@ def main() -> None:
     parser.add_argument("--without", nargs="+", default=["events", "clicks", "events,clicks"])
     parser.add_argument("--first-clicks", type=int, default=300_000)
     args = parser.parse_args()
+    for variant in args.without:
+        unknown = [name for name in variant.split(",") if name not in SWITCH_NAMES]
+        if unknown or not variant:
+            parser.error(
+                f"--without {variant!r}: name one or more of {', '.join(SWITCH_NAMES)}, comma-separated"
+            )
     if not br.ensure_wrk():
         parser.error("wrk is needed (Debian: apt-get install wrk)")
     variants = ["", *args.without]
@@ -64,12 +71,18 @@ def main() -> None:
         stretch = args.first_clicks // len(variants)
         for _ in range(args.rounds):
             for index, variant in enumerate(variants):
-                os.environ["PYTHONPATH"] = str(SWITCHES)
+                # start_renderer passes this process's environment on: set for it, then put back.
+                saved = {name: os.environ.get(name) for name in ("PYTHONPATH", "WELCOMEMAT_BENCH_WITHOUT")}
+                os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SWITCHES), saved["PYTHONPATH"]]))
                 os.environ["WELCOMEMAT_BENCH_WITHOUT"] = variant
                 try:
                     process, base = br.start_renderer(url, Path(tmp))
                 finally:
-                    del os.environ["PYTHONPATH"], os.environ["WELCOMEMAT_BENCH_WITHOUT"]
+                    for name, value in saved.items():
+                        if value is None:
+                            os.environ.pop(name, None)
+                        else:
+                            os.environ[name] = value
                 try:
                     br.check_paths(base, visitors)
                     for path in args.paths:

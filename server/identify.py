@@ -21,6 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from server.cookies import identity_cookie_header
 from server.ip_index import IpAddress, IpRangeIndex, normalise_ip
@@ -35,6 +36,7 @@ __all__ = [
     "Identifier",
     "Identity",
     "IdentityMethod",
+    "Trust",
     "TrustedProxies",
     "client_address",
     "token_failure_reason",
@@ -79,12 +81,21 @@ ANONYMOUS = Identity(IdentityMethod.ANONYMOUS)
 
 @dataclass(slots=True)
 class _Verified:
-    """A memo entry: a token `TokenSigner.verify` accepted, when, and the `Set-Cookie` header
-    its arrival earned (signed on first use)."""
+    """A memo entry: a token `TokenSigner.verify` accepted, when, the `Set-Cookie` header
+    its arrival earned (signed on first use), and whether a later request brought it again."""
 
     claims: TokenClaims
     verified_at: float
     cookie: tuple[bytes, bytes] | None = None
+    seen_again: bool = False
+
+
+class Trust(NamedTuple):
+    """How long what was built from a remembered token may stand (`Identifier.trust`)."""
+
+    until_monotonic: float  # the monotonic time its memo entry stops being trusted
+    expires_at: int  # the token's own expiry, Unix seconds
+    seen_again: bool  # a request after the one that verified it brought it again
 
 
 class TrustedProxies:
@@ -214,6 +225,7 @@ class Identifier:
         if memo is not None:
             claims = memo.claims
             if time.monotonic() - memo.verified_at < MEMO_TTL_S and self._clock() < claims.expires_at:
+                memo.seen_again = True
                 return self._unrevoked(kind, claims, revocations)
             del self._memo[key]
         try:
@@ -239,13 +251,13 @@ class Identifier:
         """Tokens remembered (each with the cookie its arrival earned, once signed)."""
         return len(self._memo)
 
-    def trust(self, kind: TokenKind, token: str, *, tenant: str, campaign: str) -> tuple[float, int] | None:
-        """For a token `verify` accepted and still remembers: (monotonic time its memo entry
-        stops being trusted, the token's `expires_at`); else None. Nothing is verified here."""
+    def trust(self, kind: TokenKind, token: str, *, tenant: str, campaign: str) -> Trust | None:
+        """For a token `verify` accepted and still remembers: how long it stands, and whether
+        it came back after the request that verified it; else None. Nothing is verified here."""
         memo = self._memo.get((kind, tenant, campaign, token))
         if memo is None:
             return None
-        return memo.verified_at + MEMO_TTL_S, memo.claims.expires_at
+        return Trust(memo.verified_at + MEMO_TTL_S, memo.claims.expires_at, memo.seen_again)
 
     def arrival_cookie(
         self, kind: TokenKind, token: str, account: str, contact: str | None, *, tenant: str, campaign: str

@@ -21,6 +21,13 @@ it, a Redis fault's fallback copy is never remembered, and an IP-identified or a
 visitor (no token) always takes the full path. Bounded: the oldest entries go first, and
 entries whose time is up are dropped as new ones come in.
 
+Remembered from a visitor's second request, not the first: every token the request carried
+must have come back after the request that verified it (`Identifier.trust`, the
+verification memo doubling as the cache's doorkeeper). Most link clicks and QR scans come
+once: remembering each cost a send's or a mail drop's first arrivals ~10 µs apiece, and their
+entries pushed the visitors who do return out of the bound (bench/README.md). A returning
+visitor takes the full path twice, then the remembered answer.
+
 Event-loop only (no lock): `ZoneSetCache.changes` is written by watcher threads, and reading
 an int is atomic.
 """
@@ -131,10 +138,10 @@ class KnownVisitors(Generic[T]):
             if token is None:
                 continue
             trust = self._identifier.trust(kind, token, tenant=tenant, campaign=campaign)
-            if trust is None:
-                return None
-            until_monotonic = min(until_monotonic, trust[0])
-            until_clock = min(until_clock, trust[1])
+            if trust is None or not trust.seen_again:
+                return None  # not verified, or only once so far (the module docstring)
+            until_monotonic = min(until_monotonic, trust.until_monotonic)
+            until_clock = min(until_clock, trust.expires_at)
         cached_until = self._zone_cache.cached_until((tenant, campaign, identity.account), visitor.zone_set)
         if cached_until is None:
             return None  # not what the cache holds: a fault's fallback, or already replaced

@@ -104,13 +104,14 @@ async def qr_entry(request: Request) -> Response:
     tenant, campaign_id = hint
     claims = renderer.identifier.verify(TokenKind.QR, token, tenant=tenant, campaign=campaign_id)
 
-    state = None
     unavailable = False
-    try:
-        state = await renderer.campaigns.resolve(campaign_id)
-    except (RedisUnavailable, StoredValueError) as exc:
-        unavailable = True
-        log.info("qr: campaign %s/%s not loadable now (%s)", tenant, campaign_id, exc)
+    state = renderer.campaigns.cached(campaign_id)  # a loaded campaign: no coroutine to run
+    if state is None:
+        try:
+            state = await renderer.campaigns.resolve(campaign_id)
+        except (RedisUnavailable, StoredValueError) as exc:
+            unavailable = True
+            log.info("qr: campaign %s/%s not loadable now (%s)", tenant, campaign_id, exc)
     if state is not None and state.tenant != tenant:
         state = None  # the id is another tenant's campaign
     if claims is not None and state is not None and state.revocations:

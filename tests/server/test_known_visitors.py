@@ -91,14 +91,16 @@ def test_a_returning_visitor_gets_what_the_full_path_gives(
         loaded(on, cached)
         loaded(off, uncached)
         for path, headers in requests:
+            hits = stats(cached)["hit"]
             answers = [page(client, headers, path) for client in (on, off, on, on, off)]
             assert len(set(answers)) == 1, path
-        assert stats(cached) == {"hit": 2 * len(requests), "miss": len(requests)}
+            assert stats(cached)["hit"] > hits, path  # the third time at the latest, remembered
         assert len(cached.state.renderer.known_pages) == len(requests)
         assert stats(uncached)["hit"] == 0 and len(uncached.state.renderer.known_pages) == 0
 
         zones_path = f"/v1/zones?campaign={CAMPAIGN}&wm={link_token()}"
         claims = []
+        hits = stats(cached)["hit"]
         for client in (on, off, on, on):
             body = client.get(zones_path).json()
             view = signer.verify_view(body.pop("view"), tenant=TENANT, campaign=CAMPAIGN)
@@ -106,7 +108,7 @@ def test_a_returning_visitor_gets_what_the_full_path_gives(
             claims.append((body, view.account, view.arm, view.rung, view.zone_set_version))
         assert all(c == claims[0] for c in claims) and claims[0][2] == Arm.PERSONAL
         assert claims[0][4] is not None
-        assert stats(cached)["hit"] == 2 * len(requests) + 2
+        assert stats(cached)["hit"] >= hits + 1  # the link came back: remembered, then hits
 
 
 def test_a_remembered_visitor_gets_a_newly_published_version(
@@ -117,9 +119,9 @@ def test_a_remembered_visitor_gets_a_newly_published_version(
     with TestClient(app, base_url=BASE_URL) as client:
         loaded(client, app)
         headers = cookie()
-        assert hero(page(client, headers)) == "Version one"
-        assert hero(page(client, headers)) == "Version one"
-        assert stats(app)["hit"] == 1  # remembered
+        for _ in range(3):  # remembered from the second, answered from memory on the third
+            assert hero(page(client, headers)) == "Version one"
+        assert stats(app)["hit"] == 1
         store.publish(make_zone_set(texts={"hero_headline": "Version two"}, input_hash="hash-version-2"))
         deadline = time.monotonic() + 5
         while hero(page(client, headers)) != "Version two":
@@ -136,8 +138,8 @@ def test_an_expired_cookie_is_not_honoured_from_the_cache(
     with TestClient(app, base_url=BASE_URL) as client:
         loaded(client, app)
         headers = cookie(ttl_s=600)
-        assert hero(page(client, headers)) == "PERSONAL"
-        assert hero(page(client, headers)) == "PERSONAL"
+        for _ in range(3):
+            assert hero(page(client, headers)) == "PERSONAL"
         assert stats(app)["hit"] == 1
         now[0] += 601  # the cookie has expired; nothing else changed
         html = page(client, headers)
@@ -155,11 +157,11 @@ def test_valid_until_is_honoured_from_the_cache(
     with TestClient(app, base_url=BASE_URL) as client:
         loaded(client, app)
         headers = cookie(ttl_s=30 * 86400)
-        for _ in range(2):
+        for _ in range(3):
             assert hero(page(client, headers)) == "FRESH CLAIM"
             body = client.get(f"/v1/zones?campaign={CAMPAIGN}", headers=headers).json()
             assert body["zones"]["hero_headline"]["text"] == "FRESH CLAIM"
-        assert stats(app)["hit"] == 2
+        assert stats(app)["hit"] == 3  # the page from its third view, the zones from their second
         now[0] = valid_until.timestamp() + 1  # past valid_until, nothing republished
         html = page(client, headers)
         assert "FRESH CLAIM" not in html and zones(html)["hero_headline"].rung == "segment"
@@ -203,7 +205,8 @@ def test_a_redis_fault_fallback_is_not_remembered(
         renderer.zone_set_reader._store.get = lambda *a: (_ for _ in ()).throw(redis.ConnectionError("down"))
         headers = cookie()
         try:
-            assert zones(page(client, headers))["hero_headline"].rung == "default"
+            for _ in range(2):  # the second time the cookie comes back: it would be remembered
+                assert zones(page(client, headers))["hero_headline"].rung == "default"
             assert len(renderer.known_pages) == 0
         finally:
             renderer.zone_set_reader._store.get = original
@@ -230,13 +233,21 @@ def _parts(
     return known, identifier, zone_cache, now
 
 
+def _seen_twice(identifier: Identifier, token: str) -> Any:
+    """The claims of a cookie token verified by one request and brought again by the next."""
+    for _ in range(2):
+        claims = identifier.verify(TokenKind.COOKIE, token, tenant=TENANT, campaign=CAMPAIGN)
+        assert claims is not None
+    return claims
+
+
 def _remembered(
     known: KnownVisitors[str], identifier: Identifier, zone_cache: ZoneSetCache, account: str
 ) -> Any:
-    """A cookie visit for `account`, verified and with its zone set cached, remembered."""
+    """A cookie visit for `account`, verified (and seen again) and with its zone set cached,
+    remembered."""
     token = link_token(account, kind=TokenKind.COOKIE)
-    claims = identifier.verify(TokenKind.COOKIE, token, tenant=TENANT, campaign=CAMPAIGN)
-    assert claims is not None
+    claims = _seen_twice(identifier, token)
     zone_set = make_zone_set(account)
     ticket = zone_cache.begin_fetch((TENANT, CAMPAIGN, account))
     zone_cache.put((TENANT, CAMPAIGN, account), zone_set, ticket)
@@ -283,8 +294,7 @@ def test_what_the_zone_set_cache_does_not_hold_is_not_remembered() -> None:
     """A fault's fallback (no cache entry), or a zone set the cache has since replaced."""
     known, identifier, zone_cache, _ = _parts()
     token = link_token("acct_b", kind=TokenKind.COOKIE)
-    claims = identifier.verify(TokenKind.COOKIE, token, tenant=TENANT, campaign=CAMPAIGN)
-    assert claims is not None
+    claims = _seen_twice(identifier, token)
     served = make_zone_set("acct_b")
     visitor = Visitor(Identity(IdentityMethod.COOKIE, "acct_b"), claims, Arm.PERSONAL, None)
     known.remember((CAMPAIGN, "landing", None, token), _view(), 0, visitor, "fallback")
@@ -293,6 +303,25 @@ def test_what_the_zone_set_cache_does_not_hold_is_not_remembered() -> None:
     visitor = Visitor(Identity(IdentityMethod.COOKIE, "acct_b"), claims, Arm.PERSONAL, served)
     known.remember((CAMPAIGN, "landing", None, token), _view(), 0, visitor, "older")
     assert len(known) == 0
+
+
+def test_a_token_is_remembered_from_the_second_request_that_brings_it() -> None:
+    """The doorkeeper: a send's one-time clicks do not fill the cache (nor push out the
+    visitors who do come back); the second request remembers, the third is answered."""
+    known, identifier, zone_cache, _ = _parts()
+    token = link_token("acct_c", kind=TokenKind.COOKIE)
+    zone_set = make_zone_set("acct_c")
+    ticket = zone_cache.begin_fetch((TENANT, CAMPAIGN, "acct_c"))
+    zone_cache.put((TENANT, CAMPAIGN, "acct_c"), zone_set, ticket)
+    key, view = (CAMPAIGN, "landing", None, token), _view()
+    remembered = []
+    for _ in range(2):
+        claims = identifier.verify(TokenKind.COOKIE, token, tenant=TENANT, campaign=CAMPAIGN)
+        visitor = Visitor(Identity(IdentityMethod.COOKIE, "acct_c"), claims, Arm.PERSONAL, zone_set)
+        remembered.append(known.remember(key, view, zone_cache.changes, visitor, "page of acct_c"))
+    assert remembered[0] is None and remembered[1] is not None
+    hit = known.get(key, view)
+    assert hit is not None and hit.result == "page of acct_c"
 
 
 @pytest.mark.parametrize("method", [IdentityMethod.IP, IdentityMethod.ANONYMOUS])

@@ -62,24 +62,24 @@ def test_metrics_count_requests_arms_rungs_and_caches(client: TestClient, store:
     assert client.get(f"/c/{CAMPAIGN}/continue").status_code == 200  # loads the campaign
     watcher = next(iter(client.app.state.renderer.watchers.values()))  # type: ignore[attr-defined]
     assert watcher.subscribed.wait(5)  # subscribing clears the campaign's cache: wait for it
-    for _ in range(3):
+    for _ in range(4):
         client.get(f"/c/{CAMPAIGN}", params={"wm": link_token()})
     client.cookies.clear()
     client.get(f"/c/{CAMPAIGN}")
     response = client.get("/metrics")
     assert response.headers["content-type"].startswith("text/plain")
     text = response.text
-    assert 'welcomemat_page_requests_total{arm="personal",route="/c/{campaign}",rung="personal"} 3.0' in text
+    assert 'welcomemat_page_requests_total{arm="personal",route="/c/{campaign}",rung="personal"} 4.0' in text
     assert 'welcomemat_page_requests_total{arm="anonymous",route="/c/{campaign}",rung="default"} 1.0' in text
-    # 1st: link only (cookie set); 2nd: link + cookie, full path, cache hits, remembered;
-    # 3rd: the same tokens, answered from the returning-visitor cache.
-    assert 'welcomemat_zone_cache_total{result="hit"} 1.0' in text
+    # 1st: link only (cookie set); 2nd: link + the new cookie, full path, cache hits; 3rd:
+    # both tokens seen again, full path, remembered; 4th: answered from memory.
+    assert 'welcomemat_zone_cache_total{result="hit"} 2.0' in text
     assert 'welcomemat_zone_cache_total{result="miss"} 1.0' in text
-    assert 'welcomemat_render_cache_total{result="hit"} 1.0' in text
+    assert 'welcomemat_render_cache_total{result="hit"} 2.0' in text
     assert 'welcomemat_known_visitor_cache_total{result="hit"} 1.0' in text
-    assert 'welcomemat_known_visitor_cache_total{result="miss"} 2.0' in text
+    assert 'welcomemat_known_visitor_cache_total{result="miss"} 3.0' in text
     assert "welcomemat_render_seconds_bucket" in text
-    assert 'welcomemat_identifications_total{method="link"} 3.0' in text
+    assert 'welcomemat_identifications_total{method="link"} 4.0' in text
 
 
 def test_each_app_has_its_own_registry(redis_client: redis.Redis, published: Campaign) -> None:

@@ -110,9 +110,10 @@ VIEW_RUNGS: Final = frozenset({"personal", "segment", "default", "plain"})
 #: derives keys of its own (`_derive_key`), so a token of one never verifies as another.
 _VIEW_SALT: Final = "welcomemat.view"
 _CLICK_SALT: Final = "welcomemat.click"
-#: View and click templates a signer remembers (`TokenSigner._view_like_template`): a hosted
-#: page signs a click token per CTA on every view, and a returning visitor's differ only in
-#: the view id and times. A few thousand templates of ~0.5 KiB each.
+#: View and click templates a signer remembers, but for the visitor's ids
+#: (`TokenSigner._view_like_template`): a hosted page signs a click token per CTA on every
+#: view, and the views of one page differ only in the visitor, the view id and the times.
+#: A few thousand entries of ~0.5 KiB each.
 _TEMPLATES_REMEMBERED: Final = 4096
 _INVITE_SALT: Final = "welcomemat.invite"
 #: What the key derivation puts between salt and key (the Django-style "concat" scheme the
@@ -325,6 +326,59 @@ class ViewTokenFields(TypedDict):
     ttl_s: NotRequired[int]
 
 
+def _template_parts(
+    *,
+    tenant: str,
+    campaign: str,
+    arm: Arm,
+    rung: str,
+    zone_set_version: int | None,
+    variant: str | None,
+    ttl_s: int,
+    click: tuple[str, str] | None,
+) -> tuple[str, str, str]:
+    """The compact JSON of a view or click token around its view id and visitor, every field
+    checked (InputError naming a bad one): (up to the view id, from the view id to the
+    visitor's ids, from those to the issue time).
+
+    Every string written was just checked to be an id, an arm or a rung (the view id is
+    checked by `ViewTokenTemplate.sign`, the account and contact by the caller): letters,
+    digits and `_ . -` only, nothing JSON escapes. So the JSON is written directly, in the key
+    order and form `json.dumps(separators=(",", ":"))` gives (what `verify_view` parses; tests
+    compare the two), at a fraction of the encoder's cost: this runs for every page view.
+    """
+    extra = ""
+    if click is not None:
+        extra = f',"z":"{_check_id("zone", click[0])}","k":"{_check_id("cta", click[1])}"'
+    tenant, campaign = _check_id("tenant", tenant), _check_id("campaign", campaign)
+    try:
+        arm_value = arm.value if isinstance(arm, Arm) else Arm(arm).value
+    except ValueError:
+        raise InputError(f"{arm!r} is not an arm", field="arm") from None
+    if rung not in VIEW_RUNGS:
+        raise InputError(f"{rung!r} is not a rung ({', '.join(sorted(VIEW_RUNGS))})", field="rung")
+    _check_ttl(ttl_s)
+    after = ""
+    if zone_set_version is not None:
+        if (
+            isinstance(zone_set_version, bool)
+            or not isinstance(zone_set_version, int)
+            or not 1 <= zone_set_version <= MAX_ZONE_SET_VERSION
+        ):
+            raise InputError(
+                f"zone-set version {zone_set_version!r} is not an integer from 1 to {MAX_ZONE_SET_VERSION}",
+                field="zone_set_version",
+            )
+        after = f',"v":{int(zone_set_version)}'
+    if variant is not None:
+        after += f',"x":"{_check_id("variant", variant)}"'
+    return (
+        f'{{"t":"{tenant}","c":"{campaign}","w":"',
+        f'","m":"{arm_value}","r":"{rung}"',
+        f'{after}{extra},"i":',
+    )
+
+
 class ViewTokenTemplate:
     """A view token with its view id and times left open (`TokenSigner.view_template`);
     `sign(view_id)` completes and signs it, issued now."""
@@ -377,9 +431,9 @@ class TokenSigner:
             kind: _prepared_macs(f"welcomemat.{kind.value}", keys) for kind in TokenKind
         }
         self._view_macs = _prepared_macs(_VIEW_SALT, keys)
-        # (key state, click ids, fields as given) -> the template they make, oldest first; only
-        # templates whose fields passed the checks are kept.
-        self._templates: OrderedDict[tuple[object, ...], ViewTokenTemplate] = OrderedDict()
+        # (key state, click ids, fields as given but the visitor's) -> the checked JSON around
+        # the view id and visitor (`_template_parts`), oldest first; only what passed is kept.
+        self._template_parts: OrderedDict[tuple[object, ...], tuple[str, str, str]] = OrderedDict()
         self._click_macs = _prepared_macs(_CLICK_SALT, keys)
         self._invite_macs = _prepared_macs(_INVITE_SALT, keys)
 
@@ -425,22 +479,19 @@ class TokenSigner:
         Both forms are the same format, and every verifier reads both.
         Bad ids or TTL: InputError naming the field.
         """
-        kind = TokenKind(kind)
+        if kind.__class__ is not TokenKind:  # a str: every first click signs a cookie
+            kind = TokenKind(kind)
         if compress is None:
             compress = kind is TokenKind.QR
-        payload: dict[str, str | int] = {
-            "t": _check_id("tenant", tenant),
-            "c": _check_id("campaign", campaign),
-            "a": _check_id("account", account),
-        }
-        if contact is not None:
-            payload["p"] = _check_id("contact", contact)
-        payload["i"], payload["e"] = self._lifetime(ttl_s)
+        _check_id("tenant", tenant)
+        _check_id("campaign", campaign)
+        _check_id("account", account)
+        person = "" if contact is None else f',"p":"{_check_id("contact", contact)}"'
+        issued_at, expires_at = self._lifetime(ttl_s)
         # Compact JSON (`json.dumps(separators=(",", ":"))`), written directly: every string was
         # just checked to be an id (nothing JSON escapes), the times are ints; tests compare.
-        person = "" if contact is None else f',"p":"{contact}"'
         raw = (
-            f'{{"t":"{tenant}","c":"{campaign}","a":"{account}"{person},"i":{payload["i"]},"e":{payload["e"]}}}'
+            f'{{"t":"{tenant}","c":"{campaign}","a":"{account}"{person},"i":{issued_at},"e":{expires_at}}}'
         ).encode("ascii")
         # The zlib form, marked by a leading ".", only when it saves 2 bytes or more.
         compressed = zlib.compress(raw) if compress else raw
@@ -460,7 +511,8 @@ class TokenSigner:
         tenant or campaign), TokenExpired or TokenFromFuture; never anything else for any
         token text.
         """
-        kind = TokenKind(kind)
+        if kind.__class__ is not TokenKind:  # a str (every first click verifies a TokenKind)
+            kind = TokenKind(kind)
         payload = self._unsign(kind, token)
         claims = self._claims(kind, payload)
         if claims.tenant != tenant:
@@ -495,9 +547,9 @@ class TokenSigner:
         variant: str | None = None,
         ttl_s: int = DEFAULT_VIEW_TTL_S,
     ) -> ViewTokenTemplate:
-        """Everything of a view token but the view id and the times, checked once: a returning
-        visitor's answers (`server.known_visitors`) differ only in those. `sign_view` is
-        `view_template(...).sign(view_id)`.
+        """Everything of a view token but the view id and the times, checked: a returning
+        visitor's answers (`server.known_visitors`) keep it and differ only in those. `sign_view`
+        is `view_template(...).sign(view_id)`.
 
         Bad ids, arm, rung, version or TTL: InputError naming the field.
         """
@@ -514,15 +566,42 @@ class TokenSigner:
             ttl_s=ttl_s,
         )
 
-    def click_template(self, *, zone: str, cta: str, **fields: Unpack[ViewTokenFields]) -> ViewTokenTemplate:
+    def click_template(
+        self,
+        *,
+        zone: str,
+        cta: str,
+        tenant: str,
+        campaign: str,
+        arm: Arm,
+        rung: str,
+        account: str | None = None,
+        contact: str | None = None,
+        zone_set_version: int | None = None,
+        variant: str | None = None,
+        ttl_s: int = DEFAULT_CLICK_TTL_S,
+    ) -> ViewTokenTemplate:
         """A click token with its view id and times left open: the view token's fields (as
         `view_template` takes them) and the zone and CTA id of the link; `sign(view_id)`
         completes it. The TTL defaults to `DEFAULT_CLICK_TTL_S`.
 
         Bad ids, arm, rung, version or TTL: InputError naming the field.
         """
-        fields.setdefault("ttl_s", DEFAULT_CLICK_TTL_S)
-        return self._view_like_template(self._click_macs[0], click=(zone, cta), **fields)
+        # The fields by name, not `**fields`: a hosted page calls this for every CTA of every
+        # view, and no dict is then packed and unpacked per call.
+        return self._view_like_template(
+            self._click_macs[0],
+            tenant=tenant,
+            campaign=campaign,
+            arm=arm,
+            rung=rung,
+            account=account,
+            contact=contact,
+            zone_set_version=zone_set_version,
+            variant=variant,
+            ttl_s=ttl_s,
+            click=(zone, cta),
+        )
 
     def _view_like_template(
         self,
@@ -540,7 +619,9 @@ class TokenSigner:
         click: tuple[str, str] | None = None,
     ) -> ViewTokenTemplate:
         """`view_template`'s work, for view tokens and (with `click`: zone and CTA id) click
-        tokens; remembered by the fields as given (their types too: `True` is not `1`)."""
+        tokens. What a page's views share (every field but the account and contact) is checked
+        once and remembered by the fields as given (their types too: `True` is not `1`); the
+        account and contact, new with each visitor of a send, are checked on every call."""
         fields: tuple[object, ...] = (
             mac,
             click,
@@ -548,74 +629,47 @@ class TokenSigner:
             campaign,
             arm,
             rung,
-            account,
-            contact,
             zone_set_version,
             type(zone_set_version),
             variant,
             ttl_s,
             type(ttl_s),
         )
-        templates = self._templates
+        shared = self._template_parts
         key: tuple[object, ...] | None = fields
         try:
-            template = templates.get(fields)
-        except TypeError:  # an unhashable field is no id: the checks below name it
-            template, key = None, None
-        if template is not None:
-            return template
-        # Not remembered: every field checked (InputError naming a bad one), then kept.
-        extra = (
-            ""
-            if click is None
-            else f',"z":"{_check_id("zone", click[0])}","k":"{_check_id("cta", click[1])}"'
-        )
-        tenant, campaign = _check_id("tenant", tenant), _check_id("campaign", campaign)
-        try:
-            arm_value = arm.value if isinstance(arm, Arm) else Arm(arm).value
-        except ValueError:
-            raise InputError(f"{arm!r} is not an arm", field="arm") from None
-        if rung not in VIEW_RUNGS:
-            raise InputError(f"{rung!r} is not a rung ({', '.join(sorted(VIEW_RUNGS))})", field="rung")
-        _check_ttl(ttl_s)
-        # Every string below was just checked to be an id, an arm or a rung (the view id is
-        # checked by `sign`): letters, digits and `_ . -` only, nothing JSON escapes. So the
-        # compact JSON is written directly, in the key order and form
-        # `json.dumps(separators=(",", ":"))` gives (what verify_view parses; tests compare the
-        # two), at a fraction of the encoder's cost: this runs for every /v1/zones answer.
-        rest = [f'","m":"{arm_value}","r":"{rung}"']
+            parts = shared.get(fields)
+        except TypeError:  # an unhashable field is no id: the checks name it
+            parts, key = None, None
+        if parts is None:
+            parts = _template_parts(
+                tenant=tenant,
+                campaign=campaign,
+                arm=arm,
+                rung=rung,
+                zone_set_version=zone_set_version,
+                variant=variant,
+                ttl_s=ttl_s,
+                click=click,
+            )
+            if key is not None:
+                if len(shared) >= _TEMPLATES_REMEMBERED:
+                    shared.popitem(last=False)
+                shared[key] = parts
+        head, before_visitor, after_visitor = parts
+        # The visitor's ids go between the rung and the version, in the order json.dumps keeps.
+        visitor = ""
         if account is not None:
-            rest.append(f',"a":"{_check_id("account", account)}"')
+            visitor = f',"a":"{_check_id("account", account)}"'
         if contact is not None:
-            rest.append(f',"p":"{_check_id("contact", contact)}"')
-        if zone_set_version is not None:
-            if (
-                isinstance(zone_set_version, bool)
-                or not isinstance(zone_set_version, int)
-                or not 1 <= zone_set_version <= MAX_ZONE_SET_VERSION
-            ):
-                raise InputError(
-                    f"zone-set version {zone_set_version!r} is not an integer"
-                    f" from 1 to {MAX_ZONE_SET_VERSION}",
-                    field="zone_set_version",
-                )
-            rest.append(f',"v":{int(zone_set_version)}')
-        if variant is not None:
-            rest.append(f',"x":"{_check_id("variant", variant)}"')
-        rest.append(extra)
-        rest.append(',"i":')
-        template = ViewTokenTemplate(
-            head=f'{{"t":"{tenant}","c":"{campaign}","w":"',
-            tail="".join(rest),
+            visitor += f',"p":"{_check_id("contact", contact)}"'
+        return ViewTokenTemplate(
+            head=head,
+            tail=before_visitor + visitor + after_visitor,
             ttl_s=ttl_s,
             mac=mac,  # the newest key's prepared state
             clock=self._clock,
         )
-        if key is not None:
-            if len(templates) >= _TEMPLATES_REMEMBERED:
-                templates.popitem(last=False)
-            templates[key] = template
-        return template
 
     def verify_view(self, token: str, *, tenant: str, campaign: str) -> ViewClaims:
         """The claims of a genuine view token for this tenant and campaign, issued not later

@@ -211,5 +211,5 @@ def test_a_value_equal_to_a_remembered_one_but_not_an_id_is_still_refused() -> N
 def test_a_signer_remembers_a_bounded_number_of_templates() -> None:
     warm = signer()
     for n in range(5000):
-        _click(warm, contact=f"ct_{n}")
-    assert len(warm._templates) == 4096
+        _click(warm, zone=f"zone_{n}")
+    assert len(warm._template_parts) == 4096

@@ -28,6 +28,7 @@ continuation page answers 404 here, with no cookie and no event.
 
 from __future__ import annotations
 
+import functools
 import logging
 from urllib.parse import quote
 
@@ -70,11 +71,16 @@ def _not_served(renderer: RendererState) -> Response:
     return HTMLResponse(html, status_code=404, headers=NO_STORE)
 
 
+@functools.lru_cache(maxsize=1024)
+def _location_header(location: str) -> tuple[bytes, bytes]:
+    # Remembered: every scan of a campaign goes to the same continuation URL.
+    return b"location", quote(location, safe=_URL_SAFE).encode("latin-1")
+
+
 def see_other(location: str) -> Response:
     """303 to `location`: the headers Starlette's `RedirectResponse` writes for it (tests compare),
     listed directly (`Set-Cookie` is appended to them)."""
-    headers = [_NO_STORE, _EMPTY, (b"location", quote(location, safe=_URL_SAFE).encode("latin-1"))]
-    return PreparedResponse(b"", headers, status_code=303)
+    return PreparedResponse(b"", [_NO_STORE, _EMPTY, _location_header(location)], status_code=303)
 
 
 @fail_closed("/q/{token}")

@@ -327,7 +327,7 @@ class ViewTokenFields(TypedDict):
 
 
 def _template_parts(
-    *,
+    click: tuple[str, str] | None,
     tenant: str,
     campaign: str,
     arm: Arm,
@@ -335,7 +335,7 @@ def _template_parts(
     zone_set_version: int | None,
     variant: str | None,
     ttl_s: int,
-    click: tuple[str, str] | None,
+    /,
 ) -> tuple[str, str, str]:
     """The compact JSON of a view or click token around its view id and visitor, every field
     checked (InputError naming a bad one): (up to the view id, from the view id to the
@@ -553,18 +553,8 @@ class TokenSigner:
 
         Bad ids, arm, rung, version or TTL: InputError naming the field.
         """
-        return self._view_like_template(
-            self._view_macs[0],
-            tenant=tenant,
-            campaign=campaign,
-            arm=arm,
-            rung=rung,
-            account=account,
-            contact=contact,
-            zone_set_version=zone_set_version,
-            variant=variant,
-            ttl_s=ttl_s,
-        )
+        fields = (tenant, campaign, arm, rung, account, contact, zone_set_version, variant, ttl_s)
+        return self._view_like_template(self._view_macs[0], None, *fields)
 
     def click_template(
         self,
@@ -587,36 +577,26 @@ class TokenSigner:
 
         Bad ids, arm, rung, version or TTL: InputError naming the field.
         """
-        # The fields by name, not `**fields`: a hosted page calls this for every CTA of every
-        # view, and no dict is then packed and unpacked per call.
-        return self._view_like_template(
-            self._click_macs[0],
-            tenant=tenant,
-            campaign=campaign,
-            arm=arm,
-            rung=rung,
-            account=account,
-            contact=contact,
-            zone_set_version=zone_set_version,
-            variant=variant,
-            ttl_s=ttl_s,
-            click=(zone, cta),
-        )
+        # The fields by name, not `**fields`, and passed on in order: a hosted page calls this
+        # for every CTA of every view, and no dict is then packed and unpacked per call.
+        click = (zone, cta)
+        fields = (tenant, campaign, arm, rung, account, contact, zone_set_version, variant, ttl_s)
+        return self._view_like_template(self._click_macs[0], click, *fields)
 
     def _view_like_template(
         self,
         mac: hmac.HMAC,
-        *,
+        click: tuple[str, str] | None,
         tenant: str,
         campaign: str,
         arm: Arm,
         rung: str,
-        account: str | None = None,
-        contact: str | None = None,
-        zone_set_version: int | None = None,
-        variant: str | None = None,
-        ttl_s: int = DEFAULT_VIEW_TTL_S,
-        click: tuple[str, str] | None = None,
+        account: str | None,
+        contact: str | None,
+        zone_set_version: int | None,
+        variant: str | None,
+        ttl_s: int,
+        /,
     ) -> ViewTokenTemplate:
         """`view_template`'s work, for view tokens and (with `click`: zone and CTA id) click
         tokens. What a page's views share (every field but the account and contact) is checked
@@ -642,16 +622,7 @@ class TokenSigner:
         except TypeError:  # an unhashable field is no id: the checks name it
             parts, key = None, None
         if parts is None:
-            parts = _template_parts(
-                tenant=tenant,
-                campaign=campaign,
-                arm=arm,
-                rung=rung,
-                zone_set_version=zone_set_version,
-                variant=variant,
-                ttl_s=ttl_s,
-                click=click,
-            )
+            parts = _template_parts(click, tenant, campaign, arm, rung, zone_set_version, variant, ttl_s)
             if key is not None:
                 if len(shared) >= _TEMPLATES_REMEMBERED:
                     shared.popitem(last=False)

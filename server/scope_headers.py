@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from starlette.types import Scope
 
-__all__ = ["header_value"]
+__all__ = ["header_value", "joined_header"]
 
 
 def header_value(scope: Scope, name: bytes) -> str | None:
@@ -20,3 +20,10 @@ def header_value(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return value.decode("latin-1")
     return None
+
+
+def joined_header(scope: Scope, name: bytes) -> str | None:
+    """Every `name` header, Latin-1 decoded and joined with "," (`",".join(Headers.getlist)`,
+    the one reading of a header a proxy may send several times), or None when there is none."""
+    values = [value.decode("latin-1") for key, value in scope["headers"] if key == name]
+    return ",".join(values) if values else None

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from server.campaigns import CampaignState
 from server.identify import Identifier, Identity, TrustedProxies
 from server.ip_index import IpAddress
+from server.scope_headers import joined_header
 from server.zone_set_reader import ZoneSetReader
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign.view import CampaignView
@@ -80,7 +81,7 @@ async def identify_visitor(
     def address() -> IpAddress | None:
         client = request.client
         return sources.proxies.client_address(
-            client.host if client else None, ",".join(request.headers.getlist("x-forwarded-for")) or None
+            client.host if client else None, joined_header(request.scope, b"x-forwarded-for") or None
         )
 
     identity, cookie_claims = sources.identifier.identify(

@@ -56,6 +56,7 @@ from server.identify import client_address, token_failure_reason
 from server.problems import HTTPProblem
 from server.rate_limit import RateLimiter, client_key
 from server.renderer_state import RendererState
+from server.scope_headers import joined_header
 from welcomemat.bounded_json import decode_json
 from welcomemat.errors import InputError, TokenError
 from welcomemat.ids import ID_PATTERN
@@ -231,7 +232,7 @@ class EventsApi:
         else:
             key = client_key(
                 client_address(
-                    peer, ",".join(request.headers.getlist("x-forwarded-for")) or None, renderer.proxies
+                    peer, joined_header(request.scope, b"x-forwarded-for") or None, renderer.proxies
                 )
             )
         if not self.limiter.allow(key):

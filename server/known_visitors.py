@@ -24,7 +24,7 @@ entries whose time is up are dropped as new ones come in.
 Remembered from a visitor's second request, not the first: every token the request carried
 must have come back after the request that verified it (`Identifier.trust`, the
 verification memo doubling as the cache's doorkeeper). Most link clicks and QR scans come
-once: remembering each cost a send's or a mail drop's first arrivals ~10 µs apiece, and their
+once: remembering each cost a send's or a mail drop's first arrivals ~8 µs apiece, and their
 entries pushed the visitors who do return out of the bound (bench/README.md). A returning
 visitor takes the full path twice, then the remembered answer.
 

@@ -479,7 +479,7 @@ class TokenSigner:
         Both forms are the same format, and every verifier reads both.
         Bad ids or TTL: InputError naming the field.
         """
-        if kind.__class__ is not TokenKind:  # a str: every first click signs a cookie
+        if kind.__class__ is not TokenKind:  # a member as it is, with no enum call (hot path)
             kind = TokenKind(kind)
         if compress is None:
             compress = kind is TokenKind.QR
@@ -511,7 +511,7 @@ class TokenSigner:
         tenant or campaign), TokenExpired or TokenFromFuture; never anything else for any
         token text.
         """
-        if kind.__class__ is not TokenKind:  # a str (every first click verifies a TokenKind)
+        if kind.__class__ is not TokenKind:  # a member as it is, with no enum call (hot path)
             kind = TokenKind(kind)
         payload = self._unsign(kind, token)
         claims = self._claims(kind, payload)

@@ -63,6 +63,31 @@ async def lifespan(app: ASGIApp, queue: asyncio.Queue[dict[str, str]], started: 
     await app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
 
 
+def bench_app(url: str, tuning: RendererTuning | None = None) -> ASGIApp:
+    """The renderer as the in-process benches build it: `bench_renderer.py`'s secret, host and
+    trusted proxy, the Redis at `url`."""
+    settings = Settings.from_env(
+        {
+            "WELCOMEMAT_SECRET": br.SECRET,
+            "REDIS_URL": url,
+            "WELCOMEMAT_ALLOWED_HOSTS": "127.0.0.1",
+            "WELCOMEMAT_TRUSTED_PROXIES": br.TRUSTED_PROXY,
+        }
+    )
+    return create_app(settings, redis_client=renderer_redis_client(url), tuning=tuning)
+
+
+async def start(app: ASGIApp) -> tuple[asyncio.Queue[dict[str, str]], asyncio.Task[None]]:
+    """`app` started (its lifespan); to stop it, put `{"type": "lifespan.shutdown"}` on the
+    queue and await the task."""
+    queue: asyncio.Queue[dict[str, str]] = asyncio.Queue()
+    started = asyncio.Event()
+    task = asyncio.create_task(lifespan(app, queue, started))
+    await queue.put({"type": "lifespan.startup"})
+    await started.wait()
+    return queue, task
+
+
 async def request(app: ASGIApp, target: str, headers: dict[str, str]) -> int:
     path, _, query = target.partition("?")
     scope = {
@@ -99,32 +124,19 @@ async def measure(
     """Calls per request of each path; with `rounds`, also the event loop thread's CPU per
     request of `rounds` unprofiled passes per path (in microseconds, sorted)."""
     visitors = br.publish(redis.Redis.from_url(url), 2_000, 64, (2 + rounds) * requests + WARM_UP)
-    settings = Settings.from_env(
-        {
-            "WELCOMEMAT_SECRET": br.SECRET,
-            "REDIS_URL": url,
-            "WELCOMEMAT_ALLOWED_HOSTS": "127.0.0.1",
-            "WELCOMEMAT_TRUSTED_PROXIES": br.TRUSTED_PROXY,
-        }
-    )
     tunings = {
         "cookie": RendererTuning(),
         "first": RendererTuning(known_visitor_entries=0),
         "miss": RendererTuning(zone_cache_entries=1, render_cache_entries=1),
     }
-    apps: dict[str, ASGIApp] = {
-        name: create_app(settings, redis_client=renderer_redis_client(url), tuning=tuning)
-        for name, tuning in tunings.items()
-    }
+    apps: dict[str, ASGIApp] = {name: bench_app(url, tuning) for name, tuning in tunings.items()}
     for path in ("zones", "link_first", "link_again", "qr", "ip", "anonymous"):
         apps[path] = apps["cookie"]
     queues: dict[str, asyncio.Queue[dict[str, str]]] = {}
     tasks = []
     for name in tunings:
-        queues[name], started = asyncio.Queue(), asyncio.Event()
-        tasks.append(asyncio.create_task(lifespan(apps[name], queues[name], started)))
-        await queues[name].put({"type": "lifespan.startup"})
-        await started.wait()
+        queues[name], task = await start(apps[name])
+        tasks.append(task)
     cookie = f"wm_{br.CAMPAIGN}="
     loads = br.loads(visitors)
     loads["first"] = loads["cookie"]

@@ -48,27 +48,12 @@ def drive(path: str, requests: int, pool: int, checkout: Path) -> None:
     import bench_renderer as br
     import redis
 
-    from server.app import create_app
-    from server.redis_guard import renderer_redis_client
-    from welcomemat.settings import Settings
     from welcomemat.storage.embedded_redis import temporary_redis
 
     async def serve(url: str) -> None:
         visitors = br.publish(redis.Redis.from_url(url), 1_000, 64, pool)  # the same setup for any count
-        settings = Settings.from_env(
-            {
-                "WELCOMEMAT_SECRET": br.SECRET,
-                "REDIS_URL": url,
-                "WELCOMEMAT_ALLOWED_HOSTS": "127.0.0.1",
-                "WELCOMEMAT_TRUSTED_PROXIES": br.TRUSTED_PROXY,
-            }
-        )
-        app = create_app(settings, redis_client=renderer_redis_client(url))
-        queue: asyncio.Queue[dict[str, str]] = asyncio.Queue()
-        started = asyncio.Event()
-        lifespan = asyncio.create_task(bc.lifespan(app, queue, started))
-        await queue.put({"type": "lifespan.startup"})
-        await started.wait()
+        app = bc.bench_app(url)
+        queue, lifespan = await bc.start(app)
         cookie = f"wm_{br.CAMPAIGN}="
         for account_cookie in visitors.cookies[: br.FIRST_CLICK_ACCOUNTS]:
             await bc.request(app, br.PATH, {"Cookie": cookie + account_cookie})

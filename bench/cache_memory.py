@@ -31,10 +31,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import bench_calls as bc  # noqa: E402
 import bench_renderer as br  # noqa: E402
 
-from server.app import create_app  # noqa: E402
-from server.redis_guard import renderer_redis_client  # noqa: E402
 from server.tuning import RendererTuning  # noqa: E402
-from welcomemat.settings import Settings  # noqa: E402
 from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
 
 OURS = (str(ROOT / "server") + "/", str(ROOT / "welcomemat") + "/")
@@ -45,20 +42,8 @@ TUNING = RendererTuning(zone_cache_ttl_s=3600.0)
 
 async def measure(url: str, visitors: int, top: int) -> None:
     published = br.publish(redis.Redis.from_url(url), visitors + WARM_UP, visitors + WARM_UP, 0)
-    settings = Settings.from_env(
-        {
-            "WELCOMEMAT_SECRET": br.SECRET,
-            "REDIS_URL": url,
-            "WELCOMEMAT_ALLOWED_HOSTS": "127.0.0.1",
-            "WELCOMEMAT_TRUSTED_PROXIES": br.TRUSTED_PROXY,
-        }
-    )
-    app = create_app(settings, redis_client=renderer_redis_client(url), tuning=TUNING)
-    queue: asyncio.Queue[dict[str, str]] = asyncio.Queue()
-    started = asyncio.Event()
-    task = asyncio.create_task(bc.lifespan(app, queue, started))
-    await queue.put({"type": "lifespan.startup"})
-    await started.wait()
+    app = bc.bench_app(url, TUNING)
+    queue, task = await bc.start(app)
     cookie = f"wm_{br.CAMPAIGN}="
 
     async def visit(i: int) -> None:

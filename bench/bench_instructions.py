@@ -22,6 +22,7 @@ import asyncio
 import importlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -107,6 +108,10 @@ def main() -> None:
     few, many = sorted(args.requests)
     if few == many or few < 1:
         parser.error("--requests: two different positive counts")
+    if not (args.checkout / "server" / "app.py").is_file():
+        parser.error(f"--checkout: {args.checkout} is not a checkout of this project (no server/app.py)")
+    if shutil.which("valgrind") is None:
+        parser.error("valgrind is not installed (Debian: apt-get install valgrind)")
     pool = WARM_UP + many  # first clicks and scans: every token new, in both runs
     print(f"instructions per request: (count at {many} - count at {few}) / {many - few}; {args.checkout}")
     for path in args.paths:

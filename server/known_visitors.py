@@ -1,5 +1,7 @@
-"""A returning visitor's answer, remembered: who the tokens say they are, their arm, and the
-page (or zones payload) they were served, by the tokens the request carries.
+"""A returning visitor's answer, remembered: who the tokens say they are (or the IP range
+placed them, or no one), their arm, and the page (or zones payload) they were served, by the
+tokens the request carries (`KnownVisitors`) or, without tokens, by where it comes from
+(`KnownAddresses`).
 
 For a returning visitor every page view asks the same questions and gets the same answers:
 the token verification memo, the arm's hash, the zone-set cache (a lock and an LRU move),
@@ -13,12 +15,18 @@ inputs can have changed. An entry stops being used as soon as:
   to page views, and a stale entry only means the full path, never stale copy;
 - the zone-set cache entry it was built from reaches its TTL, or the verification memo of a
   token it was built from does (monotonic time);
-- a token expires, or the personal zone set's `valid_until` passes (the renderer's clock).
+- a token expires, or the personal zone set's `valid_until` passes (the renderer's clock);
+- for an answer remembered by address: the campaign's IP ranges are reloaded (`state.ip_index`
+  is a new object, which is part of the key: the watcher reloads them at least every
+  `ip_refresh_s` and at once after an erasure), or `ADDRESS_TTL_S` passes.
 
 Only answers where every token the request carried was verified are remembered, and only
 when the zone set served is the one the zone-set cache holds. So refused tokens cannot fill
-it, a Redis fault's fallback copy is never remembered, and an IP-identified or anonymous
-visitor (no token) always takes the full path. Bounded: the oldest entries go first, and
+it, and a Redis fault's fallback copy is never remembered. A request whose tokens were all
+refused takes the full path every time (it is keyed by its tokens, which are never
+remembered); one without tokens is keyed by its TCP peer and `X-Forwarded-For` as sent, the
+only inputs of its client address (`TrustedProxies`), so a header no trusted proxy wrote gets
+the answer that header got, never another's. Bounded: the oldest entries go first, and
 entries whose time is up are dropped as new ones come in.
 
 Remembered from a visitor's second request, not the first: every token the request carried
@@ -26,7 +34,9 @@ must have come back after the request that verified it (`Identifier.trust`, the
 verification memo doubling as the cache's doorkeeper). Most link clicks and QR scans come
 once: remembering each cost a send's or a mail drop's first arrivals ~8 µs apiece, and their
 entries pushed the visitors who do return out of the bound (bench/README.md). A returning
-visitor takes the full path twice, then the remembered answer.
+visitor takes the full path twice, then the remembered answer. The same holds for an address
+(a bounded set of addresses seen once is its doorkeeper): an office's shared address comes
+back many times, a one-time anonymous visitor pays only a set insert.
 
 Event-loop only (no lock): `ZoneSetCache.changes` is written by watcher threads, and reading
 an int is atomic.
@@ -40,20 +50,31 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from server.identify import Identifier, IdentityMethod
+from server.identify import MEMO_TTL_S, Identifier, IdentityMethod
+from server.ip_index import IpRangeIndex
 from server.visitor import Visit, Visitor
 from server.zone_cache import ZoneSetCache
 from welcomemat.campaign.view import CampaignView
 from welcomemat.security.tokens import TokenKind
 
-__all__ = ["Known", "KnownVisitors", "VisitorKey"]
+__all__ = ["ADDRESS_TTL_S", "AddressKey", "Known", "KnownAddresses", "KnownVisitors", "VisitorKey"]
 
 T = TypeVar("T")
 
 # (campaign id, page id or route, link token, cookie token)
 VisitorKey = tuple[str, str, str | None, str | None]
+# (campaign id, page id or route, TCP peer, X-Forwarded-For as sent, the IP ranges looked up):
+# peer and header None when the campaign has no ranges (every visitor without tokens is then
+# anonymous, whatever their address, so they share one entry).
+AddressKey = tuple[str, str, str | None, str | None, IpRangeIndex]
+K = TypeVar("K", VisitorKey, AddressKey)
 
-_REMEMBERED_METHODS = (IdentityMethod.LINK, IdentityMethod.COOKIE)
+# How long an answer remembered by address stands at most (an IP-identified one also only
+# while its zone set's cache entry does): as long as a verified token's.
+ADDRESS_TTL_S = MEMO_TTL_S
+
+_TOKEN_METHODS = (IdentityMethod.LINK, IdentityMethod.COOKIE)
+_ADDRESS_METHODS = (IdentityMethod.IP, IdentityMethod.ANONYMOUS)
 
 
 @dataclass(slots=True)
@@ -65,12 +86,12 @@ class Known(Visit[T]):
     until_clock: float
 
 
-class KnownVisitors(Generic[T]):
-    """`VisitorKey` -> `Known[T]`, for one kind of answer (pages, or zones payloads)."""
+class _KnownAnswers(Generic[K, T]):
+    """`K` -> `Known[T]`, for one kind of answer (pages, or zones payloads): the look-up, the
+    bound and what an entry needs to be kept; when one may be kept is the subclass's."""
 
     def __init__(
         self,
-        identifier: Identifier,
         zone_cache: ZoneSetCache,
         *,
         max_entries: int,
@@ -79,19 +100,18 @@ class KnownVisitors(Generic[T]):
     ) -> None:
         if max_entries < 0:
             raise ValueError(f"max_entries must be >= 0, got {max_entries}")
-        self._identifier = identifier
         self._zone_cache = zone_cache
         self._max = max_entries
         self._clock = clock
         self._monotonic = monotonic  # the clock of the token memo's and zone cache's TTLs
         # Oldest first. An OrderedDict: dropping a plain dict's first key costs O(size) in
         # CPython (`next(iter())` walks the deleted slots at its front).
-        self._entries: OrderedDict[VisitorKey, Known[T]] = OrderedDict()
+        self._entries: OrderedDict[K, Known[T]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, key: VisitorKey, view: CampaignView) -> Known[T] | None:
+    def get(self, key: K, view: CampaignView) -> Known[T] | None:
         """The remembered answer, if every input it was built from still stands."""
         known = self._entries.get(key)
         if known is None:
@@ -106,47 +126,30 @@ class KnownVisitors(Generic[T]):
         del self._entries[key]
         return None
 
-    def remember(
+    def _store(
         self,
-        key: VisitorKey,
+        key: K,
         view: CampaignView,
         changes: int,
         visitor: Visitor,
         result: T,
+        until_monotonic: float,
+        until_clock: float,
     ) -> Known[T] | None:
-        """Remember what the full path answered, when it may be (see the module docstring);
-        the entry remembered, or None.
+        """Keep the answer within the caller's bounds, and for an account only while the zone
+        set it was built from is the one the zone-set cache holds and still valid; the entry
+        kept, or None.
 
         `changes` is `ZoneSetCache.changes` read before the visitor was identified (a change
         message arriving meanwhile then voids the entry).
         """
-        if self._max == 0:
-            return None
-        identity = visitor.identity
-        if identity.method not in _REMEMBERED_METHODS or identity.account is None:
-            return None
-        campaign, _, link_token, cookie_token = key
-        tenant = view.tenant
-        # Every token the request carried must have been verified: a refused one could
-        # become valid later (one from the future), and a refusal must not take room here.
-        if link_token is not None and identity.method is not IdentityMethod.LINK:
-            return None
-        if cookie_token is not None and visitor.cookie_claims is None:
-            return None
-        until_monotonic, until_clock = float("inf"), float("inf")
-        for kind, token in ((TokenKind.LINK, link_token), (TokenKind.COOKIE, cookie_token)):
-            if token is None:
-                continue
-            trust = self._identifier.trust(kind, token, tenant=tenant, campaign=campaign)
-            if trust is None or not trust.seen_again:
-                return None  # not verified, or only once so far (the module docstring)
-            until_monotonic = min(until_monotonic, trust.until_monotonic)
-            until_clock = min(until_clock, trust.expires_at)
-        cached_until = self._zone_cache.cached_until((tenant, campaign, identity.account), visitor.zone_set)
-        if cached_until is None:
-            return None  # not what the cache holds: a fault's fallback, or already replaced
-        until_monotonic = min(until_monotonic, cached_until)
-        zone_set = visitor.zone_set
+        identity, zone_set = visitor.identity, visitor.zone_set
+        if identity.account is not None:
+            account_key = (view.tenant, key[0], identity.account)  # key[0]: the campaign id
+            cached_until = self._zone_cache.cached_until(account_key, zone_set)
+            if cached_until is None:
+                return None  # not what the cache holds: a fault's fallback, or already replaced
+            until_monotonic = min(until_monotonic, cached_until)
         if zone_set is not None and zone_set.valid_until is not None:
             # Personal copy stops at valid_until; for segment copy this is only early.
             until_clock = min(until_clock, zone_set.valid_until.timestamp())
@@ -178,3 +181,95 @@ class KnownVisitors(Generic[T]):
             if oldest is None or entries[oldest].until_monotonic > now:
                 break
             del entries[oldest]
+
+
+class KnownVisitors(_KnownAnswers[VisitorKey, T]):
+    """Answers remembered by the tokens a request carries (link and cookie)."""
+
+    def __init__(
+        self,
+        identifier: Identifier,
+        zone_cache: ZoneSetCache,
+        *,
+        max_entries: int,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(zone_cache, max_entries=max_entries, clock=clock, monotonic=monotonic)
+        self._identifier = identifier
+
+    def remember(
+        self,
+        key: VisitorKey,
+        view: CampaignView,
+        changes: int,
+        visitor: Visitor,
+        result: T,
+    ) -> Known[T] | None:
+        """Remember what the full path answered for a request carrying tokens, when it may be
+        (see the module docstring); the entry remembered, or None. `changes`: see `_store`."""
+        if self._max == 0:
+            return None
+        identity = visitor.identity
+        if identity.method not in _TOKEN_METHODS or identity.account is None:
+            return None
+        campaign, _, link_token, cookie_token = key
+        tenant = view.tenant
+        # Every token the request carried must have been verified: a refused one could
+        # become valid later (one from the future), and a refusal must not take room here.
+        if link_token is not None and identity.method is not IdentityMethod.LINK:
+            return None
+        if cookie_token is not None and visitor.cookie_claims is None:
+            return None
+        until_monotonic, until_clock = float("inf"), float("inf")
+        for kind, token in ((TokenKind.LINK, link_token), (TokenKind.COOKIE, cookie_token)):
+            if token is None:
+                continue
+            trust = self._identifier.trust(kind, token, tenant=tenant, campaign=campaign)
+            if trust is None or not trust.seen_again:
+                return None  # not verified, or only once so far (the module docstring)
+            until_monotonic = min(until_monotonic, trust.until_monotonic)
+            until_clock = min(until_clock, trust.expires_at)
+        return self._store(key, view, changes, visitor, result, until_monotonic, until_clock)
+
+
+class KnownAddresses(_KnownAnswers[AddressKey, T]):
+    """Answers remembered by where a request without tokens comes from: its TCP peer and
+    X-Forwarded-For as sent (what the client address is worked out from, and nothing else),
+    and the IP-range index that placed it."""
+
+    def __init__(
+        self,
+        zone_cache: ZoneSetCache,
+        *,
+        max_entries: int,
+        ttl_s: float = ADDRESS_TTL_S,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(zone_cache, max_entries=max_entries, clock=clock, monotonic=monotonic)
+        self._ttl_s = ttl_s
+        # The doorkeeper: keys the full path answered once (insertion order, bounded).
+        self._seen: OrderedDict[AddressKey, None] = OrderedDict()
+
+    def remember(
+        self,
+        key: AddressKey,
+        view: CampaignView,
+        changes: int,
+        visitor: Visitor,
+        result: T,
+    ) -> Known[T] | None:
+        """Remember what the full path answered for a request that carried no token, from the
+        second time its key comes; the entry remembered, or None. `changes`: see `_store`."""
+        if self._max == 0 or visitor.identity.method not in _ADDRESS_METHODS:
+            return None
+        seen = self._seen
+        if key not in seen:
+            if len(seen) >= self._max:
+                seen.popitem(last=False)
+            seen[key] = None
+            return None
+        del seen[key]
+        until_monotonic = self._monotonic() + self._ttl_s
+        return self._store(key, view, changes, visitor, result, until_monotonic, float("inf"))

@@ -44,6 +44,8 @@ class PageStats(Collector):
         self.render_cache = {"hit": 0, "miss": 0}
         # Token-bearing requests answered from `server.known_visitors` (hit) or not (miss).
         self.known_visitors = {"hit": 0, "miss": 0}
+        # Requests without a token answered from it by their address (hit) or not (miss).
+        self.known_addresses = {"hit": 0, "miss": 0}
         # route -> per-bucket (not cumulative) counts, the last one for +Inf; and sums
         self._latency: dict[str, list[int]] = {}
         self._latency_sum: dict[str, float] = {}
@@ -118,6 +120,13 @@ class PageStats(Collector):
             "Requests with a token answered from the returning-visitor cache, by result (hit, miss).",
             "result",
             self.known_visitors,
+        )
+        yield self._family(
+            "welcomemat_known_address_cache",
+            "Requests without a token answered from the returning-visitor cache by their address, "
+            "by result (hit, miss).",
+            "result",
+            self.known_addresses,
         )
         latency = HistogramMetricFamily(
             "welcomemat_render_seconds", "Time to build a page response, by route.", labels=["route"]

@@ -21,7 +21,7 @@ import redis
 from server.campaigns import CampaignRegistry, CampaignState
 from server.engagement.events import EventWriter
 from server.identify import Identifier, TrustedProxies
-from server.known_visitors import KnownVisitors
+from server.known_visitors import KnownAddresses, KnownVisitors
 from server.metrics import RendererMetrics
 from server.redis_guard import FaultKind, RedisGuard
 from server.render import TEMPLATES_DIR, PageRenderer, RenderedPage, template_environment
@@ -86,6 +86,9 @@ class RendererState:
         self.known_pages: KnownVisitors[RenderedPage] = KnownVisitors(
             self.identifier, self.zone_cache, max_entries=tuning.known_visitor_entries, clock=clock
         )
+        self.known_page_addresses: KnownAddresses[RenderedPage] = KnownAddresses(
+            self.zone_cache, max_entries=tuning.known_visitor_entries, clock=clock
+        )
         self.campaigns = CampaignRegistry(
             client, self.guard, index_ttl_s=tuning.campaign_index_ttl_s, on_loaded=self._watch
         )
@@ -98,7 +101,9 @@ class RendererState:
             stream_maxlen=tuning.events_stream_maxlen,
         )
         # The pages' request steps (`server.visit`), their answer a rendered page.
-        self.page_visits: VisitResolver[RenderedPage] = VisitResolver(self, self.known_pages, self._render)
+        self.page_visits: VisitResolver[RenderedPage] = VisitResolver(
+            self, self.known_pages, self.known_page_addresses, self._render
+        )
         self.watchers: dict[tuple[str, str], CampaignWatcher] = {}
         self._watch_lock = threading.Lock()
         self._closed = False

@@ -34,8 +34,9 @@ class RendererTuning:
     # Rendered pages (a few KB each), keyed by campaign config, page, arm and zone-set version.
     render_cache_entries: int = 4_000
     # Returning visitors' answers remembered by their tokens (`server.known_visitors`), for
-    # pages and for /v1/zones each. An entry lives at most ~30-60 s (its TTLs) and may keep
-    # a page or payload alive after its own cache dropped it. 0: off.
+    # pages and for /v1/zones each, and as many again by address for visitors without tokens
+    # (with as many addresses seen once). An entry lives at most ~30-60 s (its TTLs) and may
+    # keep a page or payload alive after its own cache dropped it. 0: off.
     known_visitor_entries: int = 5_000
     # Verified tokens remembered (`server.identify`, at most a minute each), with the cookie a
     # link or QR arrival earned: a second click costs neither a verification nor a signing.

@@ -1,9 +1,10 @@
 """A request's steps, written once for the landing page, the continuation and `/v1/zones`.
 
-Find the campaign (loaded, else one guarded read of its config) ▸ for a visitor carrying
-tokens, the answer remembered for them (`server.known_visitors`) ▸ else identify the visitor
-(`server.visitor`: address, identification, arm, zone set) ▸ the route's answer for that
-visitor (a rendered page, a zones payload) ▸ remembered when it may be. What the route then
+Find the campaign (loaded, else one guarded read of its config) ▸ the answer remembered for
+the visitor (`server.known_visitors`: by the tokens they carry, else by where they come
+from) ▸ else identify the visitor (`server.visitor`: address, identification, arm, zone
+set) ▸ the route's answer for that visitor (a rendered page, a zones payload) ▸ remembered
+when it may be. What the route then
 does with the `Visit` (headers, cookie, view event, counters) stays the route's.
 
 A campaign that cannot be served is a `CampaignMiss`, not an exception: the pages answer
@@ -23,10 +24,10 @@ from starlette.requests import Request
 
 from server.campaigns import CampaignRegistry, CampaignState
 from server.cookies import identity_cookie
-from server.known_visitors import KnownVisitors
+from server.known_visitors import KnownAddresses, KnownVisitors
 from server.metrics import RendererMetrics
 from server.redis_guard import RedisUnavailable
-from server.visitor import Visit, Visitor, VisitorSources, identify_visitor
+from server.visitor import Visit, Visitor, VisitorSources, identify_visitor, request_origin
 from server.zone_cache import ZoneSetCache
 from welcomemat.campaign.view import CampaignView
 from welcomemat.errors import StoredValueError
@@ -79,22 +80,26 @@ class VisitResolver(Generic[T]):
     """Resolves requests to a `Visit` whose result is one route's kind of answer.
 
     `answer(view, slot, visitor)` builds that answer on the full path; `known` remembers it
-    for returning visitors. `slot` is the page id for pages, the route for an API.
+    for returning visitors by their tokens, `known_addresses` for those without tokens by
+    where they come from. `slot` is the page id for pages, the route for an API.
     """
 
     def __init__(
         self,
         sources: VisitSources,
         known: KnownVisitors[T],
+        known_addresses: KnownAddresses[T],
         answer: Callable[[CampaignView, str, Visitor], T],
     ) -> None:
         self._sources = sources
         self._known = known
+        self._known_addresses = known_addresses
         self._answer = answer
         # Read on every request: held here, one attribute away (this is the hot path).
         self._campaigns = sources.campaigns
         self._zone_cache = sources.zone_cache
         self._known_counts = sources.metrics.pages.known_visitors
+        self._address_counts = sources.metrics.pages.known_addresses
 
     async def resolve(
         self, request: Request, campaign_id: str, slot: str, link_token: str | None, page: bool
@@ -110,7 +115,7 @@ class VisitResolver(Generic[T]):
         if page and view.page(slot) is None:
             return CampaignMiss.NO_PAGE
         cookie_token = identity_cookie(request, campaign_id)
-        key = None
+        changes = self._zone_cache.changes  # read before any look-up: a change meanwhile voids the entry
         if link_token is not None or cookie_token is not None:
             key = (campaign_id, slot, link_token, cookie_token)
             known = self._known.get(key, view)
@@ -118,11 +123,20 @@ class VisitResolver(Generic[T]):
                 self._known_counts["hit"] += 1
                 return known
             self._known_counts["miss"] += 1
-        changes = self._zone_cache.changes  # read before any look-up: a change meanwhile voids the entry
-        visitor = await identify_visitor(self._sources, request, state, link_token, cookie_token)
-        result = self._answer(view, slot, visitor)
-        if key is not None:
+            visitor = await identify_visitor(self._sources, request, state, link_token, cookie_token)
+            result = self._answer(view, slot, visitor)
             known = self._known.remember(key, view, changes, visitor, result)
+        else:  # no token: an IP-identified or anonymous visitor, remembered by where they come from
+            origin = request_origin(request, state.ip_index)
+            address_key = (campaign_id, slot, origin.peer, origin.forwarded_for, origin.ip_index)
+            known = self._known_addresses.get(address_key, view)
             if known is not None:
+                self._address_counts["hit"] += 1
                 return known
+            self._address_counts["miss"] += 1
+            visitor = await identify_visitor(self._sources, request, state, None, None, origin)
+            result = self._answer(view, slot, visitor)
+            known = self._known_addresses.remember(address_key, view, changes, visitor, result)
+        if known is not None:
+            return known
         return Visit(view, visitor.identity, visitor.cookie_claims, visitor.arm, result)

@@ -13,13 +13,13 @@ app state: so the app state can build what depends on `Visitor` (`server.known_v
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from starlette.requests import Request
 
 from server.campaigns import CampaignState
 from server.identify import Identifier, Identity, TrustedProxies
-from server.ip_index import IpAddress
+from server.ip_index import IpAddress, IpRangeIndex
 from server.scope_headers import joined_header
 from server.zone_set_reader import ZoneSetReader
 from welcomemat.arms import Arm, assign_arm
@@ -27,7 +27,7 @@ from welcomemat.campaign.view import CampaignView
 from welcomemat.security.tokens import TokenClaims
 from welcomemat.zones.zoneset import ZoneSet
 
-__all__ = ["Visit", "Visitor", "VisitorSources", "identify_visitor"]
+__all__ = ["Origin", "Visit", "Visitor", "VisitorSources", "identify_visitor", "request_origin"]
 
 T = TypeVar("T")
 
@@ -66,23 +66,41 @@ class Visit(Generic[T]):
     result: T  # what the route serves: a rendered page, a zones payload
 
 
+class Origin(NamedTuple):
+    """Where a request comes from, as sent, and the campaign's IP ranges that may place it."""
+
+    peer: str | None  # the TCP peer
+    forwarded_for: str | None  # X-Forwarded-For, every line joined; None when absent or empty
+    ip_index: IpRangeIndex
+
+
+def request_origin(request: Request, ip_index: IpRangeIndex) -> Origin:
+    """The request's origin. Without ranges no address places anyone: then not read (None, None)."""
+    if not ip_index.size:
+        return Origin(None, None, ip_index)
+    scope = request.scope
+    client = scope.get("client")
+    return Origin(client[0] if client else None, joined_header(scope, b"x-forwarded-for") or None, ip_index)
+
+
 async def identify_visitor(
     sources: VisitorSources,
     request: Request,
     state: CampaignState,
     link_token: str | None,
     cookie_token: str | None,
+    origin: Origin | None = None,
 ) -> Visitor:
     """`cookie_token`: the campaign's cookie (`server.cookies.identity_cookie`), read by the
-    caller, which also keys `server.known_visitors` by it."""
+    caller, which also keys `server.known_visitors` by it. `origin`: where the request comes
+    from and the IP ranges to place it in, when the caller has read them (`request_origin`)."""
     view = state.view
     tenant, campaign_id = view.tenant, view.campaign_id
+    ip_index = state.ip_index if origin is None else origin.ip_index
 
     def address() -> IpAddress | None:
-        client = request.client
-        return sources.proxies.client_address(
-            client.host if client else None, joined_header(request.scope, b"x-forwarded-for") or None
-        )
+        where = origin if origin is not None else request_origin(request, ip_index)
+        return sources.proxies.client_address(where.peer, where.forwarded_for)
 
     identity, cookie_claims = sources.identifier.identify(
         tenant=tenant,
@@ -90,7 +108,7 @@ async def identify_visitor(
         link_token=link_token,
         cookie_token=cookie_token,
         address=address,  # asked only when no token identifies the visitor and ranges exist
-        ip_index=state.ip_index,
+        ip_index=ip_index,
         revocations=state.revocations,
     )
     arm = assign_arm(tenant, campaign_id, identity.account, view.campaign.holdout_fraction)

@@ -33,7 +33,7 @@ from starlette.responses import Response
 
 from server.cors import VARY_ORIGIN, allowed_origins, cors_headers, preflight_response, request_origin
 from server.identify import Identity
-from server.known_visitors import KnownVisitors
+from server.known_visitors import KnownAddresses, KnownVisitors
 from server.pages import new_view_id
 from server.prepared_response import PreparedResponse
 from server.problems import HTTPProblem, problem_response
@@ -94,7 +94,10 @@ class ZonesApi:
             max_entries=renderer.tuning.known_visitor_entries,
             clock=renderer.clock,
         )
-        self._visits = VisitResolver(renderer, known, self._build)
+        addresses: KnownAddresses[_Answer] = KnownAddresses(
+            renderer.zone_cache, max_entries=renderer.tuning.known_visitor_entries, clock=renderer.clock
+        )
+        self._visits = VisitResolver(renderer, known, addresses, self._build)
 
     async def preflight(self, request: Request) -> Response:
         """`OPTIONS /v1/zones?campaign=…`: the CORS grant for the campaign's origins only."""

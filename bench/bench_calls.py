@@ -49,7 +49,7 @@ from welcomemat.settings import Settings  # noqa: E402
 from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
 
 ASGIApp = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
-PATHS = ("cookie", "first", "zones", "miss", "link_first", "link_again", "qr", "ip", "anonymous")
+PATHS = ("cookie", "first", "zones", "miss", "link_first", "link_again", "qr", "ip", "ip_new", "anonymous")
 WARM_UP = 64
 
 
@@ -130,7 +130,7 @@ async def measure(
         "miss": RendererTuning(zone_cache_entries=1, render_cache_entries=1),
     }
     apps: dict[str, ASGIApp] = {name: bench_app(url, tuning) for name, tuning in tunings.items()}
-    for path in ("zones", "link_first", "link_again", "qr", "ip", "anonymous"):
+    for path in ("zones", "link_first", "link_again", "qr", "ip", "ip_new", "anonymous"):
         apps[path] = apps["cookie"]
     queues: dict[str, asyncio.Queue[dict[str, str]]] = {}
     tasks = []

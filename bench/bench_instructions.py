@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PATHS = ("link_first", "qr", "cookie", "ip", "anonymous", "link_again")
+PATHS = ("link_first", "qr", "cookie", "ip", "ip_new", "anonymous", "link_again")
 WARM_UP = 500
 _COLLECTED = re.compile(r"Collected : (\d+)")
 

@@ -104,7 +104,7 @@ ZONES_PATH = f"/v1/zones?campaign={CAMPAIGN}&wm="
 ORIGIN = "https://www.acmerevenue.example"
 PUBLISH_BATCH = 1_000
 # The arrival paths measured, each against the bare page of the same stack and worker count.
-KINDS = ("bare", "cookie", "link_first", "link_again", "qr", "ip", "anonymous", "zones")
+KINDS = ("bare", "cookie", "link_first", "link_again", "qr", "ip", "ip_new", "anonymous", "zones")
 LABELS = {
     "bare": "bare Starlette page (baseline)",
     "cookie": "cookie (returning visitor)",
@@ -112,6 +112,7 @@ LABELS = {
     "link_again": "email link, clicked again",
     "qr": "QR scan, first (303 + cookie)",
     "ip": "IP-identified (trusted proxy XFF)",
+    "ip_new": "IP-identified, address not seen lately",
     "anonymous": "anonymous",
     "zones": "/v1/zones (?wm= token)",
 }
@@ -125,12 +126,13 @@ IP_ACCOUNTS = 32
 TRUSTED_PROXY = "127.0.0.1/32"
 # The reference (`../shared/bench/same_work_app.py`): the paths it has, in the issue's order,
 # and where it lives by default (next to the repository, as the issue names it).
-REFERENCE_KINDS = ("cookie", "link_again", "anonymous", "ip", "link_first", "qr")
+REFERENCE_KINDS = ("cookie", "link_again", "anonymous", "ip", "ip_new", "link_first", "qr")
 REFERENCE_LABELS = {
     "cookie": "cookie",
     "link_again": "link clicked again",
     "anonymous": "anonymous",
     "ip": "IP-identified",
+    "ip_new": "IP-identified, new address",
     "link_first": "link, first click",
     "qr": "QR, first scan",
 }
@@ -219,13 +221,16 @@ class Visitors:
     """Per published account: its identification cookie and its signed link token; the
     first clicks of a send (`first_links`, `first_qr`: one token per contact, every one
     different, over the first `FIRST_CLICK_ACCOUNTS` accounts); the client addresses of
-    the accounts given IP ranges."""
+    the accounts given IP ranges: one each (`addresses`, a handful of offices coming back),
+    and every address of their ranges (`new_addresses`, walked in turn: more than the
+    renderer keeps of addresses seen once, so none of them is remembered)."""
 
     cookies: list[str]
     links: list[str]
     first_links: list[str] = field(default_factory=list)
     first_qr: list[str] = field(default_factory=list)
     addresses: list[str] = field(default_factory=list)
+    new_addresses: list[str] = field(default_factory=list)
 
 
 def publish(client: redis.Redis, accounts: int, links: int, first_clicks: int = 0) -> Visitors:
@@ -332,6 +337,9 @@ def publish(client: redis.Redis, accounts: int, links: int, first_clicks: int = 
     for i, account in enumerate(hot[:IP_ACCOUNTS]):
         ranges[account] = json.dumps([f"10.{i // 8}.{i % 8}.0/24"])
         visitors.addresses.append(f"10.{i // 8}.{i % 8}.7")
+    # each range's hosts, the ranges interleaved: 254 x 32 addresses before the first comes back
+    networks = [address.rsplit(".", 1)[0] for address in visitors.addresses]
+    visitors.new_addresses = [f"{network}.{host}" for host in range(1, 255) for network in networks]
     if ranges:
         client.hset(keys.ip_ranges_key(TENANT, CAMPAIGN), mapping=ranges)
     return visitors
@@ -689,6 +697,7 @@ def reference_loads(ref: ReferenceVisitors, visitors: Visitors) -> dict[str, Req
         "link_again": Request(PATH + "?wm=", ref.links),
         "qr": Request("/q/", ref.first_qr),
         "ip": Request(PATH, visitors.addresses, "X-Forwarded-For"),
+        "ip_new": Request(PATH, visitors.new_addresses, "X-Forwarded-For"),
         "anonymous": Request(PATH, [""]),
     }
 
@@ -702,6 +711,7 @@ def loads(visitors: Visitors) -> dict[str, Request]:
         "link_again": Request(PATH + "?wm=", visitors.links[:32]),  # the same links again, no cookie yet
         "qr": Request("/q/", visitors.first_qr),
         "ip": Request(PATH, visitors.addresses, "X-Forwarded-For"),
+        "ip_new": Request(PATH, visitors.new_addresses, "X-Forwarded-For"),
         "anonymous": Request(PATH, [""]),
         "zones": Request(ZONES_PATH, visitors.links[:32], fixed=(("Origin", ORIGIN),)),
     }

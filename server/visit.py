@@ -4,8 +4,8 @@ Find the campaign (loaded, else one guarded read of its config) ▸ the answer r
 the visitor (`server.known_visitors`: by the tokens they carry, else by where they come
 from) ▸ else identify the visitor (`server.visitor`: address, identification, arm, zone
 set) ▸ the route's answer for that visitor (a rendered page, a zones payload) ▸ remembered
-when it may be. What the route then
-does with the `Visit` (headers, cookie, view event, counters) stays the route's.
+when it may be. What the route then does with the `Visit` (headers, cookie, view event,
+counters) stays the route's.
 
 A campaign that cannot be served is a `CampaignMiss`, not an exception: the pages answer
 404 or the plain page, `/v1/zones` 404 or no zones. Redis faults while loading the config

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import socket
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -38,9 +39,21 @@ _AMBIGUOUS = "\0ambiguous"
 
 
 def normalise_ip(text: str) -> IpAddress | None:
-    """Parse an address; IPv4-mapped IPv6 (`::ffff:203.0.113.9`) becomes IPv4. None if invalid."""
+    """Parse an address; IPv4-mapped IPv6 (`::ffff:203.0.113.9`) becomes IPv4. None if invalid.
+
+    Dotted IPv4 text, the common case, is read by `inet_pton` (one C call, ~0.4 µs, against
+    ~1.5 µs for `ipaddress`, which parses it in Python: the cost of an address not seen
+    before). It accepts exactly what `ipaddress` does (four decimal octets of at most 255,
+    no leading zeros; tests/server/test_ip_index.py compares them); anything else is left to
+    `ipaddress`.
+    """
+    text = text.strip()
     try:
-        address = ipaddress.ip_address(text.strip())
+        return ipaddress.IPv4Address(int.from_bytes(socket.inet_pton(socket.AF_INET, text), "big"))
+    except (OSError, ValueError):  # not dotted IPv4 (ValueError: an embedded NUL)
+        pass
+    try:
+        address = ipaddress.ip_address(text)
     except ValueError:
         return None
     if isinstance(address, ipaddress.IPv6Address):

@@ -7,8 +7,11 @@ import json
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from server.ip_index import IpRangeIndex, normalise_ip, parse_ip_ranges
+from server.ip_index import IpAddress, IpRangeIndex, normalise_ip, parse_ip_ranges
+from tests.corpora import corpus_path
 
 
 def index(ranges: dict[str, list[str]]) -> IpRangeIndex:
@@ -102,3 +105,47 @@ def test_parse_skips_stored_ranges_no_tenant_may_allow() -> None:
     }
     idx = IpRangeIndex(parsed)
     assert lookup(idx, "198.51.100.1") is None and lookup(idx, "127.0.0.1") is None
+
+
+def _parsed_by_ipaddress(text: str) -> IpAddress | None:
+    """What `normalise_ip` answered before its IPv4 fast path: `ipaddress` alone."""
+    try:
+        address = ipaddress.ip_address(text.strip())
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return address.ipv4_mapped
+        if address.scope_id is not None:
+            return ipaddress.IPv6Address(address.compressed.split("%", 1)[0])
+    return address
+
+
+_OCTET_ISH = st.one_of(
+    st.integers(0, 300).map(str),
+    st.integers(0, 255).map(lambda n: f"0{n}"),  # a leading zero
+    st.sampled_from(["", "0x7f", "-1", "+1", "1e2", "٣", "１", " 1", "1 ", "\x00", "00"]),
+)
+
+
+@settings(max_examples=500)
+@given(
+    st.one_of(
+        st.lists(_OCTET_ISH, min_size=1, max_size=6).map(".".join),
+        st.ip_addresses().map(str),
+        st.text(alphabet="0123456789.:abcdefx%[] \t\n\x00", max_size=45),
+    )
+)
+def test_the_ipv4_fast_path_reads_exactly_what_ipaddress_reads(text: str) -> None:
+    assert normalise_ip(text) == _parsed_by_ipaddress(text)
+    assert normalise_ip(f" {text}\n") == _parsed_by_ipaddress(f" {text}\n")
+
+
+def test_the_ipv4_fast_path_agrees_with_ipaddress_on_the_url_corpus_hosts() -> None:
+    """Hosts written by browser vendors' URL tests (hex, octal, short, overlong forms)."""
+    cases = json.loads(corpus_path("wpt-url/urltestdata.json").read_text(encoding="utf-8"))
+    hosts = {c[key] for c in cases if isinstance(c, dict) for key in ("hostname", "input") if c.get(key)}
+    assert len(hosts) > 500
+    for host in hosts:
+        assert normalise_ip(host) == _parsed_by_ipaddress(host), repr(host)
+        assert normalise_ip(host.strip("[]")) == _parsed_by_ipaddress(host.strip("[]")), repr(host)

@@ -1,5 +1,5 @@
 """A renderer's memory follows its cache limits, not its visitors: after many more distinct
-visitors than any cache holds (cookies, link clicks, /v1/zones), every per-visitor cache
+visitors than any cache holds (cookies, link clicks, /v1/zones, addresses), every per-visitor cache
 holds at most its limit, and the visitors of the last requests are still served from them."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from tests.server.conftest import (
     accounts_in,
     link_token,
     make_zone_set,
+    publish_ip_ranges,
     renderer_app,
     tuning_for_tests,
 )
@@ -37,6 +38,8 @@ def test_caches_stay_within_their_limits_after_many_distinct_visitors(
     accounts = accounts_in(Arm.PERSONAL, VISITORS)
     for account in accounts:
         store.publish(make_zone_set(account, texts={"hero_headline": f"Congrats on the Series A, {account}"}))
+    # One account's IP range: visitors without tokens are then told apart by their address.
+    publish_ip_ranges(redis_client, TENANT, CAMPAIGN, {accounts[0]: ["203.0.113.0/24"]})
     app = renderer_app(redis_client=redis_client, tuning=tuning_for_tests(**LIMITS))
     renderer = app.state.renderer
     with TestClient(app, base_url=BASE_URL) as client:
@@ -53,10 +56,16 @@ def test_caches_stay_within_their_limits_after_many_distinct_visitors(
                 assert response.status_code == 200, path
                 assert account in response.text, path  # each visitor got their own copy
             client.cookies.clear()
+        for n in range(VISITORS):  # anonymous visitors, each from its own address, twice
+            for _ in range(2):
+                visitor = TestClient(app, base_url=BASE_URL, client=(f"198.51.100.{n}", 40000))
+                assert visitor.get(f"/c/{CAMPAIGN}").status_code == 200
 
         assert len(renderer.zone_cache) <= LIMITS["zone_cache_entries"]
         assert len(renderer.pages) <= LIMITS["render_cache_entries"]
         assert len(renderer.known_pages) <= LIMITS["known_visitor_entries"]
+        assert 0 < len(renderer.known_page_addresses) <= LIMITS["known_visitor_entries"]
+        assert len(renderer.known_page_addresses._seen) <= LIMITS["known_visitor_entries"]
         assert len(renderer.identifier) <= LIMITS["token_memo_entries"]
 
         # The most recent visitor is still held: their next page costs no Redis read.

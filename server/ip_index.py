@@ -163,6 +163,11 @@ class IpRangeIndex:
     def empty(cls) -> IpRangeIndex:
         return cls({})
 
+    def same_ranges(self, other: IpRangeIndex) -> bool:
+        """Whether `other` places every address where this one does (the same intervals and
+        owners): a reload that changed nothing keeps the index it would replace."""
+        return self._v4 == other._v4 and self._v6 == other._v6
+
     def lookup(self, address: IpAddress | None) -> str | None:
         """The account whose most specific block contains the address, or None."""
         if address is None:

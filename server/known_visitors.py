@@ -16,9 +16,10 @@ inputs can have changed. An entry stops being used as soon as:
 - the zone-set cache entry it was built from reaches its TTL, or the verification memo of a
   token it was built from does (monotonic time);
 - a token expires, or the personal zone set's `valid_until` passes (the renderer's clock);
-- for an answer remembered by address: the campaign's IP ranges are reloaded (`state.ip_index`
-  is a new object, which is part of the key: the watcher reloads them at least every
-  `ip_refresh_s` and at once after an erasure), or `ADDRESS_TTL_S` passes.
+- for an answer remembered by address: the campaign's IP ranges change (the watcher swaps in
+  a new `state.ip_index`, which is part of the key, when a reload would place some address
+  otherwise; it reloads them every `ip_refresh_s`, soon after change messages and at once
+  after an erasure), or `ADDRESS_TTL_S` passes.
 
 Only answers where every token the request carried was verified are remembered, and only
 when the zone set served is the one the zone-set cache holds. So refused tokens cannot fill

@@ -177,7 +177,11 @@ class CampaignWatcher:
         self._ip_due = self._clock() + self._tuning.ip_refresh_s
         self._ip_dirty_since = None
         tenant, campaign_id = self.state.tenant, self.state.campaign_id
-        self.state.ip_index = load_ip_index(self._client, tenant, campaign_id)
+        ip_index = load_ip_index(self._client, tenant, campaign_id)
+        if not ip_index.same_ranges(self.state.ip_index):
+            # A new object only when an address may be placed otherwise: answers remembered
+            # by address (`server.known_visitors`) are keyed by the index that placed them.
+            self.state.ip_index = ip_index
         revocations = load_revocations(self._client, tenant)
         if revocations != self.state.revocations:
             self.state.revocations = revocations

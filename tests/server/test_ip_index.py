@@ -149,3 +149,19 @@ def test_the_ipv4_fast_path_agrees_with_ipaddress_on_the_url_corpus_hosts() -> N
     for host in hosts:
         assert normalise_ip(host) == _parsed_by_ipaddress(host), repr(host)
         assert normalise_ip(host.strip("[]")) == _parsed_by_ipaddress(host.strip("[]")), repr(host)
+
+
+def test_an_index_of_the_same_ranges_places_every_address_the_same() -> None:
+    """What lets a reload that changed nothing keep the index (and what was remembered by it)."""
+    ranges = {
+        "acct_a": [ipaddress.ip_network("203.0.113.0/24")],
+        "acct_b": [ipaddress.ip_network("2001:db8::/48")],
+    }
+    index = IpRangeIndex(ranges)
+    assert index.same_ranges(IpRangeIndex(dict(reversed(list(ranges.items())))))
+    moved = {"acct_b": ranges["acct_a"], "acct_a": ranges["acct_b"]}
+    assert not index.same_ranges(IpRangeIndex(moved))
+    assert not index.same_ranges(IpRangeIndex({"acct_a": ranges["acct_a"]}))
+    assert not index.same_ranges(IpRangeIndex.empty()) and IpRangeIndex.empty().same_ranges(
+        IpRangeIndex.empty()
+    )

@@ -8,6 +8,7 @@ import ipaddress
 import json
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -38,6 +39,8 @@ from tests.server.pagetools import body_data, without_per_request_values, zones
 from welcomemat.arms import Arm
 from welcomemat.campaign.contract import Campaign
 from welcomemat.campaign.view import CampaignView
+from welcomemat.records.audit import Auditor, Via
+from welcomemat.records.subject_requests import Subject, erase
 from welcomemat.zones.store import ZoneSetStore
 
 IP_ACCOUNT = account_in(Arm.PERSONAL, prefix="ipk")
@@ -146,8 +149,9 @@ def test_a_one_time_address_is_not_remembered(apps: tuple[Starlette, Starlette])
 
 
 def test_changed_ip_ranges_place_a_remembered_address_anew(redis_client: redis.Redis, ranged: None) -> None:
-    """The range moves to another account: the address is served the new account's page as
-    soon as the renderer reloads its ranges; then they are dropped: anonymous."""
+    """Ranges reloaded every 50 ms but unchanged keep what was remembered; the range moves to
+    another account: the address is served the new account's page as soon as the renderer
+    reloads its ranges; then they are dropped: anonymous."""
     app = make_app(redis_client, ip_refresh_s=0.05)
     with TestClient(app):
         _loaded(app)
@@ -173,6 +177,25 @@ def test_a_remembered_ip_visitor_gets_a_newly_published_version(
             make_zone_set(IP_ACCOUNT, texts={"hero_headline": "Version two"}, input_hash="hash-version-2")
         )
         _eventually(lambda: hero(page(app, "203.0.113.9")) == "Version two")
+
+
+def test_an_erased_account_is_not_served_to_its_remembered_address(
+    redis_client: redis.Redis, ranged: None
+) -> None:
+    """An office address remembered for an account: once the account is erased (its ranges
+    dropped with it), that address gets the anonymous page, within the watcher's reaction."""
+    app = make_app(redis_client)
+    with TestClient(app):
+        _loaded(app)
+        for _ in range(3):
+            assert hero(page(app, "203.0.113.9")) == f"Hello {IP_ACCOUNT}"
+        assert stats(app)["hit"] == 1
+        auditor = Auditor("dpo", Via.CLI, lambda: datetime.now(UTC))
+        erase(redis_client, Subject(TENANT, IP_ACCOUNT), auditor=auditor, reason="request")
+        _eventually(lambda: body_data(page(app, "203.0.113.9"))["data-wm-arm"] == "anonymous")
+        for _ in range(3):  # and stays so, remembered again or not
+            html = page(app, "203.0.113.9")
+            assert body_data(html)["data-wm-arm"] == "anonymous" and IP_ACCOUNT not in html
 
 
 def _loaded(app: Starlette) -> None:

@@ -29,7 +29,7 @@ from server.prepared_response import PreparedResponse
 from server.problems import HTTPProblem, problem_response
 from server.query import query_values
 from server.random_ids import url_token
-from server.render import PLAIN_RUNG, ClickHref, RenderedPage
+from server.render import PLAIN_RUNG, RenderedPage
 from server.renderer_state import RendererState
 from server.scope_headers import header_value
 from server.security import csp_nonce
@@ -38,7 +38,7 @@ from server.visitor import Visit
 from welcomemat.arms import Arm
 from welcomemat.campaign.contract import CONTINUATION_PAGE_ID, LANDING_PAGE_ID
 from welcomemat.errors import InputError
-from welcomemat.security.tokens import TokenKind, TokenSigner
+from welcomemat.security.tokens import TokenKind, TokenSigner, ViewTokenTemplate
 
 __all__ = ["PageResponse", "continuation_page", "landing_page", "new_view_id"]
 
@@ -135,31 +135,33 @@ def _link_token(request: Request) -> str | None:
     return values[-1] if values else None
 
 
-def _click_links(
-    signer: TokenSigner, visit: Visit[RenderedPage], page: RenderedPage, view_id: str
-) -> ClickHref:
-    """The click redirect a CTA of this view links to: `/r/<click token>` (same origin, relative)."""
-    identity = visit.identity
-
-    def link(zone_id: str, cta_id: str) -> str | None:
-        try:
-            template = signer.click_template(
-                zone=zone_id,
-                cta=cta_id,
-                tenant=visit.view.tenant,
-                campaign=visit.view.campaign_id,
-                arm=visit.arm,
-                rung=page.best_rung,
-                account=identity.account,
-                contact=identity.contact,
-                zone_set_version=page.zone_set_version,
-                variant=page.variant,
-            )
-        except InputError:  # an id a token cannot carry (ids are checked at input): the CTA's own URL
-            return None
-        return f"/r/{template.sign(view_id)}"
-
-    return link
+def _click_templates(signer: TokenSigner, visit: Visit[RenderedPage]) -> tuple[ViewTokenTemplate | None, ...]:
+    """The click-token template of each CTA of the visit's page (None: an id a token cannot
+    carry; ids are checked at input, so the CTA then keeps its own URL). Worked out once per
+    remembered answer (`Visit.click_templates`): a returning visitor's views only sign them."""
+    templates = visit.click_templates
+    if templates is None:
+        page, identity, view = visit.result, visit.identity, visit.view
+        found: list[ViewTokenTemplate | None] = []
+        for _, zone_id, cta_id, _ in page.clicks:
+            try:
+                template: ViewTokenTemplate | None = signer.click_template(
+                    zone=zone_id,
+                    cta=cta_id,
+                    tenant=view.tenant,
+                    campaign=view.campaign_id,
+                    arm=visit.arm,
+                    rung=page.best_rung,
+                    account=identity.account,
+                    contact=identity.contact,
+                    zone_set_version=page.zone_set_version,
+                    variant=page.variant,
+                )
+            except InputError:
+                template = None
+            found.append(template)
+        templates = visit.click_templates = tuple(found)
+    return templates
 
 
 def _respond(
@@ -182,8 +184,13 @@ def _respond(
     arm_value, method_value = visit.arm.value, identity.method.value
     view_id = new_view_id()
     signer = renderer.signer
-    click_href = _click_links(signer, visit, page, view_id) if page.clicks and signer is not None else None
-    response = PageResponse(page.finish(csp_nonce(request.scope), view_id, click_href))
+    # The click redirect a CTA of this view links to: `/r/<click token>` (same origin, relative).
+    links = (
+        [None if t is None else f"/r/{t.sign(view_id)}" for t in _click_templates(signer, visit)]
+        if page.clicks and signer is not None
+        else ()
+    )
+    response = PageResponse(page.finish(csp_nonce(request.scope), view_id, links))
 
     if (
         identity.method is IdentityMethod.LINK

@@ -12,7 +12,7 @@ app state: so the app state can build what depends on `Visitor` (`server.known_v
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from starlette.requests import Request
@@ -24,7 +24,7 @@ from server.scope_headers import joined_header
 from server.zone_set_reader import ZoneSetReader
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.campaign.view import CampaignView
-from welcomemat.security.tokens import TokenClaims
+from welcomemat.security.tokens import TokenClaims, ViewTokenTemplate
 from welcomemat.zones.zoneset import ZoneSet
 
 __all__ = ["Origin", "Visit", "Visitor", "VisitorSources", "identify_visitor", "request_origin"]
@@ -64,6 +64,10 @@ class Visit(Generic[T]):
     cookie_claims: TokenClaims | None
     arm: Arm
     result: T  # what the route serves: a rendered page, a zones payload
+    # The click-token templates of a page's CTAs, in page order (None: the CTA keeps its own
+    # href), worked out by the page route on the first request of a remembered answer
+    # (`server.known_visitors`): they depend on nothing a later request of it can change.
+    click_templates: tuple[ViewTokenTemplate | None, ...] | None = field(default=None, kw_only=True)
 
 
 class Origin(NamedTuple):

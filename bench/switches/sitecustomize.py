@@ -21,4 +21,4 @@ if "events" in _WITHOUT:
 if "clicks" in _WITHOUT:
     from server import pages as _pages
 
-    _pages._click_links = lambda signer, visit, page, view_id: lambda zone_id, cta_id: None  # type: ignore[assignment]
+    _pages._click_templates = lambda signer, visit: (None,) * len(visit.result.clicks)  # type: ignore[assignment]

@@ -30,7 +30,7 @@ from tests.server.conftest import (
     renderer_settings,
     tuning_for_tests,
 )
-from tests.server.pagetools import without_per_request_values, zones
+from tests.server.pagetools import cta_destination, without_per_request_values, zones
 from welcomemat.arms import Arm
 from welcomemat.campaign.contract import Campaign
 from welcomemat.campaign.view import CampaignView
@@ -109,6 +109,39 @@ def test_a_returning_visitor_gets_what_the_full_path_gives(
         assert all(c == claims[0] for c in claims) and claims[0][2] == Arm.PERSONAL
         assert claims[0][4] is not None
         assert stats(cached)["hit"] >= hits + 1  # the link came back: remembered, then hits
+
+
+def test_a_remembered_answer_works_out_its_click_links_once(
+    redis_client: redis.Redis, published: Campaign, store: ZoneSetStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A returning visitor's views only sign their CTA's click token: what it says besides the
+    view (its template) comes with the remembered answer. Every view's link is still its own and
+    leads where the CTA does."""
+    store.publish(
+        make_zone_set(texts={"cta": "Book your review"}, hrefs={"cta": "https://meet.acmerevenue.example/r"})
+    )
+    app = make_app(redis_client)
+    with TestClient(app, base_url=BASE_URL) as client:
+        loaded(client, app)
+        signer = app.state.renderer.signer
+        worked_out: list[dict[str, Any]] = []
+        click_template = signer.click_template
+
+        def counted(**claims: Any) -> Any:
+            worked_out.append(claims)
+            return click_template(**claims)
+
+        monkeypatch.setattr(signer, "click_template", counted)
+        headers = cookie()
+        links: list[str | None] = []
+        for view in range(5):  # the full path twice (remembered from the second), then from memory
+            client.cookies.clear()
+            found = zones(client.get(f"/c/{CAMPAIGN}", headers=headers).text)
+            links.append(found["cta"].href)
+            assert len(worked_out) == min(view + 1, 2), view
+        assert stats(app)["hit"] == 3
+        assert len(set(links)) == len(links)  # a click names its view
+        assert {cta_destination(client, link) for link in links} == {"https://meet.acmerevenue.example/r"}
 
 
 def test_a_remembered_visitor_gets_a_newly_published_version(

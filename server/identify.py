@@ -103,6 +103,13 @@ class TrustedProxies:
 
     def __init__(self, cidrs: Iterable[str], *, remembered: int = _ADDRESSES_REMEMBERED) -> None:
         self._networks = tuple(ipaddress.ip_network(c, strict=False) for c in cidrs)
+        # Each network as (its address type, first, last) integers: a test is then comparisons
+        # of ints (~0.3 µs), not `address in network` per network (~1.2-1.5 µs for one), and an
+        # address not seen before is tested twice (the peer, then the client it speaks for).
+        self._ranges = tuple(
+            (type(n.network_address), int(n.network_address), int(n.broadcast_address))
+            for n in self._networks
+        )
         self._max = remembered
         # (peer, X-Forwarded-For) -> the client address: depends on nothing else
         self._addresses: OrderedDict[tuple[str | None, str | None], IpAddress | None] = OrderedDict()
@@ -126,9 +133,13 @@ class TrustedProxies:
         return bool(self._networks)
 
     def __contains__(self, address: object) -> bool:
-        return isinstance(address, ipaddress.IPv4Address | ipaddress.IPv6Address) and any(
-            address in network for network in self._networks
-        )
+        if not isinstance(address, ipaddress.IPv4Address | ipaddress.IPv6Address):
+            return False
+        value = int(address)
+        for family, first, last in self._ranges:
+            if first <= value <= last and isinstance(address, family):
+                return True
+        return False
 
 
 def _hop_address(hop: str) -> IpAddress | None:

@@ -279,6 +279,30 @@ def test_no_trusted_proxies_means_the_peer_is_the_client() -> None:
     assert client_address("10.0.0.1", "203.0.113.9", TrustedProxies([])) == ipaddress.ip_address("10.0.0.1")
 
 
+NETWORKS = st.tuples(st.ip_addresses(), st.integers(0, 128)).map(
+    lambda a: ipaddress.ip_network((a[0], a[1] % (a[0].max_prefixlen + 1)), strict=False)
+)
+
+
+@settings(max_examples=500)
+@given(networks=st.lists(NETWORKS, max_size=3), near=st.integers(-1, 1), data=st.data())
+def test_a_trusted_proxy_is_one_in_a_configured_network(
+    networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network], near: int, data: st.DataObject
+) -> None:
+    """Membership is what `ipaddress` says, at the networks' edges too, for either family: an
+    IPv4 address is never in an IPv6 network of the same integers, nor the other way round."""
+    proxies = TrustedProxies([str(n) for n in networks])
+    edges = [e for n in networks for e in (n.network_address, n.broadcast_address)]
+    address = data.draw(st.sampled_from(edges) | st.ip_addresses() if edges else st.ip_addresses())
+    value = int(address) + near
+    candidates = [ipaddress.IPv6Address(value)] if 0 <= value < 2**128 else []
+    if 0 <= value < 2**32:
+        candidates.append(ipaddress.IPv4Address(value))
+    for candidate in candidates:
+        assert (candidate in proxies) == any(candidate in n for n in networks), candidate
+    assert str(address) not in proxies and int(address) not in proxies  # only addresses are
+
+
 HOPS = st.sampled_from(["203.0.113.9", "10.0.0.2", "10.0.0.3:443", "[2001:db8::1]:443", "garbage", " ", ""])
 
 

@@ -40,7 +40,8 @@ class PageStats(Collector):
         # request, split into the request, zone and identification series at scrape time.
         self._pages: dict[tuple[str, str, str, tuple[tuple[str, int], ...], str | None], int] = {}
         self._identifications: dict[str, int] = {}  # those counted apart from a page (QR scans)
-        self.zone_cache = {"hit": 0, "miss": 0}
+        # Look-ups (hit, miss), and the hits that started a background re-read (refresh).
+        self.zone_cache = {"hit": 0, "miss": 0, "refresh": 0}
         self.render_cache = {"hit": 0, "miss": 0}
         # Token-bearing requests answered from `server.known_visitors` (hit) or not (miss).
         self.known_visitors = {"hit": 0, "miss": 0}
@@ -105,7 +106,7 @@ class PageStats(Collector):
         )
         yield self._family(
             "welcomemat_zone_cache",
-            "Zone-set cache lookups, by result (hit, miss).",
+            "Zone-set cache lookups, by result (hit, miss); refresh: hits that started a background re-read.",
             "result",
             self.zone_cache,
         )

@@ -5,6 +5,15 @@ of it (`invalidate`), when the subscriber had to reconnect and may have missed m
 (`clear_campaign`), and in any case after `ttl_s` (the safety net). "No zone set" is
 cached too, so an unknown account does not cost a Redis read per request.
 
+An entry read in the last part of its life (`REFRESH_AFTER` of the TTL gone) is due for a
+refresh: `lookup` says so once per entry, and the reader fetches it again in the background
+while requests go on being served the entry, which has not expired. So an account that keeps
+being visited never makes a request wait for its expiry's re-read. That wait was the first
+clicks' tail: the read runs in a worker thread, which under load waits for the interpreter
+lock after each blocking call (up to the 5 ms switch interval each time), and every request
+for the account joined it (130-180 ms, bench/README.md). Only accounts nobody visits late in
+an entry's life expire and are read on the next request.
+
 A read that started before an invalidation must not put the old value back after it:
 `begin_fetch` hands out a ticket, and `put` refuses a value older than the version an
 invalidation announced meanwhile, or fetched before its campaign was cleared.
@@ -26,12 +35,17 @@ __all__ = ["CacheKey", "ZoneSetCache"]
 
 CacheKey = tuple[str, str, str]  # tenant, campaign, account id
 
+# The share of an entry's TTL after which a read of it asks for a background refresh.
+REFRESH_AFTER = 0.75
+_CLAIMED = float("inf")  # an entry whose refresh was asked for: not asked again
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(slots=True)
 class _Entry:
     zone_set: ZoneSet | None
     expires_at: float
     epoch: int
+    refresh_at: float
 
 
 class ZoneSetCache:
@@ -42,6 +56,7 @@ class ZoneSetCache:
             raise ValueError(f"max_entries must be >= 1, got {max_entries}")
         self._max = max_entries
         self._ttl_s = ttl_s
+        self._refresh_s = ttl_s * REFRESH_AFTER
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: OrderedDict[CacheKey, _Entry] = OrderedDict()
@@ -57,15 +72,26 @@ class ZoneSetCache:
 
     def get(self, key: CacheKey) -> tuple[bool, ZoneSet | None]:
         """(hit, zone set). A miss is (False, None)."""
+        hit, zone_set, _ = self.lookup(key)
+        return hit, zone_set
+
+    def lookup(self, key: CacheKey) -> tuple[bool, ZoneSet | None, bool]:
+        """(hit, zone set, refresh): `refresh` is True for the first read of an entry past
+        `REFRESH_AFTER` of its TTL; the caller then fetches it again (`begin_fetch`, `put`)
+        and serves the entry meanwhile. A miss is (False, None, False)."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
-                return False, None
-            if entry.expires_at <= self._clock() or entry.epoch < self._cleared.get(key[:2], 0):
+                return False, None, False
+            now = self._clock()
+            if entry.expires_at <= now or entry.epoch < self._cleared.get(key[:2], 0):
                 del self._entries[key]
-                return False, None
+                return False, None, False
             self._entries.move_to_end(key)
-            return True, entry.zone_set
+            if entry.refresh_at <= now:
+                entry.refresh_at = _CLAIMED  # one refresh per entry; its `put` makes a new one
+                return True, entry.zone_set, True
+            return True, entry.zone_set, False
 
     def cached_until(self, key: CacheKey, zone_set: ZoneSet | None) -> float | None:
         """When the entry for `key` expires (this cache's clock), if it holds exactly
@@ -96,7 +122,7 @@ class ZoneSetCache:
             if min_version and (zone_set is None or zone_set.version < min_version):
                 return False
             now = self._clock()
-            self._entries[key] = _Entry(zone_set, now + self._ttl_s, ticket)
+            self._entries[key] = _Entry(zone_set, now + self._ttl_s, ticket, now + self._refresh_s)
             self._entries.move_to_end(key)
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)

@@ -7,6 +7,7 @@ the fallback. Faults are not cached, so the next request after Redis recovers re
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import redis
@@ -48,14 +49,35 @@ class ZoneSetReader:
         self._guard = guard
         self._metrics = metrics
         self._flights: SingleFlight[CacheKey, ZoneSetLookup] = SingleFlight()
+        self._refreshes: set[asyncio.Task[ZoneSetLookup]] = set()  # held: the loop keeps weak refs
 
     def cached(self, tenant: str, campaign: str, account: str) -> ZoneSetLookup | None:
         """The cached answer, without awaiting anything (the hot path); None on a miss."""
-        hit, zone_set = self._cache.get((tenant, campaign, account))
+        key = (tenant, campaign, account)
+        hit, zone_set, refresh = self._cache.lookup(key)
         if hit:
             self._metrics.pages.zone_cache["hit"] += 1
+            if refresh:
+                self._refresh(key)
             return ZoneSetLookup(zone_set)
         return None
+
+    def _refresh(self, key: CacheKey) -> None:
+        """Read `key` again in the background: the entry, not yet expired, is served meanwhile
+        (`server.zone_cache`). A fault leaves it to expire and be read on a later miss."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on the event loop (nothing serves from a thread): let it expire
+            return
+        self._metrics.pages.zone_cache["refresh"] += 1
+        task = loop.create_task(self._flights.run(key, lambda: self._fetch(key)))
+        self._refreshes.add(task)
+        task.add_done_callback(self._refreshed)
+
+    def _refreshed(self, task: asyncio.Task[ZoneSetLookup]) -> None:
+        self._refreshes.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.error("zone set refresh failed: %r", exc)
 
     async def get(self, tenant: str, campaign: str, account: str) -> ZoneSetLookup:
         lookup = self.cached(tenant, campaign, account)

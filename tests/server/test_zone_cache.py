@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.zone_cache import ZoneSetCache
+from server.zone_cache import REFRESH_AFTER, ZoneSetCache
 from tests.server.conftest import make_zone_set
 
 KEY = ("acme", "q4-pipeline", "acct_1")
@@ -91,3 +91,37 @@ def test_entries_whose_time_is_up_make_way_without_reaching_the_limit() -> None:
         key = ("acme", "q4-pipeline", f"acct_{i}")
         cache.put(key, None, cache.begin_fetch(key))
     assert len(cache) <= 31
+
+
+def test_an_entry_read_late_in_its_life_asks_once_for_a_refresh() -> None:
+    """Past `REFRESH_AFTER` of the TTL, the first read says "refresh" and still hits; later
+    reads do not ask again; the refreshed entry lives a whole TTL from its `put`."""
+    clock = Clock()
+    cache = ZoneSetCache(10, ttl_s=30, clock=clock)
+    zs = versioned(1)
+    cache.put(KEY, zs, cache.begin_fetch(KEY))  # type: ignore[arg-type]
+    clock.now = 30 * REFRESH_AFTER - 0.01
+    assert cache.lookup(KEY) == (True, zs, False)
+    clock.now = 30 * REFRESH_AFTER
+    assert cache.lookup(KEY) == (True, zs, True)
+    assert cache.lookup(KEY) == (True, zs, False)  # one refresh per entry
+    assert cache.get(KEY) == (True, zs)
+    fresh = versioned(1)
+    cache.put(KEY, fresh, cache.begin_fetch(KEY))  # type: ignore[arg-type]
+    clock.now = 30 * REFRESH_AFTER + 29.9  # past the first entry's expiry, inside the refreshed one's
+    assert cache.lookup(KEY) == (True, fresh, True)
+    clock.now += 0.2
+    assert cache.lookup(KEY) == (False, None, False)
+
+
+def test_a_refresh_older_than_an_invalidation_is_not_stored() -> None:
+    """A refresh is a fetch like a miss's: a version announced meanwhile wins."""
+    clock = Clock()
+    cache = ZoneSetCache(10, ttl_s=30, clock=clock)
+    cache.put(KEY, versioned(1), cache.begin_fetch(KEY))  # type: ignore[arg-type]
+    clock.now = 25
+    assert cache.lookup(KEY)[2]
+    ticket = cache.begin_fetch(KEY)
+    cache.invalidate(KEY, 2)
+    assert cache.put(KEY, versioned(1), ticket) is False  # type: ignore[arg-type]
+    assert cache.lookup(KEY) == (False, None, False)

@@ -531,6 +531,9 @@ class Result:
     requests: int
     cpu_us: float = 0.0  # the server process's CPU (user + system) per request
     redis_ops: float = 0.0  # Redis commands per request (INFO commandstats), all clients
+    # Redis's CPU per request: it shares CPU 1 with wrk at one worker, so what it spends on a
+    # server's requests is time wrk, which measures the latencies, does not run.
+    redis_cpu_us: float = 0.0
 
 
 def _ms(value: str, unit: str) -> float:
@@ -766,13 +769,16 @@ def one_setup(
         reused: set[str] = set()
         cpu = 1 if workers == 1 else None  # one worker: it has CPU 0, wrk CPU 1; else unpinned
         client = redis.Redis.from_url(redis_url)
+        redis_pid = int(client.info("server")["process_id"])
 
         def measure(
             process: subprocess.Popen[bytes], base: str, req: Request, at: dict[str, int], kind: str, who: str
         ) -> Result:
             cpu0, ops0 = tree_cpu_seconds(process.pid), renderer_ops(client)
+            redis0 = tree_cpu_seconds(redis_pid)
             result = run_wrk(base, req, args.seconds, args.connections, tmp, at[kind], cpu)
             result.cpu_us = (tree_cpu_seconds(process.pid) - cpu0) / max(result.requests, 1) * 1e6
+            result.redis_cpu_us = (tree_cpu_seconds(redis_pid) - redis0) / max(result.requests, 1) * 1e6
             result.redis_ops = (renderer_ops(client) - ops0) / max(result.requests, 1)
             at[kind] += result.requests  # first clicks: the next run goes on with new tokens
             if kind in ("link_first", "qr") and at[kind] > len(req.pool):
@@ -832,7 +838,7 @@ def print_against_reference(results: SetupResults) -> None:
     print(
         f"\n{'against the reference':<22} {'rend/ref req/s':>20} {'p99 rend/ref':>20} {'rend/bare':>18} "
         f"{'ref/bare':>9} {'rend req/s':>10} {'ref req/s':>9} {'p99 rend':>8} {'p99 ref':>7} "
-        f"{'cpu us rend':>11} {'ref':>5}"
+        f"{'cpu us rend':>11} {'ref':>5} {'redis cpu us rend':>17} {'ref':>5}"
     )
 
     def cell(values: list[float]) -> str:
@@ -851,7 +857,8 @@ def print_against_reference(results: SetupResults) -> None:
             f"{median(ref_bare):>9.2f} {median([m.rps for m in mine]):>10.0f} "
             f"{median([t.rps for t in theirs]):>9.0f} {median([m.p99_ms for m in mine]):>8.1f} "
             f"{median([t.p99_ms for t in theirs]):>7.1f} {median([m.cpu_us for m in mine]):>11.0f} "
-            f"{median([t.cpu_us for t in theirs]):>5.0f}"
+            f"{median([t.cpu_us for t in theirs]):>5.0f} {median([m.redis_cpu_us for m in mine]):>17.1f} "
+            f"{median([t.redis_cpu_us for t in theirs]):>5.1f}"
         )
     errors = sum(r.errors for runs in results.reference.values() for r in runs)
     print(f"reference errors (non-2xx/3xx, socket): {errors}")

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Redis's CPU per engagement event, by how the events are written.
+
+    .venv/bin/python bench/redis_event_cost.py [--events 60000] [--batch 100]
+
+At one worker the bench pins Redis to the CPU wrk runs on, so what Redis spends on each
+request's event is time the load generator does not run; in production it is the event
+stream's share of the Redis server. Each way writes the same view events (the renderer's 15
+fields) to a fresh stream on an embedded Redis, in batches, and reads Redis's own CPU
+(`INFO cpu`) before and after:
+
+- `lua`: the renderer's batch script (`server.engagement.events`, one call per batch);
+- `pipeline`: one XADD per event with all fields, in a redis-py pipeline;
+- `pipeline, 4 fields`: the same with the same-work reference's four fields;
+- `one entry a batch`: the batch's JSON in a single stream entry (a codec no reader reads
+  today: the floor a batched format would reach).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import redis  # noqa: E402
+
+from server.engagement import events  # noqa: E402
+from server.engagement.events import EngagementEvent, EventType  # noqa: E402
+from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
+
+WAYS = ("lua", "pipeline", "pipeline, 4 fields", "one entry a batch")
+
+
+def redis_cpu_s(client: redis.Redis) -> float:
+    info = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def view_events(count: int) -> list[EngagementEvent]:
+    return [
+        EngagementEvent(
+            type=EventType.VIEW,
+            tenant="acme",
+            campaign="q4-pipeline",
+            view_id=f"v{i:015d}",
+            ts_ms=1_764_800_000_000 + i,
+            arm="personal",
+            account=f"acct_{i % 32:06d}",
+            contact=f"contact_{i}",
+            rung="personal",
+            zone_set_version=3,
+            identified_by="link",
+            variant="a",
+            page="landing",
+        )
+        for i in range(count)
+    ]
+
+
+def write(client: redis.Redis, script: object, way: str, batch: list[EngagementEvent]) -> None:
+    if way in ("lua", "one entry a batch"):
+        for _, (_, parts) in events._serialise(batch).items():
+            payload = "[" + ",".join(parts) + "]"
+            if way == "lua":
+                script(keys=["bench:events"], args=[100_000, 86_400, payload, 3_600])  # type: ignore[operator]
+            else:
+                client.xadd("bench:events", {"b": payload}, maxlen=100_000, approximate=True)
+        return
+    pipe = client.pipeline(transaction=False)
+    for event in batch:
+        fields = {
+            n: v for n, v in zip(events._FIELDS, event._batch_entry()[1:], strict=True) if v is not None
+        }
+        if way == "pipeline, 4 fields":
+            fields = dict(list(fields.items())[:4])
+        pipe.xadd("bench:events", fields, maxlen=100_000, approximate=True)  # type: ignore[arg-type]
+    pipe.execute()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=60_000)
+    parser.add_argument("--batch", type=int, default=100)
+    args = parser.parse_args()
+    all_events = view_events(args.events)
+    with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as url:
+        client = redis.Redis.from_url(url)
+        script = client.register_script(events._WRITE_BATCH_LUA)
+        print(f"{args.events:,} view events in batches of {args.batch}, {len(events._FIELDS)} fields each")
+        print(f"{'written as':<20} {'redis cpu us/event':>18} {'wall us/event':>14}")
+        for way in WAYS:
+            client.delete("bench:events")
+            cpu0, wall0 = redis_cpu_s(client), time.perf_counter()
+            for start in range(0, args.events, args.batch):
+                write(client, script, way, all_events[start : start + args.batch])
+            cpu = (redis_cpu_s(client) - cpu0) / args.events * 1e6
+            wall = (time.perf_counter() - wall0) / args.events * 1e6
+            print(f"{way:<20} {cpu:>18.2f} {wall:>14.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -8,11 +8,11 @@ cached too, so an unknown account does not cost a Redis read per request.
 An entry read in the last part of its life (`REFRESH_AFTER` of the TTL gone) is due for a
 refresh: `lookup` says so once per entry, and the reader fetches it again in the background
 while requests go on being served the entry, which has not expired. So an account that keeps
-being visited never makes a request wait for its expiry's re-read. That wait was the first
-clicks' tail: the read runs in a worker thread, which under load waits for the interpreter
-lock after each blocking call (up to the 5 ms switch interval each time), and every request
-for the account joined it (130-180 ms, bench/README.md). Only accounts nobody visits late in
-an entry's life expire and are read on the next request.
+being visited never makes a request wait for its expiry's re-read. That wait made the
+slowest first clicks in the bench: the read runs in a worker thread, which under load waits
+for the interpreter lock after each blocking call (up to the 5 ms switch interval each time),
+and every request for the account joined it (130-184 ms, bench/README.md). Only accounts
+nobody visits late in an entry's life expire and are read on the next request.
 
 A read that started before an invalidation must not put the old value back after it:
 `begin_fetch` hands out a ticket, and `put` refuses a value older than the version an

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 import redis
 
 from server.metrics import RendererMetrics
@@ -27,10 +28,25 @@ class Clock:
         return self.now
 
 
-def reader_with(client: redis.Redis, clock: Clock) -> tuple[ZoneSetReader, RendererMetrics]:
+def reader_with(
+    client: redis.Redis, clock: Clock, cache: ZoneSetCache | None = None, faults: list[str] | None = None
+) -> tuple[ZoneSetReader, RendererMetrics]:
     metrics = RendererMetrics()
-    guard = RedisGuard(timeout_s=10, breaker=CircuitBreaker(3, 1.0), threads=2)
-    return ZoneSetReader(client, ZoneSetCache(100, TTL_S, clock=clock), guard, metrics), metrics
+    guard = RedisGuard(
+        timeout_s=10,
+        breaker=CircuitBreaker(3, 1.0),
+        threads=2,
+        on_fault=lambda op, kind: faults.append(kind) if faults is not None else None,
+    )
+    cache = cache if cache is not None else ZoneSetCache(100, TTL_S, clock=clock)
+    return ZoneSetReader(client, cache, guard, metrics), metrics
+
+
+@pytest.fixture
+def clock(store: ZoneSetStore) -> Clock:
+    """The account's first copy published; the clock of the cache the test builds."""
+    store.publish(make_zone_set(ACCOUNT, texts={"hero_headline": "First copy"}))
+    return Clock()
 
 
 def headline(lookup: object) -> str:
@@ -40,10 +56,8 @@ def headline(lookup: object) -> str:
 
 
 def test_an_account_visited_late_in_its_entry_is_read_again_while_it_is_served(
-    redis_client: redis.Redis, store: ZoneSetStore
+    redis_client: redis.Redis, store: ZoneSetStore, clock: Clock
 ) -> None:
-    store.publish(make_zone_set(ACCOUNT, texts={"hero_headline": "First copy"}))
-    clock = Clock()
     reader, metrics = reader_with(redis_client, clock)
 
     async def visits() -> None:
@@ -70,10 +84,8 @@ def test_an_account_visited_late_in_its_entry_is_read_again_while_it_is_served(
 
 
 def test_an_entry_nobody_reads_late_expires_and_is_read_on_the_next_request(
-    redis_client: redis.Redis, store: ZoneSetStore
+    redis_client: redis.Redis, clock: Clock
 ) -> None:
-    store.publish(make_zone_set(ACCOUNT, texts={"hero_headline": "First copy"}))
-    clock = Clock()
     reader, metrics = reader_with(redis_client, clock)
 
     async def visits() -> None:
@@ -89,25 +101,29 @@ def test_an_entry_nobody_reads_late_expires_and_is_read_on_the_next_request(
 
 
 def test_a_refresh_when_redis_is_down_leaves_the_entry_served_until_it_expires(
-    redis_client: redis.Redis, store: ZoneSetStore
+    redis_client: redis.Redis, clock: Clock
 ) -> None:
-    store.publish(make_zone_set(ACCOUNT, texts={"hero_headline": "First copy"}))
-    clock = Clock()
+    cache = ZoneSetCache(100, TTL_S, clock=clock)
+    reader, _ = reader_with(redis_client, clock, cache)
     dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)  # nothing listens there
-    reader, metrics = reader_with(redis_client, clock)
-    cache = reader._cache
+    faults: list[str] = []
+    broken, metrics = reader_with(dead, clock, cache, faults)  # the same cache, Redis gone
 
     async def visits() -> None:
         await reader.get(TENANT, CAMPAIGN, ACCOUNT)
-        broken = ZoneSetReader(dead, cache, reader._guard, metrics)  # the same cache, Redis gone
         clock.now = TTL_S * REFRESH_AFTER
         assert headline(broken.cached(TENANT, CAMPAIGN, ACCOUNT)) == "First copy"
-        while broken._refreshes:
+        for _ in range(500):
+            if faults:
+                break
             await asyncio.sleep(0.01)
+        assert faults == ["error"]
         assert headline(broken.cached(TENANT, CAMPAIGN, ACCOUNT)) == "First copy"
         clock.now = TTL_S
         assert broken.cached(TENANT, CAMPAIGN, ACCOUNT) is None
 
-    asyncio.run(visits())
-    dead.close()
+    try:
+        asyncio.run(visits())
+    finally:
+        dead.close()
     assert metrics.pages.zone_cache["refresh"] == 1

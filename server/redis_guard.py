@@ -84,6 +84,13 @@ class RedisGuard:
         self._limiter = anyio.CapacityLimiter(threads)
         self._on_fault = on_fault
 
+    @property
+    def background_room(self) -> bool:
+        """At least half the worker threads are free. Background reads (a zone set refreshed
+        before it expires) start only then: a request's read waits for a thread within its
+        budget, and must not find them all taken by work no request waits for."""
+        return self._limiter.borrowed_tokens * 2 < self._limiter.total_tokens
+
     async def call(self, op: str, fn: Callable[[], T], *, timeout_s: float | None = None) -> T:
         """`fn()` in a worker thread. Raises `RedisUnavailable` on a Redis fault, a timeout
         or an open breaker; `StoredValueError` (Redis answered, the value is bad) passes through.

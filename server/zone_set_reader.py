@@ -64,7 +64,10 @@ class ZoneSetReader:
 
     def _refresh(self, key: CacheKey) -> None:
         """Read `key` again in the background: the entry, not yet expired, is served meanwhile
-        (`server.zone_cache`). A fault leaves it to expire and be read on a later miss."""
+        (`server.zone_cache`). A fault leaves it to expire and be read on a later miss, and so
+        does a busy guard (`RedisGuard.background_room`): requests' reads come first."""
+        if not self._guard.background_room:
+            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # not on the event loop (nothing serves from a thread): let it expire

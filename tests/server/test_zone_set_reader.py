@@ -4,6 +4,7 @@ is read again in the background, so no request waits for the entry's expiry."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 import redis
@@ -29,10 +30,14 @@ class Clock:
 
 
 def reader_with(
-    client: redis.Redis, clock: Clock, cache: ZoneSetCache | None = None, faults: list[str] | None = None
+    client: redis.Redis,
+    clock: Clock,
+    cache: ZoneSetCache | None = None,
+    faults: list[str] | None = None,
+    guard: RedisGuard | None = None,
 ) -> tuple[ZoneSetReader, RendererMetrics]:
     metrics = RendererMetrics()
-    guard = RedisGuard(
+    guard = guard or RedisGuard(
         timeout_s=10,
         breaker=CircuitBreaker(3, 1.0),
         threads=2,
@@ -127,3 +132,35 @@ def test_a_refresh_when_redis_is_down_leaves_the_entry_served_until_it_expires(
     finally:
         dead.close()
     assert metrics.pages.zone_cache["refresh"] == 1
+
+
+def test_no_refresh_takes_a_thread_while_requests_reads_hold_half_of_them(
+    redis_client: redis.Redis, clock: Clock
+) -> None:
+    """A request's read waits for a worker thread within its budget: background refreshes
+    start only while at least half the guard's threads are free, else the entry expires as
+    it would without them."""
+    guard = RedisGuard(timeout_s=10, breaker=CircuitBreaker(3, 1.0), threads=2)
+    reader, metrics = reader_with(redis_client, clock, guard=guard)
+    release = threading.Event()
+
+    async def visits() -> None:
+        await reader.get(TENANT, CAMPAIGN, ACCOUNT)
+        held = asyncio.ensure_future(guard.call("held", lambda: release.wait(10)))  # one of two threads
+        for _ in range(500):
+            if not guard.background_room:
+                break
+            await asyncio.sleep(0.01)
+        clock.now = TTL_S * REFRESH_AFTER
+        assert headline(reader.cached(TENANT, CAMPAIGN, ACCOUNT)) == "First copy"  # served, no refresh
+        release.set()
+        await held
+        assert guard.background_room
+        clock.now = TTL_S
+        assert reader.cached(TENANT, CAMPAIGN, ACCOUNT) is None  # expired, to be read on this miss
+
+    try:
+        asyncio.run(visits())
+    finally:
+        release.set()
+    assert metrics.pages.zone_cache["refresh"] == 0

@@ -51,11 +51,12 @@ from welcomemat.campaign.config import decode_campaign_config
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.records.account_records import cited_facts
-from welcomemat.records.event_entries import KINDS, PoisonEvent, parse_event
+from welcomemat.records.event_entries import KINDS, PoisonEvent, entry_events, parse_event, parse_values
 from welcomemat.records.fold import FOLD_LUA, EventFold, fold_events
 from welcomemat.replies import reply_text
 from welcomemat.storage.redis_client import REDIS_OUTAGE_ERRORS
 from welcomemat.streams.consumer import ConsumerProcess, StreamConsumer
+from welcomemat.streams.groups import add_dead_letter_copy
 from welcomemat.streams.groups import ensure_group as ensure_stream_group
 from welcomemat.streams.handler import (
     ACK,
@@ -244,26 +245,37 @@ class Syncer(ConsumerProcess, StreamHandler):
     # -- folding -------------------------------------------------------------------------------
 
     def handle(self, batch: Sequence[Delivery]) -> list[Outcome]:
-        """Fold a batch: done entries are acknowledged; poison and failed folds are retried (and
-        dead-lettered by the loop after `max_deliveries`)."""
-        outcomes: dict[str, Outcome] = {}
-        folds: list[tuple[Delivery, EventFold]] = []
+        """Fold a batch: an entry is acknowledged once each of its events (one, or a batch's) is
+        folded, skipped or dead-lettered; an entry that does not decode, or one of whose folds
+        failed, is retried (and dead-lettered whole by the loop after `max_deliveries`). A broken
+        event of a batch entry that decodes is dead-lettered alone: it costs its batch nothing."""
+        failed: dict[str, str] = {}
+        folds: list[tuple[Delivery, EventFold, bool]] = []  # (entry, event, its page showed facts)
+        poison: list[tuple[Delivery, str, PoisonEvent]] = []  # broken events of batch entries
         for delivery in batch:
             tenant = delivery.stream.scope[0]
             try:
-                event = parse_event(tenant, delivery.entry_id, delivery.fields)
+                events = entry_events(delivery.entry_id, delivery.fields)
             except PoisonEvent as exc:
-                outcomes[delivery.entry_id] = retry(f"PoisonEvent: {exc}")
+                failed[delivery.entry_id] = f"PoisonEvent: {exc}"
                 continue
-            if event is None or not self._zone_known(event):
-                self.stats.skipped += 1
-                outcomes[delivery.entry_id] = ACK
-            else:
-                folds.append((delivery, event))
+            for name, values in events:
+                try:
+                    event = parse_values(tenant, name, values)
+                except PoisonEvent as exc:
+                    if name == delivery.entry_id:  # an entry of one event: the entry is poison
+                        failed[delivery.entry_id] = f"PoisonEvent: {exc}"
+                    else:
+                        poison.append((delivery, name, exc))
+                    continue
+                if event is None or not self._zone_known(event):
+                    self.stats.skipped += 1
+                else:
+                    folds.append((delivery, event, _shows_facts(values)))
         if folds:
             facts = self._facts_shown(folds)
             by_tenant: dict[str, list[tuple[Delivery, EventFold]]] = {}
-            for delivery, event in folds:
+            for delivery, event, _ in folds:
                 shown = facts.get((event.tenant, event.campaign, event.account_id, event.zone_set_version))
                 if shown:
                     event = dataclasses.replace(event, facts=shown)
@@ -276,16 +288,32 @@ class Syncer(ConsumerProcess, StreamHandler):
                     self._produce_alerts(tenant_folds, replies)
                 for (delivery, _), reply in zip(tenant_folds, replies, strict=True):
                     if isinstance(reply, str):
-                        outcomes[delivery.entry_id] = retry(f"fold failed: {reply}")
-                        continue
-                    if reply == -2:  # older than an erasure of its account or contact
+                        failed.setdefault(delivery.entry_id, f"fold failed: {reply}")
+                    elif reply == -2:  # older than an erasure of its account or contact
                         self.stats.skipped += 1
                     elif reply < 0:
                         self.stats.duplicates += 1
                     else:
                         self.stats.folded += 1
-                    outcomes[delivery.entry_id] = ACK
-        return [outcomes[delivery.entry_id] for delivery in batch]
+        # A retried entry is read again whole: its broken events are dead-lettered once it is done.
+        done_poison = [(d, name, exc) for d, name, exc in poison if d.entry_id not in failed]
+        if done_poison:
+            self._dead_letter_events(done_poison)
+        return [retry(failed[d.entry_id]) if d.entry_id in failed else ACK for d in batch]
+
+    def _dead_letter_events(self, poison: Sequence[tuple[Delivery, str, PoisonEvent]]) -> None:
+        """Copy each broken event of a batch entry, as an entry of its own named by the event
+        (`<entry id>.<index>`), with the reason, to its stream's dead-letter stream."""
+        pipe = self.client.pipeline(transaction=True)
+        for delivery, name, exc in poison:
+            values = next(v for n, v in entry_events(delivery.entry_id, delivery.fields) if n == name)
+            event = dataclasses.replace(
+                delivery, entry_id=name, fields={k.encode(): v.encode() for k, v in values.items()}
+            )
+            add_dead_letter_copy(pipe, event, f"PoisonEvent: {exc}", consumer=self.name)
+        pipe.execute()
+        for delivery, name, exc in poison:
+            self.stats.dead.append(f"{delivery.stream.scope[0]} {name}: PoisonEvent: {exc}")
 
     def _zone_known(self, event: EventFold) -> bool:
         """False for a click on a zone the campaign does not have (each would be a new record
@@ -334,13 +362,13 @@ class Syncer(ConsumerProcess, StreamHandler):
         self.stats.dead.append(f"{delivery.stream.scope[0]} {delivery.entry_id}: {reason}")
 
     def _facts_shown(
-        self, folds: Sequence[tuple[Delivery, EventFold]]
+        self, folds: Sequence[tuple[Delivery, EventFold, bool]]
     ) -> dict[tuple[str, str, str, int | None], tuple[CitedFact, ...]]:
         """Cited facts per (tenant, campaign, account, version) that the batch's pages showed."""
         wanted = {
             (event.tenant, event.campaign, event.account_id, event.zone_set_version)
-            for delivery, event in folds
-            if event.zone_set_version is not None and _shows_facts(_text_fields(delivery.fields))
+            for _, event, showed in folds
+            if event.zone_set_version is not None and showed
         }
         found: dict[tuple[str, str, str, int | None], tuple[CitedFact, ...]] = {}
         for tenant, campaign, account, version in sorted(wanted, key=str):
@@ -354,10 +382,3 @@ class Syncer(ConsumerProcess, StreamHandler):
                     found[(tenant, campaign, account, version)] = tuple(cited_facts(zone_set))
                     break
         return found
-
-
-def _text_fields(fields: Mapping[Any, Any]) -> dict[str, str]:
-    try:
-        return {reply_text(k): reply_text(v) for k, v in fields.items()}
-    except (UnicodeDecodeError, TypeError):
-        return {}

@@ -38,6 +38,7 @@ from redis.exceptions import RedisError
 
 from server.metrics import RendererMetrics
 from welcomemat import keys
+from welcomemat.records.event_entries import EVENT_FIELDS
 from welcomemat.security.tokens import ViewClaims
 
 __all__ = ["EngagementEvent", "EventType", "EventWriter", "new_event_id", "token_event"]
@@ -46,6 +47,9 @@ log = logging.getLogger(__name__)
 
 _BACKOFF_MIN_S = 0.1
 _BACKOFF_MAX_S = 5.0
+
+# The fields in the order the readers' codec lists them (`welcomemat.records.event_entries`).
+_FIELDS = EVENT_FIELDS
 
 # KEYS[1]: the stream. ARGV: maxlen, ttl seconds, the batch as one JSON array of entries,
 # and the dedup TTL. Each entry is positional: [dedup key or null, then the values of
@@ -56,23 +60,6 @@ _BACKOFF_MAX_S = 5.0
 # lists (bench/README.md, "Figures behind choices in the code"). Dedup keys are built by
 # `keys.beacon_view_key` with the stream's tenant hash tag (same Cluster slot). Returns the
 # number of entries written (the rest were duplicates).
-_FIELDS = (
-    "event_id",
-    "type",
-    "tenant",
-    "campaign",
-    "view_id",
-    "ts",
-    "arm",
-    "account",
-    "contact",
-    "zone",
-    "rung",
-    "version",
-    "identified_by",
-    "variant",
-    "page",
-)
 _WRITE_BATCH_LUA = (
     "local names = {"
     + ",".join(f"'{name}'" for name in _FIELDS)

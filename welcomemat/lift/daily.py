@@ -2,7 +2,7 @@
 
 The lift report (`welcomemat.lift.comparison`) counts from the account records, which keep totals and
 no dates. The days come from where dates are: the tenant's engagement event stream
-(`keys.events_stream_key`, each entry's `ts`, decoded by `welcomemat.records.event_entries`) and
+(`keys.events_stream_key`, each event's `ts`, decoded by `welcomemat.records.event_entries`) and
 the stored conversions (`occurred_at`). The stream keeps `keys.EVENTS_STREAM_TTL_S` (30 days
 after its last event) and is trimmed at the renderer's `events_stream_maxlen`, so the series
 covers what it still holds; a day's counts can therefore add up to less than the report's
@@ -28,7 +28,8 @@ from welcomemat.arms import Arm
 from welcomemat.errors import StoredValueError
 from welcomemat.lift.comparison import COMPARED_ARMS, AccountOutcome
 from welcomemat.records.conversions import ConversionType, iter_conversions
-from welcomemat.records.event_entries import PoisonEvent, parse_event
+from welcomemat.records.event_entries import PoisonEvent, parse_entry
+from welcomemat.records.fold import EventFold
 
 __all__ = ["DEFAULT_DAYS", "DailyCounts", "daily_counts", "series_groups"]
 
@@ -83,6 +84,17 @@ def _entries(client: redis.Redis, tenant: str, start_ms: int, end_ms: int) -> It
             return
 
 
+def _events(
+    client: redis.Redis, tenant: str, start_ms: int, end_ms: int
+) -> Iterator[tuple[str, EventFold | None | PoisonEvent]]:
+    """Each event of the entries written in the window (one per entry, or a batch's), by name."""
+    for entry_id, fields in _entries(client, tenant, start_ms, end_ms):
+        try:
+            yield from parse_entry(tenant, entry_id, fields)  # type: ignore[arg-type]
+        except PoisonEvent as exc:
+            yield entry_id, exc
+
+
 def daily_counts(
     client: redis.Redis,
     tenant: str,
@@ -127,11 +139,9 @@ def daily_counts(
             found.append((day, Arm.PERSONAL, outcome.variant))
         return found
 
-    for entry_id, fields in _entries(client, tenant, start_ms, end_ms):
-        try:
-            event = parse_event(tenant, entry_id, fields)  # type: ignore[arg-type]
-        except PoisonEvent as exc:
-            sink.append(f"{keys.events_stream_key(tenant)} {entry_id}: {exc}")
+    for name, event in _events(client, tenant, start_ms, end_ms):
+        if isinstance(event, PoisonEvent):
+            sink.append(f"{keys.events_stream_key(tenant)} {name}: {event}")
             continue
         if event is None or event.campaign != campaign or not start_ms <= event.ts_ms <= end_ms:
             continue

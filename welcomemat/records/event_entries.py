@@ -1,35 +1,166 @@
 """Reading an engagement event stream entry (`keys.events_stream_key`): the one decoder.
 
-The renderer writes entries (`server.engagement.events.EngagementEvent.stream_entry`); two readers fold
-or count them: the engagement sync (`outbound.sync`, into account records) and the results
-page's daily series (`welcomemat.lift.daily`). Both decode an entry here, so a field read by
-one is read the same way by the other.
+The renderer writes entries (`server.engagement.events`); readers fold, count, export or erase
+them: the engagement sync (`outbound.sync`, into account records), the results page's daily
+series (`welcomemat.lift.daily`) and the data subject requests
+(`welcomemat.records.subject_requests`). All of them read an entry here, so a field read by one
+is read the same way by the others.
+
+An entry holds one event or a batch of them:
+
+- one event: its fields as the entry's `field: value` pairs, unknown ones left out (what the
+  renderer's writer writes);
+- a batch (`BATCH_FIELD`): a JSON array of events, each an array of the values of
+  `EVENT_FIELDS` in that order, `null` where unknown. Every reader reads it, and an erasure
+  writes one back (`batch_fields`) without the erased subject's events. A whole batch in one
+  entry costs Redis about 1 µs of CPU an event, against 21 for the renderer's entry per event
+  (`bench/redis_event_cost.py`; bench/README.md, "The first clicks' tail"). An event of a batch
+  is named `<entry id>.<index>` (an id, like the entry's) where a reader names events (export,
+  dead letters, problems).
+
+Other fields may sit beside `BATCH_FIELD` (a dead-letter copy adds `source_id`, `error`, ...);
+they belong to the entry, not to its events.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from welcomemat.records.fold import EventFold, FoldKind
 from welcomemat.replies import reply_text
 
-__all__ = ["KINDS", "PoisonEvent", "parse_event"]
+__all__ = [
+    "BATCH_FIELD",
+    "EVENT_FIELDS",
+    "KINDS",
+    "MAX_BATCH_CHARS",
+    "MAX_BATCH_EVENTS",
+    "PoisonEvent",
+    "batch_fields",
+    "entry_events",
+    "parse_entry",
+    "parse_event",
+    "parse_values",
+]
 
 # Event type (as the renderer writes it) -> the record counter it adds to.
 KINDS: Mapping[str, FoldKind] = {"view": "views", "click": "clicks", "qr_scan": "qr"}
 
 
+# A batch entry's field, named with its codec's version: a batch of another layout gets a new
+# name, and a reader that does not know it reads no events into the wrong fields.
+BATCH_FIELD = "events.v1"
+# The fields of an event in a batch, in order (the renderer's writer builds its arrays so).
+EVENT_FIELDS = (
+    "event_id",
+    "type",
+    "tenant",
+    "campaign",
+    "view_id",
+    "ts",
+    "arm",
+    "account",
+    "contact",
+    "zone",
+    "rung",
+    "version",
+    "identified_by",
+    "variant",
+    "page",
+)
+# Limits checked before a batch is parsed (a renderer writes at most `event_batch_max`, 500 by
+# default, of at most ~1 KB each): whatever the stream holds, a reader's work stays bounded.
+MAX_BATCH_EVENTS = 10_000
+MAX_BATCH_CHARS = 8 * 1024 * 1024
+
+
 class PoisonEvent(ValueError):
-    """A stream entry that can never be folded (missing or malformed field)."""
+    """A stream entry, or an event of a batch, that can never be folded (missing or malformed field)."""
+
+
+def _text_fields(fields: Mapping[Any, Any]) -> dict[str, str]:
+    try:
+        return {reply_text(k): reply_text(v) for k, v in fields.items()}
+    except (UnicodeDecodeError, TypeError) as exc:
+        raise PoisonEvent(f"not UTF-8 text: {exc}") from None
+
+
+def entry_events(entry_id: str, fields: Mapping[Any, Any]) -> list[tuple[str, dict[str, str]]]:
+    """Each event of a stream entry as (its name, its fields): an entry of one event is itself,
+    named by the entry's id; a batch entry gives each of its events, named `<entry id>.<index>`.
+
+    Raises PoisonEvent when the entry does not decode (not UTF-8, a batch that is not JSON, over
+    the limits, or an event that is not an array of `EVENT_FIELDS` strings and nulls): a batch
+    is read whole or not at all.
+    """
+    values = _text_fields(fields)
+    batch = values.get(BATCH_FIELD)
+    if batch is None:
+        return [(entry_id, values)]
+    if len(batch) > MAX_BATCH_CHARS:
+        raise PoisonEvent(f"batch of {len(batch):,} characters; at most {MAX_BATCH_CHARS:,} are read")
+    try:
+        decoded = json.loads(batch)
+    except (ValueError, RecursionError) as exc:
+        raise PoisonEvent(f"batch is not JSON: {exc}") from None
+    if not isinstance(decoded, list):
+        raise PoisonEvent("batch is not a JSON array")
+    if len(decoded) > MAX_BATCH_EVENTS:
+        raise PoisonEvent(f"batch of {len(decoded):,} events; at most {MAX_BATCH_EVENTS:,} are read")
+    events: list[tuple[str, dict[str, str]]] = []
+    width = len(EVENT_FIELDS)
+    for index, event in enumerate(decoded):
+        if (
+            not isinstance(event, list)
+            or len(event) != width
+            or not all(value is None or isinstance(value, str) for value in event)
+        ):
+            raise PoisonEvent(f"event {index} of the batch is not an array of {width} strings or nulls")
+        named = {name: value for name, value in zip(EVENT_FIELDS, event, strict=True) if value is not None}
+        events.append((f"{entry_id}.{index}", named))
+    return events
+
+
+def batch_fields(
+    events: Sequence[Mapping[str, str]], beside: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """A batch entry's fields holding `events` (each `EVENT_FIELDS` name -> value; other names
+    are not kept), with the entry's other fields `beside` it. What an erasure writes back of a
+    batch it took an event out of: the same codec the renderer writes."""
+    rows = [[event.get(name) for name in EVENT_FIELDS] for event in events]
+    return {**(beside or {}), BATCH_FIELD: json.dumps(rows, separators=(",", ":"))}
+
+
+def parse_entry(
+    tenant: str, entry_id: str, fields: Mapping[Any, Any]
+) -> list[tuple[str, EventFold | None | PoisonEvent]]:
+    """Each event of a stream entry (`entry_events`) as its name and its fold: an EventFold,
+    None when it is not one to fold, or the PoisonEvent that says why it never will be. Raises
+    PoisonEvent when the entry itself does not decode."""
+    parsed: list[tuple[str, EventFold | None | PoisonEvent]] = []
+    for name, values in entry_events(entry_id, fields):
+        try:
+            parsed.append((name, parse_values(tenant, name, values)))
+        except PoisonEvent as exc:
+            parsed.append((name, exc))
+    return parsed
 
 
 def parse_event(tenant: str, entry_id: str, fields: Mapping[Any, Any]) -> EventFold | None:
-    """One stream entry as a fold, None when it is not one to fold, PoisonEvent when it is broken."""
-    try:
-        values = {reply_text(k): reply_text(v) for k, v in fields.items()}
-    except (UnicodeDecodeError, TypeError) as exc:
-        raise PoisonEvent(f"not UTF-8 text: {exc}") from None
+    """A stream entry of one event as a fold, None when it is not one to fold, PoisonEvent when
+    it is broken (a batch entry is read by `parse_entry`)."""
+    values = _text_fields(fields)
+    if BATCH_FIELD in values:
+        raise PoisonEvent("a batch entry holds several events: read it with parse_entry")
+    return parse_values(tenant, entry_id, values)
+
+
+def parse_values(tenant: str, name: str, values: Mapping[str, str]) -> EventFold | None:
+    """One event's fields (text) as a fold, None when it is not one to fold, PoisonEvent when it is
+    broken; `name` (the entry's id, or a batch event's `entry_events` name) stands in for a missing
+    event id."""
     kind = KINDS.get(values.get("type", ""))
     account = values.get("account")
     if kind is None or not account:
@@ -53,7 +184,7 @@ def parse_event(tenant: str, entry_id: str, fields: Mapping[Any, Any]) -> EventF
             campaign=values["campaign"],
             kind=kind,
             ts_ms=ts_ms,
-            event_id=values.get("event_id") or entry_id,
+            event_id=values.get("event_id") or name,
             arm=values.get("arm"),
             contact=values.get("contact"),
             zone=values.get("zone"),

@@ -52,6 +52,7 @@ from welcomemat.records.account_records import contact_erasure, iter_account_rec
 from welcomemat.records.audit import AuditAction, Auditor, queue_entry, read_entries
 from welcomemat.records.conversions import iter_conversions
 from welcomemat.records.erasure import ErasureMark, account_field, contact_field, email_field
+from welcomemat.records.event_entries import BATCH_FIELD, PoisonEvent, batch_fields, entry_events
 from welcomemat.replies import reply_text_lossy
 from welcomemat.zones.overview_index import queue_prune, register_index_scripts
 from welcomemat.zones.store import ZoneSetChange, ZoneSetStore
@@ -209,12 +210,16 @@ def erase(
     for campaign in campaign_ids:
         _erase_in_campaign(client, subject, campaign, report)
     # The tenant's slot: what is found now goes, with the audit entry, in one transaction.
-    events = _stream_entries(client, keys.events_stream_key(tenant), account, contact)
-    dead = _stream_entries(client, keys.events_dead_letter_key(tenant), account, contact)
-    outbox = [] if contact is not None else _outbox_entries(client, tenant, account)
+    events = list(_stream_matches(client, keys.events_stream_key(tenant), account, contact))
+    dead = list(_stream_matches(client, keys.events_dead_letter_key(tenant), account, contact))
+    outbox = (
+        []
+        if contact is not None
+        else [_Match(i, [(i, {})]) for i in _outbox_entries(client, tenant, account)]
+    )
     # Seller alerts name the account (and the contact, when the visit did) in their fields.
-    alerts = _stream_entries(client, keys.seller_alert_outbox_key(tenant), account, contact)
-    dead_alerts = _stream_entries(client, keys.seller_alert_dead_letter_key(tenant), account, contact)
+    alerts = list(_stream_matches(client, keys.seller_alert_outbox_key(tenant), account, contact))
+    dead_alerts = list(_stream_matches(client, keys.seller_alert_dead_letter_key(tenant), account, contact))
     markers = (
         []
         if contact is not None
@@ -240,7 +245,7 @@ def erase(
             pipe.hset(record_key, "profile", profile)
         if counters:
             pipe.hdel(record_key, *counters)
-    for kind, key, ids in (
+    for kind, key, matches in (
         ("events", keys.events_stream_key(tenant), events),
         ("dead-lettered events", keys.events_dead_letter_key(tenant), dead),
         ("queued CRM changes", keys.webhook_outbox_key(tenant), outbox),
@@ -249,9 +254,15 @@ def erase(
     ):
         if contact is not None and kind == "queued CRM changes":
             continue  # a change is the account's; the record it sends no longer names the person
-        report.removed[kind] += len(ids)
+        report.removed[kind] += sum(len(m.events) for m in matches)
+        ids = [m.entry_id for m in matches]
         for start in range(0, len(ids), _PAGE):
             pipe.xdel(key, *ids[start : start + _PAGE])
+        # A batch entry's other events stay: written back as a batch of their own (a new entry
+        # id; the fold's seen markers outlive the stream, so a sync that folded them skips them).
+        for match in matches:
+            if match.rest:
+                pipe.xadd(key, batch_fields(match.rest, match.beside))  # type: ignore[arg-type]
     if markers:
         report.removed["seller alert marks"] += len(markers)
         pipe.delete(*markers)
@@ -488,27 +499,57 @@ def _report_without(raw: object, account: str) -> tuple[bytes, int]:
     return json.dumps(report).encode(), len(failed) - len(kept)
 
 
-def _stream_fields(
-    client: redis.Redis, key: str, account: str, contact: str | None
-) -> Iterator[tuple[str, dict[str, str]]]:
-    """Entries of an event stream about the account (and, given one, the contact)."""
+@dataclass
+class _Match:
+    """A stream entry naming the subject: its events about the subject (name, fields) and, for a
+    batch entry (`welcomemat.records.event_entries`), its other events and its other fields."""
+
+    entry_id: str
+    events: list[tuple[str, dict[str, str]]]
+    rest: list[dict[str, str]] = field(default_factory=list)
+    beside: dict[str, str] = field(default_factory=dict)
+
+
+def _stream_matches(client: redis.Redis, key: str, account: str, contact: str | None) -> Iterator[_Match]:
+    """Entries of an event stream (or of a stream of the same fields: seller alerts, dead
+    letters) with events about the account (and, given one, the contact)."""
+
+    def about(fields: dict[str, str]) -> bool:
+        if fields.get(EVENT_ACCOUNT_FIELD) != account:
+            return False
+        return contact is None or fields.get(EVENT_CONTACT_FIELD) == contact
+
     start = "-"
     while True:
         page: list[Any] = client.xrange(key, min=start, max="+", count=_PAGE)  # type: ignore[assignment]
         for raw_id, raw_fields in page:
+            entry_id = reply_text_lossy(raw_id)
             fields = {reply_text_lossy(k): reply_text_lossy(v) for k, v in (raw_fields or {}).items()}
-            if fields.get(EVENT_ACCOUNT_FIELD) != account:
+            if BATCH_FIELD not in fields:
+                if about(fields):
+                    yield _Match(entry_id, [(entry_id, fields)])
                 continue
-            if contact is not None and fields.get(EVENT_CONTACT_FIELD) != contact:
-                continue
-            yield reply_text_lossy(raw_id), fields
+            try:
+                events = entry_events(entry_id, fields)
+            except PoisonEvent:
+                continue  # a batch no reader can read names no one to any of them
+            mine = [(name, event) for name, event in events if about(event)]
+            if mine:
+                rest = [event for _, event in events if not about(event)]
+                beside = {k: v for k, v in fields.items() if k != BATCH_FIELD}
+                yield _Match(entry_id, mine, rest, beside)
         if len(page) < _PAGE:
             return
         start = "(" + reply_text_lossy(page[-1][0])
 
 
-def _stream_entries(client: redis.Redis, key: str, account: str, contact: str | None) -> list[str]:
-    return [entry_id for entry_id, _ in _stream_fields(client, key, account, contact)]
+def _stream_fields(
+    client: redis.Redis, key: str, account: str, contact: str | None
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """Events of an event stream about the account (and, given one, the contact): each one's
+    name (its entry's id, or `<entry id>.<index>` in a batch) and fields."""
+    for match in _stream_matches(client, key, account, contact):
+        yield from match.events
 
 
 def _outbox_entries(client: redis.Redis, tenant: str, account: str) -> list[str]:

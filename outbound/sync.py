@@ -127,6 +127,12 @@ class SyncStats(ConsumerReport):
     # anonymous, a type the records do not count, older than an erasure, or a click on an unknown zone
     skipped: int = 0
     dead: list[str] = field(default_factory=list)  # "tenant entry-id: reason" of each dead-lettered entry
+    # Broken events of batch entries, dead-lettered alone by the fold (the loop counts whole entries).
+    dead_events: int = 0
+
+    @property
+    def dead_lettered(self) -> int:
+        return self.loop.dead_lettered + self.dead_events
 
     @property
     def acknowledged(self) -> int:
@@ -313,6 +319,7 @@ class Syncer(ConsumerProcess, StreamHandler):
             add_dead_letter_copy(pipe, event, f"PoisonEvent: {exc}", consumer=self.name)
         pipe.execute()
         for delivery, name, exc in poison:
+            self.stats.dead_events += 1
             self.stats.dead.append(f"{delivery.stream.scope[0]} {name}: PoisonEvent: {exc}")
 
     def _zone_known(self, event: EventFold) -> bool:

@@ -144,7 +144,8 @@ def test_a_broken_event_of_a_batch_is_dead_lettered_alone_and_the_batch_folds(
     rows[2] = {**rows[2], "ts": "yesterday"}
     entry_id = add_batch(redis_client, rows)
     stats = syncer(redis_client).run()
-    assert stats.folded == 3 and stats.dead == [
+    assert (stats.folded, stats.dead_lettered) == (3, 1)  # the CLI's exit code counts it
+    assert stats.dead == [
         f"{TENANT} {entry_id}.2: PoisonEvent: not a whole number: "
         "invalid literal for int() with base 10: 'yesterday'"
     ]

@@ -13,8 +13,8 @@ An entry holds one event or a batch of them:
 - a batch (`BATCH_FIELD`): a JSON array of events, each an array of the values of
   `EVENT_FIELDS` in that order, `null` where unknown. Every reader reads it, and an erasure
   writes one back (`batch_fields`) without the erased subject's events. A whole batch in one
-  entry costs Redis about 1 µs of CPU an event, against 21 for the renderer's entry per event
-  (`bench/redis_event_cost.py`; bench/README.md, "The first clicks' tail"). An event of a batch
+  entry cost Redis 0.7-1.2 µs of CPU an event, against 12-21 for the renderer's entry per
+  event, in three runs of `bench/redis_event_cost.py` (bench/README.md, "The first clicks' tail"). An event of a batch
   is named `<entry id>.<index>` (an id, like the entry's) where a reader names events (export,
   dead letters, problems).
 

@@ -89,6 +89,7 @@ sys.path.insert(0, str(ROOT))
 from welcomemat import keys  # noqa: E402
 from welcomemat.campaign.config import encode_campaign_config  # noqa: E402
 from welcomemat.campaign.contract import load_campaign  # noqa: E402
+from welcomemat.records.event_entries import entry_events  # noqa: E402
 from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
 from welcomemat.zones.contract import load_zone_contracts  # noqa: E402
 
@@ -869,10 +870,24 @@ def print_against_reference(results: SetupResults) -> None:
         )
 
 
+def stream_count(client: redis.Redis, key: str, after: str) -> tuple[int, int]:
+    """(entries, events) of the event stream written after the entry id `after`."""
+    entries = events = 0
+    start = f"({after}"
+    while page := client.xrange(key, min=start, max="+", count=500):
+        for raw_id, fields in page:
+            entries += 1
+            events += len(entry_events(raw_id.decode(), fields))
+        start = f"({page[-1][0].decode()}"
+    return entries, events
+
+
 def throughput(
     args: argparse.Namespace, visitors: Visitors, redis_url: str, tmp: Path, ref: ReferenceVisitors | None
 ) -> None:
-    events_before = redis.Redis.from_url(redis_url).xlen(keys.events_stream_key(TENANT))
+    client = redis.Redis.from_url(redis_url)
+    last = client.xrevrange(keys.events_stream_key(TENANT), count=1)
+    events_after = last[0][0].decode() if last else "0-0"
     print(
         f"load: wrk (one thread), {args.connections} connections, {args.seconds:g} s a path x "
         f"{args.rounds} rounds in alternation; one worker: server on CPU 0, wrk and Redis on CPU 1; "
@@ -897,8 +912,8 @@ def throughput(
             summary[f"{http}/{workers}"].update(
                 {f"reference:{kind}": [vars(r) for r in runs] for kind, runs in results.reference.items()}
             )
-    events = redis.Redis.from_url(redis_url).xlen(keys.events_stream_key(TENANT)) - events_before
-    print(f"\nevents written to the stream during the run (views, QR scans): {events:,}")
+    entries, events = stream_count(client, keys.events_stream_key(TENANT), events_after)
+    print(f"\nevents written to the stream during the run (views, QR scans): {events:,}, {entries:,} entries")
     for http in args.http:
         if len(args.workers) > 1 and 1 in args.workers:
             one = summary[f"{http}/1"]

@@ -53,6 +53,7 @@ from tests.test_data_subject_requests import (  # noqa: E402
 )
 from welcomemat import keys  # noqa: E402
 from welcomemat.records.audit import Auditor, Via  # noqa: E402
+from welcomemat.records.event_entries import entry_events  # noqa: E402
 from welcomemat.security.tokens import TokenKind, TokenSigner  # noqa: E402
 from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
 from welcomemat.storage.redis_client import redis_from_url  # noqa: E402
@@ -175,7 +176,10 @@ def main() -> int:
                 Path(folder) / "home",
             ),
         ]
-        events = client.xlen(keys.events_stream_key(TENANT))
+        events = sum(
+            len(entry_events(raw_id.decode(), fields))
+            for raw_id, fields in client.xrange(keys.events_stream_key(TENANT))
+        )
     if args.json:
         print(json.dumps({"accounts": args.accounts, "visited": args.visited + 1, "results": results}))
         return 0

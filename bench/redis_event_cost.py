@@ -9,20 +9,23 @@ stream's share of the Redis server. Each way writes the same view events (the re
 fields) to a fresh stream on an embedded Redis, in batches, and reads Redis's own CPU
 (`INFO cpu`) before and after:
 
-- `lua`: the renderer's batch script (`server.engagement.events`, one call per batch);
+- `renderer`: the renderer's batch script (`server.engagement.events`, one call and one stream
+  entry per batch, `welcomemat.records.event_entries.BATCH_FIELD`);
+- `lua, entry per event`: the script the renderer ran before (one XADD per event, its fields
+  named; kept here for the comparison);
 - `pipeline`: one XADD per event with all fields, in a redis-py pipeline;
-- `pipeline, 4 fields`: the same with the same-work reference's four fields;
-- `one entry a batch`: the batch's JSON in a single stream entry (a codec no reader reads
-  today: the floor a batched format would reach).
+- `pipeline, 4 fields`: the same with the same-work reference's four fields.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,7 +36,35 @@ from server.engagement import events  # noqa: E402
 from server.engagement.events import EngagementEvent, EventType  # noqa: E402
 from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
 
-WAYS = ("lua", "pipeline", "pipeline, 4 fields", "one entry a batch")
+WAYS = ("renderer", "lua, entry per event", "pipeline", "pipeline, 4 fields")
+
+# The renderer's script until 2026-12-04: one entry per event (KEYS[1] the stream; ARGV maxlen,
+# TTL, the batch as a JSON array of [dedup key or null, *values], the dedup TTL).
+_ENTRY_PER_EVENT_LUA = (
+    "local names = {"
+    + ",".join(f"'{name}'" for name in events._FIELDS)
+    + """}
+local entries = cjson.decode(ARGV[3])
+local written = 0
+for _, entry in ipairs(entries) do
+  local dedup = entry[1]
+  if dedup == cjson.null or redis.call('SET', dedup, '1', 'NX', 'EX', ARGV[4]) then
+    local fields = {}
+    for i, name in ipairs(names) do
+      local value = entry[i + 1]
+      if value ~= cjson.null then
+        fields[#fields + 1] = name
+        fields[#fields + 1] = value
+      end
+    end
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(fields))
+    written = written + 1
+  end
+end
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return written
+"""
+)
 
 
 def redis_cpu_s(client: redis.Redis) -> float:
@@ -62,20 +93,20 @@ def view_events(count: int) -> list[EngagementEvent]:
     ]
 
 
-def write(client: redis.Redis, script: object, way: str, batch: list[EngagementEvent]) -> None:
-    if way in ("lua", "one entry a batch"):
-        for _, (_, parts) in events._serialise(batch).items():
-            payload = "[" + ",".join(parts) + "]"
-            if way == "lua":
-                script(keys=["bench:events"], args=[100_000, 86_400, payload, 3_600])  # type: ignore[operator]
-            else:
-                client.xadd("bench:events", {"b": payload}, maxlen=100_000, approximate=True)
+def write(client: redis.Redis, scripts: dict[str, Any], way: str, batch: list[EngagementEvent]) -> None:
+    if way == "renderer":
+        for encoded in events._serialise(batch).values():
+            args = [100_000, 86_400, ",".join(encoded.parts), encoded.plain, 3_600, *encoded.beacons]
+            scripts[way](keys=["bench:events"], args=args)
+        return
+    if way == "lua, entry per event":
+        rows = [(e.dedup_key, *e._values()) for e in batch]
+        payload = json.dumps(rows, separators=(",", ":"))
+        scripts[way](keys=["bench:events"], args=[100_000, 86_400, payload, 3_600])
         return
     pipe = client.pipeline(transaction=False)
     for event in batch:
-        fields = {
-            n: v for n, v in zip(events._FIELDS, event._batch_entry()[1:], strict=True) if v is not None
-        }
+        fields = {n: v for n, v in zip(events._FIELDS, event._values(), strict=True) if v is not None}
         if way == "pipeline, 4 fields":
             fields = dict(list(fields.items())[:4])
         pipe.xadd("bench:events", fields, maxlen=100_000, approximate=True)  # type: ignore[arg-type]
@@ -90,17 +121,21 @@ def main() -> None:
     all_events = view_events(args.events)
     with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as url:
         client = redis.Redis.from_url(url)
-        script = client.register_script(events._WRITE_BATCH_LUA)
+        scripts = {
+            "renderer": client.register_script(events._WRITE_BATCH_LUA),
+            "lua, entry per event": client.register_script(_ENTRY_PER_EVENT_LUA),
+        }
         print(f"{args.events:,} view events in batches of {args.batch}, {len(events._FIELDS)} fields each")
-        print(f"{'written as':<20} {'redis cpu us/event':>18} {'wall us/event':>14}")
+        print(f"{'written as':<22} {'redis cpu us/event':>18} {'wall us/event':>14} {'bytes/event':>12}")
         for way in WAYS:
             client.delete("bench:events")
             cpu0, wall0 = redis_cpu_s(client), time.perf_counter()
             for start in range(0, args.events, args.batch):
-                write(client, script, way, all_events[start : start + args.batch])
+                write(client, scripts, way, all_events[start : start + args.batch])
             cpu = (redis_cpu_s(client) - cpu0) / args.events * 1e6
             wall = (time.perf_counter() - wall0) / args.events * 1e6
-            print(f"{way:<20} {cpu:>18.2f} {wall:>14.2f}")
+            size = (client.memory_usage("bench:events", samples=0) or 0) / args.events
+            print(f"{way:<22} {cpu:>18.2f} {wall:>14.2f} {size:>12.0f}")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from precompute.policy import build_policy
 from precompute.providers.offline import OfflineComposer
 from precompute.run import PrecomputeRun
 from tests.corpora import REPO_ROOT
+from tests.event_stream import event_count
 from tests.precompute.test_pipeline import dymaxa
 from tests.server.conftest import (
     BASE_URL,
@@ -38,7 +39,6 @@ from tests.server.conftest import (
     renderer_settings,
     tuning_for_tests,
 )
-from welcomemat import keys
 from welcomemat.arms import Arm, assign_arm
 from welcomemat.records.account_records import read_account_record
 from welcomemat.records.audit import AuditAction, Auditor, Via, read_entries
@@ -153,7 +153,7 @@ def served(tmp_path: Path, redis_client: redis.Redis) -> Iterator[TestClient]:
         client.get(f"/c/{CAMPAIGN}")  # a return visit, by cookie
         client.get(f"/q/{link(kind=TokenKind.QR)}", follow_redirects=False)
         client.get(f"/c/{CAMPAIGN}", params={"wm": link(None)})  # the account's own link, no contact
-        wait_for(lambda: redis_client.xlen(keys.events_stream_key(TENANT)) >= 4, "the visits' events")
+        wait_for(lambda: event_count(redis_client, TENANT) >= 4, "the visits' events")
         sync(redis_client)
         yield client
 

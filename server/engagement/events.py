@@ -2,19 +2,19 @@
 
 An awaited XADD per request would cost a page most of its throughput, and a Redis outage
 would make every page wait. So `EventWriter.emit` only appends to a bounded in-memory queue
-(no lock, no I/O) and a background thread writes batches. A batch is one Lua call per tenant
-stream (`XADD ... MAXLEN ~ n` per event, then `EXPIRE`): the writer thread shares the GIL
-with the event loop, and a redis-py pipeline of one XADD per event cost the pages a
-measurable share of their throughput in Python-side command packing and reply parsing
-(bench/README.md); one command with flat arguments costs a fraction of that. When Redis
-fails, the batch goes back to the front of the queue and the thread backs off; when the
-queue is full, new events are dropped and counted. At-most-once by design: a crash loses
-what is queued (engagement is analytics, not money).
+(no lock, no I/O) and a background thread writes batches. A batch is one Lua call and one
+stream entry per tenant (`welcomemat.records.event_entries.BATCH_FIELD`, the codec every reader
+reads): the writer thread shares the GIL with the event loop, and a redis-py pipeline of one
+XADD per event cost the pages a measurable share of their throughput in Python-side command
+packing and reply parsing, and Redis 12-21 µs of CPU an event where an entry per batch costs it
+1-2 (bench/README.md). When Redis fails, the batch goes back to the front of the queue and the
+thread backs off; when the queue is full, new events are dropped and counted. At-most-once by
+design: a crash loses what is queued (engagement is analytics, not money).
 
 Every event has an `event_id` (outbound folds events idempotently by it). Server-made
 events get one from `new_event_id`; beacons (`POST /v1/events`, `server.engagement.events_api`)
-carry the client's, and are written with a `dedup_key`: the batch script writes the
-event only if `SET dedup_key NX EX` succeeds, so a view token's view, or its click on a
+carry the client's, and are written with a `dedup_key`: the batch script puts the
+event in the entry only if `SET dedup_key NX EX` succeeds, so a view token's view, or its click on a
 zone, sent twice (or replayed from elsewhere), to any renderer process, reaches the stream
 once (`keys.beacon_view_key`, under the tenant's hash tag, in the same slot as the stream).
 """
@@ -38,7 +38,7 @@ from redis.exceptions import RedisError
 
 from server.metrics import RendererMetrics
 from welcomemat import keys
-from welcomemat.records.event_entries import EVENT_FIELDS
+from welcomemat.records.event_entries import BATCH_FIELD, EVENT_FIELDS
 from welcomemat.security.tokens import ViewClaims
 
 __all__ = ["EngagementEvent", "EventType", "EventWriter", "new_event_id", "token_event"]
@@ -51,40 +51,36 @@ _BACKOFF_MAX_S = 5.0
 # The fields in the order the readers' codec lists them (`welcomemat.records.event_entries`).
 _FIELDS = EVENT_FIELDS
 
-# KEYS[1]: the stream. ARGV: maxlen, ttl seconds, the batch as one JSON array of entries,
-# and the dedup TTL. Each entry is positional: [dedup key or null, then the values of
-# _FIELDS in order, null where unknown]; the script pairs each known value with its field
-# name. One argument for the whole batch: redis-py packs each argument in Python
-# (microseconds apiece), while json.dumps encodes the batch in C, and positional entries
-# (no field names, no per-value branching in Python) cost a third of `[name, value, ...]`
-# lists (bench/README.md, "Figures behind choices in the code"). Dedup keys are built by
-# `keys.beacon_view_key` with the stream's tenant hash tag (same Cluster slot). Returns the
-# number of entries written (the rest were duplicates).
-_WRITE_BATCH_LUA = (
-    "local names = {"
-    + ",".join(f"'{name}'" for name in _FIELDS)
-    + """}
-local entries = cjson.decode(ARGV[3])
-local written = 0
-for _, entry in ipairs(entries) do
-  local dedup = entry[1]
-  if dedup == cjson.null or redis.call('SET', dedup, '1', 'NX', 'EX', ARGV[4]) then
-    local fields = {}
-    for i, name in ipairs(names) do
-      local value = entry[i + 1]
-      if value ~= cjson.null then
-        fields[#fields + 1] = name
-        fields[#fields + 1] = value
-      end
-    end
-    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(fields))
-    written = written + 1
+# One stream entry per tenant and batch (`welcomemat.records.event_entries.BATCH_FIELD`: a JSON
+# array of events, each the values of _FIELDS in order, null where unknown): Redis parses, stores
+# and trims one entry instead of one per event (1 µs of its CPU an event instead of 12-21,
+# bench/README.md). KEYS[1]: the stream. ARGV: 1 maxlen (events), 2 the stream's TTL s, 3 the
+# events without a dedup key, their JSON arrays joined by commas ('' for none), 4 how many those
+# are, 5 the dedup TTL s, then a (dedup key, event JSON) pair per beacon: a beacon joins the entry
+# only if `SET dedup NX EX` succeeds. The rows are encoded by json.dumps in C, chunk by chunk, and
+# passed as one argument (redis-py packs each argument in Python). Dedup keys are built by
+# `keys.beacon_view_key` with the stream's tenant hash tag (same Cluster slot). MAXLEN counts
+# entries: the maxlen in events over this entry's size, so a stream of full batches holds about as
+# many events as one of single events. Returns the number of events written (the rest were
+# duplicates).
+_WRITE_BATCH_LUA = f"""
+local rows = {{}}
+local count = tonumber(ARGV[4])
+if count > 0 then rows[1] = ARGV[3] end
+for i = 6, #ARGV, 2 do
+  if redis.call('SET', ARGV[i], '1', 'NX', 'EX', ARGV[5]) then
+    rows[#rows + 1] = ARGV[i + 1]
+    count = count + 1
   end
 end
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-return written
+if count > 0 then
+  local maxlen = math.max(1, math.floor(tonumber(ARGV[1]) / count))
+  local events = '[' .. table.concat(rows, ',') .. ']'
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', '{BATCH_FIELD}', events)
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+end
+return count
 """
-)
 
 
 # Server-made event ids: a random prefix per process and a counter (unique across renderer
@@ -143,19 +139,19 @@ class EngagementEvent:
     dedup_key: str | None = None
 
     def stream_entry(self) -> list[str]:
-        """This event as a stream entry: `[field, value, ...]`, unknown values left out."""
+        """This event as an entry of one event: `[field, value, ...]`, unknown values left out
+        (the fields each event of a batch entry reads back as)."""
         entry: list[str] = []
-        for name, value in zip(_FIELDS, self._batch_entry()[1:], strict=True):
+        for name, value in zip(_FIELDS, self._values(), strict=True):
             if value is not None:
                 entry += (name, value)
         return entry
 
-    def _batch_entry(self) -> tuple[str | None, ...]:
-        """`[dedup key, *values of _FIELDS]`, None where unknown: the write script's input.
-        Every value is a string (or None): the script never formats a number."""
+    def _values(self) -> tuple[str | None, ...]:
+        """The values of _FIELDS, None where unknown: this event in a batch entry. Every value
+        is a string (or None): no reader formats a number."""
         version = self.zone_set_version
         return (
-            self.dedup_key,
             self.event_id,
             self.type,  # a StrEnum: json encodes its string value
             self.tenant,
@@ -180,20 +176,38 @@ class EngagementEvent:
 _SERIALISE_CHUNK = 50
 
 
-def _serialise(batch: list[EngagementEvent]) -> dict[str, tuple[int, list[str]]]:
-    """Per tenant: how many events, and the JSON of their entries in chunks (without the
-    enclosing brackets), yielding the GIL between chunks."""
-    by_tenant: dict[str, tuple[int, list[str]]] = {}
+@dataclass(slots=True)
+class _TenantBatch:
+    """One tenant's events of a batch, encoded: the write script's arguments."""
+
+    plain: int = 0  # events without a dedup key
+    parts: list[str] = field(default_factory=list)  # their JSON arrays, comma-joined per chunk
+    beacons: list[str] = field(default_factory=list)  # dedup key, event JSON, dedup key, ...
+
+    @property
+    def count(self) -> int:
+        return self.plain + len(self.beacons) // 2
+
+
+def _serialise(batch: list[EngagementEvent]) -> dict[str, _TenantBatch]:
+    """Per tenant, the batch's events encoded, yielding the GIL between chunks."""
+    by_tenant: dict[str, _TenantBatch] = {}
     for start in range(0, len(batch), _SERIALISE_CHUNK):
         if start:
             time.sleep(0)  # releases the GIL, which the event loop's thread can take if it waits
         chunk: dict[str, list[tuple[str | None, ...]]] = {}
         for event in batch[start : start + _SERIALISE_CHUNK]:
-            chunk.setdefault(event.tenant, []).append(event._batch_entry())
-        for tenant, entries in chunk.items():
-            count, parts = by_tenant.get(tenant, (0, []))
-            parts.append(json.dumps(entries, separators=(",", ":"))[1:-1])
-            by_tenant[tenant] = (count + len(entries), parts)
+            tenant = by_tenant.get(event.tenant)
+            if tenant is None:
+                tenant = by_tenant[event.tenant] = _TenantBatch()
+            if event.dedup_key is None:
+                chunk.setdefault(event.tenant, []).append(event._values())
+            else:  # a beacon: its own JSON, written only if its dedup key is new
+                tenant.beacons += (event.dedup_key, json.dumps(event._values(), separators=(",", ":")))
+        for name, rows in chunk.items():
+            tenant = by_tenant[name]
+            tenant.parts.append(json.dumps(rows, separators=(",", ":"))[1:-1])
+            tenant.plain += len(rows)
     return by_tenant
 
 
@@ -317,15 +331,17 @@ class EventWriter:
         duplicates = 0
         try:
             # One call per tenant: a stream key of each tenant's slot (valid on Redis Cluster).
-            for tenant, (count, parts) in by_tenant.items():
+            for tenant, encoded in by_tenant.items():
                 args: list[int | str] = [
                     self._maxlen,
                     keys.EVENTS_STREAM_TTL_S,
-                    "[" + ",".join(parts) + "]",
+                    ",".join(encoded.parts),
+                    encoded.plain,
                     keys.BEACON_EVENT_TTL_S,
+                    *encoded.beacons,
                 ]
                 added = self._write_batch(keys=[keys.events_stream_key(tenant)], args=args)
-                duplicates += count - int(added)
+                duplicates += encoded.count - int(added)
                 written.add(tenant)
         except (RedisError, OSError):
             # Put back what was not written, in order, as far as the queue has room.

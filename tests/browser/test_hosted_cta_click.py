@@ -30,6 +30,7 @@ from starlette.routing import Route as StarletteRoute
 
 from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS
 from tests.corpora import REPO_ROOT
+from tests.event_stream import stream_events as all_events
 from tests.server.conftest import (
     CAMPAIGN,
     PERSONAL_ACCOUNT,
@@ -40,7 +41,6 @@ from tests.server.conftest import (
     publish_config,
 )
 from tests.server.uvicorn_thread import serve_in_thread
-from welcomemat import keys
 from welcomemat.zones.store import ZoneSetStore
 
 pytestmark = pytest.mark.browser
@@ -134,7 +134,7 @@ def welcomemat(*args: str, redis_url: str, home: Path) -> subprocess.CompletedPr
 def wait_for_click(client: redis.Redis) -> dict[str, str]:
     deadline = time.monotonic() + 10
     while True:
-        entries = client.xrange(keys.events_stream_key(TENANT))
+        entries = all_events(client, TENANT)
         found = [{k.decode(): v.decode() for k, v in fields.items()} for _, fields in entries]
         clicks = [e for e in found if e["type"] == "click"]
         if clicks:

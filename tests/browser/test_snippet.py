@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import httpx
 import pytest
@@ -39,9 +39,9 @@ from tests.browser.campaigns import (
 from tests.browser.conftest import PageWatch
 from tests.browser.dom import element_skeleton, zones_in
 from tests.browser.sites import ApiMode, SiteConfig, SiteZone, api_stand_in, customer_site
+from tests.event_stream import stream_events as all_events
 from tests.server.conftest import TENANT, link_token, make_zone_set, publish_config
 from tests.server.uvicorn_thread import serve_in_thread
-from welcomemat import keys
 from welcomemat.zones.store import ZoneSetStore
 
 pytestmark = pytest.mark.browser
@@ -374,7 +374,7 @@ def test_cors_grants_only_the_listed_origin_without_credentials(sites: Sites) ->
 
 def stream_events(client: redis.Redis, view_id: str) -> list[dict[str, str]]:
     found = []
-    entries = cast(list[tuple[bytes, dict[bytes, bytes]]], client.xrange(keys.events_stream_key(TENANT)))
+    entries = all_events(client, TENANT)
     for _, fields in entries:
         event = {k.decode(): v.decode() for k, v in fields.items()}
         if event.get("view_id") == view_id:

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import httpx
 import pytest
@@ -24,6 +24,7 @@ from playwright.sync_api import Page
 from tests.browser.conftest import PageWatch
 from tests.browser.dom import BrowserZone, zones_in
 from tests.browser.sites import ApiMode, SiteConfig, SiteZone, api_stand_in, customer_site
+from tests.event_stream import stream_events as all_events
 from tests.server.conftest import TENANT, link_token, make_zone_set, publish_config
 from tests.server.uvicorn_thread import serve_in_thread
 from tests.site_copy_campaign import (
@@ -37,7 +38,6 @@ from tests.site_copy_campaign import (
     site_copy_campaign,
     site_copy_zone_contracts,
 )
-from welcomemat import keys
 from welcomemat.zones.store import ZoneSetStore
 
 pytestmark = pytest.mark.browser
@@ -220,7 +220,7 @@ def test_with_replace_default_the_proof_point_gets_the_default_copy(watch: PageW
 
 
 def stream_events(client: redis.Redis, view_id: str) -> list[dict[str, str]]:
-    entries = cast(list[tuple[bytes, dict[bytes, bytes]]], client.xrange(keys.events_stream_key(TENANT)))
+    entries = all_events(client, TENANT)
     events = [{k.decode(): v.decode() for k, v in fields.items()} for _, fields in entries]
     return [e for e in events if e.get("view_id") == view_id]
 

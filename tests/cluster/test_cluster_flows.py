@@ -21,6 +21,7 @@ from starlette.testclient import TestClient
 from precompute.queue import WORK_CHUNK_SIZE
 from server.redis_guard import renderer_redis_client
 from tests.cluster.local_cluster import LocalCluster
+from tests.event_stream import event_count
 from tests.outbound.test_export import run
 from tests.precompute.test_worker import (
     CAMPAIGN,
@@ -135,11 +136,10 @@ def test_precompute_renderer_sync_export_and_lift_run_on_the_cluster(
             rungs = {z["rung"] for z in zones.values()}
             best = next(r for r in ("personal", "segment", "default") if r in rungs)
             assert f'data-wm-rung="{best}"' in page.text
-    events_key = keys.events_stream_key(TENANT)
     deadline = time.monotonic() + 10
-    while cluster_client.xlen(events_key) < len(visited) and time.monotonic() < deadline:
+    while event_count(cluster_client, TENANT) < len(visited) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert cluster_client.xlen(events_key) >= len(visited)
+    assert event_count(cluster_client, TENANT) >= len(visited)
 
     synced = cli("sync", "--once", env=env)
     assert synced.returncode == 0, synced.stderr

@@ -16,12 +16,12 @@ TENANT = "acme"
 CAMPAIGN = "q4-expansion"
 
 
-def writer(client: redis.Redis) -> EventWriter:
+def writer(client: redis.Redis, batch_max: int = 1) -> EventWriter:
     return EventWriter(
         client,
         RendererMetrics(),
         queue_max=1_000_000,
-        batch_max=500,
+        batch_max=batch_max,
         flush_interval_s=0.01,
         stream_maxlen=10_000_000,
         autostart=False,
@@ -52,9 +52,12 @@ def make_events(
     return events
 
 
-def emit(client: redis.Redis, events: Iterable[EngagementEvent]) -> int:
-    """Through `EventWriter`, as the renderer writes them; how many reached the stream."""
-    w = writer(client)
+def emit(client: redis.Redis, events: Iterable[EngagementEvent], batch_max: int = 1) -> int:
+    """Through `EventWriter`, as the renderer writes them; how many reached the stream. One
+    event per stream entry by default (a batch of one), so that tests of the consumer's
+    delivery, claiming and crashes have many entries; `batch_max` writes batches as the
+    renderer does under load."""
+    w = writer(client, batch_max)
     for e in events:
         assert w.emit(e)
     written = 0

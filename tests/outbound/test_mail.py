@@ -26,6 +26,7 @@ from pypdf import PdfReader
 
 from cli.arg_types import iso_day
 from cli.main import main
+from tests.event_stream import stream_events
 from tests.example_accounts import precompute_offline, write_example_accounts
 from tests.server.conftest import (
     CAMPAIGN,
@@ -37,7 +38,6 @@ from tests.server.conftest import (
     renderer_settings,
 )
 from tests.server.uvicorn_thread import serve_in_thread
-from welcomemat.keys import events_stream_key
 from welcomemat.records.account_records import iter_account_records
 from welcomemat.records.accounts import PostalAddress
 from welcomemat.zones.store import ZoneSetStore
@@ -115,7 +115,7 @@ def test_every_contact_with_an_address_gets_a_piece_whose_code_scans_to_its_page
         assert person.status_code == 303
     # The renderer has stopped (its event queue flushed): the preflight's scans and page views
     # were checks, not engagement (no seller alert, no record); a person's scan of the same code is.
-    entries = redis_client.xrange(events_stream_key(TENANT))
+    entries = stream_events(redis_client, TENANT)
     assert [fields[b"type"] for _, fields in entries] == [b"qr_scan"]
     report = json.loads(capsys.readouterr().out)
     rows = read_rows(out)

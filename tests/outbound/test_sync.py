@@ -32,7 +32,8 @@ from tests.server.conftest import example_inputs, publish_config
 from welcomemat import keys
 from welcomemat.records.account_records import read_account_record, write_profile
 from welcomemat.records.accounts import Account
-from welcomemat.records.fold import FOLD_LUA, fold_events
+from welcomemat.records.event_entries import parse_entry
+from welcomemat.records.fold import FOLD_LUA, EventFold, fold_events
 from welcomemat.storage.embedded_redis import temporary_redis
 from welcomemat.zones.store import ZoneSetStore
 from welcomemat.zones.zoneset import CitedFact, Rung, ZoneContent, ZoneSet, ZoneSetMode
@@ -73,7 +74,8 @@ def view(n: int, account: str = "acct_dymaxa", **extra: object) -> EngagementEve
 
 def test_events_from_the_writer_fold_into_the_records_exactly_once(redis_client: redis.Redis) -> None:
     events = make_events(3000, accounts=40)
-    assert emit(redis_client, events) == 3000
+    assert emit(redis_client, events, batch_max=500) == 3000  # six stream entries
+    assert redis_client.xlen(keys.events_stream_key(TENANT)) == 6
     stats = syncer(redis_client, batch=128).run()
     assert (stats.folded, stats.duplicates, stats.dead_lettered) == (3000, 0, 0)
     assert actual_counts(redis_client) == expected_counts(events)
@@ -214,8 +216,8 @@ def test_a_consumer_that_died_between_fold_and_acknowledge_costs_nothing(redis_c
     )
     folds = []
     for entry_id, fields in reply[0][1][:80]:  # killed mid-batch: 80 of its 120 folded
-        folded = parse_event(TENANT, entry_id.decode(), fields)
-        assert folded is not None
+        [(_, folded)] = parse_entry(TENANT, entry_id.decode(), fields)  # a batch of one event
+        assert isinstance(folded, EventFold)
         folds.append(folded)
     fold_events(redis_client.register_script(FOLD_LUA), redis_client, folds, outbox=False)
     assert pending_of(redis_client, "victim") == 120

@@ -22,6 +22,7 @@ from starlette.testclient import TestClient
 
 from server.cookies import identity_cookie_header, set_identity_cookie
 from server.identify import Identifier
+from tests.event_stream import stream_events
 from tests.server.conftest import (
     BASE_URL,
     CAMPAIGN,
@@ -102,10 +103,7 @@ def answer(client: TestClient, path: str) -> tuple[int, str, str | None, str | N
 def event_fields(redis_client: redis.Redis) -> list[tuple[bytes | None, ...]]:
     """The stream's events without their view ids (random per view), oldest first."""
     wanted = (b"type", b"account", b"contact", b"arm", b"rung", b"identified_by")
-    return [
-        tuple(fields.get(name) for name in wanted)
-        for _, fields in redis_client.xrange(keys.events_stream_key(TENANT))
-    ]
+    return [tuple(fields.get(name) for name in wanted) for _, fields in stream_events(redis_client, TENANT)]
 
 
 def cookie_claims(set_cookie: str | None, secrets: list[str]) -> Any:

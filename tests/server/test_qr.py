@@ -16,6 +16,7 @@ from outbound.sync import parse_event
 from server.cookies import cookie_name
 from server.faults import NO_STORE
 from server.qr import see_other
+from tests.event_stream import stream_events
 from tests.server.conftest import (
     BASE_URL,
     CAMPAIGN,
@@ -50,7 +51,7 @@ def qr_token(account: str = PERSONAL_ACCOUNT, **kwargs: object) -> str:
 def events(client: redis.Redis, wait_for: int = 1) -> list[dict[bytes, bytes]]:
     deadline = time.monotonic() + 5
     while True:
-        entries = [fields for _, fields in client.xrange(keys.events_stream_key(TENANT))]
+        entries = [fields for _, fields in stream_events(client, TENANT)]
         if len(entries) >= wait_for or time.monotonic() > deadline:
             return entries
         time.sleep(0.02)

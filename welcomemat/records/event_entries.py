@@ -9,14 +9,15 @@ is read the same way by the others.
 An entry holds one event or a batch of them:
 
 - one event: its fields as the entry's `field: value` pairs, unknown ones left out (what the
-  renderer's writer writes);
-- a batch (`BATCH_FIELD`): a JSON array of events, each an array of the values of
-  `EVENT_FIELDS` in that order, `null` where unknown. Every reader reads it, and an erasure
+  renderer wrote until 2026-12-04, and what tools and older streams may still hold);
+- a batch (`BATCH_FIELD`), what the renderer writes, one entry per tenant and flush: a JSON
+  array of events, each an array of the values of `EVENT_FIELDS` in that order, `null` where
+  unknown. Every reader reads it, and an erasure
   writes one back (`batch_fields`) without the erased subject's events. A whole batch in one
-  entry cost Redis 0.7-1.2 µs of CPU an event, against 12-21 for the renderer's entry per
-  event, in three runs of `bench/redis_event_cost.py` (bench/README.md, "The first clicks' tail"). An event of a batch
-  is named `<entry id>.<index>` (an id, like the entry's) where a reader names events (export,
-  dead letters, problems).
+  entry cost Redis 0.7-1.8 µs of CPU an event, against 12-21 for an entry per event, in four
+  runs of `bench/redis_event_cost.py` (bench/README.md). An event of a batch is named
+  `<entry id>.<index>` (an id, like the entry's) where a reader names events (export, dead
+  letters, problems).
 
 Other fields may sit beside `BATCH_FIELD` (a dead-letter copy adds `source_id`, `error`, ...);
 they belong to the entry, not to its events.

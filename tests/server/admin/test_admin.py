@@ -25,6 +25,7 @@ from server.admin.preview import personal_refusal, read_page_zones
 from server.redis_guard import renderer_redis_client
 from server.render import template_environment
 from tests.corpora import corpus_lines
+from tests.event_stream import event_count
 from tests.llm_server import LLMTestServer
 from tests.precompute.test_openai_provider import example_rows, provider_for
 from tests.precompute.test_pipeline import NOW, dymaxa
@@ -108,7 +109,7 @@ def link_token(account: str) -> str:
 
 
 def _events(client: redis.Redis) -> int:
-    return int(client.xlen(keys.events_stream_key(TENANT)))
+    return event_count(client, TENANT)
 
 
 # -- the bearer check ---------------------------------------------------------------------

@@ -27,6 +27,7 @@ from starlette.testclient import TestClient
 
 from server.engagement.click_redirect import default_cta_href
 from tests.corpora import corpus_lines
+from tests.event_stream import stream_events
 from tests.server.conftest import (
     BASE_URL,
     CAMPAIGN,
@@ -46,7 +47,6 @@ from tests.server.conftest import (
 )
 from tests.server.pagetools import body_data, zones
 from tests.server.uvicorn_thread import serve_in_thread
-from welcomemat import keys
 from welcomemat.arms import Arm
 from welcomemat.campaign.view import campaign_view
 from welcomemat.security.tokens import DEFAULT_CLICK_TTL_S
@@ -72,8 +72,7 @@ class Clock:
 
 def stream(client: redis.Redis) -> list[dict[str, str]]:
     return [
-        {k.decode(): v.decode() for k, v in fields.items()}
-        for _, fields in client.xrange(keys.events_stream_key(TENANT))
+        {k.decode(): v.decode() for k, v in fields.items()} for _, fields in stream_events(client, TENANT)
     ]
 
 

@@ -12,8 +12,10 @@ from hypothesis import strategies as st
 
 from server.engagement.events import EngagementEvent, EventType, EventWriter, new_event_id
 from server.metrics import RendererMetrics
+from tests.event_stream import event_count, stream_events
 from welcomemat import keys
 from welcomemat.ids import is_valid_id
+from welcomemat.records.event_entries import BATCH_FIELD
 
 
 def event(n: int, tenant: str = "acme") -> EngagementEvent:
@@ -38,14 +40,43 @@ def test_events_are_written_in_order_with_a_ttl(redis_client: redis.Redis) -> No
     for n in range(25):
         assert w.emit(event(n))
     deadline = time.monotonic() + 5
-    while redis_client.xlen(keys.events_stream_key("acme")) < 25:
+    while event_count(redis_client, "acme") < 25:
         assert time.monotonic() < deadline
         time.sleep(0.01)
     w.close()
-    entries = redis_client.xrange(keys.events_stream_key("acme"))
+    entries = stream_events(redis_client, "acme")
     assert [fields[b"view_id"] for _, fields in entries] == [f"v{n}".encode() for n in range(25)]
     assert b"contact" not in entries[0][1]  # unknown values are left out
     assert 0 < redis_client.ttl(keys.events_stream_key("acme")) <= keys.EVENTS_STREAM_TTL_S
+
+
+def test_a_batch_is_one_stream_entry_per_tenant_its_beacons_in_it_once(redis_client: redis.Redis) -> None:
+    """Redis parses, stores and trims one entry per batch and tenant, not one per event."""
+    w = writer(redis_client, autostart=False, queue_max=1000, batch_max=500)
+    for n in range(300):
+        w.emit(event(n, tenant="acme" if n % 3 else "globex"))
+    w.emit(beacon("e-1", tenant="acme"))
+    w.emit(beacon("e-1", tenant="acme"))  # sent twice: in the entry once
+    assert w.flush_once() == 302
+    [(entry_id, fields)] = redis_client.xrange(keys.events_stream_key("acme"))
+    assert list(fields) == [BATCH_FIELD.encode()]
+    events = stream_events(redis_client, "acme")
+    assert len(events) == 201 and events[-1][1][b"event_id"] == b"e-1"
+    assert events[0][0] == entry_id + b".0"
+    assert (
+        redis_client.xlen(keys.events_stream_key("globex")) == 1
+        and event_count(redis_client, "globex") == 100
+    )
+    assert (w.written, w.duplicates) == (301, 1)
+
+
+def test_a_batch_of_duplicates_only_writes_no_entry(redis_client: redis.Redis) -> None:
+    w = writer(redis_client, autostart=False)
+    w.emit(beacon("e-1"))
+    w.flush_once()
+    w.emit(beacon("e-1"))
+    assert w.flush_once() == 1 and w.duplicates == 1
+    assert redis_client.xlen(keys.events_stream_key("acme")) == 1
 
 
 def test_full_queue_drops_and_counts(redis_client: redis.Redis) -> None:
@@ -94,7 +125,7 @@ def test_stream_is_trimmed_approximately(redis_client: redis.Redis) -> None:
         w.emit(event(n))
     while w.flush_once():
         pass
-    assert redis_client.xlen(keys.events_stream_key("acme")) < 1000
+    assert event_count(redis_client, "acme") < 1000
 
 
 def test_events_of_several_tenants_go_to_their_own_streams(redis_client: redis.Redis) -> None:
@@ -102,8 +133,7 @@ def test_events_of_several_tenants_go_to_their_own_streams(redis_client: redis.R
     for n in range(6):
         w.emit(event(n, tenant="acme" if n % 2 else "globex"))
     assert w.flush_once() == 6
-    acme = redis_client.xrange(keys.events_stream_key("acme"))
-    globex = redis_client.xrange(keys.events_stream_key("globex"))
+    acme, globex = stream_events(redis_client, "acme"), stream_events(redis_client, "globex")
     assert [f[b"view_id"] for _, f in acme] == [b"v1", b"v3", b"v5"]
     assert [f[b"view_id"] for _, f in globex] == [b"v0", b"v2", b"v4"]
     event_id = acme[0][1][b"event_id"]
@@ -129,7 +159,7 @@ def test_a_large_batch_of_several_tenants_is_written_whole_and_in_order(redis_cl
         w.emit(event(n, tenant=tenants[(n + n // 7) % 3]))
     assert w.flush_once() == 333
     for tenant in tenants:
-        entries = redis_client.xrange(keys.events_stream_key(tenant))
+        entries = stream_events(redis_client, tenant)
         expected = [f"v{n}".encode() for n in range(333) if tenants[(n + n // 7) % 3] == tenant]
         assert [f[b"view_id"] for _, f in entries] == expected
 
@@ -164,7 +194,7 @@ def test_a_beacon_sent_twice_to_two_renderers_is_written_once(redis_client: redi
     second.emit(beacon("e-2", n=9))  # another process, later
     second.emit(beacon("e-3"))
     assert second.flush_once() == 2
-    entries = redis_client.xrange(keys.events_stream_key("acme"))
+    entries = stream_events(redis_client, "acme")
     assert [f[b"event_id"] for _, f in entries] == [b"e-1", b"e-2", b"e-3"]
     assert (first.written, first.duplicates, second.written, second.duplicates) == (2, 1, 1, 1)
     ttl = redis_client.ttl(keys.beacon_view_key("acme", "view-e-1", "cta"))
@@ -178,7 +208,7 @@ def test_a_views_click_on_a_zone_is_written_once_whatever_its_event_id(redis_cli
     while w.flush_once():
         pass
     assert (w.written, w.duplicates) == (1, 119)
-    assert [f[b"event_id"] for _, f in redis_client.xrange(keys.events_stream_key("acme"))] == [b"r-0"]
+    assert [f[b"event_id"] for _, f in stream_events(redis_client, "acme")] == [b"r-0"]
 
 
 def test_server_made_events_are_never_taken_for_duplicates(redis_client: redis.Redis) -> None:
@@ -187,7 +217,7 @@ def test_server_made_events_are_never_taken_for_duplicates(redis_client: redis.R
     w.emit(same)
     w.emit(same)  # not a beacon: no dedup key, written as given
     w.flush_once()
-    assert redis_client.xlen(keys.events_stream_key("acme")) == 2
+    assert event_count(redis_client, "acme") == 2
     assert not redis_client.keys(keys.tenant_prefix("acme") + ":beacon:*")
 
 
@@ -244,7 +274,7 @@ def test_the_stream_entry_holds_exactly_the_known_fields(
     )
     w.emit(sent)
     assert w.flush_once() == 1
-    [(_, stored)] = redis_client.xrange(keys.events_stream_key("acme"))
+    [(_, stored)] = stream_events(redis_client, "acme")
     expected = {"event_id": sent.event_id, "type": kind.value, "tenant": "acme", "campaign": "q4"}
     expected |= {"view_id": "v1", "ts": str(ts_ms)}
     names = {"zone_set_version": "version"}

@@ -24,6 +24,7 @@ from outbound.webhook import crm_change
 from server.bots import is_obvious_bot
 from server.ip_index import normalise_ip
 from server.rate_limit import RateLimiter, client_key
+from tests.event_stream import stream_events
 from tests.server.conftest import (
     BASE_URL,
     CAMPAIGN,
@@ -93,8 +94,7 @@ def post(
 
 def stream(client: redis.Redis, tenant: str = TENANT) -> list[dict[str, str]]:
     return [
-        {k.decode(): v.decode() for k, v in fields.items()}
-        for _, fields in client.xrange(keys.events_stream_key(tenant))
+        {k.decode(): v.decode() for k, v in fields.items()} for _, fields in stream_events(client, tenant)
     ]
 
 

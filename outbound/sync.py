@@ -93,7 +93,10 @@ __all__ = [
 # Where the lines go when the caller passes no `log` (the commands pass their own, on stderr).
 _logger = logging.getLogger(__name__)
 
-DEFAULT_BATCH = 200  # entries per read: one pipelined fold per batch
+DEFAULT_BATCH = 200  # entries per read
+# Events per fold (one Lua call, atomic: Redis serves nothing else meanwhile). An entry may hold a
+# batch of hundreds of events, so a read of 200 entries is folded in calls of this many.
+FOLD_CHUNK = 200
 DEFAULT_MAX_DELIVERIES = 5
 _TENANTS_REFRESH_S = 5.0  # how often a sync without --tenant rereads the campaigns index
 _ZONES_REFRESH_S = 5.0  # how often a campaign's zones are reread from its published config
@@ -287,25 +290,28 @@ class Syncer(ConsumerProcess, StreamHandler):
                     event = dataclasses.replace(event, facts=shown)
                 by_tenant.setdefault(event.tenant, []).append((delivery, event))
             for tenant_folds in by_tenant.values():
-                replies = fold_events(
-                    self._script, self.client, [e for _, e in tenant_folds], outbox=self.options.outbox
-                )
-                if self.alerts is not None:
-                    self._produce_alerts(tenant_folds, replies)
-                for (delivery, _), reply in zip(tenant_folds, replies, strict=True):
-                    if isinstance(reply, str):
-                        failed.setdefault(delivery.entry_id, f"fold failed: {reply}")
-                    elif reply == -2:  # older than an erasure of its account or contact
-                        self.stats.skipped += 1
-                    elif reply < 0:
-                        self.stats.duplicates += 1
-                    else:
-                        self.stats.folded += 1
+                for start in range(0, len(tenant_folds), FOLD_CHUNK):
+                    self._fold(tenant_folds[start : start + FOLD_CHUNK], failed)
         # A retried entry is read again whole: its broken events are dead-lettered once it is done.
         done_poison = [(d, name, exc) for d, name, exc in poison if d.entry_id not in failed]
         if done_poison:
             self._dead_letter_events(done_poison)
         return [retry(failed[d.entry_id]) if d.entry_id in failed else ACK for d in batch]
+
+    def _fold(self, folds: Sequence[tuple[Delivery, EventFold]], failed: dict[str, str]) -> None:
+        """One Lua call folding `folds` (one tenant's); an entry whose fold failed goes in `failed`."""
+        replies = fold_events(self._script, self.client, [e for _, e in folds], outbox=self.options.outbox)
+        if self.alerts is not None:
+            self._produce_alerts(folds, replies)
+        for (delivery, _), reply in zip(folds, replies, strict=True):
+            if isinstance(reply, str):
+                failed.setdefault(delivery.entry_id, f"fold failed: {reply}")
+            elif reply == -2:  # older than an erasure of its account or contact
+                self.stats.skipped += 1
+            elif reply < 0:
+                self.stats.duplicates += 1
+            else:
+                self.stats.folded += 1
 
     def _dead_letter_events(self, poison: Sequence[tuple[Delivery, str, PoisonEvent]]) -> None:
         """Copy each broken event of a batch entry, as an entry of its own named by the event

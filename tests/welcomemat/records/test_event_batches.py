@@ -13,6 +13,7 @@ import redis
 from hypothesis import given
 from hypothesis import strategies as st
 
+from outbound import sync
 from outbound.sync import Syncer, SyncOptions
 from server.engagement.events import _FIELDS as WRITER_FIELDS
 from server.engagement.events import EngagementEvent
@@ -230,3 +231,23 @@ def test_erasing_a_person_takes_their_events_out_of_a_batch_and_keeps_the_others
     assert not any(v.get("contact") == subject.contact for v in left)
     assert export_subject(redis_client, subject, auditor=auditor)["events"] == []
     assert erase(redis_client, subject, auditor=auditor, reason=None, campaigns=[]).removed["events"] == 0
+
+
+def test_a_read_of_large_batches_is_folded_in_calls_of_a_bounded_size(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An atomic fold holds Redis for its whole length: a read of full batches (500 events an
+    entry) is folded in calls of at most FOLD_CHUNK events, not one call for the read."""
+    sizes: list[int] = []
+    fold = sync.fold_events
+
+    def recording(script: Any, client: redis.Redis, events: Any, **kwargs: Any) -> Any:
+        sizes.append(len(events))
+        return fold(script, client, events, **kwargs)
+
+    monkeypatch.setattr(sync, "fold_events", recording)
+    events = make_events(1500, accounts=30)
+    assert emit(redis_client, events, batch_max=500) == 1500
+    stats = syncer(redis_client).run()
+    assert stats.folded == 1500 and actual_counts(redis_client) == expected_counts(events)
+    assert max(sizes) <= sync.FOLD_CHUNK and sum(sizes) == 1500

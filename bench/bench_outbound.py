@@ -44,6 +44,7 @@ import redis
 from server.engagement.events import EngagementEvent, EventType, EventWriter
 from server.metrics import RendererMetrics
 from welcomemat import keys
+from welcomemat.records.event_entries import entry_events
 from welcomemat.storage.embedded_redis import temporary_redis
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +102,8 @@ def write_events(
 
 
 def xrange_read(client: redis.Redis) -> float:
-    """Seconds to read the whole stream in batches of 200 (the baseline)."""
+    """Seconds to read the whole stream in pages of 200 entries and decode its events (the
+    baseline: entries of one event, or batches, `welcomemat.records.event_entries`)."""
     key = keys.events_stream_key(TENANT)
     started = time.perf_counter()
     start = "-"
@@ -109,6 +111,8 @@ def xrange_read(client: redis.Redis) -> float:
         batch = client.xrange(key, min=start, count=200)
         if not batch:
             break
+        for entry_id, fields in batch:
+            entry_events(entry_id.decode(), fields)
         last = batch[-1][0].decode()
         ms, seq = last.split("-")
         start = f"{ms}-{int(seq) + 1}"

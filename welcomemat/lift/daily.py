@@ -35,7 +35,7 @@ __all__ = ["DEFAULT_DAYS", "DailyCounts", "daily_counts", "series_groups"]
 
 # The series' length: the event stream's lifetime (`keys.EVENTS_STREAM_TTL_S`), in days.
 DEFAULT_DAYS = keys.EVENTS_STREAM_TTL_S // 86_400
-_XRANGE_COUNT = 1_000  # stream entries per round trip
+_XRANGE_COUNT = 50  # stream entries per round trip (an entry may hold a batch of hundreds of events)
 _DAY_MS = 86_400_000
 # An entry's id is Redis's clock when it was added, a moment after its event's `ts` (the renderer
 # batches; clocks drift): read an hour either side of the days and count by `ts`, so an event near

@@ -534,7 +534,12 @@ def _stream_matches(client: redis.Redis, key: str, account: str, contact: str | 
             try:
                 events = entry_events(entry_id, fields)
             except PoisonEvent:
-                continue  # a batch no reader can read names no one to any of them
+                # No reader can read it (the sync dead-letters it): if its text names the
+                # subject, the whole entry goes.
+                text = fields[BATCH_FIELD]
+                if account in text and (contact is None or contact in text):
+                    yield _Match(entry_id, [(entry_id, fields)])
+                continue
             mine = [(name, event) for name, event in events if about(event)]
             if mine:
                 rest = [event for _, event in events if not about(event)]

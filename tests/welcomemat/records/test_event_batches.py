@@ -251,3 +251,17 @@ def test_a_read_of_large_batches_is_folded_in_calls_of_a_bounded_size(
     stats = syncer(redis_client).run()
     assert stats.folded == 1500 and actual_counts(redis_client) == expected_counts(events)
     assert max(sizes) <= sync.FOLD_CHUNK and sum(sizes) == 1500
+
+
+def test_erasure_removes_a_batch_no_reader_can_read_when_its_text_names_the_subject(
+    redis_client: redis.Redis,
+) -> None:
+    subject = Subject(TENANT, "acct_7", "c_7")
+    stream = keys.events_stream_key(TENANT)
+    broken = redis_client.xadd(stream, {BATCH_FIELD: '[["e1","view","acme","q","v","1",null,"acct_7","c_7"'})
+    other = redis_client.xadd(stream, {BATCH_FIELD: '[["e2","view","acme","q","v","1",null,"acct_8"'})
+    report = erase(
+        redis_client, subject, auditor=Auditor("dpo", Via.CLI, lambda: NOW), reason=None, campaigns=[]
+    )
+    assert report.removed["events"] == 1
+    assert [entry_id for entry_id, _ in redis_client.xrange(stream)] == [other] != [broken]

@@ -51,7 +51,7 @@ from welcomemat.campaign.config import decode_campaign_config
 from welcomemat.errors import StoredValueError
 from welcomemat.ids import is_valid_id
 from welcomemat.records.account_records import cited_facts
-from welcomemat.records.event_entries import KINDS, PoisonEvent, entry_events, parse_event, parse_values
+from welcomemat.records.event_entries import KINDS, ParsedEvent, PoisonEvent, parse_entry, parse_event
 from welcomemat.records.fold import FOLD_LUA, EventFold, fold_events
 from welcomemat.replies import reply_text
 from welcomemat.storage.redis_client import REDIS_OUTAGE_ERRORS
@@ -260,27 +260,25 @@ class Syncer(ConsumerProcess, StreamHandler):
         event of a batch entry that decodes is dead-lettered alone: it costs its batch nothing."""
         failed: dict[str, str] = {}
         folds: list[tuple[Delivery, EventFold, bool]] = []  # (entry, event, its page showed facts)
-        poison: list[tuple[Delivery, str, PoisonEvent]] = []  # broken events of batch entries
+        poison: list[tuple[Delivery, ParsedEvent]] = []  # broken events of batch entries
         for delivery in batch:
             tenant = delivery.stream.scope[0]
             try:
-                events = entry_events(delivery.entry_id, delivery.fields)
+                events = parse_entry(tenant, delivery.entry_id, delivery.fields)
             except PoisonEvent as exc:
                 failed[delivery.entry_id] = f"PoisonEvent: {exc}"
                 continue
-            for name, values in events:
-                try:
-                    event = parse_values(tenant, name, values)
-                except PoisonEvent as exc:
-                    if name == delivery.entry_id:  # an entry of one event: the entry is poison
-                        failed[delivery.entry_id] = f"PoisonEvent: {exc}"
+            for parsed in events:
+                event = parsed.fold
+                if isinstance(event, PoisonEvent):
+                    if parsed.name == delivery.entry_id:  # an entry of one event: the entry is poison
+                        failed[delivery.entry_id] = f"PoisonEvent: {event}"
                     else:
-                        poison.append((delivery, name, exc))
-                    continue
-                if event is None or not self._zone_known(event):
+                        poison.append((delivery, parsed))
+                elif event is None or not self._zone_known(event):
                     self.stats.skipped += 1
                 else:
-                    folds.append((delivery, event, _shows_facts(values)))
+                    folds.append((delivery, event, _shows_facts(parsed.values)))
         if folds:
             facts = self._facts_shown(folds)
             by_tenant: dict[str, list[tuple[Delivery, EventFold]]] = {}
@@ -293,7 +291,7 @@ class Syncer(ConsumerProcess, StreamHandler):
                 for start in range(0, len(tenant_folds), FOLD_CHUNK):
                     self._fold(tenant_folds[start : start + FOLD_CHUNK], failed)
         # A retried entry is read again whole: its broken events are dead-lettered once it is done.
-        done_poison = [(d, name, exc) for d, name, exc in poison if d.entry_id not in failed]
+        done_poison = [(d, parsed) for d, parsed in poison if d.entry_id not in failed]
         if done_poison:
             self._dead_letter_events(done_poison)
         return [retry(failed[d.entry_id]) if d.entry_id in failed else ACK for d in batch]
@@ -313,20 +311,18 @@ class Syncer(ConsumerProcess, StreamHandler):
             else:
                 self.stats.folded += 1
 
-    def _dead_letter_events(self, poison: Sequence[tuple[Delivery, str, PoisonEvent]]) -> None:
+    def _dead_letter_events(self, poison: Sequence[tuple[Delivery, ParsedEvent]]) -> None:
         """Copy each broken event of a batch entry, as an entry of its own named by the event
         (`<entry id>.<index>`), with the reason, to its stream's dead-letter stream."""
         pipe = self.client.pipeline(transaction=True)
-        for delivery, name, exc in poison:
-            values = next(v for n, v in entry_events(delivery.entry_id, delivery.fields) if n == name)
-            event = dataclasses.replace(
-                delivery, entry_id=name, fields={k.encode(): v.encode() for k, v in values.items()}
-            )
-            add_dead_letter_copy(pipe, event, f"PoisonEvent: {exc}", consumer=self.name)
+        for delivery, parsed in poison:
+            fields = {k.encode(): v.encode() for k, v in parsed.values.items()}
+            event = dataclasses.replace(delivery, entry_id=parsed.name, fields=fields)
+            add_dead_letter_copy(pipe, event, f"PoisonEvent: {parsed.fold}", consumer=self.name)
         pipe.execute()
-        for delivery, name, exc in poison:
+        for delivery, parsed in poison:
             self.stats.dead_events += 1
-            self.stats.dead.append(f"{delivery.stream.scope[0]} {name}: PoisonEvent: {exc}")
+            self.stats.dead.append(f"{delivery.stream.scope[0]} {parsed.name}: PoisonEvent: {parsed.fold}")
 
     def _zone_known(self, event: EventFold) -> bool:
         """False for a click on a zone the campaign does not have (each would be a new record

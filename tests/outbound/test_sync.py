@@ -216,7 +216,7 @@ def test_a_consumer_that_died_between_fold_and_acknowledge_costs_nothing(redis_c
     )
     folds = []
     for entry_id, fields in reply[0][1][:80]:  # killed mid-batch: 80 of its 120 folded
-        [(_, folded)] = parse_entry(TENANT, entry_id.decode(), fields)  # a batch of one event
+        [(_, folded, _)] = parse_entry(TENANT, entry_id.decode(), fields)  # a batch of one event
         assert isinstance(folded, EventFold)
         folds.append(folded)
     fold_events(redis_client.register_script(FOLD_LUA), redis_client, folds, outbox=False)

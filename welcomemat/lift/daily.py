@@ -28,14 +28,13 @@ from welcomemat.arms import Arm
 from welcomemat.errors import StoredValueError
 from welcomemat.lift.comparison import COMPARED_ARMS, AccountOutcome
 from welcomemat.records.conversions import ConversionType, iter_conversions
-from welcomemat.records.event_entries import PoisonEvent, parse_entry
+from welcomemat.records.event_entries import ENTRIES_PER_READ, PoisonEvent, parse_entry
 from welcomemat.records.fold import EventFold
 
 __all__ = ["DEFAULT_DAYS", "DailyCounts", "daily_counts", "series_groups"]
 
 # The series' length: the event stream's lifetime (`keys.EVENTS_STREAM_TTL_S`), in days.
 DEFAULT_DAYS = keys.EVENTS_STREAM_TTL_S // 86_400
-_XRANGE_COUNT = 50  # stream entries per round trip (an entry may hold a batch of hundreds of events)
 _DAY_MS = 86_400_000
 # An entry's id is Redis's clock when it was added, a moment after its event's `ts` (the renderer
 # batches; clocks drift): read an hour either side of the days and count by `ts`, so an event near
@@ -72,7 +71,7 @@ def _entries(client: redis.Redis, tenant: str, start_ms: int, end_ms: int) -> It
     lower = f"{max(0, start_ms - _WRITE_LAG_MS)}-0"
     upper = f"{end_ms + _WRITE_LAG_MS}-0"
     while True:
-        batch = client.xrange(key, min=lower, max=upper, count=_XRANGE_COUNT)
+        batch = client.xrange(key, min=lower, max=upper, count=ENTRIES_PER_READ)
         if not batch:
             return
         for entry_id, fields in batch:
@@ -80,7 +79,7 @@ def _entries(client: redis.Redis, tenant: str, start_ms: int, end_ms: int) -> It
         last = batch[-1][0]
         last_id = last.decode() if isinstance(last, bytes) else str(last)
         lower = f"({last_id}"  # exclusive: the next batch starts after this one
-        if len(batch) < _XRANGE_COUNT:
+        if len(batch) < ENTRIES_PER_READ:
             return
 
 
@@ -90,7 +89,8 @@ def _events(
     """Each event of the entries written in the window (one per entry, or a batch's), by name."""
     for entry_id, fields in _entries(client, tenant, start_ms, end_ms):
         try:
-            yield from parse_entry(tenant, entry_id, fields)  # type: ignore[arg-type]
+            for event in parse_entry(tenant, entry_id, fields):  # type: ignore[arg-type]
+                yield event.name, event.fold
         except PoisonEvent as exc:
             yield entry_id, exc
 

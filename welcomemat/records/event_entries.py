@@ -27,17 +27,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from welcomemat.records.fold import EventFold, FoldKind
 from welcomemat.replies import reply_text
 
 __all__ = [
     "BATCH_FIELD",
+    "ENTRIES_PER_READ",
     "EVENT_FIELDS",
     "KINDS",
     "MAX_BATCH_CHARS",
     "MAX_BATCH_EVENTS",
+    "ParsedEvent",
     "PoisonEvent",
     "batch_fields",
     "entry_events",
@@ -75,6 +77,8 @@ EVENT_FIELDS = (
 # default, of at most ~1 KB each): whatever the stream holds, a reader's work stays bounded.
 MAX_BATCH_EVENTS = 10_000
 MAX_BATCH_CHARS = 8 * 1024 * 1024
+# Entries a reader asks for per XRANGE: an entry may hold a batch of hundreds of events.
+ENTRIES_PER_READ = 50
 
 
 class PoisonEvent(ValueError):
@@ -134,18 +138,24 @@ def batch_fields(
     return {**(beside or {}), BATCH_FIELD: json.dumps(rows, separators=(",", ":"))}
 
 
-def parse_entry(
-    tenant: str, entry_id: str, fields: Mapping[Any, Any]
-) -> list[tuple[str, EventFold | None | PoisonEvent]]:
-    """Each event of a stream entry (`entry_events`) as its name and its fold: an EventFold,
-    None when it is not one to fold, or the PoisonEvent that says why it never will be. Raises
-    PoisonEvent when the entry itself does not decode."""
-    parsed: list[tuple[str, EventFold | None | PoisonEvent]] = []
+class ParsedEvent(NamedTuple):
+    """One event of a stream entry, read: its name (`entry_events`), its fold (an EventFold, None
+    when it is not one to fold, or the PoisonEvent that says why it never will be), its fields."""
+
+    name: str
+    fold: EventFold | None | PoisonEvent
+    values: dict[str, str]
+
+
+def parse_entry(tenant: str, entry_id: str, fields: Mapping[Any, Any]) -> list[ParsedEvent]:
+    """Each event of a stream entry (`entry_events`), read. Raises PoisonEvent when the entry
+    itself does not decode."""
+    parsed: list[ParsedEvent] = []
     for name, values in entry_events(entry_id, fields):
         try:
-            parsed.append((name, parse_values(tenant, name, values)))
+            parsed.append(ParsedEvent(name, parse_values(tenant, name, values), values))
         except PoisonEvent as exc:
-            parsed.append((name, exc))
+            parsed.append(ParsedEvent(name, exc, values))
     return parsed
 
 

@@ -52,7 +52,13 @@ from welcomemat.records.account_records import contact_erasure, iter_account_rec
 from welcomemat.records.audit import AuditAction, Auditor, queue_entry, read_entries
 from welcomemat.records.conversions import iter_conversions
 from welcomemat.records.erasure import ErasureMark, account_field, contact_field, email_field
-from welcomemat.records.event_entries import BATCH_FIELD, PoisonEvent, batch_fields, entry_events
+from welcomemat.records.event_entries import (
+    BATCH_FIELD,
+    ENTRIES_PER_READ,
+    PoisonEvent,
+    batch_fields,
+    entry_events,
+)
 from welcomemat.replies import reply_text_lossy
 from welcomemat.zones.overview_index import queue_prune, register_index_scripts
 from welcomemat.zones.store import ZoneSetChange, ZoneSetStore
@@ -76,8 +82,6 @@ EVENT_ACCOUNT_FIELD = "account"
 EVENT_CONTACT_FIELD = "contact"
 # Stream entries per XRANGE call, ids per XDEL.
 _PAGE = 1000
-# Event stream entries per XRANGE call: an entry may hold a batch of hundreds of events.
-_EVENT_PAGE = 50
 # The outbox's field naming the account a queued CRM change is about (`records.FOLD_LUA`).
 _OUTBOX_ACCOUNT_FIELD = b"account"
 
@@ -523,7 +527,7 @@ def _stream_matches(client: redis.Redis, key: str, account: str, contact: str | 
 
     start = "-"
     while True:
-        page: list[Any] = client.xrange(key, min=start, max="+", count=_EVENT_PAGE)  # type: ignore[assignment]
+        page: list[Any] = client.xrange(key, min=start, max="+", count=ENTRIES_PER_READ)  # type: ignore[assignment]
         for raw_id, raw_fields in page:
             entry_id = reply_text_lossy(raw_id)
             fields = {reply_text_lossy(k): reply_text_lossy(v) for k, v in (raw_fields or {}).items()}
@@ -545,7 +549,7 @@ def _stream_matches(client: redis.Redis, key: str, account: str, contact: str | 
                 rest = [event for _, event in events if not about(event)]
                 beside = {k: v for k, v in fields.items() if k != BATCH_FIELD}
                 yield _Match(entry_id, mine, rest, beside)
-        if len(page) < _EVENT_PAGE:
+        if len(page) < ENTRIES_PER_READ:
             return
         start = "(" + reply_text_lossy(page[-1][0])
 

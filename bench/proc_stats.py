@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cpu_seconds", "tree_cpu_seconds"]
+__all__ = ["cpu_seconds", "process_tree", "tree_cpu_seconds"]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -17,13 +17,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """`cpu_seconds` of a process and its children (a server's supervisor and its workers)."""
-    total = cpu_seconds(pid)
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its children (a server's supervisor and its workers), as /proc lists them now."""
+    found = [pid]
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                total += cpu_seconds(int(stat.parent.name))
+                found.append(int(stat.parent.name))
         except (OSError, ValueError, IndexError):
             continue
-    return total
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """`cpu_seconds` of a process and its children (a server's supervisor and its workers)."""
+    return sum(cpu_seconds(process) for process in process_tree(pid))

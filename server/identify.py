@@ -291,14 +291,17 @@ class Identifier:
             memo = None  # pragma: no cover - a token's claims are its own
         if memo is not None and memo.cookie is not None:
             return memo.cookie
-        cookie = self.signer.sign(
-            TokenKind.COOKIE,
-            tenant=tenant,
-            campaign=campaign,
-            account=account,
-            contact=contact,
-            ttl_s=DEFAULT_COOKIE_TTL_S,
-        )
+        if memo is not None:  # the verified claims: their ids need no second check
+            cookie = self.signer.reissue(memo.claims, TokenKind.COOKIE, ttl_s=DEFAULT_COOKIE_TTL_S)
+        else:
+            cookie = self.signer.sign(
+                TokenKind.COOKIE,
+                tenant=tenant,
+                campaign=campaign,
+                account=account,
+                contact=contact,
+                ttl_s=DEFAULT_COOKIE_TTL_S,
+            )
         header = identity_cookie_header(campaign, cookie, DEFAULT_COOKIE_TTL_S)
         if memo is not None:
             memo.cookie = header

@@ -1,7 +1,7 @@
 """A returning visitor's answer, remembered: who the tokens say they are (or the IP range
 placed them, or no one), their arm, and the page (or zones payload) they were served, by the
-tokens the request carries (`KnownVisitors`) or, without tokens, by where it comes from
-(`KnownAddresses`).
+tokens the request carries (`KnownVisitors`) or, without tokens, by the account its address
+places it in, or none (`KnownAddresses`).
 
 For a returning visitor every page view asks the same questions and gets the same answers:
 the token verification memo, the arm's hash, the zone-set cache (a lock and an LRU move),
@@ -25,19 +25,24 @@ Only answers where every token the request carried was verified are remembered, 
 when the zone set served is the one the zone-set cache holds. So refused tokens cannot fill
 it, and a Redis fault's fallback copy is never remembered. A request whose tokens were all
 refused takes the full path every time (it is keyed by its tokens, which are never
-remembered); one without tokens is keyed by its TCP peer and `X-Forwarded-For` as sent, the
-only inputs of its client address (`TrustedProxies`), so a header no trusted proxy wrote gets
-the answer that header got, never another's. Bounded: the oldest entries go first, and
-entries whose time is up are dropped as new ones come in.
+remembered). One without tokens is keyed by the account its client address falls in
+(`server.visitor.placed_account`: the address worked out from its TCP peer and
+`X-Forwarded-For` as the full path does, `TrustedProxies`, then the campaign's ranges), or
+None: everything the full path answers such a visitor (the IP or anonymous identity, the arm,
+the zone set, the page) follows from that account alone. So every address of an account's
+ranges shares one answer, and an address not seen before (an office's next visitor, a
+company's other site) costs an address look-up, not the full path; a header no trusted proxy
+wrote is placed as the full path would place it, never as another's. Bounded: the oldest
+entries go first, and entries whose time is up are dropped as new ones come in.
 
 Remembered from a visitor's second request, not the first: every token the request carried
 must have come back after the request that verified it (`Identifier.trust`, the
 verification memo doubling as the cache's doorkeeper). Most link clicks and QR scans come
 once: remembering each cost a send's or a mail drop's first arrivals ~8 µs apiece, and their
 entries pushed the visitors who do return out of the bound (bench/README.md). A returning
-visitor takes the full path twice, then the remembered answer. The same holds for an address
-(a bounded set of addresses seen once is its doorkeeper): an office's shared address comes
-back many times, a one-time anonymous visitor pays only a set insert.
+visitor takes the full path twice, then the remembered answer. The same holds for an
+account placed by address (a bounded set of keys seen once is its doorkeeper), whose second
+visitor is usually seconds behind the first.
 
 Event-loop only (no lock): `ZoneSetCache.changes` is written by watcher threads, and reading
 an int is atomic.
@@ -64,10 +69,10 @@ T = TypeVar("T")
 
 # (campaign id, page id or route, link token, cookie token)
 VisitorKey = tuple[str, str, str | None, str | None]
-# (campaign id, page id or route, TCP peer, X-Forwarded-For as sent, the IP ranges looked up):
-# peer and header None when the campaign has no ranges (every visitor without tokens is then
-# anonymous, whatever their address, so they share one entry).
-AddressKey = tuple[str, str, str | None, str | None, IpRangeIndex]
+# (campaign id, page id or route, the account the client address places the visitor in or None,
+# the IP ranges looked up): every visitor without tokens whom no range places is anonymous, and
+# they share one entry.
+AddressKey = tuple[str, str, str | None, IpRangeIndex]
 K = TypeVar("K", VisitorKey, AddressKey)
 
 # How long an answer remembered by address stands at most (an IP-identified one also only
@@ -235,9 +240,8 @@ class KnownVisitors(_KnownAnswers[VisitorKey, T]):
 
 
 class KnownAddresses(_KnownAnswers[AddressKey, T]):
-    """Answers remembered by where a request without tokens comes from: its TCP peer and
-    X-Forwarded-For as sent (what the client address is worked out from, and nothing else),
-    and the IP-range index that placed it."""
+    """Answers remembered for requests without tokens by the account their client address
+    places them in (or None) and the IP-range index that placed it."""
 
     def __init__(
         self,
@@ -262,9 +266,13 @@ class KnownAddresses(_KnownAnswers[AddressKey, T]):
         result: T,
     ) -> Known[T] | None:
         """Remember what the full path answered for a request that carried no token, from the
-        second time its key comes; the entry remembered, or None. `changes`: see `_store`."""
+        second time its key comes; the entry remembered, or None. `changes`: see `_store`.
+        Only when the full path placed the visitor in the key's account (it works the address
+        out again, from the same inputs)."""
         if self._max == 0 or visitor.identity.method not in _ADDRESS_METHODS:
             return None
+        if visitor.identity.account != key[2]:
+            return None  # pragma: no cover - the same inputs place the visitor alike
         seen = self._seen
         if key not in seen:
             if len(seen) >= self._max:

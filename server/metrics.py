@@ -45,7 +45,8 @@ class PageStats(Collector):
         self.render_cache = {"hit": 0, "miss": 0}
         # Token-bearing requests answered from `server.known_visitors` (hit) or not (miss).
         self.known_visitors = {"hit": 0, "miss": 0}
-        # Requests without a token answered from it by their address (hit) or not (miss).
+        # Requests without a token answered from it by the account their address places them in
+        # (hit), or not (miss).
         self.known_addresses = {"hit": 0, "miss": 0}
         # route -> per-bucket (not cumulative) counts, the last one for +Inf; and sums
         self._latency: dict[str, list[int]] = {}

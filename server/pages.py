@@ -181,7 +181,8 @@ def _respond(
     view, identity, page = visit.view, visit.identity, visit.result
     cookie_claims = visit.cookie_claims
     tenant, campaign_id = view.tenant, view.campaign_id
-    arm_value, method_value = visit.arm.value, identity.method.value
+    # `_value_`: the members' values as stored (`.value` is a descriptor call on each read).
+    arm_value, method_value = visit.arm._value_, identity.method._value_
     view_id = new_view_id()
     signer = renderer.signer
     # The click redirect a CTA of this view links to: `/r/<click token>` (same origin, relative).

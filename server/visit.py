@@ -1,8 +1,8 @@
 """A request's steps, written once for the landing page, the continuation and `/v1/zones`.
 
 Find the campaign (loaded, else one guarded read of its config) ▸ the answer remembered for
-the visitor (`server.known_visitors`: by the tokens they carry, else by where they come
-from) ▸ else identify the visitor (`server.visitor`: address, identification, arm, zone
+the visitor (`server.known_visitors`: by the tokens they carry, else by the account their
+address places them in) ▸ else identify the visitor (`server.visitor`: address, identification, arm, zone
 set) ▸ the route's answer for that visitor (a rendered page, a zones payload) ▸ remembered
 when it may be. What the route then does with the `Visit` (headers, cookie, view event,
 counters) stays the route's.
@@ -27,7 +27,7 @@ from server.cookies import identity_cookie
 from server.known_visitors import KnownAddresses, KnownVisitors
 from server.metrics import RendererMetrics
 from server.redis_guard import RedisUnavailable
-from server.visitor import Visit, Visitor, VisitorSources, identify_visitor, request_origin
+from server.visitor import Visit, Visitor, VisitorSources, identify_visitor, placed_account, request_origin
 from server.zone_cache import ZoneSetCache
 from welcomemat.campaign.view import CampaignView
 from welcomemat.errors import StoredValueError
@@ -126,9 +126,9 @@ class VisitResolver(Generic[T]):
             visitor = await identify_visitor(self._sources, request, state, link_token, cookie_token)
             result = self._answer(view, slot, visitor)
             known = self._known.remember(key, view, changes, visitor, result)
-        else:  # no token: an IP-identified or anonymous visitor, remembered by where they come from
+        else:  # no token: an IP-identified or anonymous visitor, remembered by the account placing them
             origin = request_origin(request, state.ip_index)
-            address_key = (campaign_id, slot, origin.peer, origin.forwarded_for, origin.ip_index)
+            address_key = (campaign_id, slot, placed_account(self._sources, origin), origin.ip_index)
             known = self._known_addresses.get(address_key, view)
             if known is not None:
                 self._address_counts["hit"] += 1

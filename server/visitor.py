@@ -27,7 +27,15 @@ from welcomemat.campaign.view import CampaignView
 from welcomemat.security.tokens import TokenClaims, ViewTokenTemplate
 from welcomemat.zones.zoneset import ZoneSet
 
-__all__ = ["Origin", "Visit", "Visitor", "VisitorSources", "identify_visitor", "request_origin"]
+__all__ = [
+    "Origin",
+    "Visit",
+    "Visitor",
+    "VisitorSources",
+    "identify_visitor",
+    "placed_account",
+    "request_origin",
+]
 
 T = TypeVar("T")
 
@@ -85,6 +93,15 @@ def request_origin(request: Request, ip_index: IpRangeIndex) -> Origin:
     scope = request.scope
     client = scope.get("client")
     return Origin(client[0] if client else None, joined_header(scope, b"x-forwarded-for") or None, ip_index)
+
+
+def placed_account(sources: VisitorSources, origin: Origin) -> str | None:
+    """The account whose IP ranges the request's client address falls in (None: none, or the
+    campaign has no ranges, or no trusted address): what identifies a visitor without tokens,
+    worked out as `identify_visitor` does."""
+    if not origin.ip_index.size:
+        return None
+    return origin.ip_index.lookup(sources.proxies.client_address(origin.peer, origin.forwarded_for))
 
 
 async def identify_visitor(

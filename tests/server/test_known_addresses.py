@@ -1,6 +1,7 @@
-"""Visitors without tokens remembered by where they come from: the same answer as the full
-path for every peer and X-Forwarded-For (spoofed ones included), never once the IP ranges,
-the zone sets or the config changed; from an address's second request; bounded."""
+"""Visitors without tokens remembered by the account their address places them in: the same
+answer as the full path for every peer and X-Forwarded-For (spoofed ones included), shared by
+every address of an account's ranges, never once the IP ranges, the zone sets or the config
+changed; from a placement's second request; bounded."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from starlette.testclient import TestClient
 from server.identify import Identifier, Identity, IdentityMethod, TrustedProxies
 from server.ip_index import IpRangeIndex
 from server.known_visitors import ADDRESS_TTL_S, AddressKey, KnownAddresses
-from server.visitor import Visitor
+from server.visitor import Origin, Visitor, VisitorSources, placed_account
 from server.zone_cache import ZoneSetCache
 from tests.server.conftest import (
     BASE_URL,
@@ -126,8 +127,12 @@ def test_every_origin_gets_what_the_full_path_gives(apps: tuple[Starlette, Starl
             assert hero(answers[0]) == expected[origin], origin
         else:  # anonymous: a spoofed header places no one
             assert body_data(answers[0])["data-wm-arm"] == "anonymous", origin
-    assert stats(cached) == {"hit": 2 * len(ORIGINS), "miss": 1 + 2 * len(ORIGINS)}  # 1: `_loaded`
-    assert len(cached.state.renderer.known_page_addresses) == len(ORIGINS)
+    # Three placements: IP_ACCOUNT (origins 0, 1), OTHER_ACCOUNT (4), no one (2, 3, 5 and
+    # `_loaded`'s address). Each is remembered from its second request and answered from its
+    # third, whichever of its origins asks: misses are `_loaded`'s, two for each account and
+    # the second anonymous request (origin 2's first); the other 19 of the cached app's 24 hit.
+    assert stats(cached) == {"hit": 19, "miss": 1 + 2 + 1 + 2}
+    assert len(cached.state.renderer.known_page_addresses) == 3
     assert stats(uncached)["hit"] == 0 and len(uncached.state.renderer.known_page_addresses) == 0
 
     zones_path = f"/v1/zones?campaign={CAMPAIGN}"
@@ -140,12 +145,16 @@ def test_every_origin_gets_what_the_full_path_gives(apps: tuple[Starlette, Starl
         assert all(b == bodies[0] for b in bodies), origin
 
 
-def test_a_one_time_address_is_not_remembered(apps: tuple[Starlette, Starlette]) -> None:
-    cached, _ = apps
-    for n in range(5):
-        page(cached, f"203.0.113.{n + 10}")
-    assert len(cached.state.renderer.known_page_addresses) == 0
-    assert stats(cached) == {"hit": 0, "miss": 1 + 5}  # 1: `_loaded`
+def test_every_address_of_an_accounts_ranges_shares_its_answer(apps: tuple[Starlette, Starlette]) -> None:
+    """An office's visitors, each from an address not seen before: the account's page for each,
+    the full path for the first two only; one entry for them all."""
+    cached, uncached = apps
+    for n in range(6):
+        html = page(cached, f"203.0.113.{n + 10}")
+        assert html == page(uncached, f"203.0.113.{n + 10}")
+        assert hero(html) == f"Hello {IP_ACCOUNT}"
+    assert stats(cached) == {"hit": 4, "miss": 1 + 2}  # 1: `_loaded`
+    assert len(cached.state.renderer.known_page_addresses) == 1
 
 
 def test_changed_ip_ranges_place_a_remembered_address_anew(redis_client: redis.Redis, ranged: None) -> None:
@@ -241,9 +250,9 @@ def _twice(known: KnownAddresses[str], key: AddressKey, view: CampaignView, visi
     return [known.remember(key, view, 0, visitor, "page") for _ in range(2)]
 
 
-def test_an_address_is_remembered_from_its_second_request() -> None:
+def test_a_placement_is_remembered_from_its_second_request() -> None:
     known, _, _ = _parts()
-    key, view = (CAMPAIGN, "landing", "192.0.2.1", None, IpRangeIndex.empty()), _view()
+    key, view = (CAMPAIGN, "landing", None, IpRangeIndex.empty()), _view()
     first, second = _twice(known, key, view, ANONYMOUS)
     assert first is None and second is not None
     hit = known.get(key, view)
@@ -253,17 +262,17 @@ def test_an_address_is_remembered_from_its_second_request() -> None:
 def test_new_ip_ranges_are_a_new_key() -> None:
     known, _, _ = _parts()
     index, view = IpRangeIndex.empty(), _view()
-    _twice(known, (CAMPAIGN, "landing", "192.0.2.1", None, index), view, ANONYMOUS)
-    assert known.get((CAMPAIGN, "landing", "192.0.2.1", None, index), view) is not None
-    assert known.get((CAMPAIGN, "landing", "192.0.2.1", None, IpRangeIndex.empty()), view) is None
+    _twice(known, (CAMPAIGN, "landing", None, index), view, ANONYMOUS)
+    assert known.get((CAMPAIGN, "landing", None, index), view) is not None
+    assert known.get((CAMPAIGN, "landing", None, IpRangeIndex.empty()), view) is None
 
 
 def test_an_anonymous_entry_ends_after_the_ttl_and_an_ip_one_with_its_zone_set() -> None:
     known, zone_cache, mono = _parts()
     view, index = _view(), IpRangeIndex.empty()
-    anonymous_key = (CAMPAIGN, "landing", "192.0.2.1", None, index)
+    anonymous_key = (CAMPAIGN, "landing", None, index)
     _twice(known, anonymous_key, view, ANONYMOUS)
-    ip_key = (CAMPAIGN, "landing", "203.0.113.9", None, index)
+    ip_key = (CAMPAIGN, "landing", "acct_ip", index)
     ip_visitor = Visitor(
         Identity(IdentityMethod.IP, "acct_ip"), None, Arm.PERSONAL, _cached(zone_cache, "acct_ip")
     )
@@ -278,29 +287,29 @@ def test_a_fallback_and_token_visitors_are_not_remembered_by_address() -> None:
     known, _, _ = _parts()
     view, index = _view(), IpRangeIndex.empty()
     fallback = Visitor(Identity(IdentityMethod.IP, "acct_ip"), None, Arm.PERSONAL, None)  # not in the cache
-    assert _twice(known, (CAMPAIGN, "landing", "203.0.113.9", None, index), view, fallback) == [None, None]
+    assert _twice(known, (CAMPAIGN, "landing", "acct_ip", index), view, fallback) == [None, None]
     for method in (IdentityMethod.LINK, IdentityMethod.COOKIE):
         visitor = Visitor(Identity(method, "acct_t"), None, Arm.PERSONAL, None)
-        assert _twice(known, (CAMPAIGN, "landing", method.value, None, index), view, visitor) == [None, None]
+        assert _twice(known, (CAMPAIGN, "landing", "acct_t", index), view, visitor) == [None, None]
     assert len(known) == 0
 
 
 def test_entries_and_addresses_seen_once_are_bounded() -> None:
     known, _, _ = _parts(size=3)
     view, index = _view(), IpRangeIndex.empty()
-    keys = [(CAMPAIGN, "landing", f"192.0.2.{n}", None, index) for n in range(6)]
+    keys = [(CAMPAIGN, f"page{n}", None, index) for n in range(6)]
     for key in keys:
         _twice(known, key, view, ANONYMOUS)
     assert len(known) == 3 and len(known._seen) == 0
     assert [known.get(k, view) is not None for k in keys] == [False] * 3 + [True] * 3
     for n in range(100):
-        known.remember((CAMPAIGN, "landing", f"198.51.100.{n}", None, index), view, 0, ANONYMOUS, "page")
+        known.remember((CAMPAIGN, f"other{n}", None, index), view, 0, ANONYMOUS, "page")
     assert len(known._seen) == 3
 
 
 def test_a_size_of_zero_turns_it_off() -> None:
     known, _, _ = _parts(size=0)
-    _twice(known, (CAMPAIGN, "landing", "192.0.2.1", None, IpRangeIndex.empty()), _view(), ANONYMOUS)
+    _twice(known, (CAMPAIGN, "landing", None, IpRangeIndex.empty()), _view(), ANONYMOUS)
     assert len(known) == 0
 
 
@@ -321,8 +330,8 @@ _HOSTS = ["203.0.113.9", "198.51.100.7", "192.0.2.1", "10.1.2.3", "10.9.9.9", "2
 def test_a_remembered_answer_is_the_one_the_address_gets_afresh(
     requests: list[tuple[str, str | None]],
 ) -> None:
-    """Whatever peers and headers come, in whatever order: the identity remembered for a key is
-    the one identification gives that request from scratch."""
+    """Whatever peers and headers come, in whatever order: the identity remembered for a
+    request's placement is the one identification gives that request from scratch."""
     known, zone_cache, _ = _parts(size=8)
     proxies = TrustedProxies(["10.0.0.0/8"])
     index = IpRangeIndex({a: [ipaddress.ip_network(r) for r in rs] for a, rs in RANGES.items()})
@@ -342,8 +351,9 @@ def test_a_remembered_answer_is_the_one_the_address_gets_afresh(
         )
         return identity
 
+    sources = cast(VisitorSources, SimpleNamespace(proxies=proxies))
     for peer, forwarded in requests:
-        key = (CAMPAIGN, "landing", peer, forwarded, index)
+        key = (CAMPAIGN, "landing", placed_account(sources, Origin(peer, forwarded, index)), index)
         identity = fresh(peer, forwarded)
         hit = known.get(key, view)
         if hit is not None:

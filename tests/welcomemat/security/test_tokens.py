@@ -26,6 +26,7 @@ from welcomemat.errors import (
     TokenFromFuture,
     TokenMalformed,
 )
+from welcomemat.security import tokens as tokens_module
 from welcomemat.security.tokens import (
     CLOCK_SKEW_S,
     DEFAULT_COOKIE_TTL_S,
@@ -500,9 +501,82 @@ def test_claims_are_frozen_and_strict() -> None:
         TokenClaims(**{**claims.model_dump(), "account": "x@y.z"})
 
 
+# -- reissue: a cookie for a verified link's subject ------------------------------------------
+
+
+def test_reissue_is_the_token_sign_makes_for_the_same_subject(signer: TokenSigner, clock: Clock) -> None:
+    link = verify(signer, sign(signer, TokenKind.LINK))
+    clock.now = T0 + 90
+    cookie = signer.reissue(link, TokenKind.COOKIE, ttl_s=DEFAULT_COOKIE_TTL_S)
+    assert cookie == sign(signer, TokenKind.COOKIE)
+    assert verify(signer, cookie, TokenKind.COOKIE) == TokenClaims(
+        kind=TokenKind.COOKIE,
+        tenant=TENANT,
+        campaign=CAMPAIGN,
+        account=ACCOUNT,
+        contact=CONTACT,
+        issued_at=T0 + 90,
+        expires_at=T0 + 90 + DEFAULT_COOKIE_TTL_S,
+    )
+    with pytest.raises(TokenBadSignature):  # a cookie, not a link
+        verify(signer, cookie, TokenKind.LINK)
+
+
+def test_reissue_takes_only_verified_claims_and_a_valid_ttl(signer: TokenSigner) -> None:
+    link = verify(signer, sign(signer, TokenKind.LINK))
+    with pytest.raises(TypeError, match="TokenClaims"):
+        signer.reissue(link.model_dump(), TokenKind.COOKIE, ttl_s=60)  # type: ignore[arg-type]
+    view = signer.verify_view(
+        signer.sign_view(view_id="v1", tenant=TENANT, campaign=CAMPAIGN, arm=Arm.PERSONAL, rung="personal"),
+        tenant=TENANT,
+        campaign=CAMPAIGN,
+    )
+    with pytest.raises(TypeError, match="TokenClaims"):
+        signer.reissue(view, TokenKind.COOKIE, ttl_s=60)  # type: ignore[arg-type]
+    for ttl_s in (0, -1, MAX_TTL_S + 1, True):
+        with pytest.raises(InputError):
+            signer.reissue(link, TokenKind.COOKIE, ttl_s=ttl_s)
+
+
+def test_a_signer_on_hmacs_own_construction_reads_and_writes_the_same_tokens(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where `hmac` cannot use OpenSSL's HMAC for SHA-256 it builds its own, with no OpenSSL
+    state to keep (`_prepared_macs` then keeps the `hmac.HMAC`): the same tokens both ways."""
+    openssl = TokenSigner([KEY_NEW, KEY_OLD], clock=clock)
+    monkeypatch.setattr(tokens_module.hmac.HMAC, "_init_hmac", tokens_module.hmac.HMAC._init_old)
+    fallback = TokenSigner([KEY_NEW, KEY_OLD], clock=clock)
+    assert isinstance(fallback._macs[TokenKind.LINK][0], tokens_module.hmac.HMAC)
+    assert not isinstance(openssl._macs[TokenKind.LINK][0], tokens_module.hmac.HMAC)
+    for kind in TokenKind:
+        assert sign(fallback, kind) == sign(openssl, kind)
+        assert verify(fallback, sign(openssl, kind), kind) == verify(openssl, sign(fallback, kind), kind)
+    view = {"tenant": TENANT, "campaign": CAMPAIGN, "arm": Arm.PERSONAL, "rung": "personal"}
+    assert fallback.sign_view(view_id="v1", **view) == openssl.sign_view(view_id="v1", **view)
+
+
 # -- properties ----------------------------------------------------------------------------
 
 ids = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", fullmatch=True)
+
+
+@given(
+    kind=st.sampled_from([TokenKind.LINK, TokenKind.QR]),
+    tenant=ids,
+    campaign=ids,
+    account=ids,
+    contact=st.none() | ids,
+    ttl_s=st.integers(min_value=1, max_value=MAX_TTL_S),
+    now=st.integers(min_value=0, max_value=4_000_000_000),
+)
+def test_reissue_signs_what_sign_signs_for_any_verified_subject(
+    kind: TokenKind, tenant: str, campaign: str, account: str, contact: str | None, ttl_s: int, now: int
+) -> None:
+    signer = TokenSigner([KEY_NEW], clock=Clock(now))
+    subject = {"tenant": tenant, "campaign": campaign, "account": account, "contact": contact}
+    claims = signer.verify(kind, signer.sign(kind, ttl_s=60, **subject), tenant=tenant, campaign=campaign)
+    cookie = signer.reissue(claims, TokenKind.COOKIE, ttl_s=ttl_s)
+    assert cookie == signer.sign(TokenKind.COOKIE, ttl_s=ttl_s, **subject)
 
 
 @given(

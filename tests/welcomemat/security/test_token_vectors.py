@@ -8,6 +8,7 @@ same verdict and the same claims, and docs/reference/tokens.md's code agrees wit
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -62,6 +63,13 @@ def sign(vector: dict[str, Any]) -> str:
     return signer(vector).click_template(zone=zone, cta=cta, **args).sign(view_id)
 
 
+def as_json(claims: TokenClaims | ViewClaims | ClickClaims) -> dict[str, Any]:
+    """The claims as the vectors hold them (JSON values: a kind or arm as its string)."""
+    if isinstance(claims, TokenClaims):
+        return {**dataclasses.asdict(claims), "kind": claims.kind.value}
+    return claims.model_dump(mode="json")
+
+
 def verify(vector: dict[str, Any]) -> TokenClaims | ViewClaims | ClickClaims:
     kind, token, scope = vector["kind"], vector["token"], (vector["tenant"], vector["campaign"])
     if kind in IDENTITY_KINDS:
@@ -79,7 +87,7 @@ def test_the_same_inputs_make_the_same_token(vector: dict[str, Any]) -> None:
 @pytest.mark.parametrize("vector", VERIFIED, ids=name)
 def test_every_token_gets_the_verdict_it_always_got(vector: dict[str, Any]) -> None:
     if vector["verdict"] == "ok":
-        assert verify(vector).model_dump(mode="json") == vector["claims"]
+        assert as_json(verify(vector)) == vector["claims"]
     else:
         with pytest.raises(ERRORS[vector["verdict"]]) as raised:
             verify(vector)

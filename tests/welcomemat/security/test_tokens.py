@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import itertools
 import re
 import string
@@ -13,7 +14,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
 
 from tests.welcomemat.security import token_reference as reference
 from welcomemat.arms import Arm
@@ -26,6 +26,7 @@ from welcomemat.errors import (
     TokenFromFuture,
     TokenMalformed,
 )
+from welcomemat.ids import ID_PATTERN
 from welcomemat.security import tokens as tokens_module
 from welcomemat.security.tokens import (
     CLOCK_SKEW_S,
@@ -484,21 +485,81 @@ def test_a_payload_read_for_its_claimed_scope_does_not_vouch_for_a_forged_signat
 
 
 def test_claims_are_frozen_and_strict() -> None:
-    claims = TokenClaims(
-        kind=TokenKind.QR,
-        tenant=TENANT,
-        campaign=CAMPAIGN,
-        account=ACCOUNT,
-        contact=None,
-        issued_at=T0,
-        expires_at=T0 + 1,
-    )
-    with pytest.raises(ValidationError):
+    fields: dict[str, Any] = {
+        "kind": TokenKind.QR,
+        "tenant": TENANT,
+        "campaign": CAMPAIGN,
+        "account": ACCOUNT,
+        "contact": None,
+        "issued_at": T0,
+        "expires_at": T0 + 1,
+    }
+    claims = TokenClaims(**fields)
+    with pytest.raises(dataclasses.FrozenInstanceError):
         claims.account = "other"  # type: ignore[misc]
-    with pytest.raises(ValidationError):
-        TokenClaims(**claims.model_dump(), email="x@y.z")  # type: ignore[call-arg]
-    with pytest.raises(ValidationError):
-        TokenClaims(**{**claims.model_dump(), "account": "x@y.z"})
+    with pytest.raises(TypeError):
+        TokenClaims(**fields, email="x@y.z")  # type: ignore[call-arg]
+    for field, bad in [
+        ("account", "x@y.z"),
+        ("tenant", ""),
+        ("campaign", "a" * 65),
+        ("contact", "Jane Doe"),
+        ("account", None),
+        ("account", 7),
+        ("issued_at", True),
+        ("issued_at", -1),
+        ("expires_at", 1.5),
+        ("expires_at", "1"),
+        ("kind", "link"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{field}: "):
+            TokenClaims(**{**fields, field: bad})
+
+
+@given(
+    payload=st.fixed_dictionaries(
+        {},
+        optional={
+            key: st.one_of(
+                st.none(),
+                st.booleans(),
+                st.integers(min_value=-(2**70), max_value=2**70),
+                st.floats(allow_nan=False),
+                st.text(max_size=70),
+                st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,70}", fullmatch=True),
+                st.lists(st.integers(), max_size=2),
+            )
+            for key in ("t", "c", "a", "p", "i", "e", "x")
+        },
+    )
+)
+def test_a_payload_gives_claims_only_when_each_field_is_what_the_format_says(payload: dict[str, Any]) -> None:
+    """A signed payload (whatever JSON it holds) becomes claims exactly when each field is of
+    its kind: ids matching `ID_PATTERN`, an optional contact, times ints (not bools) with
+    expiry after issue; anything else is TokenMalformed, never another exception."""
+    ids_ok = all(
+        isinstance(payload.get(key), str) and re.fullmatch(ID_PATTERN, payload[key]) is not None
+        for key in ("t", "c", "a")
+    )
+    contact = payload.get("p")
+    contact_ok = contact is None or (
+        isinstance(contact, str) and re.fullmatch(ID_PATTERN, contact) is not None
+    )
+    times = payload.get("i"), payload.get("e")
+    times_ok = all(type(t) is int and t >= 0 for t in times) and times[1] > times[0]  # type: ignore[operator]
+    keys_ok = {"t", "c", "a", "i", "e"} <= payload.keys() <= {"t", "c", "a", "p", "i", "e"}
+    if keys_ok and ids_ok and contact_ok and times_ok:
+        claims = TokenSigner._claims(TokenKind.LINK, payload)
+        assert (claims.tenant, claims.campaign, claims.account, claims.contact) == (
+            payload["t"],
+            payload["c"],
+            payload["a"],
+            contact,
+        )
+        assert (claims.issued_at, claims.expires_at) == times
+    else:
+        with pytest.raises(TokenMalformed):
+            TokenSigner._claims(TokenKind.LINK, payload)
 
 
 # -- reissue: a cookie for a verified link's subject ------------------------------------------
@@ -525,7 +586,7 @@ def test_reissue_is_the_token_sign_makes_for_the_same_subject(signer: TokenSigne
 def test_reissue_takes_only_verified_claims_and_a_valid_ttl(signer: TokenSigner) -> None:
     link = verify(signer, sign(signer, TokenKind.LINK))
     with pytest.raises(TypeError, match="TokenClaims"):
-        signer.reissue(link.model_dump(), TokenKind.COOKIE, ttl_s=60)  # type: ignore[arg-type]
+        signer.reissue(dataclasses.asdict(link), TokenKind.COOKIE, ttl_s=60)  # type: ignore[arg-type]
     view = signer.verify_view(
         signer.sign_view(view_id="v1", tenant=TENANT, campaign=CAMPAIGN, arm=Arm.PERSONAL, rung="personal"),
         tenant=TENANT,

@@ -7,6 +7,7 @@ both uvicorn stacks and for one and two worker processes; the renderer's memory 
         [--http fast h11] [--workers 1 2] [--first-clicks 200000] [--accounts 100000]
         [--paths cookie link_first ...] [--reference FILE | --no-reference]
         [--distinct 20000] [--memory-steps 3] [--skip-memory | --skip-throughput] [--json FILE]
+        [--baselines-on uvicorn | welcomemat]
 
 Starts its own embedded Redis in a temp folder and publishes the example campaign and
 `--accounts` personal zone sets (five zones each, written with `ZoneSetStore.publish_many`
@@ -50,6 +51,12 @@ reference's and p99 over the reference's (each within a round, then the median),
 renderer's req/s over bare's, and the CPU per request of both. A first-click pool that a
 run walks past its end is reported (those tokens were seen before: the reference remembers
 every token, the renderer a minute's).
+
+The bare page and the reference run on uvicorn's own HTTP protocol (`--baselines-on uvicorn`,
+the default: the server as anyone would run it), or on the one `welcomemat serve` runs
+(`--baselines-on welcomemat`: uvicorn's, with the header deadline and a response's head and
+body written at once, `server.http_protocols`), which tells the renderer's own work from what
+its server saves every response.
 
 Load comes from `wrk` (Debian's package; the bench runs `apt-get install -y wrk`
 when it is missing and it may). With one worker the server is pinned to CPU 0 and wrk and
@@ -166,6 +173,19 @@ def bare_app() -> object:
     return Starlette(routes=[Route("/c/{campaign}", page), Route("/healthz", healthz)])
 
 
+# `--baselines-on`, handed to the bare and reference servers' processes.
+_BASELINES_ON = "BENCH_BASELINES_ON"
+
+
+def _baseline_protocol(parser: str) -> str:
+    """uvicorn's `http=` for a baseline: its own protocol, or `welcomemat serve`'s."""
+    if os.environ.get(_BASELINES_ON) == "welcomemat":
+        from server.http_protocols import PROTOCOLS
+
+        return PROTOCOLS[parser]
+    return parser
+
+
 def serve_bare(port: int, page_bytes: int, http: str, workers: int) -> None:
     """The bare app under uvicorn with `welcomemat serve`'s settings for `http` and `workers`."""
     import uvicorn
@@ -181,7 +201,7 @@ def serve_bare(port: int, page_bytes: int, http: str, workers: int) -> None:
         host="127.0.0.1",
         port=port,
         workers=workers,
-        http=parser,
+        http=_baseline_protocol(parser),
         loop=loop,
         log_level="warning",
         access_log=False,
@@ -205,7 +225,7 @@ def serve_reference(reference: Path, port: int, page_bytes: int, http: str, work
         host="127.0.0.1",
         port=port,
         workers=workers,
-        http=parser,
+        http=_baseline_protocol(parser),
         loop=loop,
         log_level="warning",
         access_log=False,
@@ -898,6 +918,7 @@ def throughput(
     )
     print("medians over rounds [min-max]; each ratio is taken within a round (against that round's bare run)")
     print("cpu us: the server's processes' CPU per request; bare/cpu: bare's over this path's")
+    print(f"bare page and reference on {args.baselines_on}'s HTTP protocol (--baselines-on)")
     if ref is not None:
         print(f"reference: {args.reference}, same stack, workers and pinning; its own tokens and stream")
     summary: dict[str, dict[str, list[dict[str, float]]]] = {}
@@ -1000,6 +1021,12 @@ def main() -> None:
     parser.add_argument("--skip-memory", action="store_true", help="throughput only")
     parser.add_argument("--skip-throughput", action="store_true", help="memory only")
     parser.add_argument("--json", type=Path, help="also write every round's figures here")
+    parser.add_argument(
+        "--baselines-on",
+        choices=["uvicorn", "welcomemat"],
+        default="uvicorn",
+        help="the bare page's and the reference's HTTP protocol: uvicorn's own, or welcomemat serve's",
+    )
     parser.add_argument("--serve-bare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--page-bytes", type=int, default=0, help=argparse.SUPPRESS)
@@ -1010,6 +1037,7 @@ def main() -> None:
     if args.serve_reference:
         serve_reference(args.reference.resolve(), args.port, args.page_bytes, args.http[0], args.workers[0])
         return
+    os.environ[_BASELINES_ON] = args.baselines_on  # read by the bare and reference processes
     use_reference = not args.skip_throughput and not args.no_reference
     if use_reference and not args.reference.is_file():
         parser.error(f"{args.reference}: no reference app there (--reference FILE, or --no-reference)")

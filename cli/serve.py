@@ -19,13 +19,14 @@ def run_serve(*, host: str, port: int, workers: int, http: str = "fast", access_
     `http` is "fast" (httptools + uvloop, named explicitly: uvicorn's "auto" would quietly
     fall back to the slow stack if they were missing) or "h11", each uvicorn's protocol with
     a deadline on reading a request's headers (`server.header_deadline`,
-    `WELCOMEMAT_HEADER_TIMEOUT_S`). `access_log` False: no
+    `WELCOMEMAT_HEADER_TIMEOUT_S`) and a response's head and body written at once
+    (`server.coalesced_writes`; both in `server.http_protocols`). `access_log` False: no
     uvicorn access line per request (each page view is already a `view` event in Redis; at
     the INFO level the line costs the request path the formatting of every request).
     """
     import uvicorn
 
-    from server.header_deadline import PROTOCOLS
+    from server.http_protocols import PROTOCOLS
     from welcomemat.storage.connection import resolve_redis
 
     settings = Settings.from_env()

@@ -16,10 +16,9 @@ those that waited too long, so a connection is closed between the timeout and 1.
 A timer per request instead (armed after each response, cancelled when the next headers
 arrive) cost every request ~2% of a worker's CPU (bench/README.md).
 
-`HttpToolsHeaderDeadline` (`--http fast`) and `H11HeaderDeadline` (`--http h11`) are passed to
-uvicorn by import string (`PROTOCOLS`): each worker process imports them and reads the timeout
-from its own settings (the environment it inherited), since uvicorn's spawned workers take
-nothing else from the parent.
+`WithHeaderDeadline` is mixed into uvicorn's protocols (`server.http_protocols`); each worker
+process reads the timeout from its own settings (the environment it inherited), since
+uvicorn's spawned workers take nothing else from the parent.
 """
 
 from __future__ import annotations
@@ -30,21 +29,13 @@ import logging
 import weakref
 from typing import Any, ClassVar
 
-from uvicorn.protocols.http.h11_impl import H11Protocol
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from welcomemat.settings import Settings
 
-__all__ = ["PROTOCOLS", "H11HeaderDeadline", "HeaderSweep", "HttpToolsHeaderDeadline"]
+__all__ = ["HeaderSweep", "WithHeaderDeadline"]
 
 log = logging.getLogger(__name__)
-
-# `--http` choice (uvicorn's parser name) -> the protocol class `uvicorn.Config(http=...)` imports.
-PROTOCOLS = {
-    "httptools": "server.header_deadline:HttpToolsHeaderDeadline",
-    "h11": "server.header_deadline:H11HeaderDeadline",
-}
 
 # Sweeps per timeout: a connection is closed at most a quarter of the timeout past it.
 _SWEEPS_PER_TIMEOUT = 4
@@ -78,7 +69,7 @@ class HeaderSweep:
         self._handle = None
         now = self._loop.time()
         for connection in list(self._connections):
-            if isinstance(connection, _WithHeaderDeadline):
+            if isinstance(connection, WithHeaderDeadline):
                 connection.close_if_late(now)
         if self._connections:
             self._handle = self._loop.call_later(self.interval_s, self._sweep)
@@ -95,8 +86,8 @@ def _sweep_of(loop: asyncio.AbstractEventLoop, server_state: ServerState, timeou
     return sweep
 
 
-class _WithHeaderDeadline:
-    """The deadline added to one of uvicorn's protocols (mixed in before it, so `super()` is it).
+class WithHeaderDeadline:
+    """The deadline added to one of uvicorn's HTTP protocols (mixed in before it).
 
     The attributes it reads (`loop`, `cycle`, `transport`, `server_state`) are the protocol's
     own; uvicorn's two protocols name them alike, which is what lets one mixin serve both.
@@ -153,11 +144,3 @@ class _WithHeaderDeadline:
                 self._timeout_s,
             )
             transport.close()
-
-
-class HttpToolsHeaderDeadline(_WithHeaderDeadline, HttpToolsProtocol):
-    """uvicorn's httptools protocol with the header deadline (see the module docstring)."""
-
-
-class H11HeaderDeadline(_WithHeaderDeadline, H11Protocol):
-    """uvicorn's h11 protocol with the header deadline (see the module docstring)."""

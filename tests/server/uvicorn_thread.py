@@ -11,12 +11,16 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
+from server.http_protocols import PROTOCOLS
+
 
 @contextmanager
 def serve_in_thread(app: Starlette, *, port: int = 0, **options: Any) -> Iterator[str]:
     """Yields the base URL (`http://127.0.0.1:<port>`, `https://` when `options` give a
     certificate); stops the server on exit. `port`: 0 for any free one, or one chosen before
-    the app was built (an app whose public URL must name it). `options`: more of uvicorn's `Config`."""
+    the app was built (an app whose public URL must name it). `options`: more of uvicorn's `Config`;
+    by default the HTTP protocol `welcomemat serve` runs (`server.http_protocols`)."""
+    options.setdefault("http", PROTOCOLS["httptools"])
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", proxy_headers=False, lifespan="on", **options
     )

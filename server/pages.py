@@ -38,7 +38,7 @@ from server.visitor import Visit
 from welcomemat.arms import Arm
 from welcomemat.campaign.contract import CONTINUATION_PAGE_ID, LANDING_PAGE_ID
 from welcomemat.errors import InputError
-from welcomemat.security.tokens import TokenKind, TokenSigner, ViewTokenTemplate
+from welcomemat.security.tokens import PageClickTemplates, TokenKind, TokenSigner, ViewTokenTemplate
 
 __all__ = ["PageResponse", "continuation_page", "landing_page", "new_view_id"]
 
@@ -138,29 +138,35 @@ def _link_token(request: Request) -> str | None:
 def _click_templates(signer: TokenSigner, visit: Visit[RenderedPage]) -> tuple[ViewTokenTemplate | None, ...]:
     """The click-token template of each CTA of the visit's page (None: an id a token cannot
     carry; ids are checked at input, so the CTA then keeps its own URL). Worked out once per
-    remembered answer (`Visit.click_templates`): a returning visitor's views only sign them."""
+    remembered answer (`Visit.click_templates`): a returning visitor's views only sign them.
+    What every visitor of the page shares is worked out once per page
+    (`RenderedPage.click_templates`): a new visitor's view adds their ids."""
     templates = visit.click_templates
     if templates is None:
         page, identity, view = visit.result, visit.identity, visit.view
-        found: list[ViewTokenTemplate | None] = []
-        for _, zone_id, cta_id, _ in page.clicks:
+        key = (view.tenant, view.campaign_id, visit.arm._value_)
+        known = page.click_templates.get(key)
+        if known is None or known[0] is not signer:
             try:
-                template: ViewTokenTemplate | None = signer.click_template(
-                    zone=zone_id,
-                    cta=cta_id,
+                per_page: PageClickTemplates | None = signer.page_click_templates(
+                    [(zone_id, cta_id) for _, zone_id, cta_id, _ in page.clicks],
                     tenant=view.tenant,
                     campaign=view.campaign_id,
                     arm=visit.arm,
                     rung=page.best_rung,
-                    account=identity.account,
-                    contact=identity.contact,
                     zone_set_version=page.zone_set_version,
                     variant=page.variant,
                 )
             except InputError:
-                template = None
-            found.append(template)
-        templates = visit.click_templates = tuple(found)
+                per_page = None
+            known = page.click_templates[key] = (signer, per_page)
+        per_page, templates = known[1], (None,) * len(page.clicks)
+        if per_page is not None:
+            try:
+                templates = per_page.for_visitor(identity.account, identity.contact)
+            except InputError:
+                pass  # ids are checked at input: their CTAs keep their own URLs
+        visit.click_templates = templates
     return templates
 
 

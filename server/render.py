@@ -51,6 +51,7 @@ from welcomemat.arms import Arm
 from welcomemat.campaign.contract import Campaign
 from welcomemat.campaign.view import CampaignView, ResolvedZone, campaign_view
 from welcomemat.errors import ContractError
+from welcomemat.security.tokens import PageClickTemplates
 from welcomemat.surfaces import Surface
 from welcomemat.theme.files import theme_url
 from welcomemat.theme.folder import Theme
@@ -129,6 +130,12 @@ class RenderedPage:
     _pieces: tuple[str, ...] = dataclasses.field(init=False, repr=False, compare=False)
     _fills: tuple[int, ...] = dataclasses.field(init=False, repr=False, compare=False)
     _hrefs: tuple[str, ...] = dataclasses.field(init=False, repr=False, compare=False)
+    # The click-token templates of its CTAs for any visitor, by (tenant, campaign, arm value),
+    # with the signer that made them: worked out on the page's first view (`server.pages`) and
+    # kept with the page, so a new visitor's view only adds their ids.
+    click_templates: dict[tuple[str, str, str], tuple[object, PageClickTemplates | None]] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         index: dict[str, int] = {}

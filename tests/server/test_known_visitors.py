@@ -34,7 +34,7 @@ from tests.server.pagetools import cta_destination, without_per_request_values, 
 from welcomemat.arms import Arm
 from welcomemat.campaign.contract import Campaign
 from welcomemat.campaign.view import CampaignView
-from welcomemat.security.tokens import TokenKind, TokenSigner
+from welcomemat.security.tokens import PageClickTemplates, TokenKind, TokenSigner
 from welcomemat.zones.store import ZoneSetStore
 
 
@@ -115,8 +115,8 @@ def test_a_remembered_answer_works_out_its_click_links_once(
     redis_client: redis.Redis, published: Campaign, store: ZoneSetStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A returning visitor's views only sign their CTA's click token: what it says besides the
-    view (its template) comes with the remembered answer. Every view's link is still its own and
-    leads where the CTA does."""
+    view (its template) comes with the remembered answer, and what every visitor of the page
+    shares comes with the page. Every view's link is still its own and leads where the CTA does."""
     store.publish(
         make_zone_set(texts={"cta": "Book your review"}, hrefs={"cta": "https://meet.acmerevenue.example/r"})
     )
@@ -124,21 +124,28 @@ def test_a_remembered_answer_works_out_its_click_links_once(
     with TestClient(app, base_url=BASE_URL) as client:
         loaded(client, app)
         signer = app.state.renderer.signer
-        worked_out: list[dict[str, Any]] = []
-        click_template = signer.click_template
+        per_page: list[dict[str, Any]] = []
+        per_visitor: list[tuple[str | None, str | None]] = []
+        page_click_templates, for_visitor = signer.page_click_templates, PageClickTemplates.for_visitor
 
-        def counted(**claims: Any) -> Any:
-            worked_out.append(claims)
-            return click_template(**claims)
+        def counted_page(clicks: Any, **fields: Any) -> Any:
+            per_page.append(fields)
+            return page_click_templates(clicks, **fields)
 
-        monkeypatch.setattr(signer, "click_template", counted)
+        def counted_visitor(self: PageClickTemplates, account: str | None, contact: str | None) -> Any:
+            per_visitor.append((account, contact))
+            return for_visitor(self, account, contact)
+
+        monkeypatch.setattr(signer, "page_click_templates", counted_page)
+        monkeypatch.setattr(PageClickTemplates, "for_visitor", counted_visitor)
         headers = cookie()
         links: list[str | None] = []
         for view in range(5):  # the full path twice (remembered from the second), then from memory
             client.cookies.clear()
             found = zones(client.get(f"/c/{CAMPAIGN}", headers=headers).text)
             links.append(found["cta"].href)
-            assert len(worked_out) == min(view + 1, 2), view
+            assert len(per_visitor) == min(view + 1, 2), view
+        assert len(per_page) == 1  # the page's own part, once for every visitor
         assert stats(app)["hit"] == 3
         assert len(set(links)) == len(links)  # a click names its view
         assert {cta_destination(client, link) for link in links} == {"https://meet.acmerevenue.example/r"}

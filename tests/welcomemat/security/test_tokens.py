@@ -1063,6 +1063,73 @@ def test_view_round_trip_property(
     )
 
 
+any_id = ids | st.sampled_from(["", "x@y.z", "Jane Doe", "a" * 65, "-lead"])
+
+
+@settings(deadline=None)
+@given(
+    clicks=st.lists(st.tuples(any_id, any_id), max_size=4),
+    account=st.none() | any_id,
+    contact=st.none() | any_id,
+    view_id=st.from_regex(r"[A-Za-z0-9_-]{1,64}", fullmatch=True),
+    arm=st.sampled_from(Arm),
+    rung=st.sampled_from(["personal", "segment", "default", "plain"]),
+    version=st.none() | st.integers(min_value=1, max_value=MAX_ZONE_SET_VERSION),
+    variant=st.none() | ids,
+)
+def test_a_pages_click_templates_are_the_ones_click_template_makes(
+    clicks: list[tuple[str, str]],
+    account: str | None,
+    contact: str | None,
+    view_id: str,
+    arm: Arm,
+    rung: str,
+    version: int | None,
+    variant: str | None,
+) -> None:
+    """What a page's templates give a visitor is, CTA by CTA, what `click_template` gives for
+    the same fields: the same token for the same view; None where it refuses the zone or CTA
+    id; a bad account or contact refused (InputError), as `click_template` refuses it."""
+    signer = TokenSigner([KEY_NEW], clock=Clock())
+    fields: dict[str, Any] = {
+        "tenant": TENANT,
+        "campaign": CAMPAIGN,
+        "arm": arm,
+        "rung": rung,
+        "zone_set_version": version,
+        "variant": variant,
+    }
+    page = signer.page_click_templates(clicks, **fields)
+    expected: list[str | None | type[InputError]] = []
+    for zone, cta in clicks:
+        try:
+            template = signer.click_template(zone=zone, cta=cta, account=account, contact=contact, **fields)
+        except InputError as exc:
+            expected.append(InputError if exc.field in ("account", "contact") else None)
+        else:
+            expected.append(template.sign(view_id))
+    if InputError in expected:
+        with pytest.raises(InputError):
+            page.for_visitor(account, contact)
+        return
+    try:
+        found = [None if t is None else t.sign(view_id) for t in page.for_visitor(account, contact)]
+    except InputError as exc:  # a bad visitor on a page whose CTAs are all refused anyway
+        assert exc.field in ("account", "contact") and expected == [None] * len(clicks)
+        return
+    assert found == expected
+
+
+def test_a_pages_click_templates_refuse_a_bad_field_of_the_page() -> None:
+    signer = TokenSigner([KEY_NEW], clock=Clock())
+    fields: dict[str, Any] = {"tenant": TENANT, "campaign": CAMPAIGN, "arm": Arm.PERSONAL, "rung": "personal"}
+    for field, bad in [("tenant", "x@y.z"), ("campaign", ""), ("rung", "bespoke"), ("zone_set_version", 0)]:
+        for clicks in ([("cta", "book")], []):
+            with pytest.raises(InputError) as raised:
+                signer.page_click_templates(clicks, **{**fields, field: bad})
+            assert raised.value.field == field
+
+
 @settings(deadline=None)
 @given(token=st.text(max_size=700))
 def test_verify_view_on_arbitrary_text_raises_only_token_errors(token: str) -> None:

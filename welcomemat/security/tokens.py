@@ -152,8 +152,8 @@ class TokenClaims:
     Checked when made: ids as `welcomemat.ids` defines them, times ints (not bools) >= 0, the
     kind a `TokenKind` member; anything else is ValueError naming the field. A dataclass
     checked by hand, not a pydantic model: one is made on every first click and first scan,
-    where pydantic-core's validator, cold by the time a request reaches it, cost ~8 µs of the
-    event loop's ~120 (these checks: ~1 µs; bench/README.md, "Figures behind choices in the code").
+    where pydantic-core's validator, cold by the time a request reaches it, cost ~7 µs of the
+    event loop's ~125 (these checks: ~1 µs; bench/README.md, "Figures behind choices in the code").
     """
 
     kind: TokenKind
@@ -736,7 +736,7 @@ class TokenSigner:
             ids = is_valid_id(click[0]) and is_valid_id(click[1])
             found.append(_template_parts(click, *fields) if ids else None)
         if not found:  # no CTA: the other fields are still checked, as for any page
-            _template_parts(None, tenant, campaign, arm, rung, zone_set_version, variant, ttl_s)
+            _template_parts(None, *fields)
         return PageClickTemplates(tuple(found), ttl_s=ttl_s, mac=self._click_macs[0], clock=self._clock)
 
     def _view_like_template(

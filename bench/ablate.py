@@ -29,6 +29,7 @@ import statistics
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -63,10 +64,28 @@ def _both(*patches: Patch) -> Patch:
     return apply, undo
 
 
+# A QR token's payload inflated ahead of the run, by its compressed bytes (`_measure` fills it
+# for the `inflate` ablation): the stand-in looks the result up instead of running zlib.
+_INFLATED: dict[bytes, bytes] = {}
+
+
+class _Inflated:
+    """`zlib` as the token module uses it, with inflating replaced by a look-up in `_INFLATED`."""
+
+    error = zlib.error
+
+    def decompressobj(self) -> _Inflated:
+        return self
+
+    def decompress(self, data: bytes, max_length: int) -> bytes:
+        return _INFLATED[data]
+
+
 def _ablations() -> dict[str, tuple[str, Patch]]:
     import server.identify as identify
     import server.metrics as metrics
     import server.pages as pages
+    import server.qr as qr
     import server.renderer_state as renderer_state
     from server.engagement import events
     from welcomemat.security import tokens
@@ -83,6 +102,9 @@ def _ablations() -> dict[str, tuple[str, Patch]]:
 
     def unchecked(label: str, macs: Any, token: str, max_chars: int) -> Any:
         return tokens._load_payload(token.rpartition(".")[0].encode("ascii"))
+
+    async def copy_served(renderer: Any, state: Any, claims: Any) -> tuple[str, int | None, str | None]:
+        return "personal", 1, None
 
     signed = "e30.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
     return {
@@ -114,6 +136,18 @@ def _ablations() -> dict[str, tuple[str, Patch]]:
             "the rendered-page look-up (variant, cache key, LRU): a dict by page and account",
             _swap(renderer_state.RendererState, "_render", remembered_render),
         ),
+        "inflate": (
+            "inflating a compressed (QR) token's payload: its inflated bytes looked up",
+            _swap(tokens, "zlib", _Inflated()),
+        ),
+        "claimed_scope": (
+            "reading a QR token's claimed tenant and campaign before its verification: a constant",
+            _swap(qr, "claimed_scope", lambda token: (br.TENANT, br.CAMPAIGN)),
+        ),
+        "scan_copy": (
+            "a QR scan's arm, zone-set version and copy variant for its event: constants",
+            _swap(qr, "_copy_served", copy_served),
+        ),
         "token_checks": (
             "a token's form and signature checks (HMAC): only its payload read",
             _swap(tokens.TokenSigner, "_unsign_keyed", staticmethod(unchecked)),
@@ -130,6 +164,14 @@ async def _measure(path: str, names: list[str], block: int, blocks: int) -> Meas
     with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as url:
         app = bc.bench_app(url)
         visitors = br.publish(redis.Redis.from_url(url), 2_000, 64, requests)
+        if "inflate" in names:
+            from welcomemat.security import tokens
+
+            for token in visitors.first_qr:
+                body = token.rpartition(".")[0].encode("ascii")
+                if body.startswith(b"."):
+                    compressed = tokens._b64url_decode(body[1:])
+                    _INFLATED[compressed] = zlib.decompress(compressed)
         queue, lifespan = await bc.start(app)
         cookie = f"wm_{br.CAMPAIGN}="
         for account_cookie in visitors.cookies[: br.FIRST_CLICK_ACCOUNTS]:

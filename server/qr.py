@@ -36,6 +36,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from server.bots import is_preflight
+from server.campaigns import CampaignState
 from server.cookies import set_identity_cookie, tracking_refused
 from server.engagement.events import EngagementEvent, EventType
 from server.faults import NO_STORE, fail_closed
@@ -48,7 +49,7 @@ from server.scope_headers import header_value
 from welcomemat.arms import assign_arm
 from welcomemat.campaign.contract import CONTINUATION_PAGE_ID
 from welcomemat.errors import StoredValueError
-from welcomemat.security.tokens import TokenKind, claimed_scope
+from welcomemat.security.tokens import TokenClaims, TokenKind, claimed_scope
 from welcomemat.zones.resolution import choose_variant
 
 __all__ = ["qr_entry", "see_other"]
@@ -81,6 +82,23 @@ def see_other(location: str) -> Response:
     """303 to `location`: the headers Starlette's `RedirectResponse` writes for it (tests compare),
     listed directly (`Set-Cookie` is appended to them)."""
     return PreparedResponse(b"", [_NO_STORE, _EMPTY, _location_header(location)], status_code=303)
+
+
+async def _copy_served(
+    renderer: RendererState, state: CampaignState, claims: TokenClaims
+) -> tuple[str, int | None, str | None]:
+    """The arm, zone-set version and copy variant of the page a scan leads to, read as the pages
+    read them (`server.visitor`): the zone-set cache, else one guarded read that never raises
+    (a fault: no zone set, so no version)."""
+    assigned = assign_arm(
+        claims.tenant, claims.campaign, claims.account, state.view.campaign.holdout_fraction
+    )
+    reader = renderer.zone_set_reader
+    lookup = reader.cached(claims.tenant, claims.campaign, claims.account)
+    if lookup is None:
+        lookup = await reader.get(claims.tenant, claims.campaign, claims.account)
+    served = choose_variant(assigned, lookup.zone_set, renderer.now())
+    return assigned.value, served.zone_set_version, served.copy_variant
 
 
 @fail_closed("/q/{token}")
@@ -143,19 +161,9 @@ async def qr_entry(request: Request) -> Response:
     if preflight:  # `welcomemat mail` checking its codes: the cookie lets it see the page, no scan
         return response
     # Unknown while the campaign cannot be loaded: the continuation page's view event says them.
-    arm: str | None = None
-    version: int | None = None
-    variant: str | None = None
-    if state is not None:
-        assigned = assign_arm(tenant, campaign_id, claims.account, state.view.campaign.holdout_fraction)
-        # The copy the scan leads to, read as the pages read it (`server.visitor`): the zone-set
-        # cache, else one guarded read that never raises (a fault: no zone set, so no version).
-        reader = renderer.zone_set_reader
-        lookup = reader.cached(tenant, campaign_id, claims.account)
-        if lookup is None:
-            lookup = await reader.get(tenant, campaign_id, claims.account)
-        served = choose_variant(assigned, lookup.zone_set, renderer.now())
-        arm, version, variant = assigned.value, served.zone_set_version, served.copy_variant
+    arm, version, variant = (
+        (None, None, None) if state is None else await _copy_served(renderer, state, claims)
+    )
     renderer.events.emit(
         EngagementEvent(
             type=EventType.QR_SCAN,

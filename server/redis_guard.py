@@ -3,8 +3,15 @@
 Hard invariant 5: a broken Redis must cost a page request a bounded wait and then the
 fallback, never a 5xx. The store (`welcomemat.zones.store`) is synchronous, so each read runs
 in a worker thread; `RedisGuard.call` waits for it at most `timeout_s` and abandons it
-after that (the thread finishes on its own socket timeout). Threads come from a limiter
-of their own, so a hung Redis holds at most `threads` of them.
+after that (the thread finishes on its own socket timeout). Threads come from a pool of
+their own, so a hung Redis holds at most `threads` of them; a call that finds them all
+taken waits in the pool's queue within its budget, and leaves it unrun when that is spent.
+
+The call is handed to a pool thread and awaited through `asyncio.wrap_future` (what
+`loop.run_in_executor` does), not anyio's `to_thread`: a read then costs the event loop two
+turns (the thread's answer, the request's wake-up), where anyio's checkpoints and limiter
+add two more, and each turn of a busy loop is every other connection's request first
+(bench/README.md, `bench_miss_latency.py`).
 
 After `breaker_failures` consecutive faults the breaker opens: requests stop waiting on Redis
 at all and get the fallback at once. After `breaker_reset_s` one request probes; its success
@@ -17,11 +24,12 @@ front of a model provider; here it guards reads that are never retried on the re
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable
-from typing import Literal, TypeVar
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Literal, TypeVar
 
-import anyio
-import anyio.to_thread
 import redis
 from redis.exceptions import RedisClusterException, RedisError
 
@@ -79,9 +87,18 @@ class RedisGuard:
         threads: int,
         on_fault: Callable[[str, FaultKind], None] = lambda op, kind: None,
     ) -> None:
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
         self.timeout_s = timeout_s
         self.breaker = breaker
-        self._limiter = anyio.CapacityLimiter(threads)
+        self._threads = threads
+        # As long-lived as the guard, never shut down: an app's lifespan may run again on the
+        # same state (each test client runs it), and idle threads end when the guard is dropped.
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="welcomemat-redis")
+        # Calls submitted and not finished (queued, running, or abandoned and still running):
+        # counted up on the event loop, down on the thread that finishes them.
+        self._pending = 0
+        self._pending_lock = threading.Lock()
         self._on_fault = on_fault
 
     @property
@@ -89,7 +106,26 @@ class RedisGuard:
         """At least half the worker threads are free. Background reads (a zone set refreshed
         before it expires) start only then: a request's read waits for a thread within its
         budget, and must not find them all taken by work no request waits for."""
-        return self._limiter.borrowed_tokens * 2 < self._limiter.total_tokens
+        return self._pending * 2 < self._threads
+
+    def _finished(self, _: Future[Any]) -> None:
+        with self._pending_lock:
+            self._pending -= 1
+
+    async def _in_thread(self, fn: Callable[[], T], budget: float) -> T:
+        """`fn()` on a pool thread, awaited at most `budget` seconds (TimeoutError). Past the
+        budget, a call still queued never runs, and one running is abandoned."""
+        with self._pending_lock:
+            self._pending += 1
+        try:
+            submitted = self._pool.submit(fn)
+        except RuntimeError as exc:  # the interpreter is exiting: a fault, so the fallback
+            with self._pending_lock:
+                self._pending -= 1
+            raise OSError("no Redis worker thread can start now") from exc
+        submitted.add_done_callback(self._finished)
+        async with asyncio.timeout(budget):
+            return await asyncio.wrap_future(submitted)
 
     async def call(self, op: str, fn: Callable[[], T], *, timeout_s: float | None = None) -> T:
         """`fn()` in a worker thread. Raises `RedisUnavailable` on a Redis fault, a timeout
@@ -100,8 +136,7 @@ class RedisGuard:
             raise RedisUnavailable(op, "short_circuit", "circuit breaker open")
         budget = self.timeout_s if timeout_s is None else timeout_s
         try:
-            with anyio.fail_after(budget):
-                result = await anyio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=self._limiter)
+            result = await self._in_thread(fn, budget)
         except TimeoutError:
             self.breaker.record_failure()
             self._on_fault(op, "timeout")

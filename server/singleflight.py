@@ -22,18 +22,40 @@ class SingleFlight(Generic[K, V]):
     """Coalesces concurrent calls per key (one event loop)."""
 
     def __init__(self) -> None:
-        self._pending: dict[K, asyncio.Future[V]] = {}
+        self._waiting: dict[K, list[asyncio.Future[V]]] = {}
+        self._flying: set[asyncio.Task[None]] = set()  # the loop holds tasks weakly
 
     async def run(self, key: K, fn: Callable[[], Awaitable[V]]) -> V:
-        task = self._pending.get(key)
-        if task is None:
-            task = asyncio.ensure_future(fn())
-            self._pending[key] = task
-            task.add_done_callback(lambda done: self._finished(key, done))
-        return await asyncio.shield(task)
+        """`fn()`'s value, from the one call in flight for `key` (started here if none is)."""
+        waiter: asyncio.Future[V] = asyncio.get_running_loop().create_future()
+        waiters = self._waiting.get(key)
+        if waiters is not None:
+            waiters.append(waiter)
+        else:
+            self._waiting[key] = [waiter]
+            flight = asyncio.ensure_future(self._fly(key, fn))
+            self._flying.add(flight)
+            flight.add_done_callback(self._flying.discard)
+        # Each caller awaits a future of its own, which the flight settles as its last step:
+        # the caller resumes on the loop's next turn (a shielded task would take one more, and
+        # a turn of a busy loop is every other connection's request), and a caller cancelled
+        # (its client gone) cancels only its own future, never the read the others wait for.
+        return await waiter
 
-    def _finished(self, key: K, done: asyncio.Future[V]) -> None:
-        if self._pending.get(key) is done:
-            del self._pending[key]
-        if not done.cancelled():
-            done.exception()  # mark retrieved: callers that left must not leave a warning behind
+    async def _fly(self, key: K, fn: Callable[[], Awaitable[V]]) -> None:
+        try:
+            value = await fn()
+        except BaseException as exc:
+            for waiter in self._waiting.pop(key):
+                if waiter.done():  # its caller left
+                    continue
+                if isinstance(exc, asyncio.CancelledError):
+                    waiter.cancel()
+                else:
+                    waiter.set_exception(exc)
+            if not isinstance(exc, Exception):  # cancelled (the loop is closing), or an exit
+                raise
+            return
+        for waiter in self._waiting.pop(key):
+            if not waiter.done():
+                waiter.set_result(value)

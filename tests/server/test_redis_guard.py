@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -95,3 +96,32 @@ def test_a_bad_value_is_not_a_redis_fault() -> None:
         run(guard.call("get", bad))
     assert breaker.state == "closed"
     assert run(guard.call("get", lambda: 42)) == 42
+
+
+def test_a_hung_redis_holds_at_most_the_guards_threads_and_queued_calls_never_run() -> None:
+    """Every call past its budget gets "timeout"; the hung calls occupy only `threads` threads,
+    and a call that waited in the queue for one is dropped unrun, not run after its request
+    has gone (it would only add to the hung server's load)."""
+    guard = RedisGuard(timeout_s=0.05, breaker=CircuitBreaker(100, 60), threads=2)
+    hung = threading.Event()
+    ran_on: set[int] = set()
+
+    def read() -> None:
+        ran_on.add(threading.get_ident())
+        hung.wait(30)
+
+    async def main() -> list[BaseException | None]:
+        return await asyncio.gather(*(guard.call("get", read) for _ in range(6)), return_exceptions=True)
+
+    try:
+        outcomes = run(main())
+        assert not guard.background_room  # both threads still held by the hung calls
+    finally:
+        hung.set()
+    assert all(isinstance(o, RedisUnavailable) and o.kind == "timeout" for o in outcomes)
+    deadline = time.monotonic() + 10
+    while not guard.background_room and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert guard.background_room  # the threads came back once the hung calls ended
+    assert len(ran_on) == 2  # two threads ran the first two calls; the four queued never ran
+    assert run(guard.call("get", lambda: "answered")) == "answered"

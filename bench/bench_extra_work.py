@@ -71,18 +71,12 @@ def main() -> None:
         stretch = args.first_clicks // len(variants)
         for _ in range(args.rounds):
             for index, variant in enumerate(variants):
-                # start_renderer passes this process's environment on: set for it, then put back.
-                saved = {name: os.environ.get(name) for name in ("PYTHONPATH", "WELCOMEMAT_BENCH_WITHOUT")}
-                os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SWITCHES), saved["PYTHONPATH"]]))
-                os.environ["WELCOMEMAT_BENCH_WITHOUT"] = variant
-                try:
-                    process, base = br.start_renderer(url, Path(tmp))
-                finally:
-                    for name, value in saved.items():
-                        if value is None:
-                            os.environ.pop(name, None)
-                        else:
-                            os.environ[name] = value
+                pythonpath = os.pathsep.join(filter(None, [str(SWITCHES), os.environ.get("PYTHONPATH")]))
+                process, base = br.start_renderer(
+                    url,
+                    Path(tmp),
+                    extra_env={"PYTHONPATH": pythonpath, "WELCOMEMAT_BENCH_WITHOUT": variant},
+                )
                 try:
                     br.check_paths(base, visitors)
                     for path in args.paths:

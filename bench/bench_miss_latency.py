@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
 import statistics
 import sys
@@ -96,18 +95,9 @@ def _one_run(
     args: argparse.Namespace,
 ) -> Run:
     pythonpath, env = code
-    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", *env)}
-    os.environ.update(env)
-    if pythonpath:
-        os.environ["PYTHONPATH"] = pythonpath
-    try:
-        process, base = br.start_renderer(redis_url, home)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    process, base = br.start_renderer(
+        redis_url, home, extra_env={**env, "PYTHONPATH": pythonpath} if pythonpath else env
+    )
     load = br.loads(visitors)["cookie"]
     try:
         br.run_wrk(base, load, 2, args.connections, home)  # warm: the hot accounts cached

@@ -483,10 +483,16 @@ def start_reference(
 
 
 def start_renderer(
-    redis_url: str, home: Path, http: str = "fast", workers: int = 1
+    redis_url: str,
+    home: Path,
+    http: str = "fast",
+    workers: int = 1,
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen[bytes], str]:
     """`welcomemat serve` as a user runs it (production cache sizes), access log off, the
-    loopback peer trusted as a proxy (the IP-identified path's `X-Forwarded-For`)."""
+    loopback peer trusted as a proxy (the IP-identified path's `X-Forwarded-For`).
+    `extra_env` (a `PYTHONPATH` of bench switches or of another checkout, say) is added to
+    the served process's environment, after this process's own."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WELCOMEMAT_", "REDIS_URL"))}
     env.update(
@@ -499,6 +505,7 @@ def start_renderer(
             "WELCOMEMAT_LOG_LEVEL": "WARNING",
         }
     )
+    env.update(extra_env or {})
     welcomemat = str(Path(sys.executable).parent / "welcomemat")
     command = [welcomemat, "serve", "--port", str(port), "--http", http, "--workers", str(workers)]
     process = subprocess.Popen(

@@ -137,7 +137,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.seconds < 3 or args.rounds < 1:
         parser.error("--seconds must be at least 3 and --rounds at least 1")
-    if not args.idle and not br.ensure_wrk():
+    if not br.ensure_wrk():  # the warm-up runs it, idle or not
         raise SystemExit("wrk is needed (scripts/install-test-deps.sh installs it)")
     Code = tuple[str, tuple[str | None, dict[str, str]]]
     codes: list[Code] = [("this checkout", (None, {}))]

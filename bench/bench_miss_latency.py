@@ -137,6 +137,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.seconds < 3 or args.rounds < 1:
         parser.error("--seconds must be at least 3 and --rounds at least 1")
+    for path in args.checkout:
+        if not (path / "server" / "redis_guard.py").is_file():
+            parser.error(f"--checkout {path}: not a Welcomemat checkout (no server/redis_guard.py)")
+    if any(ms <= 0 for ms in args.switch_interval_ms):
+        parser.error("--switch-interval-ms: each interval must be above 0")
     if not br.ensure_wrk():  # the warm-up runs it, idle or not
         raise SystemExit("wrk is needed (scripts/install-test-deps.sh installs it)")
     Code = tuple[str, tuple[str | None, dict[str, str]]]
@@ -161,8 +166,7 @@ def main() -> None:
         )
         for number in range(args.rounds):
             for label, code in codes if number % 2 == 0 else codes[::-1]:
-                home = Path(tmp) / f"home-{number}-{len(runs[label])}-{abs(hash(label))}"
-                home.mkdir()
+                home = Path(tempfile.mkdtemp(prefix="home-", dir=tmp))
                 accounts = [next(fresh) for _ in range(per_probe)]
                 run = _one_run(url, home, code, visitors, accounts, args)
                 runs[label].append(run)

@@ -2,14 +2,15 @@
 """Where a served request's CPU goes, thread by thread: the renderer against the reference.
 
     .venv/bin/python bench/thread_split.py [--paths link_first cookie] [--rounds 3] [--seconds 5]
-        [--first-clicks 60000] [--reference ../shared/bench/same_work_app.py]
+        [--first-clicks 60000] [--reference ../shared/bench/same_work_app.py] [--workers 2]
 
 `bench_renderer.py` gives each server's CPU per request as one figure. This one splits it by
 thread (Linux's /proc: each thread's user and system CPU, its voluntary and involuntary context
 switches, and the time it spent runnable but waiting for the CPU, from `schedstat`), over the
 same load: one worker each, pinned to CPU 0, wrk and Redis on CPU 1, the paths in alternation
 (renderer and reference), the setup `bench_renderer.py`'s (its embedded Redis, published zone
-sets, tokens, warm-up). It answers whether a thread besides the event loop's (the event
+sets, tokens, warm-up); `--workers 2` runs two worker processes each, unpinned, wrk too (as
+`bench_renderer.py --workers 2` does). It answers whether a thread besides the event loop's (the event
 writer's, the zone-set readers', the collector's) costs the requests their CPU or their
 latency: its own CPU per request, and the event loop thread's involuntary switches and
 waiting that it causes on the one core.
@@ -108,6 +109,7 @@ def main() -> None:
     parser.add_argument("--accounts", type=int, default=2_000)
     parser.add_argument("--first-clicks", type=int, default=60_000)
     parser.add_argument("--reference", type=Path, default=br.DEFAULT_REFERENCE)
+    parser.add_argument("--workers", type=int, choices=(1, 2), default=1, help="worker processes a server")
     args = parser.parse_args()
     if not args.reference.is_file():
         parser.error(f"--reference: no file at {args.reference}")
@@ -117,11 +119,11 @@ def main() -> None:
         tmp = Path(tmp_name)
         visitors = br.publish(redis.Redis.from_url(url), args.accounts, 64, args.first_clicks)
         ref = br.reference_tokens(args.reference, args.first_clicks)
-        renderer, renderer_url = br.start_renderer(url, tmp, "fast", 1)
+        renderer, renderer_url = br.start_renderer(url, tmp, "fast", args.workers)
         reference = None
         try:
             page_bytes, _ = br.check_paths(renderer_url, visitors)
-            reference = br.start_reference(args.reference, url, page_bytes, "fast", 1)
+            reference = br.start_reference(args.reference, url, page_bytes, "fast", args.workers)
             br.check_reference(reference[1], ref, visitors, page_bytes)
             cookie = f"wm_{br.CAMPAIGN}="
             warm = [(br.PATH, {"Cookie": cookie + c}) for c in visitors.cookies[: br.FIRST_CLICK_ACCOUNTS]]
@@ -133,8 +135,13 @@ def main() -> None:
                 ("reference", reference[0], reference[1], br.reference_loads(ref, visitors)),
             ]
             offsets: dict[tuple[str, str], int] = {}
+            placed = (
+                "one worker each on CPU 0, wrk and Redis on CPU 1"
+                if args.workers == 1
+                else "two workers each, unpinned, as wrk and Redis"
+            )
             print(
-                f"one worker each on CPU 0, wrk -t1 -c{args.connections} and Redis on CPU 1, "
+                f"{placed}, wrk -t1 -c{args.connections}, "
                 f"{args.seconds:g} s a run; per request: each thread's CPU, context switches, and "
                 "time runnable but waiting for the CPU"
             )
@@ -143,7 +150,15 @@ def main() -> None:
                     for who, process, base, load in servers if round_ % 2 == 0 else servers[::-1]:
                         before = thread_samples(process.pid)
                         at = offsets.get((who, path), 0)
-                        result = br.run_wrk(base, load[path], args.seconds, args.connections, tmp, at, 1)
+                        result = br.run_wrk(
+                            base,
+                            load[path],
+                            args.seconds,
+                            args.connections,
+                            tmp,
+                            at,
+                            1 if args.workers == 1 else None,
+                        )
                         after = thread_samples(process.pid)
                         offsets[(who, path)] = at + result.requests
                         n = max(result.requests, 1)

@@ -864,7 +864,7 @@ def print_against_reference(results: SetupResults) -> None:
         return
     bare = results.renderer["bare"]
     print(
-        f"\n{'against the reference':<22} {'rend/ref req/s':>20} {'p99 rend/ref':>20} {'rend/bare':>18} "
+        f"\n{'against the reference':<26} {'rend/ref req/s':>20} {'p99 rend/ref':>20} {'rend/bare':>18} "
         f"{'ref/bare':>9} {'rend req/s':>10} {'ref req/s':>9} {'p99 rend':>8} {'p99 ref':>7} "
         f"{'cpu us rend':>11} {'ref':>5} {'redis cpu us rend':>17} {'ref':>5}"
     )
@@ -881,7 +881,7 @@ def print_against_reference(results: SetupResults) -> None:
         over_bare = [m.rps / b.rps for m, b in zip(mine, bare, strict=True)]
         ref_bare = [t.rps / b.rps for t, b in zip(theirs, bare, strict=True)]
         print(
-            f"{REFERENCE_LABELS[kind]:<22} {cell(rps):>20} {cell(p99):>20} {cell(over_bare):>18} "
+            f"{REFERENCE_LABELS[kind]:<26} {cell(rps):>20} {cell(p99):>20} {cell(over_bare):>18} "
             f"{median(ref_bare):>9.2f} {median([m.rps for m in mine]):>10.0f} "
             f"{median([t.rps for t in theirs]):>9.0f} {median([m.p99_ms for m in mine]):>8.1f} "
             f"{median([t.p99_ms for t in theirs]):>7.1f} {median([m.cpu_us for m in mine]):>11.0f} "

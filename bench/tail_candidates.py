@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Two candidates for a round's long tail, round by round: Redis's AOF rewrites and the
+virtual CPUs' steal time.
+
+    .venv/bin/python bench/tail_candidates.py [--path link_first] [--rounds 8] [--seconds 5]
+        [--accounts 100000] [--first-clicks 100000] [--rewrite-every 2]
+
+`bench_renderer.py`'s setup (its embedded Redis pinned to CPU 1 beside wrk, the published
+zone sets and tokens) and one renderer worker on CPU 0, then `--rounds` wrk runs of one path.
+Each round prints wrk's req/s, p50 and p99 beside what else happened on the machine meanwhile:
+the Redis forks (an AOF rewrite is one: the embedded Redis rewrites its file when it has
+doubled, and the child, pinned where Redis is, runs beside wrk for as long as writing the data
+takes) and each CPU's steal time from `/proc/stat` (time the hypervisor ran something else).
+`--rewrite-every N` starts a rewrite 1 s into every Nth round (`BGREWRITEAOF`), so rounds with
+and without one alternate on the same machine; 0 leaves Redis to rewrite when it will.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_renderer as br  # noqa: E402
+import redis  # noqa: E402
+
+from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_PATHS = ("link_first", "qr", "cookie", "link_again", "ip", "ip_new", "anonymous")
+
+
+def steal_seconds() -> dict[str, float]:
+    """Each CPU's steal time so far (`/proc/stat`, the eighth value after the name); {} off Linux."""
+    found: dict[str, float] = {}
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        fields = line.split()
+        if fields and fields[0].startswith("cpu") and fields[0] != "cpu" and len(fields) > 8:
+            found[fields[0]] = int(fields[8]) / _TICK
+    return found
+
+
+def forks(client: redis.Redis) -> int:
+    return int(client.info("stats")["total_forks"])
+
+
+def rewriting(client: redis.Redis) -> bool:
+    return bool(client.info("persistence")["aof_rewrite_in_progress"])
+
+
+def start_rewrite(client: redis.Redis) -> None:
+    try:
+        client.bgrewriteaof()
+    except redis.RedisError as exc:  # one already running, say: the round says what happened
+        print(f"BGREWRITEAOF: {exc}", file=sys.stderr)
+
+
+def wait_rewrite(client: redis.Redis, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while rewriting(client) and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--path", choices=_PATHS, default="link_first")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--accounts", type=int, default=100_000, help="personal zone sets published")
+    parser.add_argument("--first-clicks", type=int, default=100_000, help="distinct link and QR tokens")
+    parser.add_argument(
+        "--rewrite-every", type=int, default=2, help="start an AOF rewrite in every Nth round (0: never)"
+    )
+    args = parser.parse_args()
+    if args.rounds < 1 or args.seconds <= 0 or args.accounts < br.FIRST_CLICK_ACCOUNTS:
+        parser.error(f"--rounds >= 1, --seconds > 0 and --accounts >= {br.FIRST_CLICK_ACCOUNTS}")
+    if args.rewrite_every < 0:
+        parser.error("--rewrite-every: 0 or more")
+    if not br.ensure_wrk():
+        raise SystemExit("wrk is needed (Debian: apt-get install wrk)")
+    with tempfile.TemporaryDirectory() as tmp_name, temporary_redis(Path(tmp_name) / "redis") as url:
+        tmp = Path(tmp_name)
+        client = redis.Redis.from_url(url)
+        if br.pinned(1):
+            pid = str(client.info("server")["process_id"])
+            subprocess.run(["taskset", "-pc", "1", pid], check=True, capture_output=True)
+        visitors = br.publish(client, args.accounts, 64, max(args.first_clicks, 1))
+        wait_rewrite(client)  # publishing's own rewrites, before the first round
+        renderer, base = br.start_renderer(url, tmp, "fast", 1)
+        try:
+            br.check_paths(base, visitors)
+            load = br.loads(visitors)[args.path]
+            every = args.rewrite_every
+            rewrites = (
+                "no AOF rewrite started"
+                if every == 0
+                else f"an AOF rewrite started 1 s into round {every}, {2 * every}, ..."
+            )
+            print(
+                f"{args.path}: one worker on CPU 0, wrk -t1 -c{args.connections} and Redis on CPU 1, "
+                f"{args.seconds:g} s a round; {rewrites}"
+            )
+            offset = 0
+            for round_ in range(args.rounds):
+                start_one = args.rewrite_every > 0 and round_ % args.rewrite_every == args.rewrite_every - 1
+                timer = threading.Timer(1.0, start_rewrite, (client,)) if start_one else None
+                forks_before, steal_before, started = forks(client), steal_seconds(), time.monotonic()
+                if timer is not None:
+                    timer.start()
+                result = br.run_wrk(base, load, args.seconds, args.connections, tmp, offset)
+                elapsed = time.monotonic() - started
+                steal_after = steal_seconds()
+                if timer is not None:
+                    timer.join()
+                wait_rewrite(client)
+                offset += result.requests
+                steal = " ".join(
+                    f"{cpu} {100 * (steal_after[cpu] - seconds) / elapsed:4.1f}%"
+                    for cpu, seconds in steal_before.items()
+                    if cpu in steal_after
+                )
+                print(
+                    f"round {round_ + 1:>2}: {result.rps:8.0f} req/s  p50 {result.p50_ms:6.2f} ms  "
+                    f"p99 {result.p99_ms:7.2f} ms  Redis forks +{forks(client) - forks_before}  "
+                    f"steal {steal or 'n/a'}",
+                    flush=True,
+                )
+        finally:
+            br.stop(renderer)
+
+
+if __name__ == "__main__":
+    main()

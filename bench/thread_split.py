@@ -7,10 +7,11 @@
 `bench_renderer.py` gives each server's CPU per request as one figure. This one splits it by
 thread (Linux's /proc: each thread's user and system CPU, its voluntary and involuntary context
 switches, and the time it spent runnable but waiting for the CPU, from `schedstat`), over the
-same load: one worker each, pinned to CPU 0, wrk and Redis on CPU 1, the paths in alternation
-(renderer and reference), the setup `bench_renderer.py`'s (its embedded Redis, published zone
-sets, tokens, warm-up); `--workers 2` runs two worker processes each, unpinned, wrk too (as
-`bench_renderer.py --workers 2` does). It answers whether a thread besides the event loop's (the event
+same load: one worker each, pinned to CPU 0, wrk on CPU 1 (Redis not pinned: unlike
+`bench_renderer.py`, the kernel places it), the paths in alternation (renderer and reference),
+the setup `bench_renderer.py`'s (its embedded Redis, published zone sets, tokens, warm-up);
+`--workers 2` runs two worker processes each, unpinned, wrk too (as `bench_renderer.py
+--workers 2` does). It answers whether a thread besides the event loop's (the event
 writer's, the zone-set readers', the collector's) costs the requests their CPU or their
 latency: its own CPU per request, and the event loop thread's involuntary switches and
 waiting that it causes on the one core.
@@ -136,9 +137,9 @@ def main() -> None:
             ]
             offsets: dict[tuple[str, str], int] = {}
             placed = (
-                "one worker each on CPU 0, wrk and Redis on CPU 1"
+                "one worker each on CPU 0, wrk on CPU 1, Redis unpinned"
                 if args.workers == 1
-                else "two workers each, unpinned, as wrk and Redis"
+                else "two workers each, unpinned, as are wrk and Redis"
             )
             print(
                 f"{placed}, wrk -t1 -c{args.connections}, "

@@ -3,7 +3,7 @@
 virtual CPUs' steal time.
 
     .venv/bin/python bench/tail_candidates.py [--path link_first] [--rounds 8] [--seconds 5]
-        [--accounts 100000] [--first-clicks 100000] [--rewrite-every 2]
+        [--accounts 100000] [--first-clicks 200000] [--rewrite-every 2]
 
 `bench_renderer.py`'s setup (its embedded Redis pinned to CPU 1 beside wrk, the published
 zone sets and tokens) and one renderer worker on CPU 0, then `--rounds` wrk runs of one path.
@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import bench_renderer as br  # noqa: E402
 import redis  # noqa: E402
 
+from server.identify import MEMO_ENTRIES  # noqa: E402
 from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -81,7 +82,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--accounts", type=int, default=100_000, help="personal zone sets published")
-    parser.add_argument("--first-clicks", type=int, default=100_000, help="distinct link and QR tokens")
+    parser.add_argument("--first-clicks", type=int, default=200_000, help="distinct link and QR tokens")
     parser.add_argument(
         "--rewrite-every", type=int, default=2, help="start an AOF rewrite in every Nth round (0: never)"
     )
@@ -138,6 +139,14 @@ def main() -> None:
                     f"p99 {result.p99_ms:7.2f} ms  Redis forks +{forks(client) - forks_before}  "
                     f"steal {steal or 'n/a'}",
                     flush=True,
+                )
+            pool = len(load.pool)
+            if args.path in ("link_first", "qr") and offset > pool:
+                # A token back after `pool` others: verified again if the memo let it go.
+                what = "verified anew, as first ones" if pool > MEMO_ENTRIES else "remembered: not first ones"
+                print(
+                    f"note: {offset:,} requests walked past the {pool:,} tokens (--first-clicks); "
+                    f"the tokens that came back were {what} (the renderer remembers {MEMO_ENTRIES:,})"
                 )
         finally:
             br.stop(renderer)

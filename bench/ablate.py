@@ -10,12 +10,13 @@ it runs cold, between a hundred other functions, and costs more (a pydantic mode
 first click: ~3 µs alone, ~7 µs in a request; bench/README.md). This measures the piece where
 it runs: `bench_calls.py`'s setup (embedded Redis, the example campaign, published zone sets,
 tokens; the app driven in process through ASGI, collector tuned as `welcomemat serve` tunes
-it), then blocks of `--block` requests of one path, alternating between the code as it is
-and the code with the piece replaced by a stand-in (a constant, a no-op, a memo), for
-`--blocks` pairs (the order flips every pair). The event loop thread's CPU per request, median
-and fastest block of each side, and the difference: what the piece costs that request, in
-context. Machine noise moves both sides alike. `none` (an ablation that changes nothing)
-is the control: its difference is the method's own error.
+it, its event writer's thread stopped and the events written between blocks: see
+`bench_calls.writer_held`), then blocks of `--block` requests of one path, alternating
+between the code as it is and the code with the piece replaced by a stand-in (a constant, a
+no-op, a memo), for `--blocks` pairs (the order flips every pair). The event loop thread's
+CPU per request, median and fastest block of each side, and the difference: what the piece
+costs that request, in context. Machine noise moves both sides alike. `none` (an ablation
+that changes nothing) is the control: its difference is the method's own error.
 
 A stand-in is not the behaviour (a page without click tokens is not a page we serve): these
 are measurements, never code paths.
@@ -173,6 +174,7 @@ async def _measure(path: str, names: list[str], block: int, blocks: int) -> Meas
                     compressed = tokens._b64url_decode(body[1:])
                     _INFLATED[compressed] = zlib.decompress(compressed)
         queue, lifespan = await bc.start(app)
+        drain = bc.writer_held(app)  # its hand-overs of the lock are not a piece's (`bc.writer_held`)
         cookie = f"wm_{br.CAMPAIGN}="
         for account_cookie in visitors.cookies[: br.FIRST_CLICK_ACCOUNTS]:
             await bc.request(app, br.PATH, {"Cookie": cookie + account_cookie})
@@ -193,7 +195,9 @@ async def _measure(path: str, names: list[str], block: int, blocks: int) -> Meas
                 status = await bc.request(app, target, headers)
                 if status != (303 if path == "qr" else 200):
                     raise SystemExit(f"{path}: {target} answered {status}")
-            return (time.thread_time() - started) / count * 1e6
+            spent = (time.thread_time() - started) / count * 1e6
+            drain()
+            return spent
 
         await run(1_000)  # warm-up
         results = []

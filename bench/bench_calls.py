@@ -9,7 +9,8 @@ says whether the request path does more work, and where: it is the check that a 
 structure did not add work per request. Setup is `bench_renderer.py`'s (its embedded Redis,
 example campaign, published zone sets and tokens); the apps are driven in-process through
 ASGI (no socket, no server), after a warm-up, with a profiler counting the calls made on
-the event loop's thread (threads that write events in the background are not counted).
+the event loop's thread. The event writer's thread is stopped, and what it would write is
+written between passes (`writer_held`): only the request path is counted and timed.
 
 Paths, as in `bench_renderer.py`: `cookie` (landing page, returning visitor, cached),
 `first` (the same with the returning-visitor cache off: a first view), `zones`
@@ -88,6 +89,28 @@ async def start(app: ASGIApp) -> tuple[asyncio.Queue[dict[str, str]], asyncio.Ta
     return queue, task
 
 
+def writer_held(app: ASGIApp) -> Callable[[], None]:
+    """Stops the app's event writer thread; returns what writes the events queued since (call it
+    between timed passes, outside them).
+
+    In a served process the event loop lets go of the interpreter lock on every turn (uvloop
+    polls its sockets without it), and a writer thread waiting for the lock takes it then. Driven
+    in process the loop never polls: a waiting writer gets the lock only when a piece of the
+    request lets go of it (zlib, a system call) or at the 5 ms switch interval, and each such
+    hand-over (two futex calls, two context switches) was counted as that piece's CPU: ~8 µs of
+    the ~11 that inflating a QR token seemed to cost a scan in process (bench/README.md). With
+    the writer stopped, a pass measures the request path's own work; the writer's CPU is
+    measured served (`thread_split.py`)."""
+    events = app.state.renderer.events  # type: ignore[attr-defined]
+    events.close()
+
+    def drain() -> None:
+        while events.flush_once():
+            pass
+
+    return drain
+
+
 async def request(app: ASGIApp, target: str, headers: dict[str, str]) -> int:
     path, _, query = target.partition("?")
     scope = {
@@ -134,9 +157,11 @@ async def measure(
         apps[path] = apps["cookie"]
     queues: dict[str, asyncio.Queue[dict[str, str]]] = {}
     tasks = []
+    drains = []
     for name in tunings:
         queues[name], task = await start(apps[name])
         tasks.append(task)
+        drains.append(writer_held(apps[name]))
     cookie = f"wm_{br.CAMPAIGN}="
     loads = br.loads(visitors)
     loads["first"] = loads["cookie"]
@@ -155,8 +180,13 @@ async def measure(
             if status != (303 if path == "qr" else 200):
                 raise SystemExit(f"{path}: {target} answered {status}")
 
+    def drain() -> None:
+        for each in drains:
+            each()
+
     for path in PATHS:
         await drive(path, WARM_UP)
+        drain()
     loop_thread = threading.get_ident()
     counts: dict[str, collections.Counter[str]] = {}
     for path in PATHS:
@@ -175,6 +205,7 @@ async def measure(
         finally:
             sys.setprofile(None)
         counts[path] = counter
+        drain()
     # The event loop thread's CPU (the request path; not the event writer's thread), per pass.
     # Passes alternate between the paths; the fastest pass is the least disturbed by other work
     # on the machine. First clicks and QR scans go on with tokens never seen before.
@@ -185,6 +216,7 @@ async def measure(
             started = time.thread_time()
             await drive(path, requests)
             times[path].append((time.thread_time() - started) / requests * 1e6)
+            drain()
     for values in times.values():
         values.sort()
     for name in tunings:

@@ -100,7 +100,9 @@ def writer_held(app: ASGIApp) -> Callable[[], None]:
     hand-over (two futex calls, two context switches) was counted as that piece's CPU: ~8 µs of
     the ~11 that inflating a QR token seemed to cost a scan in process (bench/README.md). With
     the writer stopped, a pass measures the request path's own work; the writer's CPU is
-    measured served (`thread_split.py`)."""
+    measured served (`thread_split.py`). A pass holds its events until `drain`: one of more
+    requests than the queue's bound (`RendererTuning.event_queue_max`, 10,000) drops the rest,
+    counted, as a served renderer would."""
     events = app.state.renderer.events  # type: ignore[attr-defined]
     events.close()
 

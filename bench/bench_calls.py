@@ -239,6 +239,8 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=5, help="timed passes per path (with --time)")
     args = parser.parse_args()
+    if args.requests < 1 or args.rounds < 1 or args.top < 0:
+        parser.error("--requests and --rounds at least 1, --top 0 or more")
     with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as url:
         counts, times = asyncio.run(measure(url, args.requests, args.rounds if args.time else 0))
     print(f"Python function calls per request on the event loop's thread ({args.requests} requests a path)")

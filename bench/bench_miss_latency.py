@@ -135,8 +135,8 @@ def main() -> None:
     )
     parser.add_argument("--idle", action="store_true", help="no wrk load: a miss's own time")
     args = parser.parse_args()
-    if args.seconds < 3 or args.rounds < 1:
-        parser.error("--seconds must be at least 3 and --rounds at least 1")
+    if args.seconds < 3 or args.rounds < 1 or args.connections < 1:
+        parser.error("--seconds must be at least 3, --rounds and --connections at least 1")
     for path in args.checkout:
         if not (path / "server" / "redis_guard.py").is_file():
             parser.error(f"--checkout {path}: not a Welcomemat checkout (no server/redis_guard.py)")

@@ -1044,6 +1044,8 @@ def main() -> None:
     if args.serve_reference:
         serve_reference(args.reference.resolve(), args.port, args.page_bytes, args.http[0], args.workers[0])
         return
+    if args.seconds <= 0 or args.rounds < 1 or args.connections < 1:
+        parser.error("--seconds must be above 0, --rounds and --connections at least 1")
     os.environ[_BASELINES_ON] = args.baselines_on  # read by the bare and reference processes
     use_reference = not args.skip_throughput and not args.no_reference
     if use_reference and not args.reference.is_file():

@@ -87,8 +87,11 @@ def main() -> None:
         "--rewrite-every", type=int, default=2, help="start an AOF rewrite in every Nth round (0: never)"
     )
     args = parser.parse_args()
-    if args.rounds < 1 or args.seconds <= 0 or args.accounts < br.FIRST_CLICK_ACCOUNTS:
-        parser.error(f"--rounds >= 1, --seconds > 0 and --accounts >= {br.FIRST_CLICK_ACCOUNTS}")
+    too_few = args.rounds < 1 or args.connections < 1 or args.accounts < br.FIRST_CLICK_ACCOUNTS
+    if too_few or args.seconds <= 0:
+        parser.error(
+            f"--rounds >= 1, --seconds > 0, --connections >= 1 and --accounts >= {br.FIRST_CLICK_ACCOUNTS}"
+        )
     if args.rewrite_every < 0:
         parser.error("--rewrite-every: 0 or more")
     if not br.ensure_wrk():

@@ -114,6 +114,8 @@ def main() -> None:
     args = parser.parse_args()
     if not args.reference.is_file():
         parser.error(f"--reference: no file at {args.reference}")
+    if args.rounds < 1 or args.seconds <= 0 or args.connections < 1:
+        parser.error("--rounds >= 1, --seconds > 0 and --connections >= 1")
     if not br.ensure_wrk():
         raise SystemExit("wrk is needed (Debian: apt-get install wrk)")
     with tempfile.TemporaryDirectory() as tmp_name, temporary_redis(Path(tmp_name) / "redis") as url:

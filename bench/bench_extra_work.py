@@ -49,8 +49,8 @@ def main() -> None:
     parser.add_argument("--without", nargs="+", default=["events", "clicks", "events,clicks"])
     parser.add_argument("--first-clicks", type=int, default=300_000)
     args = parser.parse_args()
-    if args.rounds < 1 or args.seconds < 1:
-        parser.error("--rounds and --seconds at least 1")
+    if args.rounds < 1 or args.seconds < 1 or args.first_clicks < 1:
+        parser.error("--rounds, --seconds and --first-clicks at least 1")
     for variant in args.without:
         unknown = [name for name in variant.split(",") if name not in SWITCH_NAMES]
         if unknown or not variant:

@@ -1046,6 +1046,8 @@ def main() -> None:
         return
     if args.seconds <= 0 or args.rounds < 1 or args.connections < 1:
         parser.error("--seconds must be above 0, --rounds and --connections at least 1")
+    if not args.skip_throughput and args.first_clicks < 1:
+        parser.error("--first-clicks must be at least 1 (the first-click rows walk them)")
     os.environ[_BASELINES_ON] = args.baselines_on  # read by the bare and reference processes
     use_reference = not args.skip_throughput and not args.no_reference
     if use_reference and not args.reference.is_file():

@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["cpu_seconds", "process_tree", "tree_cpu_seconds"]
+__all__ = ["CLOCK_TICKS", "cpu_seconds", "process_tree", "steal_seconds", "tree_cpu_seconds"]
+
+#: /proc's clock ticks a second (its CPU times are counted in them).
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def cpu_seconds(pid: int) -> float:
@@ -14,7 +17,7 @@ def cpu_seconds(pid: int) -> float:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def process_tree(pid: int) -> list[int]:
@@ -32,3 +35,18 @@ def process_tree(pid: int) -> list[int]:
 def tree_cpu_seconds(pid: int) -> float:
     """`cpu_seconds` of a process and its children (a server's supervisor and its workers)."""
     return sum(cpu_seconds(process) for process in process_tree(pid))
+
+
+def steal_seconds() -> dict[str, float]:
+    """Each CPU's steal time so far (`/proc/stat`, the eighth value after the name: time the
+    hypervisor ran something else); {} off Linux."""
+    found: dict[str, float] = {}
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        fields = line.split()
+        if fields and fields[0].startswith("cpu") and fields[0] != "cpu" and len(fields) > 8:
+            found[fields[0]] = int(fields[8]) / CLOCK_TICKS
+    return found

@@ -18,7 +18,6 @@ and without one alternate on the same machine; 0 leaves Redis to rewrite when it
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -32,26 +31,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_renderer as br  # noqa: E402
 import redis  # noqa: E402
+from proc_stats import steal_seconds  # noqa: E402
 
 from server.identify import MEMO_ENTRIES  # noqa: E402
 from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
 
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PATHS = ("link_first", "qr", "cookie", "link_again", "ip", "ip_new", "anonymous")
-
-
-def steal_seconds() -> dict[str, float]:
-    """Each CPU's steal time so far (`/proc/stat`, the eighth value after the name); {} off Linux."""
-    found: dict[str, float] = {}
-    try:
-        lines = Path("/proc/stat").read_text().splitlines()
-    except OSError:
-        return found
-    for line in lines:
-        fields = line.split()
-        if fields and fields[0].startswith("cpu") and fields[0] != "cpu" and len(fields) > 8:
-            found[fields[0]] = int(fields[8]) / _TICK
-    return found
 
 
 def forks(client: redis.Redis) -> int:
@@ -87,10 +72,11 @@ def main() -> None:
         "--rewrite-every", type=int, default=2, help="start an AOF rewrite in every Nth round (0: never)"
     )
     args = parser.parse_args()
-    too_few = args.rounds < 1 or args.connections < 1 or args.accounts < br.FIRST_CLICK_ACCOUNTS
-    if too_few or args.seconds <= 0:
+    too_few = args.rounds < 1 or args.connections < 1 or args.first_clicks < 1
+    if too_few or args.seconds <= 0 or args.accounts < br.FIRST_CLICK_ACCOUNTS:
         parser.error(
-            f"--rounds >= 1, --seconds > 0, --connections >= 1 and --accounts >= {br.FIRST_CLICK_ACCOUNTS}"
+            "--rounds, --connections and --first-clicks >= 1, --seconds > 0 and "
+            f"--accounts >= {br.FIRST_CLICK_ACCOUNTS}"
         )
     if args.rewrite_every < 0:
         parser.error("--rewrite-every: 0 or more")
@@ -102,7 +88,7 @@ def main() -> None:
         if br.pinned(1):
             pid = str(client.info("server")["process_id"])
             subprocess.run(["taskset", "-pc", "1", pid], check=True, capture_output=True)
-        visitors = br.publish(client, args.accounts, 64, max(args.first_clicks, 1))
+        visitors = br.publish(client, args.accounts, 64, args.first_clicks)
         wait_rewrite(client)  # publishing's own rewrites, before the first round
         renderer, base = br.start_renderer(url, tmp, "fast", 1)
         try:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -33,11 +32,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_renderer as br  # noqa: E402
 import redis  # noqa: E402
-from proc_stats import process_tree  # noqa: E402
+from proc_stats import CLOCK_TICKS, process_tree  # noqa: E402
 
 from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
-
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 @dataclass(frozen=True)
@@ -73,8 +70,8 @@ def thread_samples(pid: int) -> Samples:
             }
             found[(process, int(task.name))] = ThreadSample(
                 name,
-                int(fields[11]) / _TICK,
-                int(fields[12]) / _TICK,
+                int(fields[11]) / CLOCK_TICKS,
+                int(fields[12]) / CLOCK_TICKS,
                 switches.get("voluntary_ctxt_switches", 0),
                 switches.get("nonvoluntary_ctxt_switches", 0),
                 int(schedstat[1]) / 1e9,
@@ -114,8 +111,8 @@ def main() -> None:
     args = parser.parse_args()
     if not args.reference.is_file():
         parser.error(f"--reference: no file at {args.reference}")
-    if args.rounds < 1 or args.seconds <= 0 or args.connections < 1:
-        parser.error("--rounds >= 1, --seconds > 0 and --connections >= 1")
+    if args.rounds < 1 or args.seconds <= 0 or args.connections < 1 or args.first_clicks < 1:
+        parser.error("--rounds, --connections and --first-clicks >= 1, --seconds > 0")
     if not br.ensure_wrk():
         raise SystemExit("wrk is needed (Debian: apt-get install wrk)")
     with tempfile.TemporaryDirectory() as tmp_name, temporary_redis(Path(tmp_name) / "redis") as url:

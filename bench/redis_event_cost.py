@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Redis's CPU per engagement event, by how the events are written.
 
-    .venv/bin/python bench/redis_event_cost.py [--events 60000] [--batch 100]
+    .venv/bin/python bench/redis_event_cost.py [--events 60000] [--batch 100] [--maxlen 100000]
 
 At one worker the bench pins Redis to the CPU wrk runs on, so what Redis spends on each
 request's event is time the load generator does not run; in production it is the event
@@ -34,7 +34,12 @@ import redis  # noqa: E402
 
 from server.engagement import events  # noqa: E402
 from server.engagement.events import EngagementEvent, EventType  # noqa: E402
+from welcomemat import keys  # noqa: E402
 from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
+
+# Every way writes the same tenant's stream (emptied between ways): the renderer's script takes
+# its count beside it, in its slot.
+STREAM = keys.events_stream_key("acme")
 
 WAYS = ("renderer", "lua, entry per event", "pipeline", "pipeline, 4 fields")
 
@@ -93,23 +98,24 @@ def view_events(count: int) -> list[EngagementEvent]:
     ]
 
 
-def write(client: redis.Redis, scripts: dict[str, Any], way: str, batch: list[EngagementEvent]) -> None:
+def write(
+    client: redis.Redis, scripts: dict[str, Any], way: str, batch: list[EngagementEvent], maxlen: int
+) -> None:
     if way == "renderer":
         for encoded in events._serialise(batch).values():
-            args = [100_000, 86_400, ",".join(encoded.parts), encoded.plain, 3_600, *encoded.beacons]
-            scripts[way](keys=["bench:events"], args=args)
+            scripts[way](keys=encoded.script_keys("acme"), args=encoded.script_args(maxlen))
         return
     if way == "lua, entry per event":
         rows = [(e.dedup_key, *e._values()) for e in batch]
         payload = json.dumps(rows, separators=(",", ":"))
-        scripts[way](keys=["bench:events"], args=[100_000, 86_400, payload, 3_600])
+        scripts[way](keys=[STREAM], args=[maxlen, 86_400, payload, 3_600])
         return
     pipe = client.pipeline(transaction=False)
     for event in batch:
         fields = {n: v for n, v in zip(events._FIELDS, event._values(), strict=True) if v is not None}
         if way == "pipeline, 4 fields":
             fields = dict(list(fields.items())[:4])
-        pipe.xadd("bench:events", fields, maxlen=100_000, approximate=True)  # type: ignore[arg-type]
+        pipe.xadd(STREAM, fields, maxlen=maxlen, approximate=True)  # type: ignore[arg-type]
     pipe.execute()
 
 
@@ -117,7 +123,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=60_000)
     parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument(
+        "--maxlen",
+        type=int,
+        default=100_000,
+        help="the stream's length in events (below --events, the writes trim it as they go)",
+    )
     args = parser.parse_args()
+    if args.events < 1 or args.batch < 1 or args.maxlen < 1:
+        parser.error("--events, --batch and --maxlen at least 1")
     all_events = view_events(args.events)
     with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as url:
         client = redis.Redis.from_url(url)
@@ -125,16 +139,19 @@ def main() -> None:
             "renderer": client.register_script(events._WRITE_BATCH_LUA),
             "lua, entry per event": client.register_script(_ENTRY_PER_EVENT_LUA),
         }
-        print(f"{args.events:,} view events in batches of {args.batch}, {len(events._FIELDS)} fields each")
+        print(
+            f"{args.events:,} view events in batches of {args.batch}, {len(events._FIELDS)} fields each, "
+            f"the stream trimmed at {args.maxlen:,} events"
+        )
         print(f"{'written as':<22} {'redis cpu us/event':>18} {'wall us/event':>14} {'bytes/event':>12}")
         for way in WAYS:
-            client.delete("bench:events")
+            client.delete(*events._TenantBatch.script_keys("acme"))
             cpu0, wall0 = redis_cpu_s(client), time.perf_counter()
             for start in range(0, args.events, args.batch):
-                write(client, scripts, way, all_events[start : start + args.batch])
+                write(client, scripts, way, all_events[start : start + args.batch], args.maxlen)
             cpu = (redis_cpu_s(client) - cpu0) / args.events * 1e6
             wall = (time.perf_counter() - wall0) / args.events * 1e6
-            size = (client.memory_usage("bench:events", samples=0) or 0) / args.events
+            size = (client.memory_usage(STREAM, samples=0) or 0) / args.events
             print(f"{way:<22} {cpu:>18.2f} {wall:>14.2f} {size:>12.0f}")
 
 

@@ -84,7 +84,8 @@ class RendererTuning:
     # with the event loop: fewer, larger batches cost pages less.
     event_batch_max: int = 500
     event_flush_interval_s: float = 0.1
-    # Approximate length each tenant's event stream is trimmed to (XADD MAXLEN ~).
+    # Events each tenant's stream holds at most: past it, each write drops the oldest whole
+    # entries (batches) until the stream is back under it (`server.engagement.events`).
     events_stream_maxlen: int = 1_000_000
     # Landing, continuation, /v1/zones and /q/{token} dispatched ahead of Starlette's stack
     # (`server.hot_routes`); False sends them through Starlette's routing like every other

@@ -83,6 +83,7 @@ __all__ = [
     "erasures_key",
     "event_seen_key",
     "events_dead_letter_key",
+    "events_held_key",
     "events_stream_key",
     "explain_key",
     "global_audit_stream_key",
@@ -398,6 +399,12 @@ def run_report_key(tenant: str, campaign: str) -> str:
 def events_stream_key(tenant: str) -> str:
     """The tenant's engagement event stream. TTL `EVENTS_STREAM_TTL_S`, refreshed per event."""
     return f"{tenant_prefix(tenant)}:events"
+
+
+def events_held_key(tenant: str) -> str:
+    """How many events the tenant's stream holds (an entry holds a batch of them): what the
+    renderer's write trims the stream by. Same slot and TTL as the stream."""
+    return f"{tenant_prefix(tenant)}:events:held"
 
 
 def _view_part(view_id: str, zone: str | None) -> str:

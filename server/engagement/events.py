@@ -38,7 +38,7 @@ from redis.exceptions import RedisError
 
 from server.metrics import RendererMetrics
 from welcomemat import keys
-from welcomemat.records.event_entries import BATCH_FIELD, EVENT_FIELDS
+from welcomemat.records.event_entries import BATCH_COUNT_FIELD, BATCH_FIELD, EVENT_FIELDS
 from welcomemat.security.tokens import ViewClaims
 
 __all__ = ["EngagementEvent", "EventType", "EventWriter", "new_event_id", "token_event"]
@@ -52,18 +52,38 @@ _BACKOFF_MAX_S = 5.0
 _FIELDS = EVENT_FIELDS
 
 # One stream entry per tenant and batch (`welcomemat.records.event_entries.BATCH_FIELD`: a JSON
-# array of events, each the values of _FIELDS in order, null where unknown): Redis parses, stores
-# and trims one entry instead of one per event (1 µs of its CPU an event instead of 12-21,
-# bench/README.md). KEYS[1]: the stream. ARGV: 1 maxlen (events), 2 the stream's TTL s, 3 the
-# events without a dedup key, their JSON arrays joined by commas ('' for none), 4 how many those
-# are, 5 the dedup TTL s, then a (dedup key, event JSON) pair per beacon: a beacon joins the entry
-# only if `SET dedup NX EX` succeeds. The rows are encoded by json.dumps in C, chunk by chunk, and
+# array of events, each the values of _FIELDS in order, null where unknown; `BATCH_COUNT_FIELD`
+# beside it): Redis parses, stores and trims one entry instead of one per event (1 µs of its CPU
+# an event instead of 12-21, bench/README.md). KEYS[1]: the stream, KEYS[2]: how many events it
+# holds (`keys.events_held_key`). ARGV: 1 maxlen (events), 2 the stream's TTL s, 3 the events
+# without a dedup key, their JSON arrays joined by commas ('' for none), 4 how many those are,
+# 5 the dedup TTL s, then a (dedup key, event JSON) pair per beacon: a beacon joins the entry only
+# if `SET dedup NX EX` succeeds. The rows are encoded by json.dumps in C, chunk by chunk, and
 # passed as one argument (redis-py packs each argument in Python). Dedup keys are built by
-# `keys.beacon_view_key` with the stream's tenant hash tag (same Cluster slot). MAXLEN counts
-# entries: the maxlen in events over this entry's size, so a stream of full batches holds about as
-# many events as one of single events. Returns the number of events written (the rest were
-# duplicates).
+# `keys.beacon_view_key` with the stream's tenant hash tag (same Cluster slot).
+#
+# Trimming counts events, not entries: past maxlen events, the oldest whole entries go (never the
+# one just added), each by its count field. An entry's size follows the traffic (one event in a
+# quiet minute, hundreds at a send's peak), so no MAXLEN in entries keeps a number of events:
+# sized by the entry being added, the peak's first full batch cut a stream of quiet hours' single
+# events to a few thousand entries, deleting events the sync had not read. An entry without a
+# count (written before it was kept: an event, or a batch of 2026-12-04's renderers) counts as
+# one, when a stream without a count starts one (XLEN) as when it goes; so a count never drifts
+# below what it counted, and such a batch is held beyond maxlen until trimmed past. At most
+# _TRIM_LOOK entries are looked at a call (a lowered maxlen is reached over several writes), in
+# pages growing from 2, so that the usual case (one old batch out for a new one) copies one or two
+# entries. When every older entry went, the count is the new entry's own (a count that drifted,
+# say after a stream was deleted, is put right). Returns the number of events written (the rest
+# were duplicates).
+_TRIM_LOOK = 1000
 _WRITE_BATCH_LUA = f"""
+local function counted(fields)
+  for i = 1, #fields, 2 do
+    if fields[i] == '{BATCH_COUNT_FIELD}' then return tonumber(fields[i + 1]) or 1 end
+  end
+  return 1
+end
+
 local rows = {{}}
 local count = tonumber(ARGV[4])
 if count > 0 then rows[1] = ARGV[3] end
@@ -73,12 +93,38 @@ for i = 6, #ARGV, 2 do
     count = count + 1
   end
 end
-if count > 0 then
-  local maxlen = math.max(1, math.floor(tonumber(ARGV[1]) / count))
-  local events = '[' .. table.concat(rows, ',') .. ']'
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxlen, '*', '{BATCH_FIELD}', events)
-  redis.call('EXPIRE', KEYS[1], ARGV[2])
+if count == 0 then return 0 end
+local events = '[' .. table.concat(rows, ',') .. ']'
+local added = redis.call('XADD', KEYS[1], '*', '{BATCH_FIELD}', events, '{BATCH_COUNT_FIELD}', count)
+local stored = redis.call('GET', KEYS[2])
+local held = stored and tonumber(stored)
+if held then held = math.max(held + count, count) else held = redis.call('XLEN', KEYS[1]) - 1 + count end
+local excess = held - tonumber(ARGV[1])
+if excess > 0 then
+  local removed, looked, keep, start, size = 0, 0, nil, '-', 2
+  while keep == nil do
+    local page = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', size)
+    if #page == 0 then keep = added end
+    for _, entry in ipairs(page) do
+      if keep == nil then
+        if entry[1] == added or removed >= excess or looked >= {_TRIM_LOOK} then
+          keep = entry[1]
+        else
+          removed = removed + counted(entry[2])
+          looked = looked + 1
+        end
+      end
+    end
+    if keep == nil then
+      start = '(' .. page[#page][1]
+      size = math.min(size * 2, 64)
+    end
+  end
+  if looked > 0 then redis.call('XTRIM', KEYS[1], 'MINID', keep) end
+  if keep == added then held = count else held = held - removed end
 end
+redis.call('SET', KEYS[2], held, 'EX', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
 return count
 """
 
@@ -187,6 +233,23 @@ class _TenantBatch:
     @property
     def count(self) -> int:
         return self.plain + len(self.beacons) // 2
+
+    @staticmethod
+    def script_keys(tenant: str) -> list[str]:
+        """The write script's keys for a tenant's events (`_WRITE_BATCH_LUA`): one slot."""
+        return [keys.events_stream_key(tenant), keys.events_held_key(tenant)]
+
+    def script_args(self, maxlen: int) -> list[int | str]:
+        """The write script's arguments for these events (`_WRITE_BATCH_LUA`), the stream
+        trimmed to at most `maxlen` events."""
+        return [
+            maxlen,
+            keys.EVENTS_STREAM_TTL_S,
+            ",".join(self.parts),
+            self.plain,
+            keys.BEACON_EVENT_TTL_S,
+            *self.beacons,
+        ]
 
 
 def _serialise(batch: list[EngagementEvent]) -> dict[str, _TenantBatch]:
@@ -332,15 +395,9 @@ class EventWriter:
         try:
             # One call per tenant: a stream key of each tenant's slot (valid on Redis Cluster).
             for tenant, encoded in by_tenant.items():
-                args: list[int | str] = [
-                    self._maxlen,
-                    keys.EVENTS_STREAM_TTL_S,
-                    ",".join(encoded.parts),
-                    encoded.plain,
-                    keys.BEACON_EVENT_TTL_S,
-                    *encoded.beacons,
-                ]
-                added = self._write_batch(keys=[keys.events_stream_key(tenant)], args=args)
+                added = self._write_batch(
+                    keys=encoded.script_keys(tenant), args=encoded.script_args(self._maxlen)
+                )
                 duplicates += encoded.count - int(added)
                 written.add(tenant)
         except (RedisError, OSError):

@@ -31,6 +31,7 @@ def test_key_format_is_stable() -> None:
     assert keys.changes_channel("acme", "q4-expansion") == "wm:1:{acme:q4-expansion}:changes"
     assert keys.journal_key("acme", "q4-expansion") == "wm:1:{acme:q4-expansion}:journal"
     assert keys.events_stream_key("acme") == "wm:1:{acme}:events"
+    assert keys.events_held_key("acme") == "wm:1:{acme}:events:held"
     assert keys.account_record_key("acme", "acct_dymaxa") == "wm:1:{acme}:acct:acct_dymaxa"
 
 

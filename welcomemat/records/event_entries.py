@@ -19,8 +19,8 @@ An entry holds one event or a batch of them:
   `<entry id>.<index>` (an id, like the entry's) where a reader names events (export, dead
   letters, problems).
 
-Other fields may sit beside `BATCH_FIELD` (a dead-letter copy adds `source_id`, `error`, ...);
-they belong to the entry, not to its events.
+Other fields may sit beside `BATCH_FIELD` (its count, `BATCH_COUNT_FIELD`; a dead-letter copy
+adds `source_id`, `error`, ...); they belong to the entry, not to its events.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from welcomemat.records.fold import EventFold, FoldKind
 from welcomemat.replies import reply_text
 
 __all__ = [
+    "BATCH_COUNT_FIELD",
     "BATCH_FIELD",
     "ENTRIES_PER_READ",
     "EVENT_FIELDS",
@@ -55,6 +56,10 @@ KINDS: Mapping[str, FoldKind] = {"view": "views", "click": "clicks", "qr_scan": 
 # A batch entry's field, named with its codec's version: a batch of another layout gets a new
 # name, and a reader that does not know it reads no events into the wrong fields.
 BATCH_FIELD = "events.v1"
+# Beside it, how many events the batch holds: what trimming the stream counts
+# (`server.engagement.events`), so that it need not parse a batch it drops. Readers of events
+# do not need it.
+BATCH_COUNT_FIELD = "events.n"
 # The fields of an event in a batch, in order (the renderer's writer builds its arrays so).
 EVENT_FIELDS = (
     "event_id",
@@ -135,7 +140,11 @@ def batch_fields(
     are not kept), with the entry's other fields `beside` it. What an erasure writes back of a
     batch it took an event out of: the same codec the renderer writes."""
     rows = [[event.get(name) for name in EVENT_FIELDS] for event in events]
-    return {**(beside or {}), BATCH_FIELD: json.dumps(rows, separators=(",", ":"))}
+    return {
+        **(beside or {}),
+        BATCH_FIELD: json.dumps(rows, separators=(",", ":")),
+        BATCH_COUNT_FIELD: str(len(rows)),
+    }
 
 
 class ParsedEvent(NamedTuple):

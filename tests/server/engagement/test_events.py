@@ -1,8 +1,10 @@
-"""The event writer: non-blocking emit, batched XADD with MAXLEN ~, re-queue on failure, drops counted,
-an event id on every event, beacons written once however often they are sent."""
+"""The event writer: non-blocking emit, a stream entry per batch, the stream trimmed by the events it
+holds, re-queue on failure, drops counted, an event id on every event, beacons written once however
+often they are sent."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -15,7 +17,7 @@ from server.metrics import RendererMetrics
 from tests.event_stream import event_count, stream_events
 from welcomemat import keys
 from welcomemat.ids import is_valid_id
-from welcomemat.records.event_entries import BATCH_FIELD
+from welcomemat.records.event_entries import BATCH_COUNT_FIELD, BATCH_FIELD
 
 
 def event(n: int, tenant: str = "acme") -> EngagementEvent:
@@ -59,7 +61,8 @@ def test_a_batch_is_one_stream_entry_per_tenant_its_beacons_in_it_once(redis_cli
     w.emit(beacon("e-1", tenant="acme"))  # sent twice: in the entry once
     assert w.flush_once() == 302
     [(entry_id, fields)] = redis_client.xrange(keys.events_stream_key("acme"))
-    assert list(fields) == [BATCH_FIELD.encode()]
+    assert fields[BATCH_COUNT_FIELD.encode()] == b"201" and list(fields)[0] == BATCH_FIELD.encode()
+    assert redis_client.get(keys.events_held_key("acme")) == b"201"
     events = stream_events(redis_client, "acme")
     assert len(events) == 201 and events[-1][1][b"event_id"] == b"e-1"
     assert events[0][0] == entry_id + b".0"
@@ -119,13 +122,102 @@ def test_a_batch_being_written_still_counts_as_queued(redis_client: redis.Redis)
     assert seen == [5] and w.queued == 0
 
 
-def test_stream_is_trimmed_approximately(redis_client: redis.Redis) -> None:
-    w = writer(redis_client, queue_max=5000, batch_max=500, stream_maxlen=100, autostart=False)
+def test_stream_is_trimmed_to_its_length_in_events(redis_client: redis.Redis) -> None:
+    """Past `stream_maxlen` events, the oldest whole entries go: the newest events stay, and the
+    stream holds at most that many (a batch at most fewer)."""
+    w = writer(redis_client, queue_max=5000, batch_max=30, stream_maxlen=100, autostart=False)
     for n in range(3000):
         w.emit(event(n))
     while w.flush_once():
         pass
-    assert event_count(redis_client, "acme") < 1000
+    held = [int(fields[b"ts"]) for _, fields in stream_events(redis_client, "acme")]
+    assert held == list(range(3000 - len(held), 3000))
+    assert 100 - 30 < len(held) <= 100
+    assert int(redis_client.get(keys.events_held_key("acme")) or 0) == len(held)
+    ttl = redis_client.ttl(keys.events_held_key("acme"))
+    assert 0 < ttl <= keys.EVENTS_STREAM_TTL_S
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=30), st.integers(20, 200))
+def test_the_stream_keeps_the_newest_events_up_to_its_length_whatever_the_batches(
+    redis_client: redis.Redis, sizes: list[int], maxlen: int
+) -> None:
+    """Batches of any sizes in any order: after each write the stream holds the newest events,
+    in order, at most `maxlen` of them unless the newest entry alone is longer, and no fewer than
+    a whole entry short of it; its count is what it holds."""
+    redis_client.delete(keys.events_stream_key("acme"), keys.events_held_key("acme"))
+    w = writer(redis_client, queue_max=100, batch_max=40, stream_maxlen=maxlen, autostart=False)
+    sent = 0
+    for size in sizes:
+        for n in range(sent, sent + size):
+            w.emit(event(n))
+        assert w.flush_once() == size
+        sent += size
+        held = [int(fields[b"ts"]) for _, fields in stream_events(redis_client, "acme")]
+        assert held == list(range(sent - len(held), sent))
+        assert len(held) <= max(maxlen, size)
+        assert len(held) > min(sent, maxlen) - 40 or len(held) == sent
+        assert int(redis_client.get(keys.events_held_key("acme")) or 0) == len(held)
+
+
+def test_a_stream_written_before_the_count_counts_an_entry_as_one(redis_client: redis.Redis) -> None:
+    """A stream from before the count field (entries of one event; a batch of 2026-12-04's
+    renderers without one) starts its count at its entries and trims each as one: the events it
+    counted go, never more, and once trimmed past them it holds `maxlen` exactly again. A count
+    that drifted from the stream (the stream deleted, its count not) is put right."""
+    stream, held = keys.events_stream_key("acme"), keys.events_held_key("acme")
+    for n in range(10):
+        redis_client.xadd(stream, {"event_id": f"old{n}", "type": "view", "tenant": "acme", "ts": str(n)})
+    rows = [[f"b{n}", "view", "acme", "q4", f"v{n}", str(10 + n), *[None] * 9] for n in range(20)]
+    redis_client.xadd(stream, {BATCH_FIELD: json.dumps(rows)})
+    w = writer(redis_client, batch_max=10, stream_maxlen=15, autostart=False)
+
+    def timestamps() -> list[int]:
+        return [int(fields[b"ts"]) for _, fields in stream_events(redis_client, "acme")]
+
+    for n in range(30, 40):
+        w.emit(event(n))
+    w.flush_once()  # counted: 11 entries + 10 = 21, so the 6 oldest lone events go
+    assert timestamps() == list(range(6, 40)) and redis_client.get(held) == b"15"
+    for n in range(40, 45):
+        w.emit(event(n))
+    w.flush_once()  # 20: the 4 lone ones and the uncounted batch (one) go
+    assert timestamps() == list(range(30, 45)) and redis_client.get(held) == b"15"
+
+    redis_client.delete(stream)
+    redis_client.set(held, 10_000)
+    w.emit(event(99))
+    w.flush_once()
+    assert timestamps() == [99] and redis_client.get(held) == b"1"
+
+
+def test_a_batch_longer_than_the_stream_length_is_kept_whole(redis_client: redis.Redis) -> None:
+    """What was just written is never trimmed: the newest entry stays even past the length."""
+    w = writer(redis_client, queue_max=5000, batch_max=500, stream_maxlen=100, autostart=False)
+    for n in range(1000):
+        w.emit(event(n))
+    while w.flush_once():
+        pass
+    held = [int(fields[b"ts"]) for _, fields in stream_events(redis_client, "acme")]
+    assert held == list(range(500, 1000))
+
+
+def test_small_entries_are_not_trimmed_by_a_large_batch_while_under_the_length(
+    redis_client: redis.Redis,
+) -> None:
+    """A quiet hour writes entries of one event, a send's peak entries of hundreds: the first full
+    batch must not cut the stream to a few entries' worth, deleting events the sync has not read
+    (a `welcomemat sync --once` from cron, or one that was down)."""
+    w = writer(redis_client, queue_max=5000, batch_max=500, stream_maxlen=2000, autostart=False)
+    for n in range(900):
+        w.emit(event(n))
+        assert w.flush_once() == 1  # an entry per event
+    for n in range(900, 1400):
+        w.emit(event(n))
+    assert w.flush_once() == 500  # one entry of 500
+    held = [int(fields[b"ts"]) for _, fields in stream_events(redis_client, "acme")]
+    assert held == list(range(1400))  # under 2,000 events: nothing trimmed
 
 
 def test_events_of_several_tenants_go_to_their_own_streams(redis_client: redis.Redis) -> None:

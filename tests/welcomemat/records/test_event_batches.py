@@ -233,6 +233,39 @@ def test_erasing_a_person_takes_their_events_out_of_a_batch_and_keeps_the_others
     assert erase(redis_client, subject, auditor=auditor, reason=None, campaigns=[]).removed["events"] == 0
 
 
+def test_an_erasure_takes_what_it_removed_off_the_stream_count(redis_client: redis.Redis) -> None:
+    """The renderer trims the stream by the events it holds (`keys.events_held_key`): what an
+    erasure removed no longer counts, and no count is made for a stream that kept none."""
+    events = make_events(40, accounts=2)
+    subject_event = next(e for e in events if e.contact is not None)
+    assert subject_event.account is not None and subject_event.contact is not None
+    subject = Subject(TENANT, subject_event.account, subject_event.contact)
+    theirs = [e for e in events if (e.account, e.contact) == (subject.account, subject.contact)]
+    assert emit(redis_client, events, batch_max=15) == 40
+    held = keys.events_held_key(TENANT)
+    assert redis_client.get(held) == b"40"
+    auditor = Auditor("dpo", Via.CLI, lambda: NOW)
+    report = erase(redis_client, subject, auditor=auditor, reason=None, campaigns=[])
+    assert report.removed["events"] == len(theirs) > 0
+    left = sum(
+        len(entry_events(raw_id.decode(), fields))
+        for raw_id, fields in redis_client.xrange(keys.events_stream_key(TENANT))
+    )
+    assert int(redis_client.get(held) or 0) == left == 40 - len(theirs)
+
+    redis_client.delete(held)  # a stream written before the count was kept
+    other = next(e for e in events if e.contact is not None and e not in theirs)
+    assert other.account is not None
+    report = erase(
+        redis_client,
+        Subject(TENANT, other.account, other.contact),
+        auditor=auditor,
+        reason=None,
+        campaigns=[],
+    )
+    assert report.removed["events"] > 0 and not redis_client.exists(held)
+
+
 def test_a_read_of_large_batches_is_folded_in_calls_of_a_bounded_size(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -3,11 +3,13 @@
 measured by switching it off in the served process.
 
     .venv/bin/python bench/bench_extra_work.py [--rounds 3] [--seconds 4]
-        [--paths cookie link_first qr] [--without events clicks events,clicks]
+        [--paths cookie link_first qr] [--without events clicks events,clicks thread]
 
 The reference (`../shared/bench/same_work_app.py`) writes one event per request too, but from
 its event loop, and signs no click token: a hosted page of the renderer signs one per CTA on
-every view, so that a click on it is counted for the view, zone and CTA. Setup is
+every view, so that a click on it is counted for the view, zone and CTA. `thread` is not work
+left out but the other way of writing the events: from the event loop, as the reference does,
+instead of the renderer's writer thread (`bench/switches/sitecustomize.py`). Setup is
 `bench_renderer.py`'s (embedded Redis, example campaign, 1,000 zone sets, first-click tokens
 never seen before); one worker on CPU 0, wrk and Redis on CPU 1. For each round, each
 variant's server is started (`welcomemat serve`, with `bench/switches` on its `PYTHONPATH` and
@@ -31,14 +33,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_renderer as br  # noqa: E402
+import httpx  # noqa: E402
 import redis  # noqa: E402
 from proc_stats import tree_cpu_seconds  # noqa: E402
 
+from welcomemat import keys  # noqa: E402
 from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
 
 SWITCHES = ROOT / "bench" / "switches"
 PATHS = ("cookie", "link_again", "link_first", "qr", "ip", "anonymous")
-SWITCH_NAMES = ("events", "clicks")  # what bench/switches/sitecustomize.py knows how to turn off
+SWITCH_NAMES = ("events", "clicks", "thread")  # what bench/switches/sitecustomize.py knows how to turn off
 
 
 def main() -> None:
@@ -62,6 +66,10 @@ def main() -> None:
     variants = ["", *args.without]
     results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     walked: dict[tuple[str, str], int] = {}
+    events: dict[str, int] = {}
+    requests: dict[str, int] = {}
+    dropped: dict[tuple[str, str], float] = {}
+    stream = keys.events_stream_key(br.TENANT)
     with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as url:
         client = redis.Redis.from_url(url)
         if br.pinned(1):
@@ -79,6 +87,8 @@ def main() -> None:
                     Path(tmp),
                     extra_env={"PYTHONPATH": pythonpath, "WELCOMEMAT_BENCH_WITHOUT": variant},
                 )
+                last = client.xrevrange(stream, count=1)
+                served = 0
                 try:
                     br.check_paths(base, visitors)
                     for path in args.paths:
@@ -88,8 +98,17 @@ def main() -> None:
                         cpu_us = (tree_cpu_seconds(process.pid) - before) / max(run.requests, 1) * 1e6
                         walked[(variant, path)] = walked.get((variant, path), 0) + run.requests
                         results.setdefault((variant, path), []).append((run.rps, cpu_us, run.p99_ms))
+                        served += run.requests
+                    for reason, count in dropped_events(base).items():
+                        key = (variant, reason)
+                        dropped[key] = dropped.get(key, 0) + count
                 finally:
                     br.stop(process)
+                # What the server wrote (after its last flush at shutdown), so that a variant that
+                # writes its events another way shows it still writes them all.
+                after = last[0][0].decode() if last else "0-0"
+                events[variant] = events.get(variant, 0) + br.stream_count(client, stream, after)[1]
+                requests[variant] = requests.get(variant, 0) + served
     setup = f"medians of {args.rounds} rounds of {args.seconds} s"
     print(f"one worker (CPU 0), wrk -t1 -c64 and Redis on CPU 1; {setup}")
     print(f"{'path':12s} {'without':16s} {'req/s':>8s} {'cpu us':>7s} {'saved us':>8s} {'p99 ms':>7s}")
@@ -100,6 +119,23 @@ def main() -> None:
             rps, cpu, p99 = (statistics.median(r[i] for r in rows) for i in range(3))
             saved = "" if not variant else f"{full_cpu - cpu:8.1f}"
             print(f"{path:12s} {variant or '(nothing)':16s} {rps:8.0f} {cpu:7.1f} {saved:>8s} {p99:7.1f}")
+    print("events written a request served, every path and round:")
+    for variant in variants:
+        lost = ", ".join(f"{reason} {n:,.0f}" for (v, reason), n in sorted(dropped.items()) if v == variant)
+        rate = events[variant] / max(requests[variant], 1)
+        print(f"  {variant or '(nothing)':16s} {rate:.3f}{'  dropped: ' + lost if lost else ''}")
+
+
+def dropped_events(base: str) -> dict[str, float]:
+    """The server's events dropped so far, by reason (its `/metrics`): what a variant that
+    writes fewer events than it served lost them to."""
+    counts: dict[str, float] = {}
+    for line in httpx.get(f"{base}/metrics", timeout=10).text.splitlines():
+        if line.startswith("welcomemat_events_dropped_total{"):
+            labels, _, value = line.rpartition(" ")
+            reason = labels.partition('reason="')[2].partition('"')[0]
+            counts[reason] = counts.get(reason, 0) + float(value)
+    return counts
 
 
 if __name__ == "__main__":

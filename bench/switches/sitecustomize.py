@@ -11,7 +11,8 @@ imports it. Python imports `sitecustomize` at start-up, before the app is built.
 - `thread`: no event writer thread; events are written from the event loop instead, as the
   reference writes them: a task of the loop takes a batch every `event_flush_interval_s`,
   encodes it as the thread does and awaits the same script through `redis.asyncio` (a
-  faulted write is logged and its batch dropped: enough to measure, not to serve).
+  faulted write's batch is dropped, counted as `write_failed` and said on stderr; what is
+  queued at shutdown is lost: enough to measure, not to serve).
 
 `bench_miss_latency.py` puts it there too, for `WELCOMEMAT_BENCH_SWITCH_INTERVAL_MS`: the
 interpreter's switch interval (how long a thread holds the interpreter lock while another

@@ -37,6 +37,19 @@ def writer(client: redis.Redis, *, autostart: bool = True, **kwargs: int) -> Eve
     return EventWriter(client, RendererMetrics(), autostart=autostart, **options)  # type: ignore[arg-type]
 
 
+def write_all(w: EventWriter, numbers: range) -> None:
+    """Emit `event(n)` for each n, then flush until the queue is empty."""
+    for n in numbers:
+        w.emit(event(n))
+    while w.flush_once():
+        pass
+
+
+def timestamps(client: redis.Redis) -> list[int]:
+    """The `ts` of each event acme's stream holds, in order: `event(n)` is stamped n."""
+    return [int(fields[b"ts"]) for _, fields in stream_events(client, "acme")]
+
+
 def test_events_are_written_in_order_with_a_ttl(redis_client: redis.Redis) -> None:
     w = writer(redis_client)
     for n in range(25):
@@ -126,11 +139,8 @@ def test_stream_is_trimmed_to_its_length_in_events(redis_client: redis.Redis) ->
     """Past `stream_maxlen` events, the oldest whole entries go: the newest events stay, and the
     stream holds at most that many (a batch at most fewer)."""
     w = writer(redis_client, queue_max=5000, batch_max=30, stream_maxlen=100, autostart=False)
-    for n in range(3000):
-        w.emit(event(n))
-    while w.flush_once():
-        pass
-    held = [int(fields[b"ts"]) for _, fields in stream_events(redis_client, "acme")]
+    write_all(w, range(3000))
+    held = timestamps(redis_client)
     assert held == list(range(3000 - len(held), 3000))
     assert 100 - 30 < len(held) <= 100
     assert int(redis_client.get(keys.events_held_key("acme")) or 0) == len(held)
@@ -154,7 +164,7 @@ def test_the_stream_keeps_the_newest_events_up_to_its_length_whatever_the_batche
             w.emit(event(n))
         assert w.flush_once() == size
         sent += size
-        held = [int(fields[b"ts"]) for _, fields in stream_events(redis_client, "acme")]
+        held = timestamps(redis_client)
         assert held == list(range(sent - len(held), sent))
         assert len(held) <= max(maxlen, size)
         assert len(held) > min(sent, maxlen) - 40 or len(held) == sent
@@ -172,35 +182,22 @@ def test_a_stream_written_before_the_count_counts_an_entry_as_one(redis_client: 
     rows = [[f"b{n}", "view", "acme", "q4", f"v{n}", str(10 + n), *[None] * 9] for n in range(20)]
     redis_client.xadd(stream, {BATCH_FIELD: json.dumps(rows)})
     w = writer(redis_client, batch_max=10, stream_maxlen=15, autostart=False)
-
-    def timestamps() -> list[int]:
-        return [int(fields[b"ts"]) for _, fields in stream_events(redis_client, "acme")]
-
-    for n in range(30, 40):
-        w.emit(event(n))
-    w.flush_once()  # counted: 11 entries + 10 = 21, so the 6 oldest lone events go
-    assert timestamps() == list(range(6, 40)) and redis_client.get(held) == b"15"
-    for n in range(40, 45):
-        w.emit(event(n))
-    w.flush_once()  # 20: the 4 lone ones and the uncounted batch (one) go
-    assert timestamps() == list(range(30, 45)) and redis_client.get(held) == b"15"
+    write_all(w, range(30, 40))  # counted: 11 entries + 10 = 21, so the 6 oldest lone events go
+    assert timestamps(redis_client) == list(range(6, 40)) and redis_client.get(held) == b"15"
+    write_all(w, range(40, 45))  # 20: the 4 lone ones and the uncounted batch (one) go
+    assert timestamps(redis_client) == list(range(30, 45)) and redis_client.get(held) == b"15"
 
     redis_client.delete(stream)
     redis_client.set(held, 10_000)
-    w.emit(event(99))
-    w.flush_once()
-    assert timestamps() == [99] and redis_client.get(held) == b"1"
+    write_all(w, range(99, 100))
+    assert timestamps(redis_client) == [99] and redis_client.get(held) == b"1"
 
 
 def test_a_batch_longer_than_the_stream_length_is_kept_whole(redis_client: redis.Redis) -> None:
     """What was just written is never trimmed: the newest entry stays even past the length."""
     w = writer(redis_client, queue_max=5000, batch_max=500, stream_maxlen=100, autostart=False)
-    for n in range(1000):
-        w.emit(event(n))
-    while w.flush_once():
-        pass
-    held = [int(fields[b"ts"]) for _, fields in stream_events(redis_client, "acme")]
-    assert held == list(range(500, 1000))
+    write_all(w, range(1000))
+    assert timestamps(redis_client) == list(range(500, 1000))
 
 
 def test_small_entries_are_not_trimmed_by_a_large_batch_while_under_the_length(
@@ -216,7 +213,7 @@ def test_small_entries_are_not_trimmed_by_a_large_batch_while_under_the_length(
     for n in range(900, 1400):
         w.emit(event(n))
     assert w.flush_once() == 500  # one entry of 500
-    held = [int(fields[b"ts"]) for _, fields in stream_events(redis_client, "acme")]
+    held = timestamps(redis_client)
     assert held == list(range(1400))  # under 2,000 events: nothing trimmed
 
 

@@ -36,6 +36,7 @@ import bench_renderer as br  # noqa: E402
 import httpx  # noqa: E402
 import redis  # noqa: E402
 from proc_stats import tree_cpu_seconds  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from welcomemat import keys  # noqa: E402
 from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
@@ -130,11 +131,12 @@ def dropped_events(base: str) -> dict[str, float]:
     """The server's events dropped so far, by reason (its `/metrics`): what a variant that
     writes fewer events than it served lost them to."""
     counts: dict[str, float] = {}
-    for line in httpx.get(f"{base}/metrics", timeout=10).text.splitlines():
-        if line.startswith("welcomemat_events_dropped_total{"):
-            labels, _, value = line.rpartition(" ")
-            reason = labels.partition('reason="')[2].partition('"')[0]
-            counts[reason] = counts.get(reason, 0) + float(value)
+    for family in text_string_to_metric_families(httpx.get(f"{base}/metrics", timeout=10).text):
+        if family.name == "welcomemat_events_dropped":
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    reason = sample.labels["reason"]
+                    counts[reason] = counts.get(reason, 0) + sample.value
     return counts
 
 

@@ -3,7 +3,7 @@
 without the piece, in interleaved blocks.
 
     .venv/bin/python bench/ablate.py [--path link_first] [--ablations click_tokens ...]
-        [--block 500] [--blocks 24]
+        [--block 500] [--blocks 24] [--erasures 0]
 
 A piece timed alone (`timeit`) runs hot: its code and data in the CPU's caches. In a request
 it runs cold, between a hundred other functions, and costs more (a pydantic model built per
@@ -17,6 +17,10 @@ no-op, a memo), for `--blocks` pairs (the order flips every pair). The event loo
 CPU per request, median and fastest block of each side, and the difference: what the piece
 costs that request, in context. Machine noise moves both sides alike. `none` (an ablation
 that changes nothing) is the control: its difference is the method's own error.
+
+`--erasures N` puts N erased subjects, none a visitor, on the tenant's erasure list first
+(`bench_renderer.erase_others`), so that the `revocation_check` ablation has a list to look
+tokens up in (with none, the check is skipped and costs nothing).
 
 A stand-in is not the behaviour (a page without click tokens is not a page we serve): these
 are measurements, never code paths.
@@ -89,6 +93,7 @@ def _ablations() -> dict[str, tuple[str, Patch]]:
     import server.qr as qr
     import server.renderer_state as renderer_state
     from server.engagement import events
+    from welcomemat.records import erasure
     from welcomemat.security import tokens
 
     render = renderer_state.RendererState._render
@@ -149,6 +154,10 @@ def _ablations() -> dict[str, tuple[str, Patch]]:
             "a QR scan's arm, zone-set version and copy variant for its event: constants",
             _swap(qr, "_copy_served", copy_served),
         ),
+        "revocation_check": (
+            "an accepted token looked up on the tenant's erasure list (--erasures): never revoked",
+            _swap(erasure.Revocations, "revoked", lambda self, account, contact, issued_at: False),
+        ),
         "token_checks": (
             "a token's form and signature checks (HMAC): only its payload read",
             _swap(tokens.TokenSigner, "_unsign_keyed", staticmethod(unchecked)),
@@ -159,12 +168,14 @@ def _ablations() -> dict[str, tuple[str, Patch]]:
 Measured = list[tuple[str, list[float], list[float]]]  # (ablation, as is, replaced): CPU µs per block
 
 
-async def _measure(path: str, names: list[str], block: int, blocks: int) -> Measured:
+async def _measure(path: str, names: list[str], block: int, blocks: int, erasures: int = 0) -> Measured:
     ablations = _ablations()
     requests = block * blocks * 2 * len(names) + 2_000
     with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as url:
         app = bc.bench_app(url)
         visitors = br.publish(redis.Redis.from_url(url), 2_000, 64, requests)
+        if erasures:
+            br.erase_others(redis.Redis.from_url(url), visitors, erasures)
         if "inflate" in names:
             from welcomemat.security import tokens
 
@@ -178,6 +189,10 @@ async def _measure(path: str, names: list[str], block: int, blocks: int) -> Meas
         cookie = f"wm_{br.CAMPAIGN}="
         for account_cookie in visitors.cookies[: br.FIRST_CLICK_ACCOUNTS]:
             await bc.request(app, br.PATH, {"Cookie": cookie + account_cookie})
+        if erasures:
+            held = app.state.renderer.campaigns.cached(br.CAMPAIGN).revocations  # type: ignore[attr-defined]
+            count = len(held.accounts) + len(held.contacts)
+            print(f"the renderer checks tokens against {count:,} revocations")
         from server.engagement.collector import tune_collector
         from server.tuning import RendererTuning
 
@@ -230,13 +245,18 @@ def main() -> None:
     parser.add_argument("--ablations", nargs="+", choices=names, default=names)
     parser.add_argument("--block", type=int, default=500, help="requests per block")
     parser.add_argument("--blocks", type=int, default=24, help="blocks per side and ablation")
+    parser.add_argument(
+        "--erasures", type=int, default=0, help="erased subjects on the tenant's list (none a visitor)"
+    )
     args = parser.parse_args()
-    if args.block < 1 or args.blocks < 2:
-        parser.error("--block must be at least 1 and --blocks at least 2")
+    if args.block < 1 or args.blocks < 2 or args.erasures < 0:
+        parser.error("--block must be at least 1, --blocks at least 2, --erasures 0 or more")
     print(f"{args.path}: event loop thread CPU per request, {args.blocks} blocks of {args.block} a side")
     print(f"{'ablation':16} {'as is':>14} {'replaced':>14} {'difference':>18}  what is replaced")
     ablations = _ablations()
-    for name, kept, ablated in asyncio.run(_measure(args.path, args.ablations, args.block, args.blocks)):
+    for name, kept, ablated in asyncio.run(
+        _measure(args.path, args.ablations, args.block, args.blocks, args.erasures)
+    ):
         as_is, replaced = statistics.median(kept), statistics.median(ablated)
         print(
             f"{name:16} {as_is:8.1f} ({min(kept):5.1f}) {replaced:7.1f} ({min(ablated):5.1f}) "

@@ -2,6 +2,7 @@
 """Python function calls per request on the renderer's paths: a count, not a time.
 
     .venv/bin/python bench/bench_calls.py [--requests 1000] [--top 8] [--json FILE] [--time [--rounds 5]]
+        [--erasures 0]
 
 Wall-clock figures move with whatever else the machine runs; the number of Python function
 calls a request makes does not. Run in two checkouts (before and after a refactor), this
@@ -18,7 +19,8 @@ Paths, as in `bench_renderer.py`: `cookie` (landing page, returning visitor, cac
 Redis read and render), and the arrivals: `link_first` (a link token never seen before on
 each request, zone sets cached), `link_again` (the same 32 links again, no cookie),
 `qr` (`/q/<token>`, every token new), `ip` (a trusted proxy's `X-Forwarded-For` in an
-account's range), `anonymous`.
+account's range), `anonymous`. `--erasures N`: N erased subjects, none a visitor, on the
+tenant's erasure list first (`bench_renderer.erase_others`), so tokens are checked against it.
 """
 
 from __future__ import annotations
@@ -144,11 +146,14 @@ async def request(app: ASGIApp, target: str, headers: dict[str, str]) -> int:
 
 
 async def measure(
-    url: str, requests: int, rounds: int = 0
+    url: str, requests: int, rounds: int = 0, erasures: int = 0
 ) -> tuple[dict[str, collections.Counter[str]], dict[str, list[float]]]:
     """Calls per request of each path; with `rounds`, also the event loop thread's CPU per
-    request of `rounds` unprofiled passes per path (in microseconds, sorted)."""
+    request of `rounds` unprofiled passes per path (in microseconds, sorted). `erasures`: that
+    many subjects, none a visitor, on the tenant's erasure list first."""
     visitors = br.publish(redis.Redis.from_url(url), 2_000, 64, (2 + rounds) * requests + WARM_UP)
+    if erasures:
+        br.erase_others(redis.Redis.from_url(url), visitors, erasures)
     tunings = {
         "cookie": RendererTuning(),
         "first": RendererTuning(known_visitor_entries=0),
@@ -238,11 +243,15 @@ def main() -> None:
         help="also the request path's CPU per request: fastest and median of --rounds unprofiled passes",
     )
     parser.add_argument("--rounds", type=int, default=5, help="timed passes per path (with --time)")
+    parser.add_argument(
+        "--erasures", type=int, default=0, help="erased subjects on the tenant's list (none a visitor)"
+    )
     args = parser.parse_args()
-    if args.requests < 1 or args.rounds < 1 or args.top < 0:
-        parser.error("--requests and --rounds at least 1, --top 0 or more")
+    if args.requests < 1 or args.rounds < 1 or args.top < 0 or args.erasures < 0:
+        parser.error("--requests and --rounds at least 1, --top and --erasures 0 or more")
     with tempfile.TemporaryDirectory() as tmp, temporary_redis(Path(tmp) / "redis") as url:
-        counts, times = asyncio.run(measure(url, args.requests, args.rounds if args.time else 0))
+        rounds = args.rounds if args.time else 0
+        counts, times = asyncio.run(measure(url, args.requests, rounds, args.erasures))
     print(f"Python function calls per request on the event loop's thread ({args.requests} requests a path)")
     timed = args.time and args.rounds > 0
     print(f"{'path':10} {'calls/request':>14}" + (f" {'cpu us min':>11} {'median':>7}" if timed else ""))

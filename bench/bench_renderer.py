@@ -7,7 +7,7 @@ both uvicorn stacks and for one and two worker processes; the renderer's memory 
         [--http fast h11] [--workers 1 2] [--first-clicks 200000] [--accounts 100000]
         [--paths cookie link_first ...] [--reference FILE | --no-reference]
         [--distinct 20000] [--memory-steps 3] [--skip-memory | --skip-throughput] [--json FILE]
-        [--baselines-on uvicorn | welcomemat]
+        [--baselines-on uvicorn | welcomemat] [--erasures 0]
 
 Starts its own embedded Redis in a temp folder and publishes the example campaign and
 `--accounts` personal zone sets (five zones each, written with `ZoneSetStore.publish_many`
@@ -35,7 +35,9 @@ header), then measures, in alternation, `--rounds` times:
 
 Every path logs its events as in production (views, QR scans, into the Redis stream) and
 sends every header the renderer adds (CSP, nosniff, Set-Cookie, ...): all of it is in the
-figure.
+figure. `--erasures N` puts N erased subjects on the tenant's erasure list first, none of them
+a visitor of the bench (`erase_others`): every token the renderer accepts is then checked
+against a list of that size, as a tenant's is once people have been erased.
 
 The reference (`--reference`, by default `../shared/bench/same_work_app.py` next to the
 repository; `--no-reference` leaves it out): one plain ASGI function doing each arrival path's
@@ -250,6 +252,7 @@ class Visitors:
     links: list[str]
     first_links: list[str] = field(default_factory=list)
     first_qr: list[str] = field(default_factory=list)
+    first_accounts: list[str] = field(default_factory=list)  # the accounts of those tokens
     addresses: list[str] = field(default_factory=list)
     new_addresses: list[str] = field(default_factory=list)
 
@@ -343,6 +346,7 @@ def publish(client: redis.Redis, accounts: int, links: int, first_clicks: int = 
     if batch:
         store.publish_many(batch, current={})
     hot = [_account_of(signer, token) for token in visitors.cookies[:FIRST_CLICK_ACCOUNTS]]
+    visitors.first_accounts = hot
     for n in range(first_clicks):
         account, contact = hot[n % len(hot)], f"c{n:07d}"
         for kind, tokens, ttl in (
@@ -364,6 +368,29 @@ def publish(client: redis.Redis, accounts: int, links: int, first_clicks: int = 
     if ranges:
         client.hset(keys.ip_ranges_key(TENANT, CAMPAIGN), mapping=ranges)
     return visitors
+
+
+def erase_others(client: redis.Redis, visitors: Visitors, subjects: int) -> None:
+    """`subjects` erasures on the tenant's list (`welcomemat.records.erasure`), none of a visitor
+    the bench serves: one in ten an account of its own, the rest contacts of the accounts the
+    first clicks come from (under contact ids no token carries). The renderer loads them with
+    the campaign and checks every token it accepts against them: the check the reference leaves
+    out, with a list the size of a tenant's that has erased people."""
+    from datetime import UTC, datetime
+
+    from welcomemat.records.erasure import ErasureMark, account_field, contact_field
+
+    now = time.time()
+    erased_at = datetime.fromtimestamp(now, UTC)
+    mark = ErasureMark(erased_at=erased_at, revoke_before=int(now) + 1).model_dump_json()
+    hot = visitors.first_accounts
+    fields = [
+        account_field(f"erased_{n:07d}") if n % 10 == 0 else contact_field(hot[n % len(hot)], f"e{n:07d}")
+        for n in range(subjects)
+    ]
+    for start in range(0, len(fields), PUBLISH_BATCH):
+        batch = fields[start : start + PUBLISH_BATCH]
+        client.hset(keys.erasures_key(TENANT), mapping=dict.fromkeys(batch, mark))
 
 
 @dataclass
@@ -1034,6 +1061,9 @@ def main() -> None:
         default="uvicorn",
         help="the bare page's and the reference's HTTP protocol: uvicorn's own, or welcomemat serve's",
     )
+    parser.add_argument(
+        "--erasures", type=int, default=0, help="erased subjects on the tenant's list (none a visitor)"
+    )
     parser.add_argument("--serve-bare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--page-bytes", type=int, default=0, help=argparse.SUPPRESS)
@@ -1046,6 +1076,8 @@ def main() -> None:
         return
     if args.seconds <= 0 or args.rounds < 1 or args.connections < 1:
         parser.error("--seconds must be above 0, --rounds and --connections at least 1")
+    if args.erasures < 0:
+        parser.error("--erasures must be 0 or more")
     if not args.skip_throughput and args.first_clicks < 1:
         parser.error("--first-clicks must be at least 1 (the first-click rows walk them)")
     os.environ[_BASELINES_ON] = args.baselines_on  # read by the bare and reference processes
@@ -1071,6 +1103,9 @@ def main() -> None:
             f" and signed their tokens in {time.perf_counter() - started:.1f} s; "
             f"Redis used_memory {used_memory_mib(client):.0f} MiB"
         )
+        if args.erasures:
+            erase_others(client, visitors, args.erasures)
+            print(f"{args.erasures:,} erased subjects on the tenant's erasure list (none of them a visitor)")
         if not args.skip_throughput:
             ref = reference_tokens(args.reference, first_clicks) if use_reference else None
             throughput(args, visitors, redis_url, Path(tmp), ref)

@@ -126,7 +126,6 @@ async def qr_entry(request: Request) -> Response:
         renderer.metrics.token_rejections.labels(TokenKind.QR.value, "malformed").inc()
         return _invalid(renderer)
     tenant, campaign_id = hint
-    claims = renderer.identifier.verify(TokenKind.QR, token, tenant=tenant, campaign=campaign_id)
 
     unavailable = False
     state = renderer.campaigns.cached(campaign_id)  # a loaded campaign: no coroutine to run
@@ -138,10 +137,15 @@ async def qr_entry(request: Request) -> Response:
             log.info("qr: campaign %s/%s not loadable now (%s)", tenant, campaign_id, exc)
     if state is not None and state.tenant != tenant:
         state = None  # the id is another tenant's campaign
-    if claims is not None and state is not None and state.revocations:
-        claims = renderer.identifier.verify(
-            TokenKind.QR, token, tenant=tenant, campaign=campaign_id, revocations=state.revocations
-        )
+    # Checked against the tenant's revocations when its campaign is loaded; without them (not
+    # loadable, or not the tenant's) no cookie is set below, whatever the claims.
+    claims = renderer.identifier.verify(
+        TokenKind.QR,
+        token,
+        tenant=tenant,
+        campaign=campaign_id,
+        revocations=None if state is None else state.revocations,
+    )
     if claims is None and state is None:
         return _invalid(renderer)
     # Never a redirect into a 404: only to a continuation page the campaign serves, or, while

@@ -3,7 +3,7 @@
 virtual CPUs' steal time.
 
     .venv/bin/python bench/tail_candidates.py [--path link_first] [--rounds 8] [--seconds 5]
-        [--accounts 100000] [--first-clicks 200000] [--rewrite-every 2]
+        [--accounts 100000] [--first-clicks 200000] [--rewrite-every 2] [--workers 1]
 
 `bench_renderer.py`'s setup (its embedded Redis pinned to CPU 1 beside wrk, the published
 zone sets and tokens) and one renderer worker on CPU 0, then `--rounds` wrk runs of one path.
@@ -13,6 +13,8 @@ doubled, and the child, pinned where Redis is, runs beside wrk for as long as wr
 takes) and each CPU's steal time from `/proc/stat` (time the hypervisor ran something else).
 `--rewrite-every N` starts a rewrite 1 s into every Nth round (`BGREWRITEAOF`), so rounds with
 and without one alternate on the same machine; 0 leaves Redis to rewrite when it will.
+`--workers 2` runs two worker processes and wrk unpinned, Redis still on CPU 1, as
+`bench_renderer.py --workers 2` does.
 """
 
 from __future__ import annotations
@@ -71,11 +73,12 @@ def main() -> None:
     parser.add_argument(
         "--rewrite-every", type=int, default=2, help="start an AOF rewrite in every Nth round (0: never)"
     )
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (2: they and wrk unpinned)")
     args = parser.parse_args()
-    too_few = args.rounds < 1 or args.connections < 1 or args.first_clicks < 1
+    too_few = args.rounds < 1 or args.connections < 1 or args.first_clicks < 1 or args.workers < 1
     if too_few or args.seconds <= 0 or args.accounts < br.FIRST_CLICK_ACCOUNTS:
         parser.error(
-            "--rounds, --connections and --first-clicks >= 1, --seconds > 0 and "
+            "--rounds, --connections, --first-clicks and --workers >= 1, --seconds > 0 and "
             f"--accounts >= {br.FIRST_CLICK_ACCOUNTS}"
         )
     if args.rewrite_every < 0:
@@ -90,7 +93,7 @@ def main() -> None:
             subprocess.run(["taskset", "-pc", "1", pid], check=True, capture_output=True)
         visitors = br.publish(client, args.accounts, 64, args.first_clicks)
         wait_rewrite(client)  # publishing's own rewrites, before the first round
-        renderer, base = br.start_renderer(url, tmp, "fast", 1)
+        renderer, base = br.start_renderer(url, tmp, "fast", args.workers)
         try:
             br.check_paths(base, visitors)
             load = br.loads(visitors)[args.path]
@@ -100,10 +103,12 @@ def main() -> None:
                 if every == 0
                 else f"an AOF rewrite started 1 s into round {every}, {2 * every}, ..."
             )
-            print(
-                f"{args.path}: one worker on CPU 0, wrk -t1 -c{args.connections} and Redis on CPU 1, "
-                f"{args.seconds:g} s a round; {rewrites}"
+            placed = (
+                f"one worker on CPU 0, wrk -t1 -c{args.connections} and Redis on CPU 1"
+                if args.workers == 1
+                else f"{args.workers} workers and wrk -t1 -c{args.connections} unpinned, Redis on CPU 1"
             )
+            print(f"{args.path}: {placed}, {args.seconds:g} s a round; {rewrites}")
             offset = 0
             for round_ in range(args.rounds):
                 start_one = args.rewrite_every > 0 and round_ % args.rewrite_every == args.rewrite_every - 1
@@ -111,7 +116,8 @@ def main() -> None:
                 forks_before, steal_before, started = forks(client), steal_seconds(), time.monotonic()
                 if timer is not None:
                     timer.start()
-                result = br.run_wrk(base, load, args.seconds, args.connections, tmp, offset)
+                wrk_cpu = 1 if args.workers == 1 else None
+                result = br.run_wrk(base, load, args.seconds, args.connections, tmp, offset, wrk_cpu)
                 elapsed = time.monotonic() - started
                 steal_after = steal_seconds()
                 if timer is not None:

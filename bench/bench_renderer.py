@@ -62,7 +62,9 @@ its server saves every response.
 
 Load comes from `wrk` (Debian's package; the bench runs `apt-get install -y wrk`
 when it is missing and it may). With one worker the server is pinned to CPU 0 and wrk and
-Redis to CPU 1 (`taskset`); with two, the workers are not pinned. Ratios are taken within
+Redis to CPU 1 (`taskset`); with two, the workers are not pinned. Two workers share one
+listening socket, uvicorn's way and `welcomemat serve`'s default, on every server;
+`--reuse-port` gives each its own (`serve --reuse-port`, `cli/worker_sockets.py`). Ratios are taken within
 each round and reported as medians with their spread (min-max over rounds), with the
 server processes' CPU per request (from /proc) and the Redis commands per request (INFO
 commandstats around each wrk run; commands the event writer's script runs count too).
@@ -188,16 +190,21 @@ def _baseline_protocol(parser: str) -> str:
     return parser
 
 
-def serve_bare(port: int, page_bytes: int, http: str, workers: int) -> None:
-    """The bare app under uvicorn with `welcomemat serve`'s settings for `http` and `workers`."""
-    import uvicorn
+# `--reuse-port`, handed to the bare and reference processes (the renderer gets `serve --reuse-port`).
+_REUSE_PORT = "BENCH_REUSE_PORT"
 
+
+def serve_bare(port: int, page_bytes: int, http: str, workers: int) -> None:
+    """The bare app under uvicorn with `welcomemat serve`'s settings for `http` and `workers`
+    (two or more: one shared socket, or a socket each with `--reuse-port`)."""
     from cli.serve import STACKS
+    from cli.worker_sockets import run_uvicorn
 
     os.environ["BENCH_PAGE_BYTES"] = str(page_bytes)
     parser, loop = STACKS[http]
-    uvicorn.run(
+    run_uvicorn(
         "bench_renderer:bare_app",
+        reuse_port=os.environ.get(_REUSE_PORT) == "1",
         factory=True,
         app_dir=str(ROOT / "bench"),
         host="127.0.0.1",
@@ -215,14 +222,14 @@ def serve_bare(port: int, page_bytes: int, http: str, workers: int) -> None:
 def serve_reference(reference: Path, port: int, page_bytes: int, http: str, workers: int) -> None:
     """The reference app under uvicorn with the bare page's settings for `http` and `workers`
     (its environment: REDIS_URL, and BARE_BYTES set by `start_reference`)."""
-    import uvicorn
-
     from cli.serve import STACKS
+    from cli.worker_sockets import run_uvicorn
 
     os.environ["BARE_BYTES"] = str(page_bytes)
     parser, loop = STACKS[http]
-    uvicorn.run(
+    run_uvicorn(
         f"{reference.stem}:app",
+        reuse_port=os.environ.get(_REUSE_PORT) == "1",
         app_dir=str(reference.parent),
         host="127.0.0.1",
         port=port,
@@ -535,6 +542,8 @@ def start_renderer(
     env.update(extra_env or {})
     welcomemat = str(Path(sys.executable).parent / "welcomemat")
     command = [welcomemat, "serve", "--port", str(port), "--http", http, "--workers", str(workers)]
+    if os.environ.get(_REUSE_PORT) == "1":
+        command.append("--reuse-port")
     process = subprocess.Popen(
         [*(pinned(0) if workers == 1 else []), *command, "--no-access-log"],
         cwd=ROOT,
@@ -953,6 +962,9 @@ def throughput(
     print("medians over rounds [min-max]; each ratio is taken within a round (against that round's bare run)")
     print("cpu us: the server's processes' CPU per request; bare/cpu: bare's over this path's")
     print(f"bare page and reference on {args.baselines_on}'s HTTP protocol (--baselines-on)")
+    if any(w > 1 for w in args.workers):
+        sockets = "a listening socket each" if args.reuse_port else "one listening socket shared"
+        print(f"two or more workers: {sockets}, on every server (--reuse-port)")
     if ref is not None:
         print(f"reference: {args.reference}, same stack, workers and pinning; its own tokens and stream")
     summary: dict[str, dict[str, list[dict[str, float]]]] = {}
@@ -1064,6 +1076,12 @@ def main() -> None:
     parser.add_argument(
         "--erasures", type=int, default=0, help="erased subjects on the tenant's list (none a visitor)"
     )
+    parser.add_argument(
+        "--reuse-port",
+        action="store_true",
+        help="two or more workers listen on a socket each (`serve --reuse-port`) instead of sharing one, "
+        "on every server",
+    )
     parser.add_argument("--serve-bare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--page-bytes", type=int, default=0, help=argparse.SUPPRESS)
@@ -1081,6 +1099,7 @@ def main() -> None:
     if not args.skip_throughput and args.first_clicks < 1:
         parser.error("--first-clicks must be at least 1 (the first-click rows walk them)")
     os.environ[_BASELINES_ON] = args.baselines_on  # read by the bare and reference processes
+    os.environ[_REUSE_PORT] = "1" if args.reuse_port else "0"  # and by start_renderer
     use_reference = not args.skip_throughput and not args.no_reference
     if use_reference and not args.reference.is_file():
         parser.error(f"{args.reference}: no reference app there (--reference FILE, or --no-reference)")

@@ -38,6 +38,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="uvicorn's access line per request at the INFO log level (default: on); "
         "--no-access-log leaves it out (page views are logged as events anyway)",
     )
+    serve.add_argument(
+        "--reuse-port",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="with 2+ workers on Linux, each worker listens on a socket of its own (SO_REUSEPORT) and the "
+        "kernel spreads connections across them by their addresses' hash; by default they share one "
+        "socket (uvicorn's way), whose connections go to whichever worker accepts first",
+    )
     serve.set_defaults(handler=run)
 
 
@@ -45,5 +53,10 @@ def run(args: argparse.Namespace) -> int:
     from cli.serve import run_serve
 
     return run_serve(
-        host=args.host, port=args.port, workers=args.workers, http=args.http, access_log=args.access_log
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        http=args.http,
+        access_log=args.access_log,
+        reuse_port=args.reuse_port,
     )

@@ -52,14 +52,11 @@ def socket_inodes(pid: int) -> set[int]:
 
 
 def children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(stat.parent.name))
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
+    """The processes `pid` started (its main thread's; uvicorn's supervisor spawns from it)."""
+    try:
+        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 def workers_listening(supervisor: int, port: int) -> dict[int, set[int]]:

@@ -16,7 +16,7 @@ worker starts, and the port stays held while workers come and go (a bound socket
 listen is given no connections; another socket may bind there only with SO_REUSEPORT as the
 same user). When a worker stops, the connections still waiting in its socket's queue are
 reset, unless the kernel may hand them to another worker's (`sysctl net.ipv4.tcp_migrate_req=1`,
-Linux 5.14 and later); a shared socket loses none, and `serve --no-reuse-port` keeps it.
+Linux 5.14 and later); the shared socket, the default, loses none.
 
 Each worker gets its socket through uvicorn's own path: the supervisor pickles the sockets it
 passes to a spawned worker, and this one pickles as "bind the same address with SO_REUSEPORT",

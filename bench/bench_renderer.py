@@ -68,6 +68,11 @@ listening socket, uvicorn's way and `welcomemat serve`'s default, on every serve
 each round and reported as medians with their spread (min-max over rounds), with the
 server processes' CPU per request (from /proc) and the Redis commands per request (INFO
 commandstats around each wrk run; commands the event writer's script runs count too).
+`--json FILE` keeps every run's figures, and with them two that may make a round's tail
+without being the server's own work: `wait_share`, the seconds its processes' threads were
+runnable but waiting for a CPU over the run's (summed over threads: two busy workers can pass
+1), and `redis_forks`, the forks Redis made during the run (an AOF rewrite is one).
+`bench/zone_ttl` sets the renderer's zone-set cache TTL for a run (its docstring).
 
 Memory: a fresh `welcomemat serve` (one worker); its RSS after start-up and a warm-up, then
 after each of `--memory-steps` steps of `--distinct` new accounts (each one landing page by
@@ -105,7 +110,7 @@ from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
 from welcomemat.zones.contract import load_zone_contracts  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
-from proc_stats import tree_cpu_seconds  # noqa: E402
+from proc_stats import tree_cpu_seconds, tree_wait_seconds  # noqa: E402
 from redis_stats import command_calls  # noqa: E402
 
 SECRET = "bench-secret-0123456789abcdefghijklmnopqrstuvwxyz"
@@ -598,6 +603,11 @@ class Result:
     # Redis's CPU per request: it shares CPU 1 with wrk at one worker, so what it spends on a
     # server's requests is time wrk, which measures the latencies, does not run.
     redis_cpu_us: float = 0.0
+    # What may make a round's tail without being the server's work: the share of the run its
+    # processes' threads spent runnable and waiting for a CPU (summed over threads, so two busy
+    # workers can exceed 1), and the forks Redis made meanwhile (an AOF rewrite copies the data).
+    wait_share: float = 0.0
+    redis_forks: int = 0
 
 
 def _ms(value: str, unit: str) -> float:
@@ -835,12 +845,17 @@ def one_setup(
         client = redis.Redis.from_url(redis_url)
         redis_pid = int(client.info("server")["process_id"])
 
+        def forks() -> int:
+            return int(client.info("stats")["total_forks"])
+
         def measure(
             process: subprocess.Popen[bytes], base: str, req: Request, at: dict[str, int], kind: str, who: str
         ) -> Result:
             cpu0, ops0 = tree_cpu_seconds(process.pid), renderer_ops(client)
-            redis0 = tree_cpu_seconds(redis_pid)
+            redis0, wait0, forks0 = tree_cpu_seconds(redis_pid), tree_wait_seconds(process.pid), forks()
             result = run_wrk(base, req, args.seconds, args.connections, tmp, at[kind], cpu)
+            result.wait_share = (tree_wait_seconds(process.pid) - wait0) / args.seconds
+            result.redis_forks = forks() - forks0
             result.cpu_us = (tree_cpu_seconds(process.pid) - cpu0) / max(result.requests, 1) * 1e6
             result.redis_cpu_us = (tree_cpu_seconds(redis_pid) - redis0) / max(result.requests, 1) * 1e6
             result.redis_ops = (renderer_ops(client) - ops0) / max(result.requests, 1)

@@ -5,7 +5,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["CLOCK_TICKS", "cpu_seconds", "process_tree", "steal_seconds", "tree_cpu_seconds"]
+__all__ = [
+    "CLOCK_TICKS",
+    "cpu_seconds",
+    "process_tree",
+    "steal_seconds",
+    "tree_cpu_seconds",
+    "tree_wait_seconds",
+]
 
 #: /proc's clock ticks a second (its CPU times are counted in them).
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -35,6 +42,20 @@ def process_tree(pid: int) -> list[int]:
 def tree_cpu_seconds(pid: int) -> float:
     """`cpu_seconds` of a process and its children (a server's supervisor and its workers)."""
     return sum(cpu_seconds(process) for process in process_tree(pid))
+
+
+def tree_wait_seconds(pid: int) -> float:
+    """Seconds the threads of a process and its children have spent runnable but not running,
+    waiting for a CPU (each task's `schedstat`, second field); threads gone meanwhile are not
+    counted, so compare it over a span in which they live (a server's run)."""
+    total = 0
+    for process in process_tree(pid):
+        for schedstat in Path(f"/proc/{process}/task").glob("*/schedstat"):
+            try:
+                total += int(schedstat.read_text().split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    return total / 1e9
 
 
 def steal_seconds() -> dict[str, float]:

@@ -715,6 +715,11 @@ def renderer_ops(client: redis.Redis) -> int:
     return sum(calls.values())
 
 
+def redis_forks(client: redis.Redis) -> int:
+    """The forks Redis has made so far (an AOF rewrite is one)."""
+    return int(client.info("stats")["total_forks"])
+
+
 def used_memory_mib(client: redis.Redis) -> float:
     return int(client.info("memory")["used_memory"]) / 2**20
 
@@ -845,17 +850,14 @@ def one_setup(
         client = redis.Redis.from_url(redis_url)
         redis_pid = int(client.info("server")["process_id"])
 
-        def forks() -> int:
-            return int(client.info("stats")["total_forks"])
-
         def measure(
             process: subprocess.Popen[bytes], base: str, req: Request, at: dict[str, int], kind: str, who: str
         ) -> Result:
-            cpu0, ops0 = tree_cpu_seconds(process.pid), renderer_ops(client)
-            redis0, wait0, forks0 = tree_cpu_seconds(redis_pid), tree_wait_seconds(process.pid), forks()
+            cpu0, wait0 = tree_cpu_seconds(process.pid), tree_wait_seconds(process.pid)
+            ops0, redis0, forks0 = renderer_ops(client), tree_cpu_seconds(redis_pid), redis_forks(client)
             result = run_wrk(base, req, args.seconds, args.connections, tmp, at[kind], cpu)
             result.wait_share = (tree_wait_seconds(process.pid) - wait0) / args.seconds
-            result.redis_forks = forks() - forks0
+            result.redis_forks = redis_forks(client) - forks0
             result.cpu_us = (tree_cpu_seconds(process.pid) - cpu0) / max(result.requests, 1) * 1e6
             result.redis_cpu_us = (tree_cpu_seconds(redis_pid) - redis0) / max(result.requests, 1) * 1e6
             result.redis_ops = (renderer_ops(client) - ops0) / max(result.requests, 1)

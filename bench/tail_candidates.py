@@ -41,10 +41,6 @@ from welcomemat.storage.embedded_redis import temporary_redis  # noqa: E402
 _PATHS = ("link_first", "qr", "cookie", "link_again", "ip", "ip_new", "anonymous")
 
 
-def forks(client: redis.Redis) -> int:
-    return int(client.info("stats")["total_forks"])
-
-
 def rewriting(client: redis.Redis) -> bool:
     return bool(client.info("persistence")["aof_rewrite_in_progress"])
 
@@ -113,7 +109,8 @@ def main() -> None:
             for round_ in range(args.rounds):
                 start_one = args.rewrite_every > 0 and round_ % args.rewrite_every == args.rewrite_every - 1
                 timer = threading.Timer(1.0, start_rewrite, (client,)) if start_one else None
-                forks_before, steal_before, started = forks(client), steal_seconds(), time.monotonic()
+                forks_before, steal_before = br.redis_forks(client), steal_seconds()
+                started = time.monotonic()
                 if timer is not None:
                     timer.start()
                 wrk_cpu = 1 if args.workers == 1 else None
@@ -131,7 +128,7 @@ def main() -> None:
                 )
                 print(
                     f"round {round_ + 1:>2}: {result.rps:8.0f} req/s  p50 {result.p50_ms:6.2f} ms  "
-                    f"p99 {result.p99_ms:7.2f} ms  Redis forks +{forks(client) - forks_before}  "
+                    f"p99 {result.p99_ms:7.2f} ms  Redis forks +{br.redis_forks(client) - forks_before}  "
                     f"steal {steal or 'n/a'}",
                     flush=True,
                 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from datetime import date
 
-__all__ = ["add_fill_empty", "iso_day", "port", "positive_float", "positive_int"]
+__all__ = ["add_fill_empty", "fixed_port", "iso_day", "port", "positive_float", "positive_int"]
 
 
 def positive_int(text: str) -> int:
@@ -35,6 +35,14 @@ def port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535)")
+    return value
+
+
+def fixed_port(text: str) -> int:
+    """A port to listen on that the user names (0, "any port", is refused: nobody would know it)."""
+    value = port(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 is not a fixed port (1 to 65535)")
     return value
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from cli.arg_types import positive_int
+from cli.arg_types import fixed_port, positive_int
 
 HTTP_STACKS = ("fast", "h11")
 
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "request's line and headers must arrive within WELCOMEMAT_HEADER_TIMEOUT_S.",
     )
     serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
-    serve.add_argument("--port", type=positive_int, default=8000, help="port (default: 8000)")
+    serve.add_argument("--port", type=fixed_port, default=8000, help="port, 1 to 65535 (default: 8000)")
     serve.add_argument("--workers", type=positive_int, default=1, help="worker processes (default: 1)")
     serve.add_argument(
         "--http",

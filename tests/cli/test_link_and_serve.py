@@ -273,6 +273,19 @@ def test_serve_refuses_bad_settings_with_exit_2(tmp_path: Path) -> None:
     assert result.returncode == 2 and "WELCOMEMAT_PUBLIC_URL" in result.stderr
 
 
+@pytest.mark.parametrize("flags", [[], ["--workers", "2", "--reuse-port"]])
+@pytest.mark.parametrize(
+    ("value", "needle"), [("70000", "0 to 65535"), ("0", "not a fixed port"), ("80x", "80x")]
+)
+def test_serve_refuses_a_port_that_is_not_one_with_exit_2(
+    tmp_path: Path, value: str, needle: str, flags: list[str]
+) -> None:
+    result = run("serve", "--port", value, *flags, env={"WELCOMEMAT_SECRET": SECRET}, home=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "--port" in result.stderr and needle in result.stderr and "Traceback" not in result.stderr
+    assert "renderer on" not in result.stdout
+
+
 @pytest.mark.parametrize("name", ["WELCOMEMAT_ADMIN_TOKEN", "WELCOMEMAT_CRM_TOKEN", "WELCOMEMAT_SECRET"])
 def test_serve_refuses_a_short_token_or_key_with_exit_2_naming_it_not_its_value(
     tmp_path: Path, name: str
